@@ -1,0 +1,293 @@
+"""Request parsing: RESP multibulk and inline commands, with Redis's limits and errors.
+
+The pure-Python parser below is the reference: it follows Redis's
+``processMultibulkBuffer``/``processInlineBuffer`` rules to the byte, including
+the exact protocol error texts. hiredis accelerates the common case: a chunk
+that starts at a command boundary with ``*`` is handed to ``hiredis.Reader``,
+and whatever hiredis cannot vouch for (an incomplete tail, an odd element type,
+a chunk that might hide a ``+`` or ``=`` line it would accept but Redis would
+not) is handed back to the reference parser at the exact byte where it starts.
+"""
+
+from __future__ import annotations
+
+try:  # pragma: no cover - exercised implicitly when hiredis is installed
+    import hiredis
+except ImportError:  # pragma: no cover
+    hiredis = None
+
+INLINE_MAX_SIZE = 64 * 1024  # PROTO_INLINE_MAX_SIZE
+INT_MAX = 2**31 - 1
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+UNAUTH_MAX_MULTIBULK = 10
+UNAUTH_MAX_BULK = 16384
+
+
+class ProtocolError:
+    """A protocol error found in the stream: reply with it, then close the connection.
+
+    It is returned in place of a command (after the commands that preceded it),
+    not raised, so those earlier commands still run as they do in Redis.
+    """
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: bytes) -> None:
+        self.message = message
+
+    def __repr__(self) -> str:
+        return f"ProtocolError({self.message!r})"
+
+
+def _string2ll(s: bytes) -> int | None:
+    """Redis's string2ll: optional '-', no '+', no leading zeros, no spaces, int64 range."""
+    n = len(s)
+    if n == 0 or n > 20:
+        return None
+    if s.isdigit():
+        if s[0] == 48 and n > 1:
+            return None
+    elif not (s[0] == 45 and n > 1 and s[1] != 48 and s[1:].isdigit()):
+        return None
+    v = int(s)
+    if v < INT64_MIN or v > INT64_MAX:
+        return None
+    return v
+
+
+_SPACE = b" \t\n\r\v\f"
+_HEX = b"0123456789abcdefABCDEF"
+_ESCAPES = {ord("n"): 10, ord("r"): 13, ord("t"): 9, ord("b"): 8, ord("a"): 7}
+
+
+def split_args(line: bytes) -> list[bytes] | None:
+    """Split an inline command line like Redis's sdssplitargs; None on unbalanced quotes."""
+    args: list[bytes] = []
+    i = 0
+    n = len(line)
+    while True:
+        while i < n and line[i] in _SPACE:
+            i += 1
+        if i >= n:
+            return args
+        cur = bytearray()
+        inq = insq = False
+        while True:
+            if inq:
+                if i >= n:
+                    return None
+                c = line[i]
+                if (
+                    c == 92  # backslash
+                    and i + 3 < n
+                    and line[i + 1] == 120  # x
+                    and line[i + 2] in _HEX
+                    and line[i + 3] in _HEX
+                ):
+                    cur.append(int(line[i + 2 : i + 4], 16))
+                    i += 3
+                elif c == 92 and i + 1 < n:
+                    i += 1
+                    cur.append(_ESCAPES.get(line[i], line[i]))
+                elif c == 34:  # closing quote must be followed by a space or the end
+                    if i + 1 < n and line[i + 1] not in _SPACE:
+                        return None
+                    i += 1
+                    break
+                else:
+                    cur.append(c)
+            elif insq:
+                if i >= n:
+                    return None
+                c = line[i]
+                if c == 92 and i + 1 < n and line[i + 1] == 39:
+                    i += 1
+                    cur.append(39)
+                elif c == 39:
+                    if i + 1 < n and line[i + 1] not in _SPACE:
+                        return None
+                    i += 1
+                    break
+                else:
+                    cur.append(c)
+            else:
+                if i >= n:
+                    break
+                c = line[i]
+                if c in _SPACE:
+                    break
+                if c == 34:
+                    inq = True
+                elif c == 39:
+                    insq = True
+                else:
+                    cur.append(c)
+            i += 1
+        args.append(bytes(cur))
+
+
+class RequestParser:
+    """Turns the bytes a client sends into argv lists (and at most one ProtocolError)."""
+
+    __slots__ = (
+        "_buf",
+        "_argv",
+        "_remaining",
+        "_bulklen",
+        "_reader",
+        "max_bulk_len",
+        "auth_required",
+        "failed",
+    )
+
+    def __init__(self, max_bulk_len: int = 512 * 1024 * 1024) -> None:
+        self._buf = bytearray()
+        self._argv: list[bytes] | None = None
+        self._remaining = 0
+        self._bulklen = -1
+        self._reader = hiredis.Reader() if hiredis is not None else None
+        self.max_bulk_len = max_bulk_len
+        # Unauthenticated clients get Redis's tighter request limits.
+        self.auth_required = False
+        self.failed = False
+
+    def pending_bytes(self) -> int:
+        """Bytes buffered for a command not yet complete (the query buffer length)."""
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list:
+        """Parse ``data``; return the complete commands, possibly ending with a ProtocolError."""
+        if self.failed:
+            return []
+        out: list = []
+        if (
+            not self._buf
+            and self._reader is not None
+            and data[:1] == b"*"
+            and not self.auth_required
+            and len(data) <= self.max_bulk_len
+            and b"\n+" not in data
+            and b"\n=" not in data
+        ):
+            rest = self._feed_fast(data, out)
+            if rest is None:
+                return out
+            data = rest
+        self._buf += data
+        self._parse(out)
+        return out
+
+    def _feed_fast(self, data: bytes, out: list) -> bytes | None:
+        """hiredis path; returns the unparsed remainder for the reference parser, or None."""
+        reader = self._reader
+        reader.feed(data)
+        start = len(out)
+        try:
+            while True:
+                cmd = reader.gets()
+                if cmd is False:
+                    break
+                if type(cmd) is not list or not cmd or not all(type(a) is bytes for a in cmd):
+                    return self._fallback(data, out, start)
+                out.append(cmd)
+        except hiredis.ProtocolError:
+            return self._fallback(data, out, start)
+        if reader.has_data():
+            return self._fallback(data, out, start)
+        return None
+
+    def _fallback(self, data: bytes, out: list, start: int) -> bytes:
+        """Drop hiredis's state and return ``data`` past the commands it fully parsed.
+
+        hiredis accepted those commands only if their lengths were canonical, so
+        their wire size is computable; the last element of ``out`` may be the
+        suspicious one and is re-parsed.
+        """
+        self._reader = hiredis.Reader()
+        good = out[start:]
+        # A suspicious item was not appended; an incomplete tail never was.
+        offset = 0
+        for cmd in good:
+            offset += 3 + len(str(len(cmd)))
+            for arg in cmd:
+                offset += 5 + len(str(len(arg))) + len(arg)
+        return data[offset:]
+
+    def _error(self, out: list, message: bytes) -> None:
+        out.append(ProtocolError(b"ERR Protocol error: " + message))
+        self.failed = True
+        self._buf.clear()
+
+    def _parse(self, out: list) -> None:
+        buf = self._buf
+        pos = 0
+        n = len(buf)
+        while pos < n:
+            if self._argv is None:
+                if buf[pos] == 42:  # '*': multibulk header
+                    nl = buf.find(b"\r", pos)
+                    if nl < 0:
+                        if n - pos > INLINE_MAX_SIZE:
+                            return self._error(out, b"too big mbulk count string")
+                        break
+                    if nl > n - 2:
+                        break
+                    ll = _string2ll(bytes(buf[pos + 1 : nl]))
+                    if ll is None or ll > INT_MAX:
+                        return self._error(out, b"invalid multibulk length")
+                    if ll > UNAUTH_MAX_MULTIBULK and self.auth_required:
+                        return self._error(out, b"unauthenticated multibulk length")
+                    pos = nl + 2
+                    if ll <= 0:
+                        continue
+                    self._argv = []
+                    self._remaining = ll
+                else:
+                    nl = buf.find(b"\n", pos)
+                    if nl < 0:
+                        if n - pos > INLINE_MAX_SIZE:
+                            return self._error(out, b"too big inline request")
+                        break
+                    end = nl
+                    if end > pos and buf[end - 1] == 13:
+                        end -= 1
+                    args = split_args(bytes(buf[pos:end]))
+                    if args is None:
+                        return self._error(out, b"unbalanced quotes in request")
+                    pos = nl + 1
+                    if args:
+                        out.append(args)
+                    continue
+            argv = self._argv
+            while self._remaining:
+                if self._bulklen < 0:
+                    nl = buf.find(b"\r", pos)
+                    if nl < 0:
+                        if n - pos > INLINE_MAX_SIZE:
+                            return self._error(out, b"too big bulk count string")
+                        break
+                    if nl > n - 2:
+                        break
+                    if buf[pos] != 36:  # '$'
+                        return self._error(out, b"expected '$', got '%c'" % buf[pos])
+                    ll = _string2ll(bytes(buf[pos + 1 : nl]))
+                    if ll is None or ll < 0 or ll > self.max_bulk_len:
+                        return self._error(out, b"invalid bulk length")
+                    if ll > UNAUTH_MAX_BULK and self.auth_required:
+                        return self._error(out, b"unauthenticated bulk length")
+                    pos = nl + 2
+                    self._bulklen = ll
+                bulklen = self._bulklen
+                if n - pos < bulklen + 2:
+                    break
+                argv.append(bytes(buf[pos : pos + bulklen]))
+                pos += bulklen + 2  # Redis skips the two bytes after the data unchecked
+                self._bulklen = -1
+                self._remaining -= 1
+            if self._remaining:
+                break
+            out.append(argv)
+            self._argv = None
+        if pos:
+            del buf[:pos]

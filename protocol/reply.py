@@ -1,0 +1,232 @@
+"""Reply values and their RESP2/RESP3 encodings, without I/O.
+
+Command handlers return plain Python values and the encoder picks the wire
+form for the client's protocol version:
+
+=====================  ==========================  ==========================
+value                  RESP2                       RESP3
+=====================  ==========================  ==========================
+bytes / str            bulk string                 bulk string
+int                    integer                     integer
+None                   null bulk ``$-1``           null ``_``
+NULL_ARRAY             null array ``*-1``          null ``_``
+list / tuple           array                       array
+Status                 simple string ``+``         simple string ``+``
+ReplyError             error ``-``                 error ``-``
+bool                   integer 1/0                 boolean ``#t``/``#f``
+Double                 bulk string ``%.17g``       double ``,``
+Map                    flat array of k, v          map ``%``
+Set                    array                       set ``~``
+Push                   array                       push ``>``
+Verbatim               bulk string                 verbatim ``=``
+BigNumber              bulk string                 big number ``(``
+Raw                    sent as is                  sent as is
+=====================  ==========================  ==========================
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+class Status(bytes):
+    """A simple string reply (``+OK``)."""
+
+    __slots__ = ()
+
+
+class Raw(bytes):
+    """Bytes that are already a complete RESP reply, identical in both protocols."""
+
+    __slots__ = ()
+
+
+class Double(float):
+    """A floating point reply: a bulk string in RESP2, a ``,`` double in RESP3."""
+
+    __slots__ = ()
+
+
+class Map(dict):
+    """A map reply: flattened to key, value, ... in RESP2."""
+
+    __slots__ = ()
+
+
+class Set(list):
+    """A set reply: a plain array in RESP2."""
+
+    __slots__ = ()
+
+
+class Push(list):
+    """An out-of-band push message (pub/sub, MONITOR in RESP3)."""
+
+    __slots__ = ()
+
+
+class Verbatim(bytes):
+    """A verbatim string (``=len\\r\\ntxt:...``) in RESP3, a bulk string in RESP2."""
+
+    fmt: bytes
+
+    def __new__(cls, data: bytes, fmt: bytes = b"txt") -> Verbatim:
+        self = super().__new__(cls, data)
+        self.fmt = fmt
+        return self
+
+
+class BigNumber(bytes):
+    """A big number (``(``) in RESP3, a bulk string in RESP2."""
+
+    __slots__ = ()
+
+
+class _NullArray:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NULL_ARRAY"
+
+
+NULL_ARRAY = _NullArray()
+
+
+class ReplyError(Exception):
+    """An error reply; handlers raise it, and arrays may carry it (EXEC results).
+
+    ``message`` holds the full text after the ``-``, including the error code
+    ("ERR ...", "WRONGTYPE ...").
+    """
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str | bytes) -> None:
+        if isinstance(message, str):
+            message = message.encode()
+        # Redis never lets a newline into an error line: it would desync the protocol.
+        if b"\r" in message or b"\n" in message:
+            message = message.replace(b"\r", b" ").replace(b"\n", b" ")
+        self.message = message
+        super().__init__(message)
+
+    @property
+    def code(self) -> bytes:
+        """The error code (first word), as INFO errorstats counts it."""
+        return self.message.split(b" ", 1)[0]
+
+
+OK = Raw(b"+OK\r\n")
+QUEUED = Raw(b"+QUEUED\r\n")
+PONG = Raw(b"+PONG\r\n")
+EMPTY_ARRAY = Raw(b"*0\r\n")
+ZERO = Raw(b":0\r\n")
+ONE = Raw(b":1\r\n")
+
+
+def format_double(d: float) -> bytes:
+    """Redis 7.0's ``%.17g`` rendering of a double (``inf``/``-inf`` spelled out)."""
+    if math.isinf(d):
+        return b"inf" if d > 0 else b"-inf"
+    return b"%.17g" % d
+
+
+def encode(value: Any, resp3: bool = False) -> bytes:
+    """Encode one reply value for a RESP2 or RESP3 client."""
+    out: list[bytes] = []
+    _encode_into(value, out, resp3)
+    return b"".join(out)
+
+
+def encode_into(value: Any, out: list[bytes], resp3: bool) -> None:
+    """Append the encoding of ``value`` to ``out`` (the client's output chunks)."""
+    t = type(value)
+    if t is bytes:
+        out.append(b"$%d\r\n%b\r\n" % (len(value), value))
+    elif t is Raw:
+        out.append(value)
+    elif t is int:
+        out.append(b":%d\r\n" % value)
+    else:
+        _encode_into(value, out, resp3)
+
+
+def _encode_into(value: Any, out: list[bytes], resp3: bool) -> None:
+    t = type(value)
+    if t is bytes or t is bytearray or t is memoryview:
+        out.append(b"$%d\r\n%b\r\n" % (len(value), value))
+    elif t is Raw:
+        out.append(value)
+    elif t is bool:
+        if resp3:
+            out.append(b"#t\r\n" if value else b"#f\r\n")
+        else:
+            out.append(b":1\r\n" if value else b":0\r\n")
+    elif t is int:
+        out.append(b":%d\r\n" % value)
+    elif value is None:
+        out.append(b"_\r\n" if resp3 else b"$-1\r\n")
+    elif t is list or t is tuple:
+        out.append(b"*%d\r\n" % len(value))
+        for item in value:
+            ti = type(item)
+            if ti is bytes:
+                out.append(b"$%d\r\n%b\r\n" % (len(item), item))
+            elif ti is int:
+                out.append(b":%d\r\n" % item)
+            else:
+                _encode_into(item, out, resp3)
+    elif t is Status:
+        out.append(b"+%b\r\n" % value)
+    elif t is str:
+        data = value.encode()
+        out.append(b"$%d\r\n%b\r\n" % (len(data), data))
+    elif t is Map:
+        if resp3:
+            out.append(b"%%%d\r\n" % len(value))
+        else:
+            out.append(b"*%d\r\n" % (len(value) * 2))
+        for k, v in value.items():
+            _encode_into(k, out, resp3)
+            _encode_into(v, out, resp3)
+    elif t is Double:
+        if resp3:
+            if math.isnan(value):
+                out.append(b",nan\r\n")
+            else:
+                out.append(b",%b\r\n" % format_double(value))
+        else:
+            data = format_double(value)
+            out.append(b"$%d\r\n%b\r\n" % (len(data), data))
+    elif t is Set:
+        out.append(b"%c%d\r\n" % (126 if resp3 else 42, len(value)))
+        for item in value:
+            _encode_into(item, out, resp3)
+    elif t is Push:
+        out.append(b"%c%d\r\n" % (62 if resp3 else 42, len(value)))
+        for item in value:
+            _encode_into(item, out, resp3)
+    elif isinstance(value, ReplyError):
+        out.append(b"-%b\r\n" % value.message)
+    elif value is NULL_ARRAY:
+        out.append(b"_\r\n" if resp3 else b"*-1\r\n")
+    elif t is Verbatim:
+        if resp3:
+            fmt = (value.fmt + b"   ")[:3]
+            out.append(b"=%d\r\n%b:%b\r\n" % (len(value) + 4, fmt, value))
+        else:
+            out.append(b"$%d\r\n%b\r\n" % (len(value), value))
+    elif t is BigNumber:
+        if resp3:
+            out.append(b"(%b\r\n" % value)
+        else:
+            out.append(b"$%d\r\n%b\r\n" % (len(value), value))
+    elif t is float:
+        _encode_into(Double(value), out, resp3)
+    elif isinstance(value, (bytes, bytearray)):
+        out.append(b"$%d\r\n%b\r\n" % (len(value), bytes(value)))
+    elif isinstance(value, int):
+        out.append(b":%d\r\n" % value)
+    else:
+        raise TypeError(f"cannot encode reply of type {t.__name__}")

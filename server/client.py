@@ -1,0 +1,167 @@
+"""Per-client state: identity, selected database, protocol, transaction, output.
+
+A Client knows nothing of sockets: the connection that owns it drains
+``out`` to its transport and acts on ``close_after_reply``/``kill_requested``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from rill.protocol.reply import encode_into
+
+if TYPE_CHECKING:
+    from rill.storage.keyspace import Database
+
+    from .server import Server
+
+# CLIENT REPLY modes
+REPLY_ON = 0
+REPLY_OFF = 1
+REPLY_SKIP_NEXT = 2
+REPLY_SKIP = 3
+
+
+class Client:
+    """One connected (or internal) client."""
+
+    __slots__ = (
+        "id",
+        "server",
+        "db",
+        "resp3",
+        "name",
+        "lib_name",
+        "lib_ver",
+        "authenticated",
+        "addr",
+        "laddr",
+        "fd",
+        "kind",
+        "created",
+        "last_interaction",
+        "out",
+        "out_bytes",
+        "reply_mode",
+        "close_after_reply",
+        "kill_requested",
+        "multi",
+        "multi_dirty",
+        "multi_flags",
+        "watched",
+        "dirty_cas",
+        "blocked",
+        "unblock_reply",
+        "last_cmd",
+        "cur_cmd",
+        "argv",
+        "pending",
+        "monitor",
+        "pubsub_channels",
+        "pubsub_patterns",
+        "paused",
+        "flags_extra",
+        "on_output",
+        "net_in",
+        "net_out",
+        "querybuf_len",
+        "querybuf_peak",
+        "obuf_soft_since",
+        "in_exec",
+        "propagate",
+        "no_evict",
+        "no_touch",
+    )
+
+    def __init__(self, server: Server, client_id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
+        self.id = client_id
+        self.server = server
+        self.db: Database = server.keyspace[0]
+        self.resp3 = False
+        self.name = b""
+        self.lib_name = b""
+        self.lib_ver = b""
+        self.authenticated = not server.requirepass
+        self.addr = addr
+        self.laddr = laddr
+        self.fd = fd
+        self.kind = "normal"
+        now = time.time()
+        self.created = now
+        self.last_interaction = now
+        self.out: list[bytes] = []
+        self.out_bytes = 0
+        self.reply_mode = REPLY_ON
+        self.close_after_reply = False
+        self.kill_requested = False
+        # MULTI state: queued (command, argv) pairs, or None outside a transaction
+        self.multi: list | None = None
+        self.multi_dirty = False  # EXECABORT: an error while queuing
+        self.multi_flags = 0
+        self.watched: list[tuple[Database, bytes, bool]] = []
+        self.dirty_cas = False
+        self.blocked: Any = None  # a blocking.Wait while the client waits
+        self.unblock_reply: Any = None
+        self.last_cmd = None
+        self.cur_cmd = None
+        self.argv: list[bytes] = []
+        self.pending: list = []  # parsed commands waiting behind a blocked one
+        self.monitor = False
+        self.pubsub_channels: set[bytes] = set()
+        self.pubsub_patterns: set[bytes] = set()
+        self.paused = False
+        self.flags_extra = ""
+        # Called when output is produced outside the connection's own batch
+        # (a blocked client served, a MONITOR feed, a pub/sub message).
+        self.on_output: Callable[[Client], None] = lambda c: None
+        self.net_in = 0
+        self.net_out = 0
+        self.querybuf_len = 0
+        self.querybuf_peak = 0
+        self.obuf_soft_since = 0.0
+        self.in_exec = False
+        self.propagate = True
+        self.no_evict = False
+        self.no_touch = False
+
+    @property
+    def db_index(self) -> int:
+        return self.db.id
+
+    def reply(self, value: Any) -> None:
+        """Queue one reply (honouring CLIENT REPLY OFF/SKIP)."""
+        if self.reply_mode:
+            return
+        encode_into(value, self.out, self.resp3)
+
+    def push(self, value: Any) -> None:
+        """Queue an out-of-band message (pub/sub, MONITOR) and wake the connection."""
+        encode_into(value, self.out, self.resp3)
+        self.on_output(self)
+
+    def flags_string(self) -> str:
+        """The ``flags=`` field of CLIENT LIST."""
+        f = ""
+        if self.kind == "replica":
+            f += "S"
+        if self.monitor:
+            f += "O"
+        if self.multi is not None:
+            f += "x"
+        if self.blocked is not None:
+            f += "b"
+        if self.dirty_cas:
+            f += "d"
+        if self.close_after_reply:
+            f += "c"
+        if self.kind == "unix":
+            f += "U"
+        if self.pubsub_channels or self.pubsub_patterns:
+            f += "P"
+        if self.no_evict:
+            f += "e"
+        if self.no_touch:
+            f += "T"
+        return f or "N"

@@ -1,0 +1,110 @@
+"""Argument parsing shared by every command family, with Redis's error texts."""
+
+from __future__ import annotations
+
+import math
+
+from rill.protocol.reply import ReplyError
+
+SYNTAX_ERR = ReplyError("ERR syntax error")
+WRONGTYPE = ReplyError("WRONGTYPE Operation against a key holding the wrong kind of value")
+NOT_INT = ReplyError("ERR value is not an integer or out of range")
+NOT_FLOAT = ReplyError("ERR value is not a valid float")
+OVERFLOW = ReplyError("ERR increment or decrement would overflow")
+NO_SUCH_KEY = ReplyError("ERR no such key")
+DB_RANGE = ReplyError("ERR DB index is out of range")
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+
+def string2ll(s: bytes) -> int | None:
+    """Redis's string2ll: optional '-', digits, no leading zeros or '+', int64 range."""
+    n = len(s)
+    if n == 0 or n > 20:
+        return None
+    if s.isdigit():
+        if s[0] == 48 and n > 1:
+            return None
+    elif not (s[0] == 45 and n > 1 and s[1] != 48 and s[1:].isdigit()):
+        return None
+    v = int(s)
+    if v < INT64_MIN or v > INT64_MAX:
+        return None
+    return v
+
+
+def get_int(arg: bytes, err: ReplyError | str | None = None) -> int:
+    """An int64 argument, or the given error (Redis's default: not an integer)."""
+    v = string2ll(arg)
+    if v is None:
+        if err is None:
+            raise NOT_INT
+        raise err if isinstance(err, ReplyError) else ReplyError("ERR " + err)
+    return v
+
+
+def get_range_int(arg: bytes, lo: int, hi: int, err: str) -> int:
+    v = string2ll(arg)
+    if v is None or v < lo or v > hi:
+        raise ReplyError("ERR " + err)
+    return v
+
+
+def get_positive(arg: bytes, name: str = "") -> int:
+    """Redis's getPositiveLongFromObjectOrReply: ``value is out of range, must be positive``."""
+    v = string2ll(arg)
+    if v is None:
+        raise NOT_INT
+    if v < 0:
+        raise ReplyError("ERR value is out of range, must be positive")
+    return v
+
+
+def parse_float(arg: bytes) -> float | None:
+    """strtod-like parse used by Redis for doubles; None if invalid or NaN."""
+    if not arg or arg[:1].isspace() or arg[-1:].isspace() or b"_" in arg:
+        return None
+    try:
+        v = float(arg)
+    except ValueError:
+        low = arg.lower()
+        if low.startswith((b"0x", b"-0x", b"+0x")):
+            try:
+                v = float.fromhex(arg.decode())
+            except ValueError:
+                return None
+        else:
+            return None
+    if math.isnan(v):
+        return None
+    return v
+
+
+def get_float(arg: bytes, err: ReplyError = NOT_FLOAT) -> float:
+    v = parse_float(arg)
+    if v is None:
+        raise err
+    return v
+
+
+def get_timeout(arg: bytes, unit_ms: bool = False) -> float:
+    """A blocking timeout in seconds (doubles allowed for seconds; ms integers for XREAD)."""
+    if unit_ms:
+        v = string2ll(arg)
+        if v is None:
+            raise ReplyError("ERR timeout is not an integer or out of range")
+        if v < 0:
+            raise ReplyError("ERR timeout is negative")
+        return v / 1000.0
+    v = parse_float(arg)
+    if v is None or math.isinf(v):
+        raise ReplyError("ERR timeout is not a float or out of range")
+    if v < 0:
+        raise ReplyError("ERR timeout is negative")
+    return v
+
+
+def eq(arg: bytes, word: bytes) -> bool:
+    """Case-insensitive option match (``word`` given in lower case)."""
+    return len(arg) == len(word) and arg.lower() == word

@@ -1,0 +1,173 @@
+"""Connection commands: PING, ECHO, HELLO, AUTH, SELECT, SWAPDB, QUIT, RESET."""
+
+from __future__ import annotations
+
+import hmac
+
+from rill.protocol.reply import OK, PONG, Map, ReplyError, Status
+
+from ..client import REPLY_ON, Client
+from .args import DB_RANGE, SYNTAX_ERR, get_int, string2ll
+from .table import command
+
+WRONGPASS = ReplyError("WRONGPASS invalid username-password pair or user is disabled.")
+
+
+@command("ping")
+def ping(c: Client, argv: list[bytes]):
+    if len(argv) > 2:
+        raise ReplyError("ERR wrong number of arguments for 'ping' command")
+    if (c.pubsub_channels or c.pubsub_patterns) and not c.resp3:
+        return [b"pong", argv[1] if len(argv) == 2 else b""]
+    if len(argv) == 1:
+        return PONG
+    return argv[1]
+
+
+@command("echo")
+def echo(c: Client, argv: list[bytes]):
+    return argv[1]
+
+
+def check_password(c: Client, username: bytes, password: bytes) -> bool:
+    """Authenticate ``c`` as the default user (the only user rill has)."""
+    required = c.server.requirepass
+    if username != b"default":
+        return False
+    if required and not hmac.compare_digest(password, required.encode()):
+        return False
+    c.authenticated = True
+    return True
+
+
+@command("auth")
+def auth(c: Client, argv: list[bytes]):
+    if len(argv) > 3:
+        raise SYNTAX_ERR
+    if len(argv) == 2:
+        if not c.server.requirepass:
+            raise ReplyError(
+                "ERR AUTH <password> called without any password configured for the default "
+                "user. Are you sure your configuration is correct?"
+            )
+        username, password = b"default", argv[1]
+    else:
+        username, password = argv[1], argv[2]
+    if check_password(c, username, password):
+        return OK
+    raise WRONGPASS
+
+
+def set_client_name(c: Client, name: bytes) -> None:
+    for ch in name:
+        if ch < 33 or ch > 126:
+            raise ReplyError("ERR Client names cannot contain spaces, newlines or special characters.")
+    c.name = name
+
+
+@command("hello")
+def hello(c: Client, argv: list[bytes]):
+    ver = 0
+    i = 1
+    if len(argv) >= 2:
+        ver = get_int(argv[1], "Protocol version is not an integer or out of range")
+        i = 2
+        if ver < 2 or ver > 3:
+            raise ReplyError("NOPROTO unsupported protocol version")
+    while i < len(argv):
+        more = len(argv) - 1 - i
+        opt = argv[i].lower()
+        if opt == b"auth" and more >= 2:
+            if not check_password(c, argv[i + 1], argv[i + 2]):
+                raise WRONGPASS
+            i += 3
+        elif opt == b"setname" and more:
+            set_client_name(c, argv[i + 1])
+            i += 2
+        else:
+            raise ReplyError(b"ERR Syntax error in HELLO option '%s'" % argv[i])
+    if not c.authenticated:
+        raise ReplyError(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
+            "HELLO AUTH <user> <pass> option can be used to authenticate the client and select "
+            "the RESP protocol version at the same time"
+        )
+    if ver:
+        c.resp3 = ver == 3
+    return _hello_reply(c)
+
+
+def _hello_reply(c: Client) -> Map:
+    from .. import REDIS_VERSION
+
+    return Map(
+        [
+            (b"server", b"redis"),
+            (b"version", REDIS_VERSION.encode()),
+            (b"proto", 3 if c.resp3 else 2),
+            (b"id", c.id),
+            (b"mode", b"standalone"),
+            (b"role", b"master"),
+            (b"modules", []),
+        ]
+    )
+
+
+@command("select")
+def select(c: Client, argv: list[bytes]):
+    idx = get_int(argv[1])
+    if idx < 0 or idx >= len(c.server.keyspace):
+        raise DB_RANGE
+    c.db = c.server.keyspace[idx]
+    return OK
+
+
+@command("swapdb")
+def swapdb(c: Client, argv: list[bytes]):
+    a = string2ll(argv[1])
+    if a is None:
+        raise ReplyError("ERR invalid first DB index")
+    b = string2ll(argv[2])
+    if b is None:
+        raise ReplyError("ERR invalid second DB index")
+    server = c.server
+    n = len(server.keyspace)
+    if a < 0 or a >= n or b < 0 or b >= n:
+        raise DB_RANGE
+    if a != b:
+        ks = server.keyspace
+        for i in (a, b):
+            server.touch_all_watched(ks[i])
+        ks.swap(a, b)
+        server.blocking.signal_db(a)
+        server.blocking.signal_db(b)
+        server.dirty += 1
+    return OK
+
+
+@command("quit")
+def quit_(c: Client, argv: list[bytes]):
+    c.close_after_reply = True
+    return OK
+
+
+@command("reset")
+def reset(c: Client, argv: list[bytes]):
+    server = c.server
+    if c.multi is not None or c.watched:
+        server.discard_transaction(c)
+    if c.monitor:
+        c.monitor = False
+        if c in server.monitors:
+            server.monitors.remove(c)
+    unsubscribe = getattr(server, "pubsub_client_gone", None)
+    if unsubscribe is not None:
+        unsubscribe(c)
+    c.db = server.keyspace[0]
+    c.resp3 = False
+    c.name = b""
+    c.reply_mode = REPLY_ON
+    c.no_evict = False
+    c.no_touch = False
+    c.authenticated = not server.requirepass
+    return Status(b"RESET")

@@ -1,0 +1,581 @@
+"""Configuration: every parameter Redis 7.0 has, parsed, validated and rendered as Redis does.
+
+Parameters rill acts on are read through ``Config.get``/attribute-style helpers by
+the server; the rest are stored and reported so that tools and test suites that
+set them (CONFIG SET lazyfree-lazy-user-del yes, ...) see the replies they expect.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from rill.protocol.parser import split_args
+from rill.storage.glob import compile_glob
+
+
+class ConfigError(Exception):
+    """A value a parameter refuses; the message is Redis's reason text."""
+
+
+@dataclass
+class Param:
+    name: str
+    kind: str  # bool | int | memory | memory_percent | octal | enum | string | special
+    default: str
+    alias: str | None = None
+    immutable: bool = False
+    choices: tuple[str, ...] = ()
+    lo: int = 0
+    hi: int = 0
+    unsigned: bool = False
+    multi_arg: bool = False
+    # special parameters normalise their value with their own function
+    normalize: Callable[[str], str] | None = field(default=None, repr=False)
+
+
+P = Param
+
+# Facts about Redis 7.0's parameters (names, kinds, bounds, defaults).
+PARAMS: list[Param] = [
+    P('rdbchecksum', 'bool', 'yes', immutable=True),
+    P('daemonize', 'bool', 'no', immutable=True),
+    P('io-threads-do-reads', 'bool', 'no', immutable=True),
+    P('always-show-logo', 'bool', 'no', immutable=True),
+    P('protected-mode', 'bool', 'yes'),
+    P('rdbcompression', 'bool', 'yes'),
+    P('rdb-del-sync-files', 'bool', 'no'),
+    P('activerehashing', 'bool', 'yes'),
+    P('stop-writes-on-bgsave-error', 'bool', 'yes'),
+    P('set-proc-title', 'bool', 'yes', immutable=True),
+    P('dynamic-hz', 'bool', 'yes'),
+    P('lazyfree-lazy-eviction', 'bool', 'no'),
+    P('lazyfree-lazy-expire', 'bool', 'no'),
+    P('lazyfree-lazy-server-del', 'bool', 'no'),
+    P('lazyfree-lazy-user-del', 'bool', 'no'),
+    P('lazyfree-lazy-user-flush', 'bool', 'no'),
+    P('repl-disable-tcp-nodelay', 'bool', 'no'),
+    P('repl-diskless-sync', 'bool', 'yes'),
+    P('aof-rewrite-incremental-fsync', 'bool', 'yes'),
+    P('no-appendfsync-on-rewrite', 'bool', 'no'),
+    P('cluster-require-full-coverage', 'bool', 'yes'),
+    P('rdb-save-incremental-fsync', 'bool', 'yes'),
+    P('aof-load-truncated', 'bool', 'yes'),
+    P('aof-use-rdb-preamble', 'bool', 'yes'),
+    P('aof-timestamp-enabled', 'bool', 'no'),
+    P('cluster-replica-no-failover', 'bool', 'no', alias='cluster-slave-no-failover'),
+    P('replica-lazy-flush', 'bool', 'no', alias='slave-lazy-flush'),
+    P('replica-serve-stale-data', 'bool', 'yes', alias='slave-serve-stale-data'),
+    P('replica-read-only', 'bool', 'yes', alias='slave-read-only'),
+    P('replica-ignore-maxmemory', 'bool', 'yes', alias='slave-ignore-maxmemory'),
+    P('jemalloc-bg-thread', 'bool', 'yes'),
+    P('activedefrag', 'bool', 'no'),
+    P('syslog-enabled', 'bool', 'no', immutable=True),
+    P('cluster-enabled', 'bool', 'no', immutable=True),
+    P('appendonly', 'bool', 'no'),
+    P('cluster-allow-reads-when-down', 'bool', 'no'),
+    P('cluster-allow-pubsubshard-when-down', 'bool', 'yes'),
+    P('crash-log-enabled', 'bool', 'yes'),
+    P('crash-memcheck-enabled', 'bool', 'yes'),
+    P('disable-thp', 'bool', 'yes', immutable=True),
+    P('cluster-allow-replica-migration', 'bool', 'yes'),
+    P('replica-announced', 'bool', 'yes'),
+    P('latency-tracking', 'bool', 'yes'),
+    P('aof-disable-auto-gc', 'bool', 'no'),
+    P('replica-ignore-disk-write-errors', 'bool', 'no'),
+    P('aclfile', 'string', '', immutable=True),
+    P('unixsocket', 'string', '', immutable=True),
+    P('pidfile', 'string', '', immutable=True),
+    P('replica-announce-ip', 'string', '', alias='slave-announce-ip'),
+    P('masteruser', 'string', ''),
+    P('cluster-announce-ip', 'string', ''),
+    P('cluster-config-file', 'string', 'nodes.conf', immutable=True),
+    P('cluster-announce-hostname', 'string', ''),
+    P('syslog-ident', 'string', 'redis', immutable=True),
+    P('dbfilename', 'string', 'dump.rdb'),
+    P('appendfilename', 'string', 'appendonly.aof', immutable=True),
+    P('appenddirname', 'string', 'appendonlydir', immutable=True),
+    P('server_cpulist', 'string', '', immutable=True),
+    P('bio_cpulist', 'string', '', immutable=True),
+    P('aof_rewrite_cpulist', 'string', '', immutable=True),
+    P('bgsave_cpulist', 'string', '', immutable=True),
+    P('ignore-warnings', 'string', ''),
+    P('proc-title-template', 'string', '{title} {listen-addr} {server-mode}'),
+    P('bind-source-addr', 'string', ''),
+    P('logfile', 'string', '', immutable=True),
+    P('masterauth', 'string', ''),
+    P('requirepass', 'string', ''),
+    P('supervised', 'enum', 'no', immutable=True, choices=('upstart', 'systemd', 'auto', 'no')),
+    P('syslog-facility', 'enum', 'local0', immutable=True, choices=('user', 'local0', 'local1', 'local2', 'local3', 'local4', 'local5', 'local6', 'local7')),
+    P('repl-diskless-load', 'enum', 'disabled', choices=('disabled', 'on-empty-db', 'swapdb')),
+    P('loglevel', 'enum', 'notice', choices=('debug', 'verbose', 'notice', 'warning')),
+    P('maxmemory-policy', 'enum', 'noeviction', choices=('volatile-lru', 'volatile-lfu', 'volatile-random', 'volatile-ttl', 'allkeys-lru', 'allkeys-lfu', 'allkeys-random', 'noeviction')),
+    P('appendfsync', 'enum', 'everysec', choices=('everysec', 'always', 'no')),
+    P('oom-score-adj', 'enum', 'no', choices=('no', 'yes', 'relative', 'absolute')),
+    P('acl-pubsub-default', 'enum', 'resetchannels', choices=('allchannels', 'resetchannels')),
+    P('sanitize-dump-payload', 'enum', 'no', choices=('no', 'yes', 'clients')),
+    P('enable-protected-configs', 'enum', 'no', immutable=True, choices=('no', 'yes', 'local')),
+    P('enable-debug-command', 'enum', 'no', immutable=True, choices=('no', 'yes', 'local')),
+    P('enable-module-command', 'enum', 'no', immutable=True, choices=('no', 'yes', 'local')),
+    P('cluster-preferred-endpoint-type', 'enum', 'ip', choices=('ip', 'hostname', 'unknown-endpoint')),
+    P('propagation-error-behavior', 'enum', 'ignore', choices=('ignore', 'panic', 'panic-on-replicas')),
+    P('shutdown-on-sigint', 'enum', 'default', choices=('default', 'save', 'nosave', 'now', 'force')),
+    P('shutdown-on-sigterm', 'enum', 'default', choices=('default', 'save', 'nosave', 'now', 'force')),
+    P('databases', 'int', '16', immutable=True, lo=1, hi=2147483647),
+    P('port', 'int', '6379', lo=0, hi=65535),
+    P('io-threads', 'int', '1', immutable=True, lo=1, hi=128),
+    P('auto-aof-rewrite-percentage', 'int', '100', lo=0, hi=2147483647),
+    P('cluster-replica-validity-factor', 'int', '10', alias='cluster-slave-validity-factor', lo=0, hi=2147483647),
+    P('list-max-listpack-size', 'int', '-2', alias='list-max-ziplist-size', lo=-2147483648, hi=2147483647),
+    P('tcp-keepalive', 'int', '300', lo=0, hi=2147483647),
+    P('cluster-migration-barrier', 'int', '1', lo=0, hi=2147483647),
+    P('active-defrag-cycle-min', 'int', '1', lo=1, hi=99),
+    P('active-defrag-cycle-max', 'int', '25', lo=1, hi=99),
+    P('active-defrag-threshold-lower', 'int', '10', lo=0, hi=1000),
+    P('active-defrag-threshold-upper', 'int', '100', lo=0, hi=1000),
+    P('lfu-log-factor', 'int', '10', lo=0, hi=2147483647),
+    P('lfu-decay-time', 'int', '1', lo=0, hi=2147483647),
+    P('replica-priority', 'int', '100', alias='slave-priority', lo=0, hi=2147483647),
+    P('repl-diskless-sync-delay', 'int', '5', lo=0, hi=2147483647),
+    P('maxmemory-samples', 'int', '5', lo=1, hi=2147483647),
+    P('maxmemory-eviction-tenacity', 'int', '10', lo=0, hi=100),
+    P('timeout', 'int', '0', lo=0, hi=2147483647),
+    P('replica-announce-port', 'int', '0', alias='slave-announce-port', lo=0, hi=65535),
+    P('tcp-backlog', 'int', '511', immutable=True, lo=0, hi=2147483647),
+    P('cluster-port', 'int', '0', immutable=True, lo=0, hi=65535),
+    P('cluster-announce-bus-port', 'int', '0', lo=0, hi=65535),
+    P('cluster-announce-port', 'int', '0', lo=0, hi=65535),
+    P('cluster-announce-tls-port', 'int', '0', lo=0, hi=65535),
+    P('repl-timeout', 'int', '60', lo=1, hi=2147483647),
+    P('repl-ping-replica-period', 'int', '10', alias='repl-ping-slave-period', lo=1, hi=2147483647),
+    P('list-compress-depth', 'int', '0', lo=0, hi=2147483647),
+    P('active-expire-effort', 'int', '1', lo=1, hi=10),
+    P('hz', 'int', '10', lo=0, hi=2147483647),
+    P('min-replicas-to-write', 'int', '0', alias='min-slaves-to-write', lo=0, hi=2147483647),
+    P('min-replicas-max-lag', 'int', '10', alias='min-slaves-max-lag', lo=0, hi=2147483647),
+    P('shutdown-timeout', 'int', '10', lo=0, hi=2147483647),
+    P('repl-diskless-sync-max-replicas', 'int', '0', lo=0, hi=2147483647),
+    P('maxclients', 'int', '10000', lo=1, hi=4294967295, unsigned=True),
+    P('unixsocketperm', 'octal', '0', immutable=True, lo=0, hi=511, unsigned=True),
+    P('socket-mark-id', 'int', '0', immutable=True, lo=0, hi=4294967295, unsigned=True),
+    P('active-defrag-max-scan-fields', 'int', '1000', lo=1, hi=9223372036854775807),
+    P('slowlog-max-len', 'int', '128', lo=0, hi=9223372036854775807),
+    P('acllog-max-len', 'int', '128', lo=0, hi=9223372036854775807),
+    P('busy-reply-threshold', 'int', '5000', alias='lua-time-limit', lo=0, hi=9223372036854775807),
+    P('cluster-node-timeout', 'int', '15000', lo=0, hi=9223372036854775807),
+    P('slowlog-log-slower-than', 'int', '10000', lo=-1, hi=9223372036854775807),
+    P('latency-monitor-threshold', 'int', '0', lo=0, hi=9223372036854775807),
+    P('proto-max-bulk-len', 'memory', '536870912', lo=1048576, hi=9223372036854775807),
+    P('stream-node-max-entries', 'int', '100', lo=0, hi=9223372036854775807),
+    P('repl-backlog-size', 'memory', '1048576', lo=1, hi=9223372036854775807),
+    P('maxmemory', 'memory', '0', lo=0, hi=18446744073709551615, unsigned=True),
+    P('cluster-link-sendbuf-limit', 'memory', '0', lo=0, hi=18446744073709551615, unsigned=True),
+    P('hash-max-listpack-entries', 'int', '512', alias='hash-max-ziplist-entries', lo=0, hi=9223372036854775807, unsigned=True),
+    P('set-max-intset-entries', 'int', '512', lo=0, hi=9223372036854775807, unsigned=True),
+    P('zset-max-listpack-entries', 'int', '128', alias='zset-max-ziplist-entries', lo=0, hi=9223372036854775807, unsigned=True),
+    P('active-defrag-ignore-bytes', 'memory', '104857600', lo=1, hi=9223372036854775807, unsigned=True),
+    P('hash-max-listpack-value', 'memory', '64', alias='hash-max-ziplist-value', lo=0, hi=9223372036854775807, unsigned=True),
+    P('stream-node-max-bytes', 'memory', '4096', lo=0, hi=9223372036854775807, unsigned=True),
+    P('zset-max-listpack-value', 'memory', '64', alias='zset-max-ziplist-value', lo=0, hi=9223372036854775807, unsigned=True),
+    P('hll-sparse-max-bytes', 'memory', '3000', lo=0, hi=9223372036854775807, unsigned=True),
+    P('tracking-table-max-keys', 'int', '1000000', lo=0, hi=9223372036854775807, unsigned=True),
+    P('client-query-buffer-limit', 'memory', '1073741824', lo=1048576, hi=9223372036854775807, unsigned=True),
+    P('maxmemory-clients', 'memory_percent', '0', lo=-100, hi=9223372036854775807),
+    P('repl-backlog-ttl', 'int', '3600', lo=0, hi=9223372036854775807),
+    P('auto-aof-rewrite-min-size', 'memory', '67108864', lo=0, hi=9223372036854775807),
+    P('tls-port', 'int', '0', lo=0, hi=65535),
+    P('tls-session-cache-size', 'int', '20480', lo=0, hi=2147483647),
+    P('tls-session-cache-timeout', 'int', '300', lo=0, hi=2147483647),
+    P('tls-cluster', 'bool', 'no'),
+    P('tls-replication', 'bool', 'no'),
+    P('tls-auth-clients', 'enum', 'yes', choices=('no', 'yes', 'optional')),
+    P('tls-prefer-server-ciphers', 'bool', 'no'),
+    P('tls-session-caching', 'bool', 'yes'),
+    P('tls-cert-file', 'string', ''),
+    P('tls-key-file', 'string', ''),
+    P('tls-key-file-pass', 'string', ''),
+    P('tls-client-cert-file', 'string', ''),
+    P('tls-client-key-file', 'string', ''),
+    P('tls-client-key-file-pass', 'string', ''),
+    P('tls-dh-params-file', 'string', ''),
+    P('tls-ca-cert-file', 'string', ''),
+    P('tls-ca-cert-dir', 'string', ''),
+    P('tls-protocols', 'string', ''),
+    P('tls-ciphers', 'string', ''),
+    P('tls-ciphersuites', 'string', ''),
+]
+
+
+def _norm_save(value: str) -> str:
+    parts = value.split()
+    if len(parts) % 2:
+        raise ConfigError("Invalid save parameters")
+    for p in parts:
+        if not p.isdigit():
+            raise ConfigError("Invalid save parameters")
+    return " ".join(str(int(p)) for p in parts)
+
+
+def _norm_bind(value: str) -> str:
+    parts = value.split()
+    if len(parts) > 16:
+        raise ConfigError("Too many bind addresses specified.")
+    return " ".join(parts)
+
+
+_OBUF_CLASSES = {"normal", "replica", "slave", "pubsub"}
+
+
+def _norm_obuf(value: str) -> str:
+    parts = value.split()
+    if len(parts) % 4:
+        raise ConfigError("Wrong number of arguments in buffer limit configuration.")
+    current = {"normal": [0, 0, 0], "slave": [268435456, 67108864, 60], "pubsub": [33554432, 8388608, 60]}
+    for i in range(0, len(parts), 4):
+        cls = parts[i].lower()
+        if cls not in _OBUF_CLASSES:
+            raise ConfigError("Invalid client class specified in buffer limit configuration.")
+        try:
+            hard, soft = memtoull(parts[i + 1]), memtoull(parts[i + 2])
+            secs = int(parts[i + 3])
+            if secs < 0:
+                raise ValueError
+        except ValueError:
+            raise ConfigError("Error in hard, soft or soft_seconds setting in buffer limit configuration.") from None
+        current["slave" if cls == "replica" else cls] = [hard, soft, secs]
+    return " ".join(f"{c} {h} {s} {t}" for c, (h, s, t) in current.items())
+
+
+_NOTIFY_FLAGS = "gKE$lshzxetmdA"
+
+
+def _norm_notify(value: str) -> str:
+    for ch in value:
+        if ch not in _NOTIFY_FLAGS:
+            raise ConfigError("Invalid event class character. Use 'Ag$lshzxeKEtmd'.")
+    flags = set(value)
+    if "A" in flags:
+        flags |= set("g$lshzxetd")
+    if not flags & set("KE"):
+        return ""
+    # Redis renders the classes in a fixed order, with 'A' standing for the set it names.
+    out = ""
+    if set("g$lshzxetd") <= flags:
+        out += "A"
+    else:
+        out += "".join(c for c in "g$lshzxetd" if c in flags)
+    out += "".join(c for c in "KEm" if c in flags)
+    return out
+
+
+def _norm_oom(value: str) -> str:
+    parts = value.split()
+    if len(parts) != 3:
+        raise ConfigError("Invalid oom-score-adj-values, elements must be between -2000 and 2000.")
+    for p in parts:
+        try:
+            v = int(p)
+        except ValueError:
+            raise ConfigError("Invalid oom-score-adj-values, elements must be between -2000 and 2000.") from None
+        if not -2000 <= v <= 2000:
+            raise ConfigError("Invalid oom-score-adj-values, elements must be between -2000 and 2000.")
+    return " ".join(str(int(p)) for p in parts)
+
+
+def _norm_any(value: str) -> str:
+    return " ".join(value.split())
+
+
+def _norm_dir(value: str) -> str:
+    try:
+        os.chdir(value)
+    except OSError as e:
+        raise ConfigError(e.strerror or str(e)) from None
+    return os.getcwd()
+
+
+PARAMS += [
+    P("save", "special", "3600 1 300 100 60 10000", multi_arg=True, normalize=_norm_save),
+    P("bind", "special", "* -::*", multi_arg=True, normalize=_norm_bind),
+    P("dir", "special", "", normalize=_norm_dir),
+    P("client-output-buffer-limit", "special",
+      "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+      multi_arg=True, normalize=_norm_obuf),
+    P("notify-keyspace-events", "special", "", normalize=_norm_notify),
+    P("oom-score-adj-values", "special", "0 200 800", multi_arg=True, normalize=_norm_oom),
+    P("replicaof", "special", "", alias="slaveof", immutable=True, multi_arg=True, normalize=_norm_any),
+    P("latency-tracking-info-percentiles", "special", "50 99 99.9", multi_arg=True, normalize=_norm_any),
+]
+
+_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1024, "m": 1000**2, "mb": 1024**2, "g": 1000**3, "gb": 1024**3}
+
+
+def memtoull(value: str) -> int:
+    """Parse a memory value like Redis (``1gb``, ``100mb``, ``4096``); ValueError if invalid."""
+    v = value.strip().lower()
+    i = len(v)
+    while i and not v[i - 1].isdigit():
+        i -= 1
+    num, unit = v[:i], v[i:]
+    if unit not in _UNITS or not num or not num.isdigit():
+        raise ValueError(value)
+    return int(num) * _UNITS[unit]
+
+
+def _string2ll(s: str) -> int | None:
+    if not s or len(s) > 20 or s.strip() != s or s.startswith("+"):
+        return None
+    body = s[1:] if s.startswith("-") else s
+    if not body.isdigit() or (len(body) > 1 and body[0] == "0") or s == "-0":
+        return None
+    return int(s)
+
+
+def _parse_numeric(p: Param, value: str) -> int:
+    res: int | None = None
+    if p.kind in ("memory", "memory_percent"):
+        try:
+            res = memtoull(value)
+        except ValueError:
+            res = None
+    if res is None and p.kind == "memory_percent" and len(value) > 1 and value.endswith("%"):
+        pct = _string2ll(value[:-1])
+        if pct is not None and pct >= 0:
+            res = -pct
+    if res is None and p.kind == "octal":
+        try:
+            res = int(value, 8)
+        except ValueError:
+            res = None
+    if res is None and p.kind == "int":
+        res = _string2ll(value)
+    if res is None:
+        raise ConfigError({
+            "memory_percent": "argument must be a memory or percent value",
+            "memory": "argument must be a memory value",
+            "octal": "argument couldn't be parsed as an octal number",
+        }.get(p.kind, "argument couldn't be parsed into an integer"))
+    if p.unsigned:
+        if res < 0 or res > p.hi or res < p.lo:
+            if p.kind == "octal":
+                raise ConfigError(f"argument must be between {p.lo:o} and {p.hi:o} inclusive")
+            raise ConfigError(f"argument must be between {p.lo} and {p.hi} inclusive")
+    elif p.kind == "memory_percent" and res < 0:
+        if res < p.lo:
+            raise ConfigError(f"percentage argument must be less or equal to {-p.lo}")
+    elif res > p.hi or res < p.lo:
+        if p.kind == "octal":
+            raise ConfigError(f"argument must be between {p.lo:o} and {p.hi:o} inclusive")
+        raise ConfigError(f"argument must be between {p.lo} and {p.hi} inclusive")
+    return res
+
+
+class Config:
+    """The parameter values, as strings normalised the way CONFIG GET shows them.
+
+    Typed views (``config.int("port")``) are computed on demand; the server
+    caches the few it reads on hot paths and refreshes them through listeners.
+    """
+
+    def __init__(self) -> None:
+        self.params: dict[str, Param] = {}
+        self.aliases: dict[str, str] = {}
+        for p in PARAMS:
+            self.params[p.name] = p
+            if p.alias:
+                self.aliases[p.alias] = p.name
+        self.values: dict[str, str] = {p.name: p.default for p in PARAMS}
+        self.values["dir"] = os.getcwd()
+        self.listeners: list[Callable[[str], None]] = []
+        self.config_file: str | None = None
+
+    # -- typed access ------------------------------------------------------
+    def canonical(self, name: str) -> str | None:
+        name = name.lower()
+        if name in self.params:
+            return name
+        return self.aliases.get(name)
+
+    def __getitem__(self, name: str) -> str:
+        return self.values[self.canonical(name) or name]
+
+    def int(self, name: str) -> int:
+        p = self.params[name]
+        v = self.values[name]
+        if p.kind == "octal":
+            return int(v, 8)
+        if p.kind == "memory_percent" and v.endswith("%"):
+            return -int(v[:-1])
+        return int(v)
+
+    def bool(self, name: str) -> bool:
+        return self.values[name] == "yes"
+
+    # -- setting -----------------------------------------------------------
+    def normalise(self, name: str, value: str) -> str:
+        """Validate ``value`` for parameter ``name``; return the form CONFIG GET shows."""
+        p = self.params[name]
+        if p.kind == "bool":
+            v = value.lower()
+            if v not in ("yes", "no"):
+                raise ConfigError("argument must be 'yes' or 'no'")
+            return v
+        if p.kind == "enum":
+            words = value.lower().split() if p.name.startswith("shutdown-on-") else [value.lower()]
+            for w in words:
+                if w not in p.choices:
+                    raise ConfigError("argument(s) must be one of the following: " + ", ".join(p.choices))
+            return " ".join(words)
+        if p.kind == "string":
+            return value
+        if p.kind == "special":
+            assert p.normalize is not None
+            return p.normalize(value)
+        res = _parse_numeric(p, value)
+        if p.kind == "memory_percent" and res < 0:
+            return f"{-res}%"
+        if p.kind == "octal":
+            return f"{res:o}"
+        return str(res)
+
+    def set(self, name: str, value: str, *, startup: bool = False) -> None:
+        """Set one parameter; ConfigError if the value is refused."""
+        canon = self.canonical(name)
+        if canon is None:
+            raise KeyError(name)
+        self.values[canon] = self.normalise(canon, value)
+        if not startup:
+            for listener in self.listeners:
+                listener(canon)
+
+    def set_many(self, pairs: list[tuple[str, str]]) -> None:
+        """CONFIG SET of several parameters: all apply or none (old values restored)."""
+        old = dict(self.values)
+        try:
+            for name, value in pairs:
+                canon = self.canonical(name)
+                assert canon is not None
+                self.values[canon] = self.normalise(canon, value)
+        except ConfigError:
+            self.values = old
+            raise
+        for name, _ in pairs:
+            for listener in self.listeners:
+                listener(self.canonical(name) or name)
+
+    def matching(self, pattern: str) -> list[tuple[str, str]]:
+        """CONFIG GET: (name, value) pairs whose name (or alias) matches the glob."""
+        match = compile_glob(pattern.lower().encode(), True)
+        out = []
+        for p in self.params.values():
+            if match(p.name.encode()):
+                out.append((p.name, self.values[p.name]))
+            if p.alias and match(p.alias.encode()):
+                out.append((p.alias, self.values[p.name]))
+        return out
+
+    # -- files and the command line ----------------------------------------
+    def load_lines(self, lines: Iterable[str], source: str = "config file") -> None:
+        """Apply redis.conf-style lines; ConfigError names the bad line as Redis does."""
+        for lineno, raw in enumerate(lines, 1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            args = split_args(line.encode())
+            if args is None:
+                raise ConfigError(f"Unbalanced quotes in configuration line {lineno}: {line}")
+            if not args:
+                continue
+            name = args[0].decode(errors="replace").lower()
+            values = [a.decode(errors="surrogateescape") for a in args[1:]]
+            if name == "include":
+                for path in values:
+                    with open(path) as f:
+                        self.load_lines(f.read().splitlines(), path)
+                continue
+            canon = self.canonical(name)
+            if canon is None:
+                if name in _IGNORED_DIRECTIVES:
+                    continue
+                raise ConfigError(f"Bad directive or wrong number of arguments at line {lineno}: {line}")
+            p = self.params[canon]
+            if canon == "save" and values == [""]:
+                values = []
+            if not p.multi_arg and len(values) != 1:
+                raise ConfigError(f"wrong number of arguments at line {lineno}: {line}")
+            try:
+                self.set(canon, " ".join(values), startup=True)
+            except ConfigError as e:
+                raise ConfigError(f"{e} at line {lineno}: {line}") from None
+
+    def load_argv(self, argv: list[str]) -> None:
+        """Parse ``rill-server [configfile] [--name value ...]`` like redis-server."""
+        args = list(argv)
+        if args and not args[0].startswith("--"):
+            self.config_file = os.path.abspath(args.pop(0))
+            with open(self.config_file) as f:
+                self.load_lines(f.read().splitlines())
+        lines: list[str] = []
+        current: list[str] = []
+        for a in args:
+            if a.startswith("--") and len(a) > 2:
+                if current:
+                    lines.append(" ".join(current))
+                current = [a[2:]]
+            else:
+                current.append(_quote(a))
+        if current:
+            lines.append(" ".join(current))
+        self.load_lines(lines, "command line")
+
+    def rewrite(self) -> None:
+        """CONFIG REWRITE: keep the file's comments and order, update changed values."""
+        if not self.config_file:
+            raise ConfigError("The server is running without a config file")
+        try:
+            with open(self.config_file) as f:
+                lines = f.read().splitlines()
+        except OSError:
+            lines = []
+        written: set[str] = set()
+        out: list[str] = []
+        for raw in lines:
+            args = split_args(raw.strip().encode()) if raw.strip() and not raw.strip().startswith("#") else None
+            if not args:
+                out.append(raw)
+                continue
+            canon = self.canonical(args[0].decode(errors="replace"))
+            if canon is None or canon in written:
+                if canon is None:
+                    out.append(raw)
+                continue
+            written.add(canon)
+            if self.values[canon] != self.params[canon].default:
+                out.append(self._render(canon))
+        for name, p in self.params.items():
+            if name not in written and self.values[name] != p.default and name != "dir":
+                out.append(self._render(name))
+        tmp = self.config_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("\n".join(out) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.config_file)
+
+    def _render(self, name: str) -> str:
+        value = self.values[name]
+        p = self.params[name]
+        if p.multi_arg:
+            return f"{name} {value}" if value else f'{name} ""'
+        return f"{name} {_quote(value)}"
+
+
+def _quote(value: str) -> str:
+    if value and all(c.isalnum() or c in "-_./:*%@,+" for c in value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# Directives a redis.conf may carry that configure features rill does not have.
+_IGNORED_DIRECTIVES = {"rename-command", "user", "loadmodule", "sentinel"}

@@ -1,0 +1,232 @@
+"""One client connection: bytes in, commands dispatched, one write per batch.
+
+The hot path: ``data_received`` -> parser yields every complete command ->
+each is dispatched synchronously -> replies accumulate in ``client.out`` ->
+one ``transport.write``. A client that blocks keeps its later pipelined
+commands in ``client.pending`` until it is served, as in Redis.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from rill.protocol.parser import ProtocolError, RequestParser
+from rill.protocol.reply import ReplyError
+
+if TYPE_CHECKING:
+    from .client import Client
+    from .server import Server
+
+log = logging.getLogger("rill")
+
+
+class Connection(asyncio.Protocol):
+
+    def __init__(self, server: Server, unix: bool = False) -> None:
+        self.server = server
+        self.client: Client | None = None
+        self.parser = RequestParser(server.proto_max_bulk_len)
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self._paused = False
+        self._flush_scheduled = False
+        self._unix = unix
+
+    # -- asyncio callbacks ---------------------------------------------------
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        self.transport = transport
+        server = self.server
+        sock = transport.get_extra_info("socket")
+        if self._unix:
+            addr = (transport.get_extra_info("sockname") or "") + ":0"
+            laddr = addr
+        else:
+            peer = transport.get_extra_info("peername") or ("?", 0)
+            local = transport.get_extra_info("sockname") or ("?", 0)
+            addr = _fmt_addr(peer)
+            laddr = _fmt_addr(local)
+        fd = sock.fileno() if sock is not None else -1
+        client = server.new_client(addr, laddr, fd)
+        if self._unix:
+            client.kind = "unix"
+        client.on_output = self._output_ready
+        self.client = client
+        server.stats.total_connections_received += 1
+        if len(server.clients) > server.maxclients:
+            server.stats.rejected_connections += 1
+            transport.write(b"-ERR max number of clients reached\r\n")
+            self._close()
+            return
+        if server.protected_mode_refuses(self._unix, transport):
+            transport.write(_PROTECTED_MODE_ERR)
+            self._close()
+            return
+        self.parser.auth_required = not client.authenticated
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.client is not None:
+            self.server.client_gone(self.client)
+
+    def pause_writing(self) -> None:
+        # The client is not reading its replies: stop reading its requests so
+        # our buffers cannot grow without bound.
+        self._paused = True
+        if self.transport is not None:
+            self.transport.pause_reading()
+        self._check_output_limits()
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        if self.transport is not None and not self.closed:
+            self.transport.resume_reading()
+
+    def data_received(self, data: bytes) -> None:
+        client = self.client
+        if client is None or self.closed:
+            return
+        client.net_in += len(data)
+        server = self.server
+        server.stats.net_input_bytes += len(data)
+        client.last_interaction = time.time()
+        commands = self.parser.feed(data)
+        qlen = self.parser.pending_bytes()
+        client.querybuf_len = qlen
+        if qlen > client.querybuf_peak:
+            client.querybuf_peak = qlen
+        if qlen > server.query_buffer_limit:
+            log.warning("Closing client that reached max query buffer length: id=%d addr=%s (qbuf initial bytes: %r)",
+                        client.id, client.addr, b"")
+            self._close()
+            return
+        if client.blocked is not None or client.pending:
+            client.pending.extend(commands)
+            return
+        self._run(commands)
+
+    # -- processing ------------------------------------------------------------
+    def _run(self, commands: list) -> None:
+        client = self.client
+        assert client is not None
+        server = self.server
+        execute = server.execute
+        n = len(commands)
+        i = 0
+        while i < n:
+            argv = commands[i]
+            i += 1
+            if type(argv) is ProtocolError:
+                err = ReplyError(argv.message)
+                server.count_error(err)
+                client.out.append(b"-" + argv.message + b"\r\n")
+                client.close_after_reply = True
+                break
+            if execute(client, argv):
+                # postponed by CLIENT PAUSE: it runs again when the pause ends
+                client.pending = commands[i - 1 :]
+                break
+            if client.blocked is not None or client.close_after_reply or client.kill_requested:
+                if i < n:
+                    client.pending = commands[i:]
+                break
+        self.parser.auth_required = not client.authenticated
+        self.flush()
+
+    def resume(self) -> None:
+        """Run commands that queued up behind a wait (block, CLIENT PAUSE)."""
+        client = self.client
+        if client is None or self.closed or client.blocked is not None:
+            return
+        if client.pending:
+            pending, client.pending = client.pending, []
+            self._run(pending)
+        else:
+            self.flush()
+
+    def _output_ready(self, client: Client) -> None:
+        """Output produced outside our own batch: flush soon, and resume pending work."""
+        if not self._flush_scheduled and not self.closed:
+            self._flush_scheduled = True
+            loop = self.server.loop
+            if loop is not None:
+                loop.call_soon(self._deferred)
+            else:
+                self._deferred()
+
+    def _deferred(self) -> None:
+        self._flush_scheduled = False
+        if self.client is not None and self.client.pending and self.client.blocked is None:
+            self.resume()
+        else:
+            self.flush()
+
+    def flush(self) -> None:
+        client = self.client
+        transport = self.transport
+        if client is None or transport is None or self.closed:
+            return
+        out = client.out
+        if out:
+            if self.server.before_write_hooks:
+                for hook in self.server.before_write_hooks:
+                    hook()
+            data = b"".join(out) if len(out) > 1 else out[0]
+            out.clear()
+            transport.write(data)
+            client.net_out += len(data)
+            self.server.stats.net_output_bytes += len(data)
+            if self._paused:
+                self._check_output_limits()
+        if client.kill_requested or client.close_after_reply:
+            self._close()
+
+    def _check_output_limits(self) -> None:
+        client = self.client
+        transport = self.transport
+        if client is None or transport is None:
+            return
+        kind = "pubsub" if (client.pubsub_channels or client.pubsub_patterns) else "normal"
+        hard, soft, soft_secs = self.server.obuf_limits.get(kind, (0, 0, 0))
+        size = transport.get_write_buffer_size()
+        now = time.time()
+        over = hard and size >= hard
+        if soft and size >= soft:
+            if not client.obuf_soft_since:
+                client.obuf_soft_since = now
+            elif now - client.obuf_soft_since >= soft_secs:
+                over = True
+        else:
+            client.obuf_soft_since = 0.0
+        if over:
+            log.warning("Client id=%d addr=%s scheduled to be closed ASAP for overcoming of output buffer limits.",
+                        client.id, client.addr)
+            self._close()
+
+    def _close(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.closed = True
+            self.transport.close()
+
+
+_PROTECTED_MODE_ERR = (
+    b"-DENIED Redis is running in protected mode because protected mode is enabled and no password "
+    b"is set for the default user. In this mode connections are only accepted from the loopback "
+    b"interface. If you want to connect from external computers to Redis you may adopt one of the "
+    b"following solutions: 1) Just disable protected mode sending the command 'CONFIG SET "
+    b"protected-mode no' from the loopback interface by connecting to Redis from the same host the "
+    b"server is running, however MAKE SURE Redis is not publicly accessible from internet if you do "
+    b"so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable "
+    b"the protected mode by editing the Redis configuration file, and setting the protected mode "
+    b"option to 'no', and then restarting the server. 3) If you started the server manually just "
+    b"for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication "
+    b"password for the default user. NOTE: You only need to do one of the above things in order for "
+    b"the server to start accepting connections from the outside.\r\n"
+)
+
+
+def _fmt_addr(addr: tuple) -> str:
+    host, port = addr[0], addr[1]
+    return f"{host}:{port}"

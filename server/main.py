@@ -1,0 +1,199 @@
+"""``rill-server``: the command line, logging, listeners, the cron, and shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+
+from . import REDIS_VERSION, __version__
+from .config import Config, ConfigError
+
+log = logging.getLogger("rill")
+
+
+class RedisLogFormatter(logging.Formatter):
+    """Redis's log line: ``pid:M 20 Nov 2026 23:07:21.123 * message``."""
+
+    _LEVEL_CHARS = {logging.DEBUG: ".", logging.INFO: "-", logging.WARNING: "#", logging.ERROR: "#"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        t = time.localtime(record.created)
+        ms = int(record.msecs)
+        stamp = time.strftime("%d %b %Y %H:%M:%S", t) + f".{ms:03d}"
+        level = "*" if record.levelno == 25 else self._LEVEL_CHARS.get(record.levelno, "*")
+        return f"{os.getpid()}:M {stamp} {level} {record.getMessage()}"
+
+
+NOTICE = 25
+logging.addLevelName(NOTICE, "NOTICE")
+_LEVELS = {"debug": logging.DEBUG, "verbose": logging.INFO, "notice": NOTICE, "warning": logging.WARNING}
+
+
+def setup_logging(config: Config) -> None:
+    logfile = config["logfile"]
+    handler: logging.Handler
+    handler = logging.FileHandler(logfile) if logfile else logging.StreamHandler(sys.stdout)
+    handler.setFormatter(RedisLogFormatter())
+    log.handlers[:] = [handler]
+    log.setLevel(_LEVELS.get(config["loglevel"], NOTICE))
+    log.propagate = False
+
+
+def notice(msg: str, *args: object) -> None:
+    log.log(NOTICE, msg, *args)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``rill-server`` console script."""
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] in ("-v", "--version"):
+        print(f"rill server v={__version__} redis_version={REDIS_VERSION} bits=64")
+        return
+    if args and args[0] in ("-h", "--help"):
+        print("Usage: rill-server [/path/to/redis.conf] [options]\n"
+              "Examples:\n       rill-server --port 7777\n       rill-server /etc/redis/6379.conf --loglevel verbose")
+        return
+    config = Config()
+    try:
+        config.load_argv(args)
+    except (ConfigError, OSError) as e:
+        sys.stderr.write(f"\n*** FATAL CONFIG FILE ERROR (rill {__version__}) ***\n{e}\n")
+        sys.exit(1)
+    setup_logging(config)
+    try:
+        import uvloop
+
+        loop_factory = uvloop.new_event_loop
+    except ImportError:  # pragma: no cover
+        loop_factory = asyncio.new_event_loop
+    loop = loop_factory()
+    asyncio.set_event_loop(loop)
+    try:
+        code = loop.run_until_complete(serve(config))
+    finally:
+        loop.close()
+    sys.exit(code)
+
+
+async def serve(config: Config) -> int:
+    """Run a server until SHUTDOWN or a signal; the process exit code."""
+    from .commands import load_all
+    from .connection import Connection
+    from .server import Server
+
+    load_all()
+    notice("oO0OoO0OoO0Oo rill is starting oO0OoO0OoO0Oo")
+    notice("rill version=%s, redis_version=%s, bits=64, pid=%d, just started",
+           __version__, REDIS_VERSION, os.getpid())
+    if config.config_file:
+        notice("Configuration loaded")
+    else:
+        log.warning("Warning: no config file specified, using the default config. "
+                    "In order to specify a config file use rill-server /path/to/redis.conf")
+    loop = asyncio.get_running_loop()
+    server = Server(config)
+    server.loop = loop
+    server.shutdown_event = asyncio.Event()
+    server.executable = os.path.abspath(sys.argv[0])
+    server.tcp_port = config.int("port")
+    listeners = []
+    port = config.int("port")
+    if port:
+        binds = config["bind"].split() or ["*", "-::*"]
+        for addr in binds:
+            optional = addr.startswith("-")
+            host = addr.lstrip("-")
+            if host in ("*", "0.0.0.0"):
+                host, family = "0.0.0.0", socket.AF_INET
+            elif host in ("::*", "::"):
+                host, family = "::", socket.AF_INET6
+            else:
+                family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            try:
+                srv = await loop.create_server(
+                    lambda: Connection(server), host, port, family=family,
+                    reuse_address=True, backlog=config.int("tcp-backlog"),
+                )
+            except OSError as e:
+                if optional or (family == socket.AF_INET6 and e.errno in (97, 99)):
+                    continue
+                log.warning("Warning: Could not create server TCP listening socket %s:%d: %s", host, port, e)
+                return 1
+            for sock in srv.sockets:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            listeners.append(srv)
+        if not listeners:
+            log.warning("Failed listening on port %d (tcp), aborting.", port)
+            return 1
+        server.tcp_port = listeners[0].sockets[0].getsockname()[1]
+    unixsocket = config["unixsocket"]
+    if unixsocket:
+        try:
+            os.unlink(unixsocket)
+        except FileNotFoundError:
+            pass
+        srv = await loop.create_unix_server(lambda: Connection(server, unix=True), unixsocket)
+        os.chmod(unixsocket, int(config["unixsocketperm"], 8) or 0o700)
+        listeners.append(srv)
+    pidfile = config["pidfile"]
+    if pidfile:
+        with open(pidfile, "w") as f:
+            f.write(f"{os.getpid()}\n")
+    notice("Server initialized")
+    for hook in server.startup_hooks:
+        hook()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, _on_signal, server, sig)
+    cron = loop.create_task(_cron(server))
+    if port:
+        notice("Ready to accept connections tcp")
+    if unixsocket:
+        notice("Ready to accept connections unix")
+    await server.shutdown_event.wait()
+    cron.cancel()
+    code = 0
+    for hook in server.shutdown_hooks:
+        try:
+            hook()
+        except Exception as e:  # a failed final save must not hide the exit
+            log.warning("Error during shutdown: %s", e)
+            code = 1
+    for srv in listeners:
+        srv.close()
+    if unixsocket:
+        try:
+            os.unlink(unixsocket)
+        except OSError:
+            pass
+    if pidfile:
+        try:
+            os.unlink(pidfile)
+        except OSError:
+            pass
+    notice("rill is now ready to exit, bye bye...")
+    return code
+
+
+def _on_signal(server, sig: int) -> None:
+    name = "SIGINT" if sig == signal.SIGINT else "SIGTERM"
+    notice("Received %s scheduling shutdown...", name)
+    server.request_shutdown()
+
+
+async def _cron(server) -> None:
+    while True:
+        hz = max(1, min(500, server.config.int("hz")))
+        await asyncio.sleep(1 / hz)
+        try:
+            server.cron()
+        except Exception:  # the cron must survive a bug in one of its duties
+            log.exception("cron failure")
+
+
+if __name__ == "__main__":
+    main()

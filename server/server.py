@@ -1,0 +1,595 @@
+"""The server state and the dispatcher: Redis's processCommand and call().
+
+Everything here is synchronous: a connection hands complete commands to
+``Server.execute`` and writes whatever the client's output holds afterwards.
+Timers (blocking deadlines, the cron) are scheduled through ``self.loop``,
+which the listener provides.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from rill.protocol.reply import QUEUED, Raw, ReplyError
+from rill.storage.keyspace import Database, Keyspace
+
+from . import REDIS_VERSION
+from .blocking import Block, BlockingRegistry, Wait
+from .client import Client
+from .commands.table import (
+    ADMIN,
+    LOADING,
+    MAY_REPLICATE,
+    NO_AUTH,
+    NO_MULTI,
+    SKIP_MONITOR,
+    SKIP_SLOWLOG,
+    TABLE,
+    WRITE,
+    Command,
+)
+from .config import Config
+
+log = logging.getLogger("rill")
+
+NOAUTH = ReplyError("NOAUTH Authentication required.")
+LOADING_ERR = ReplyError("LOADING Redis is loading the dataset in memory")
+
+# Commands that run (not queue) inside MULTI.
+_MULTI_PASSTHROUGH = {b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"}
+# Commands a RESP2 client may run while subscribed.
+_PUBSUB_ALLOWED = {
+    b"ping", b"subscribe", b"ssubscribe", b"unsubscribe", b"sunsubscribe",
+    b"psubscribe", b"punsubscribe", b"quit", b"reset",
+}
+
+
+class NoReply:
+    """A handler's way to say it queued its replies itself (or none at all)."""
+
+
+NO_REPLY = NoReply()
+
+
+class Stats:
+    """Counters INFO stats reports, reset by CONFIG RESETSTAT where Redis resets them."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.total_connections_received = 0
+        self.total_commands_processed = 0
+        self.rejected_connections = 0
+        self.net_input_bytes = 0
+        self.net_output_bytes = 0
+        self.total_error_replies = 0
+        self.unexpected_error_replies = 0
+        self.errorstats: dict[bytes, int] = {}
+        self.evicted_clients = 0
+        self.total_reads_processed = 0
+        self.total_writes_processed = 0
+        self.io_threaded_reads_processed = 0
+        self.expired_stale_perc = 0.0
+        self.dump_payload_sanitizations = 0
+        self.instantaneous: deque[tuple[float, int, int, int]] = deque(maxlen=16)
+
+
+class SlowlogEntry:
+    __slots__ = ("id", "time", "duration", "argv", "addr", "name")
+
+    def __init__(self, entry_id: int, when: int, duration: int, argv: list[bytes], addr: str, name: bytes) -> None:
+        self.id = entry_id
+        self.time = when
+        self.duration = duration
+        self.argv = argv
+        self.addr = addr
+        self.name = name
+
+
+class Server:
+    """All shared state of one rill-server process."""
+
+    def __init__(self, config: Config | None = None) -> None:
+        self.config = config or Config()
+        self.keyspace = Keyspace(self.config.int("databases"))
+        self.keyspace.on_modified = self._touch_watched
+        self.keyspace.on_expired = self._expired
+        self.table = TABLE
+        self.commands = TABLE.commands
+        self.clients: dict[int, Client] = {}
+        self.next_client_id = 1
+        self.stats = Stats()
+        self.blocking = BlockingRegistry()
+        self.start_time = time.time()
+        self.start_monotonic = time.monotonic()
+        self.pid = os.getpid()
+        self.run_id = os.urandom(20).hex()
+        self.dirty = 0
+        self.lastsave = int(time.time())
+        self.loading = False
+        self.shutdown_requested: str | None = None
+        self.slowlog: deque[SlowlogEntry] = deque()
+        self.slowlog_next_id = 0
+        self.monitors: list[Client] = []
+        self.pause_until = 0.0
+        self.pause_writes_only = False
+        self.paused_clients: list[Client] = []
+        self.loop: Any = None
+        self.tcp_port = 0
+        self.executable = ""
+        self.config_changed_hooks: dict[str, Callable[[], None]] = {}
+        # The one propagation path: (db id, argv) effects of write commands go to
+        # every sink (the AOF writer); empty while no sink is attached.
+        self.propagation_sinks: list[Callable[[list[tuple[int, list[bytes]]]], None]] = []
+        self._also: list[tuple[int, list[bytes]]] = []
+        self._rewritten: list[bytes] | None = None
+        self._prevent_propagation = False
+        self.before_write_hooks: list[Callable[[], None]] = []
+        self.active_expire_enabled = True
+        # Persistence and other subsystems attach here (load at start, save at exit).
+        self.startup_hooks: list[Callable[[], None]] = []
+        self.shutdown_hooks: list[Callable[[], None]] = []
+        self.shutdown_event: Any = None
+        self.mem_peak = 0
+        self.config.listeners.append(self._config_changed)
+        self._refresh_config()
+
+    # -- config ----------------------------------------------------------
+    def _refresh_config(self) -> None:
+        c = self.config
+        self.requirepass = c["requirepass"]
+        self.slowlog_threshold = c.int("slowlog-log-slower-than")
+        self.slowlog_max_len = c.int("slowlog-max-len")
+        self.proto_max_bulk_len = c.int("proto-max-bulk-len")
+        self.maxclients = c.int("maxclients")
+        self.timeout = c.int("timeout")
+        self.query_buffer_limit = c.int("client-query-buffer-limit")
+        self.stream_node_max_bytes = c.int("stream-node-max-bytes")
+        self.stream_node_max_entries = c.int("stream-node-max-entries")
+        self.obuf_limits = _parse_obuf(c["client-output-buffer-limit"])
+
+    def _config_changed(self, name: str) -> None:
+        self._refresh_config()
+        hook = self.config_changed_hooks.get(name)
+        if hook is not None:
+            hook()
+
+    # -- clients -----------------------------------------------------------
+    def new_client(self, addr: str = "", laddr: str = "", fd: int = -1) -> Client:
+        client = Client(self, self.next_client_id, addr, laddr, fd)
+        self.next_client_id += 1
+        self.clients[client.id] = client
+        return client
+
+    def client_gone(self, client: Client) -> None:
+        """Forget everything that references a disconnected client."""
+        self.clients.pop(client.id, None)
+        if client.blocked is not None:
+            self.blocking.unpark(client.blocked)
+        self.unwatch_all(client)
+        if client.monitor and client in self.monitors:
+            self.monitors.remove(client)
+        if client in self.paused_clients:
+            self.paused_clients.remove(client)
+        hook = getattr(self, "pubsub_client_gone", None)
+        if hook is not None:
+            hook(client)
+
+    # -- dispatch ----------------------------------------------------------
+    def execute(self, client: Client, argv: list[bytes]) -> bool:
+        """Run one command for ``client`` as Redis's processCommand does.
+
+        Returns True when CLIENT PAUSE postponed the command: the caller keeps
+        it (and what follows) until the pause ends.
+        """
+        cmd = self.commands.get(argv[0].lower())
+        if cmd is None or cmd.subcommands:
+            cmd = self.table.lookup(argv)
+            if cmd is None:
+                self._reject(client, None, ReplyError(_unknown_command(self.table, argv)))
+                return False
+        arity = cmd.arity
+        argc = len(argv)
+        if (arity > 0 and arity != argc) or argc < -arity:
+            return self._reject(
+                client, cmd, ReplyError(f"ERR wrong number of arguments for '{cmd.fullname}' command")
+            )
+        if not client.authenticated and not cmd.flags & NO_AUTH:
+            self._reject(client, cmd, NOAUTH)
+            return False
+        if client.multi is not None and cmd.flags & NO_MULTI:
+            self._reject(client, cmd, ReplyError("ERR Command not allowed inside a transaction"))
+            return False
+        if (client.pubsub_channels or client.pubsub_patterns) and not client.resp3:
+            if argv[0].lower() not in _PUBSUB_ALLOWED:
+                return self._reject(
+                    client,
+                    cmd,
+                    ReplyError(
+                        f"ERR Can't execute '{cmd.fullname}': only (P|S)SUBSCRIBE / "
+                        "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+                    ),
+                )
+        if self.loading and not cmd.flags & LOADING:
+            self._reject(client, cmd, LOADING_ERR)
+            return False
+        if self.pause_until and self._paused_for(client, cmd):
+            return True
+        if client.multi is not None and argv[0].lower() not in _MULTI_PASSTHROUGH:
+            client.multi.append((cmd, argv))
+            client.multi_flags |= cmd.flags
+            client.reply(QUEUED)
+            return False
+        self.call(client, cmd, argv)
+        if self.blocking.ready:
+            self.serve_blocked()
+        return False
+
+    def _paused_for(self, client: Client, cmd: Command) -> bool:
+        if time.monotonic() >= self.pause_until:
+            self.end_pause()
+            return False
+        if client.kind == "replica" or client.id < 0:
+            return False
+        if self.pause_writes_only:
+            flags = cmd.flags | (client.multi_flags if cmd.fullname == "exec" else 0)
+            if not flags & (WRITE | MAY_REPLICATE):
+                return False
+        if client not in self.paused_clients:
+            self.paused_clients.append(client)
+        return True
+
+    def end_pause(self) -> None:
+        """CLIENT UNPAUSE or the pause's end: paused clients run their commands."""
+        self.pause_until = 0.0
+        paused, self.paused_clients = self.paused_clients, []
+        for client in paused:
+            client.on_output(client)
+
+    def protected_mode_refuses(self, unix: bool, transport: Any) -> bool:
+        """Protected mode: no password and not bound explicitly -> loopback clients only."""
+        if unix or not self.config.bool("protected-mode") or self.requirepass:
+            return False
+        if self.config["bind"] not in ("* -::*", ""):
+            return False
+        peer = transport.get_extra_info("peername") or ("",)
+        host = peer[0]
+        return not (host.startswith("127.") or host in ("::1", "localhost"))
+
+    def _reject(self, client: Client, cmd: Command | None, err: ReplyError) -> bool:
+        if client.multi is not None:
+            client.multi_dirty = True
+        if cmd is not None:
+            cmd.rejected_calls += 1
+            if cmd.fullname == "exec":
+                self.discard_transaction(client)
+                msg = err.message[1:] if err.message.startswith(b"-") else err.message
+                err = ReplyError(b"EXECABORT Transaction discarded because of: " + msg)
+        self.count_error(err)
+        client.reply(err)
+        return False
+
+    def count_error(self, err: ReplyError) -> None:
+        self.stats.total_error_replies += 1
+        code = err.code
+        stats = self.stats.errorstats
+        if code in stats:
+            stats[code] += 1
+        elif len(stats) < 128:
+            stats[code] = 1
+
+    def call(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
+        """Run a command's handler; record stats, slowlog, propagation and readiness.
+
+        Returns the reply value (already queued to the client unless it blocked).
+        """
+        client.cur_cmd = cmd
+        client.argv = argv
+        dirty = self.dirty
+        start = time.perf_counter_ns()
+        try:
+            reply = cmd.handler(client, argv)
+        except ReplyError as err:
+            reply = err
+        duration = (time.perf_counter_ns() - start) // 1000
+        cmd.calls += 1
+        cmd.usec += duration
+        self.stats.total_commands_processed += 1
+        client.last_cmd = cmd
+        if type(reply) is Block:
+            if client.in_exec or client.id < 0:
+                # Inside MULTI (or for internal clients) a blocking command never blocks.
+                reply = reply.timeout_reply
+            else:
+                self.block(client, cmd, argv, reply)
+                reply = NO_REPLY
+        if reply is not NO_REPLY:
+            if isinstance(reply, ReplyError):
+                cmd.failed_calls += 1
+                self.count_error(reply)
+            client.reply(reply)
+        if duration > self.slowlog_threshold >= 0 and not cmd.flags & SKIP_SLOWLOG:
+            self.slowlog_add(client, argv, duration)
+        if self.dirty != dirty or self._also:
+            self._after_write(client, cmd, argv)
+        if self.monitors and not cmd.flags & (SKIP_MONITOR | ADMIN):
+            self.feed_monitors(client, argv)
+        return reply
+
+    def _after_write(self, client: Client, cmd: Command, argv: list[bytes]) -> None:
+        if self.blocking.waiters and cmd.flags & WRITE:
+            db_id = client.db.id
+            for pos in cmd.key_positions(argv):
+                self.blocking.signal(db_id, argv[pos])
+        if self.propagation_sinks:
+            ops = self._also
+            if self.dirty and not self._prevent_propagation and cmd.flags & WRITE:
+                ops.append((client.db.id, self._rewritten or argv))
+            if ops:
+                self.propagate(ops)
+        self._also = []
+        self._rewritten = None
+        self._prevent_propagation = False
+
+    # -- propagation -------------------------------------------------------
+    def also_propagate(self, db_id: int, argv: list[bytes]) -> None:
+        """Record an extra effect of the running command (Redis's alsoPropagate)."""
+        if self.propagation_sinks:
+            self._also.append((db_id, argv))
+
+    def rewrite_propagation(self, argv: list[bytes]) -> None:
+        """Propagate the running command as ``argv`` instead of what the client sent."""
+        self._rewritten = argv
+
+    def prevent_propagation(self) -> None:
+        self._prevent_propagation = True
+
+    def propagate(self, ops: list[tuple[int, list[bytes]]]) -> None:
+        if len(ops) > 1 and not self._in_exec_propagation:
+            db = ops[0][0]
+            ops = [(db, [b"MULTI"])] + ops + [(ops[-1][0], [b"EXEC"])]
+        for sink in self.propagation_sinks:
+            sink(ops)
+
+    _in_exec_propagation = False
+
+    # -- blocking ----------------------------------------------------------
+    def block(self, client: Client, cmd: Command, argv: list[bytes], block: Block) -> None:
+        wait = Wait(client, block, cmd, argv)
+        self.blocking.park(wait)
+        if wait.deadline and self.loop is not None:
+            wait.timer = self.loop.call_at(
+                self.loop.time() + (wait.deadline - time.monotonic()), self.timeout_wait, wait
+            )
+
+    def timeout_wait(self, wait: Wait) -> None:
+        wait.timer = None
+        if wait.client.blocked is wait:
+            self.unblock(wait.client, wait.timeout_reply)
+
+    def unblock(self, client: Client, reply: Any) -> None:
+        """End a client's wait with ``reply`` (timeout, CLIENT UNBLOCK) and resume it."""
+        wait = client.blocked
+        if wait is None:
+            return
+        self.blocking.unpark(wait)
+        if isinstance(reply, ReplyError):
+            self.count_error(reply)
+        client.reply(reply)
+        client.on_output(client)
+
+    def serve_blocked(self) -> None:
+        """Serve waiters of keys signalled ready, in FIFO order, until none is left."""
+        blocking = self.blocking
+        while blocking.ready:
+            for db_id, key in blocking.take_ready():
+                for wait in blocking.waiters_for(db_id, key):
+                    if wait.client.blocked is not wait:
+                        continue
+                    self._retry(wait)
+
+    def _retry(self, wait: Wait) -> None:
+        client = wait.client
+        saved_db = client.db
+        client.db = wait.db
+        blocking = self.blocking
+        # The retry must not re-park: take it out first, put it back if it blocks again.
+        blocking.unpark(wait)
+        timer_deadline = wait.deadline
+        dirty = self.dirty
+        client.cur_cmd = wait.cmd
+        try:
+            reply = wait.cmd.handler(client, wait.argv)
+        except ReplyError as err:
+            reply = err
+        if type(reply) is Block:
+            # Still nothing for it: back in its queues with its original deadline.
+            wait.argv = reply.argv or wait.argv
+            blocking.park(wait)
+            if timer_deadline and self.loop is not None:
+                wait.timer = self.loop.call_at(
+                    self.loop.time() + (timer_deadline - time.monotonic()), self.timeout_wait, wait
+                )
+            client.db = saved_db
+            return
+        if isinstance(reply, ReplyError):
+            self.count_error(reply)
+        if reply is not NO_REPLY:
+            client.reply(reply)
+        if self.dirty != dirty or self._also:
+            self._after_write(client, wait.cmd, wait.argv)
+        client.db = saved_db
+        client.on_output(client)
+
+    # -- transactions --------------------------------------------------------
+    def discard_transaction(self, client: Client) -> None:
+        client.multi = None
+        client.multi_dirty = False
+        client.multi_flags = 0
+        self.unwatch_all(client)
+
+    def watch(self, client: Client, key: bytes) -> None:
+        db = client.db
+        for wdb, wkey, _ in client.watched:
+            if wdb is db and wkey == key:
+                return
+        expired = db.is_expired(key)
+        client.watched.append((db, key, expired))
+        db.watched.setdefault(key, []).append(client)
+
+    def unwatch_all(self, client: Client) -> None:
+        for db, key, _ in client.watched:
+            watchers = db.watched.get(key)
+            if watchers is not None:
+                try:
+                    watchers.remove(client)
+                except ValueError:
+                    pass
+                if not watchers:
+                    del db.watched[key]
+        client.watched = []
+        client.dirty_cas = False
+
+    def _touch_watched(self, db: Database, key: bytes) -> None:
+        for client in db.watched.get(key, ()):
+            client.dirty_cas = True
+
+    def touch_all_watched(self, db: Database) -> None:
+        """FLUSHDB/FLUSHALL/SWAPDB: every watched key of ``db`` that existed is touched."""
+        for key, clients in db.watched.items():
+            for client in clients:
+                client.dirty_cas = True
+
+    def watched_key_expired(self, client: Client) -> bool:
+        for db, key, was_expired in client.watched:
+            if not was_expired and db.is_expired(key):
+                return True
+        return False
+
+    # -- expiry ----------------------------------------------------------------
+    def _expired(self, db: Database, key: bytes) -> None:
+        if db.watched:
+            self._touch_watched(db, key)
+        if self.propagation_sinks:
+            # Lazy expiry inside a command travels with that command's effects;
+            # the cron flushes what active expiry produced.
+            self._also.append((db.id, [b"DEL", key]))
+
+    # -- slowlog and monitor -------------------------------------------------
+    def slowlog_add(self, client: Client, argv: list[bytes], duration: int) -> None:
+        args = []
+        limit = min(len(argv), 32)
+        for i in range(limit):
+            if limit == 32 and i == 31 and len(argv) > 32:
+                args.append(b"... (%d more arguments)" % (len(argv) - 31))
+                break
+            a = argv[i]
+            if len(a) > 128:
+                a = a[:128] + b"... (%d more bytes)" % (len(a) - 128)
+            args.append(a)
+        self.slowlog.appendleft(
+            SlowlogEntry(self.slowlog_next_id, int(time.time()), duration, args, client.addr, client.name)
+        )
+        self.slowlog_next_id += 1
+        while len(self.slowlog) > self.slowlog_max_len:
+            self.slowlog.pop()
+
+    def feed_monitors(self, client: Client, argv: list[bytes]) -> None:
+        now = time.time()
+        origin = "unix:" + client.addr if client.kind == "unix" else client.addr
+        if client.id < 0:
+            origin = "lua" if client.kind == "lua" else "AOF"
+        parts = [b'"' + _repr_arg(a) + b'"' for a in argv]
+        line = b"+%.6f [%d %s] %s\r\n" % (now, client.db.id, origin.encode(), b" ".join(parts))
+        for m in self.monitors:
+            if m is not client:
+                m.out.append(Raw(line))
+                m.on_output(m)
+
+    # -- housekeeping ----------------------------------------------------------
+    def cron(self) -> None:
+        """Periodic work, called ``hz`` times a second: active expiry, idle clients."""
+        if self.active_expire_enabled and self.keyspace.expire_allowed:
+            for db in self.keyspace.dbs:
+                if db.expires:
+                    db.active_expire()
+            if self._also:
+                ops, self._also = self._also, []
+                for op in ops:
+                    self.propagate([op])
+        if self.timeout:
+            now = time.time()
+            for client in list(self.clients.values()):
+                if (
+                    client.id > 0
+                    and client.blocked is None
+                    and not client.pubsub_channels
+                    and not client.pubsub_patterns
+                    and client.kind not in ("replica",)
+                    and now - client.last_interaction > self.timeout
+                ):
+                    client.kill_requested = True
+                    client.on_output(client)
+
+    def request_shutdown(self) -> None:
+        """Stop serving once the current batch is done (SHUTDOWN, SIGTERM)."""
+        if self.shutdown_event is not None:
+            self.shutdown_event.set()
+
+    def uptime(self) -> int:
+        return int(time.monotonic() - self.start_monotonic)
+
+    @property
+    def version(self) -> str:
+        return REDIS_VERSION
+
+
+def _parse_obuf(value: str) -> dict[str, tuple[int, int, int]]:
+    parts = value.split()
+    out = {}
+    for i in range(0, len(parts) - 3, 4):
+        out[parts[i]] = (int(parts[i + 1]), int(parts[i + 2]), int(parts[i + 3]))
+    return out
+
+
+def _unknown_command(table: Any, argv: list[bytes]) -> bytes:
+    name = argv[0]
+    container = table.commands.get(name.lower())
+    if container is not None and container.subcommands and len(argv) > 1:
+        return b"ERR unknown subcommand '%s'. Try %s HELP." % (argv[1][:128], name.upper())
+    args = b""
+    for a in argv[1:]:
+        if len(args) >= 128:
+            break
+        args += b"'" + a[: 128 - len(args)] + b"' "
+    return b"ERR unknown command '%s', with args beginning with: %s" % (name[:128], args)
+
+
+def _repr_arg(a: bytes) -> bytes:
+    """Redis's sdscatrepr body, used by MONITOR."""
+    out = bytearray()
+    for c in a:
+        if c == 92 or c == 34:
+            out += b"\\" + bytes([c])
+        elif c == 10:
+            out += b"\\n"
+        elif c == 13:
+            out += b"\\r"
+        elif c == 9:
+            out += b"\\t"
+        elif c == 7:
+            out += b"\\a"
+        elif c == 8:
+            out += b"\\b"
+        elif 32 <= c < 127:
+            out.append(c)
+        else:
+            out += b"\\x%02x" % c
+    return bytes(out)
+
