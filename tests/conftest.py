@@ -1,0 +1,91 @@
+"""Shared fixtures: a rill-server per test session, the redis-server oracle, clients."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import redis
+
+from tests.support import RawClient, redis_server_binary, start_redis, start_rill
+
+
+@pytest.fixture(scope="session")
+def rill_server():
+    server = start_rill()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def oracle_server():
+    """Debian's redis-server 7.0: skipped locally when absent, never in CI."""
+    if redis_server_binary() is None:
+        if os.environ.get("CI"):
+            pytest.fail("redis-server is required in CI (apt-get install redis-server)")
+        pytest.skip("redis-server not installed")
+    server = start_redis()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def r(rill_server):
+    """A redis-py client on a flushed rill."""
+    client = redis.Redis(port=rill_server.port)
+    client.flushall()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def raw(rill_server):
+    client = RawClient(rill_server.port)
+    client.call("FLUSHALL")
+    yield client
+    client.close()
+
+
+class SideBySide:
+    """Runs the same commands on rill and on redis-server and compares the reply bytes."""
+
+    def __init__(self, rill_port: int, oracle_port: int, resp3: bool = False) -> None:
+        self.rill = RawClient(rill_port)
+        self.oracle = RawClient(oracle_port)
+        for c in (self.rill, self.oracle):
+            c.call("FLUSHALL")
+            if resp3:
+                c.call("HELLO", "3")
+
+    def both(self, *args) -> tuple[bytes, bytes]:
+        return self.rill.call(*args), self.oracle.call(*args)
+
+    def check(self, *args) -> bytes:
+        """Assert both replies are identical; return it."""
+        mine, theirs = self.both(*args)
+        assert mine == theirs, f"{args!r}: rill {mine!r} != redis {theirs!r}"
+        return mine
+
+    def run(self, script: list[tuple]) -> None:
+        for args in script:
+            self.check(*args)
+
+    def close(self) -> None:
+        self.rill.close()
+        self.oracle.close()
+
+
+@pytest.fixture
+def sbs(rill_server, oracle_server):
+    """Side-by-side RESP2 comparison against the oracle."""
+    s = SideBySide(rill_server.port, oracle_server.port)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def sbs3(rill_server, oracle_server):
+    """Side-by-side RESP3 comparison against the oracle."""
+    s = SideBySide(rill_server.port, oracle_server.port, resp3=True)
+    yield s
+    s.close()

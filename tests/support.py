@@ -1,0 +1,187 @@
+"""Test support: real server processes on free ports and a raw RESP client.
+
+Everything that crosses the network starts a real ``rill-server`` process
+(and, for side-by-side checks, Debian's ``redis-server`` as the oracle).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ServerProcess:
+    """A server process on a free port, started with redis-server style arguments."""
+
+    def __init__(self, argv: list[str], port: int, workdir: str) -> None:
+        self.argv = argv
+        self.port = port
+        self.workdir = workdir
+        self.proc: subprocess.Popen | None = None
+        self.logfile = os.path.join(workdir, "server.log")
+
+    def start(self, timeout: float = 15.0) -> ServerProcess:
+        log = open(self.logfile, "ab")
+        self.proc = subprocess.Popen(self.argv, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.log()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(64):
+                        return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"server did not start: {self.log()}")
+
+    def log(self) -> str:
+        try:
+            with open(self.logfile, "rb") as f:
+                return f.read().decode(errors="replace")
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def start_rill(*args: str, workdir: str | None = None, port: int | None = None) -> ServerProcess:
+    """Start ``rill-server`` on a free port with extra redis-server style arguments."""
+    port = port or free_port()
+    workdir = workdir or tempfile.mkdtemp(prefix="rill-test-")
+    argv = [sys.executable, "-m", "rill.server.main", "--port", str(port), "--save", "",
+            "--dir", workdir, *args]
+    return ServerProcess(argv, port, workdir).start()
+
+
+def redis_server_binary() -> str | None:
+    return shutil.which("redis-server")
+
+
+def start_redis(*args: str, workdir: str | None = None) -> ServerProcess:
+    """Start Debian's redis-server (the oracle) on a free port."""
+    binary = redis_server_binary()
+    if binary is None:
+        raise RuntimeError("redis-server is not installed")
+    port = free_port()
+    workdir = workdir or tempfile.mkdtemp(prefix="redis-oracle-")
+    argv = [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--dir", workdir,
+            "--enable-debug-command", "yes", *args]
+    return ServerProcess(argv, port, workdir).start()
+
+
+def encode_command(args: Iterable[bytes | str | int]) -> bytes:
+    parts = []
+    items = [a if isinstance(a, bytes) else str(a).encode() for a in args]
+    parts.append(b"*%d\r\n" % len(items))
+    for a in items:
+        parts.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(parts)
+
+
+class RawClient:
+    """Sends commands and returns each reply's exact bytes, for byte-for-byte checks."""
+
+    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 10.0) -> None:
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        self.buf = b""
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def call(self, *args: bytes | str | int) -> bytes:
+        self.sock.sendall(encode_command(args))
+        return self.read_reply()
+
+    def _fill(self) -> None:
+        data = self.sock.recv(65536)
+        if not data:
+            raise ConnectionError("connection closed")
+        self.buf += data
+
+    def _line(self, pos: int) -> int:
+        while True:
+            i = self.buf.find(b"\r\n", pos)
+            if i >= 0:
+                return i
+            self._fill()
+
+    def _skip(self, pos: int) -> int:
+        end = self._line(pos)
+        t = self.buf[pos : pos + 1]
+        head = self.buf[pos + 1 : end]
+        pos = end + 2
+        if t in (b"$", b"=", b"!"):
+            n = int(head)
+            if n < 0:
+                return pos
+            while len(self.buf) < pos + n + 2:
+                self._fill()
+            return pos + n + 2
+        if t in (b"*", b"~", b">", b"%", b"|"):
+            n = int(head)
+            if n < 0:
+                return pos
+            if t in (b"%", b"|"):
+                n *= 2
+            for _ in range(n):
+                pos = self._skip(pos)
+            if t == b"|":
+                pos = self._skip(pos)
+            return pos
+        return pos
+
+    def read_reply(self) -> bytes:
+        while not self.buf:
+            self._fill()
+        end = self._skip(0)
+        reply, self.buf = self.buf[:end], self.buf[end:]
+        return reply
+
+    def closed_by_peer(self, timeout: float = 2.0) -> bool:
+        """Whether the server closes the connection (after protocol errors, QUIT)."""
+        self.sock.settimeout(timeout)
+        try:
+            while True:
+                data = self.sock.recv(65536)
+                if not data:
+                    return True
+                self.buf += data
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except TimeoutError:
+            return False
