@@ -124,7 +124,11 @@ class Connection(asyncio.Protocol):
                 client.out.append(b"-" + argv.message + b"\r\n")
                 client.close_after_reply = True
                 break
-            if execute(client, argv):
+            postponed = execute(client, argv)
+            if client.reply_mode > 1:
+                # CLIENT REPLY SKIP silences exactly the command after it.
+                client.reply_mode = 3 if client.reply_mode == 2 and argv[0].lower() == b"client" else 0
+            if postponed:
                 # postponed by CLIENT PAUSE: it runs again when the pause ends
                 client.pending = commands[i - 1 :]
                 break

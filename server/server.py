@@ -351,13 +351,27 @@ class Server:
         self._prevent_propagation = True
 
     def propagate(self, ops: list[tuple[int, list[bytes]]]) -> None:
-        if len(ops) > 1 and not self._in_exec_propagation:
-            db = ops[0][0]
-            ops = [(db, [b"MULTI"])] + ops + [(ops[-1][0], [b"EXEC"])]
+        """Hand the effects of one command (or one EXEC) to every sink.
+
+        Several effects travel wrapped in MULTI/EXEC so they apply atomically.
+        """
+        if self._exec_ops is not None:
+            self._exec_ops.extend(ops)
+            return
+        if len(ops) > 1:
+            ops = [(ops[0][0], [b"MULTI"]), *ops, (ops[-1][0], [b"EXEC"])]
         for sink in self.propagation_sinks:
             sink(ops)
 
-    _in_exec_propagation = False
+    _exec_ops: list[tuple[int, list[bytes]]] | None = None
+
+    def begin_exec_propagation(self) -> None:
+        self._exec_ops = []
+
+    def end_exec_propagation(self) -> None:
+        ops, self._exec_ops = self._exec_ops, None
+        if ops:
+            self.propagate(ops)
 
     # -- blocking ----------------------------------------------------------
     def block(self, client: Client, cmd: Command, argv: list[bytes], block: Block) -> None:
@@ -515,6 +529,10 @@ class Server:
     # -- housekeeping ----------------------------------------------------------
     def cron(self) -> None:
         """Periodic work, called ``hz`` times a second: active expiry, idle clients."""
+        st = self.stats
+        st.instantaneous.append(
+            (time.monotonic(), st.total_commands_processed, st.net_input_bytes, st.net_output_bytes)
+        )
         if self.active_expire_enabled and self.keyspace.expire_allowed:
             for db in self.keyspace.dbs:
                 if db.expires:

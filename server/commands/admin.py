@@ -1,0 +1,510 @@
+"""Server administration: CONFIG, FLUSHDB/FLUSHALL, DBSIZE, TIME, DEBUG, OBJECT,
+MEMORY, MONITOR, SLOWLOG, SHUTDOWN, FUNCTION FLUSH, LASTSAVE."""
+
+from __future__ import annotations
+
+import time
+
+from rill.protocol.reply import OK, Map, Raw, ReplyError, Status
+
+from ..client import Client
+from ..config import ConfigError
+from .args import NO_SUCH_KEY, SYNTAX_ERR, get_int, string2ll
+from .table import command
+from .values import memory_usage, object_encoding
+
+
+# -- FLUSHDB / FLUSHALL / DBSIZE ---------------------------------------------
+def _flush_flag(argv: list[bytes]) -> None:
+    if len(argv) > 2:
+        raise SYNTAX_ERR
+    if len(argv) == 2 and argv[1].lower() not in (b"async", b"sync"):
+        raise SYNTAX_ERR
+
+
+def flush_db(server, db) -> None:
+    """Empty one database, touching WATCHed keys and waking blocked clients as Redis does."""
+    if db.watched:
+        server.touch_all_watched(db)
+    server.blocking.signal_db(db.id)
+    server.dirty += len(db)
+    db.flush()
+
+
+@command("flushdb")
+def flushdb(c: Client, argv: list[bytes]):
+    _flush_flag(argv)
+    flush_db(c.server, c.db)
+    c.server.dirty += 1
+    return OK
+
+
+@command("flushall")
+def flushall(c: Client, argv: list[bytes]):
+    _flush_flag(argv)
+    server = c.server
+    for db in server.keyspace.dbs:
+        flush_db(server, db)
+    server.dirty += 1
+    for hook in getattr(server, "flushall_hooks", ()):
+        hook()
+    return OK
+
+
+@command("dbsize")
+def dbsize(c: Client, argv: list[bytes]):
+    return len(c.db)
+
+
+@command("time")
+def time_(c: Client, argv: list[bytes]):
+    now = time.time_ns() // 1000
+    return [b"%d" % (now // 1_000_000), b"%d" % (now % 1_000_000)]
+
+
+@command("lastsave")
+def lastsave(c: Client, argv: list[bytes]):
+    return c.server.lastsave
+
+
+# -- CONFIG ------------------------------------------------------------------
+@command("config|get")
+def config_get(c: Client, argv: list[bytes]):
+    seen: dict[bytes, bytes] = {}
+    for pattern in argv[2:]:
+        for name, value in c.server.config.matching(pattern.decode(errors="replace")):
+            seen.setdefault(name.encode(), value.encode())
+    return Map(seen)
+
+
+@command("config|set")
+def config_set(c: Client, argv: list[bytes]):
+    if len(argv) % 2:
+        raise ReplyError("ERR wrong number of arguments for 'config|set' command")
+    config = c.server.config
+    pairs: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for i in range(2, len(argv), 2):
+        name = argv[i].decode(errors="replace")
+        canon = config.canonical(name)
+        if canon is None:
+            raise ReplyError(f"ERR Unknown option or number of arguments for CONFIG SET - '{name}'")
+        if config.params[canon].immutable:
+            raise ReplyError(
+                f"ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
+            )
+        if canon in seen:
+            raise ReplyError(
+                f"ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"
+            )
+        seen.add(canon)
+        pairs.append((canon, argv[i + 1].decode(errors="surrogateescape")))
+    try:
+        config.set_many(pairs)
+    except ConfigError as e:
+        bad = getattr(e, "param", None) or _failing_param(config, pairs)
+        raise ReplyError(f"ERR CONFIG SET failed (possibly related to argument '{bad}') - {e}") from None
+    return OK
+
+
+def _failing_param(config, pairs: list[tuple[str, str]]) -> str:
+    for name, value in pairs:
+        try:
+            config.normalise(name, value)
+        except ConfigError:
+            return name
+    return pairs[0][0]
+
+
+@command("config|resetstat")
+def config_resetstat(c: Client, argv: list[bytes]):
+    server = c.server
+    server.stats.reset()
+    server.keyspace.hits = server.keyspace.misses = server.keyspace.expired_keys = 0
+    for cmd in server.table.all():
+        cmd.calls = cmd.usec = cmd.rejected_calls = cmd.failed_calls = 0
+    return OK
+
+
+@command("config|rewrite")
+def config_rewrite(c: Client, argv: list[bytes]):
+    try:
+        c.server.config.rewrite()
+    except ConfigError as e:
+        raise ReplyError(f"ERR {e}") from None
+    except OSError as e:
+        raise ReplyError(f"ERR Rewriting config file: {e.strerror}") from None
+    return OK
+
+
+_CONFIG_HELP = [
+    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET <pattern>",
+    "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value>",
+    "    Set the configuration <directive> to <value>.",
+    "RESETSTAT",
+    "    Reset statistics reported by the INFO command.",
+    "REWRITE",
+    "    Rewrite the configuration file.",
+    "HELP",
+    "    Print this help.",
+]
+
+
+def help_reply(lines: list[str]) -> list:
+    return [Status(line.encode()) for line in lines]
+
+
+@command("config|help")
+def config_help(c: Client, argv: list[bytes]):
+    return help_reply(_CONFIG_HELP)
+
+
+# -- OBJECT / MEMORY ---------------------------------------------------------
+@command("object|encoding")
+def object_encoding_cmd(c: Client, argv: list[bytes]):
+    value = c.db.lookup(argv[2])
+    if value is None:
+        return None
+    return object_encoding(value)
+
+
+@command("object|refcount")
+def object_refcount(c: Client, argv: list[bytes]):
+    value = c.db.lookup(argv[2])
+    if value is None:
+        return None
+    # Shared integers 0..9999 have Redis's "infinite" refcount.
+    if isinstance(value, bytes) and (n := string2ll(value)) is not None and 0 <= n < 10000:
+        return 2147483647
+    return 1
+
+
+@command("object|idletime")
+def object_idletime(c: Client, argv: list[bytes]):
+    value = c.db.lookup(argv[2])
+    if value is None:
+        return None
+    if "lfu" in c.server.config["maxmemory-policy"]:
+        raise ReplyError(
+            "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when "
+            "switching between policies at runtime LRU and LFU data will take some time to adjust."
+        )
+    return 0
+
+
+@command("object|freq")
+def object_freq(c: Client, argv: list[bytes]):
+    value = c.db.lookup(argv[2])
+    if value is None:
+        return None
+    if "lfu" not in c.server.config["maxmemory-policy"]:
+        raise ReplyError(
+            "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note "
+            "that when switching between policies at runtime LRU and LFU data will take some time "
+            "to adjust."
+        )
+    return 0
+
+
+@command("object|help")
+def object_help(c: Client, argv: list[bytes]):
+    return help_reply([
+        "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "ENCODING <key>",
+        "    Return the kind of internal representation used in order to store the value",
+        "    associated with a <key>.",
+        "FREQ <key>",
+        "    Return the access frequency index of the <key>. The returned integer is",
+        "    proportional to the logarithm of the recent access frequency of the key.",
+        "IDLETIME <key>",
+        "    Return the idle time of the <key>, that is the approximated number of",
+        "    seconds elapsed since the last access to the key.",
+        "REFCOUNT <key>",
+        "    Return the number of references of the value associated with the specified",
+        "    <key>.",
+        "HELP",
+        "    Print this help.",
+    ])
+
+
+@command("memory|usage")
+def memory_usage_cmd(c: Client, argv: list[bytes]):
+    samples = 5
+    i = 3
+    while i < len(argv):
+        if argv[i].lower() == b"samples" and i + 1 < len(argv):
+            samples = get_int(argv[i + 1])
+            if samples < 0:
+                raise SYNTAX_ERR
+            i += 2
+        else:
+            raise SYNTAX_ERR
+    value = c.db.lookup(argv[2])
+    if value is None:
+        return None
+    return memory_usage(argv[2], value)
+
+
+@command("memory|help")
+def memory_help(c: Client, argv: list[bytes]):
+    return help_reply([
+        "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "DOCTOR",
+        "    Return memory problems reports.",
+        "MALLOC-STATS",
+        "    Return internal statistics report from the memory allocator.",
+        "PURGE",
+        "    Attempt to purge dirty pages for reclamation by the allocator.",
+        "STATS",
+        "    Return information about the memory usage of the server.",
+        "USAGE <key> [SAMPLES <count>]",
+        "    Return memory in bytes used by <key> and its value. Nested values are",
+        "    sampled up to <count> times (default: 5, 0 means sample all).",
+        "HELP",
+        "    Print this help.",
+    ])
+
+
+@command("memory|doctor")
+def memory_doctor(c: Client, argv: list[bytes]):
+    from rill.protocol.reply import Verbatim
+
+    return Verbatim(b"Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.")
+
+
+@command("memory|purge")
+def memory_purge(c: Client, argv: list[bytes]):
+    import gc
+
+    gc.collect()
+    return OK
+
+
+@command("memory|malloc-stats")
+def memory_malloc_stats(c: Client, argv: list[bytes]):
+    from rill.protocol.reply import Verbatim
+
+    return Verbatim(b"Stats not supported for the current allocator")
+
+
+@command("memory|stats")
+def memory_stats(c: Client, argv: list[bytes]):
+    from .introspection import used_memory
+
+    used = used_memory()
+    keys = sum(len(db) for db in c.server.keyspace.dbs)
+    return Map([
+        (b"peak.allocated", max(used, c.server.mem_peak)),
+        (b"total.allocated", used),
+        (b"startup.allocated", 0),
+        (b"keys.count", keys),
+        (b"dataset.bytes", used),
+    ])
+
+
+# -- DEBUG -------------------------------------------------------------------
+@command("debug")
+def debug(c: Client, argv: list[bytes]):
+    sub = argv[1].lower()
+    server = c.server
+    if sub == b"sleep" and len(argv) == 3:
+        secs = float(argv[2])
+        time.sleep(secs)
+        return OK
+    if sub == b"log" and len(argv) == 3:
+        import logging
+
+        logging.getLogger("rill").warning("DEBUG LOG: %s", argv[2].decode(errors="replace"))
+        return OK
+    if sub == b"set-active-expire" and len(argv) == 3:
+        server.active_expire_enabled = argv[2] != b"0"
+        return OK
+    if sub == b"object" and len(argv) == 3:
+        value = c.db.lookup(argv[2])
+        if value is None:
+            raise NO_SUCH_KEY
+        enc = object_encoding(value).decode()
+        return Status(
+            f"Value at:0x0 refcount:1 encoding:{enc} serializedlength:{_serialized_length(value)} "
+            f"lru:0 lru_seconds_idle:0".encode()
+        )
+    if sub == b"digest-value":
+        from .values import digest_value
+
+        return [digest_value(c.db.lookup(k)) for k in argv[2:]]
+    if sub == b"digest" and len(argv) == 2:
+        from .values import digest_dataset
+
+        return Status(digest_dataset(server.keyspace))
+    if sub == b"protocol" and len(argv) == 3:
+        return _debug_protocol(c, argv[2].lower())
+    if sub == b"help":
+        return help_reply([
+            "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "DIGEST",
+            "DIGEST-VALUE <key> [<key> ...]",
+            "LOG <message>",
+            "OBJECT <key>",
+            "PROTOCOL <type>",
+            "SET-ACTIVE-EXPIRE <0|1>",
+            "SLEEP <seconds>",
+            "RELOAD [MERGE] [NOFLUSH] [NOSAVE]",
+            "HELP",
+        ])
+    handler = getattr(server, "debug_handlers", {}).get(sub)
+    if handler is not None:
+        return handler(c, argv)
+    raise ReplyError(
+        b"ERR unknown subcommand '%s'. Try DEBUG HELP." % argv[1][:128]
+    )
+
+
+def _serialized_length(value) -> int:
+    if isinstance(value, (bytes, bytearray)):
+        return len(value)
+    return memory_usage(b"", value)
+
+
+def _debug_protocol(c: Client, kind: bytes):
+    from rill.protocol.reply import BigNumber, Double, Set, Verbatim
+
+    if kind == b"string":
+        return b"Hello World"
+    if kind == b"integer":
+        return 12345
+    if kind == b"double":
+        return Double(3.141)
+    if kind == b"bignum":
+        return BigNumber(b"1234567999999999999999999999999999999")
+    if kind == b"null":
+        return None
+    if kind == b"array":
+        return [0, 1, 2]
+    if kind == b"set":
+        return Set([0, 1, 2])
+    if kind == b"map":
+        return Map([(0, False), (1, True), (2, False)])
+    if kind == b"attrib":
+        # An attribute is only visible in RESP3; it precedes the reply it annotates.
+        if c.resp3:
+            c.out.append(Raw(b"|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n"))
+        return b"Some real reply following the attribute"
+    if kind == b"push":
+        if not c.resp3:
+            raise ReplyError("ERR RESP2 is not supported by this command")
+        c.out.append(Raw(b">2\r\n$6\r\nserver\r\n$4\r\npush\r\n"))
+        return b"Some real reply following the push reply"
+    if kind == b"true":
+        return True
+    if kind == b"false":
+        return False
+    if kind == b"verbatim":
+        return Verbatim(b"This is a verbatim\nstring", b"txt")
+    raise ReplyError(
+        "ERR Wrong protocol type name. Please use one of the following: "
+        "string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false"
+    )
+
+
+# -- MONITOR / SLOWLOG ---------------------------------------------------------
+@command("monitor")
+def monitor(c: Client, argv: list[bytes]):
+    if c.monitor:
+        return OK
+    c.monitor = True
+    c.server.monitors.append(c)
+    return OK
+
+
+@command("slowlog|get")
+def slowlog_get(c: Client, argv: list[bytes]):
+    count = 10
+    if len(argv) == 3:
+        count = get_int(argv[2], "count should be greater than or equal to -1")
+        if count < -1:
+            raise ReplyError("ERR count should be greater than or equal to -1")
+        if count == -1:
+            count = len(c.server.slowlog)
+    out = []
+    for e in list(c.server.slowlog)[:count]:
+        out.append([e.id, e.time, e.duration, list(e.argv), e.addr.encode(), e.name])
+    return out
+
+
+@command("slowlog|len")
+def slowlog_len(c: Client, argv: list[bytes]):
+    return len(c.server.slowlog)
+
+
+@command("slowlog|reset")
+def slowlog_reset(c: Client, argv: list[bytes]):
+    c.server.slowlog.clear()
+    return OK
+
+
+@command("slowlog|help")
+def slowlog_help(c: Client, argv: list[bytes]):
+    return help_reply([
+        "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GET [<count>]",
+        "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+        "    Entries are made of:",
+        "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+        "    client name",
+        "LEN",
+        "    Return the length of the slowlog.",
+        "RESET",
+        "    Reset the slowlog.",
+        "HELP",
+        "    Print this help.",
+    ])
+
+
+# -- SHUTDOWN / FUNCTION FLUSH -------------------------------------------------
+@command("shutdown")
+def shutdown(c: Client, argv: list[bytes]):
+    save = None
+    for arg in argv[1:]:
+        a = arg.lower()
+        if a == b"nosave":
+            save = False
+        elif a == b"save":
+            save = True
+        elif a in (b"now", b"force", b"abort"):
+            if a == b"abort":
+                raise ReplyError("ERR No shutdown in progress.")
+        else:
+            raise SYNTAX_ERR
+    server = c.server
+    server.shutdown_save = save
+    hook = getattr(server, "prepare_shutdown", None)
+    if hook is not None:
+        hook(save)  # may raise ReplyError ("Errors trying to SHUTDOWN. Check logs.")
+    import logging
+
+    logging.getLogger("rill").log(25, "User requested shutdown...")
+    server.request_shutdown()
+    c.close_after_reply = True
+    from ..server import NO_REPLY
+
+    return NO_REPLY
+
+
+@command("function|flush")
+def function_flush(c: Client, argv: list[bytes]):
+    if len(argv) > 3 or (len(argv) == 3 and argv[2].lower() not in (b"async", b"sync")):
+        raise ReplyError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
+    return OK
+
+
+@command("function|list")
+def function_list(c: Client, argv: list[bytes]):
+    return []
+
+
+@command("function|stats")
+def function_stats(c: Client, argv: list[bytes]):
+    return Map([(b"running_script", None), (b"engines", Map())])
+

@@ -1,0 +1,78 @@
+"""Facts about stored values that several families report: encoding, size, digest."""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from typing import Any
+
+from rill.storage.keyspace import Keyspace
+
+from .args import string2ll
+
+EMBSTR_LIMIT = 44  # OBJ_ENCODING_EMBSTR_SIZE_LIMIT
+
+
+def string_encoding(value: bytes | bytearray) -> bytes:
+    """OBJECT ENCODING of a string: int, embstr, or raw (mutated strings are raw)."""
+    if type(value) is bytearray:
+        return b"raw"
+    if len(value) <= 20 and string2ll(value) is not None:
+        return b"int"
+    return b"embstr" if len(value) <= EMBSTR_LIMIT else b"raw"
+
+
+def object_encoding(value: Any) -> bytes:
+    if isinstance(value, (bytes, bytearray)):
+        return string_encoding(value)
+    return value.encoding()
+
+
+def type_name(value: Any) -> bytes:
+    if isinstance(value, (bytes, bytearray)):
+        return b"string"
+    return value.type_name
+
+
+def memory_usage(key: bytes, value: Any) -> int:
+    """MEMORY USAGE: the key, the value and per-object overhead, in bytes."""
+    overhead = 16 + len(key) + 9  # dict entry + key sds
+    if isinstance(value, (bytes, bytearray)):
+        if string_encoding(value) == b"int":
+            return overhead + 16
+        return overhead + 16 + len(value) + 3
+    return overhead + value.memory_usage()
+
+
+def digest_value(value: Any) -> bytes:
+    """DEBUG DIGEST-VALUE: a content hash, 40 zeros for a missing key."""
+    if value is None:
+        return b"0" * 40
+    h = hashlib.sha1()
+    h.update(type_name(value))
+    if isinstance(value, (bytes, bytearray)):
+        h.update(bytes(value))
+    else:
+        for part in value.digest_parts():
+            h.update(b"%d:" % len(part))
+            h.update(part)
+    return h.hexdigest().encode()
+
+
+def digest_dataset(keyspace: Keyspace) -> bytes:
+    """DEBUG DIGEST: order-independent digest of every key, value and expire."""
+    if all(len(db) == 0 for db in keyspace.dbs):
+        return b"0" * 40
+    acc = 0
+    for db in keyspace.dbs:
+        for key, value in list(db.data.items()):
+            h = hashlib.sha1(b"%d:" % db.id + key + b"\0" + digest_value(value))
+            expire = db.expires.get(key)
+            if expire is not None:
+                h.update(b"!%d" % expire)
+            acc ^= int.from_bytes(h.digest(), "big")
+    return b"%040x" % acc
+
+
+def sizeof(obj: Any) -> int:
+    return sys.getsizeof(obj)
