@@ -1,26 +1,108 @@
-"""The one blocking registry, shared by lists, streams and sorted sets.
+"""The one blocking registry, shared by lists, sorted sets and streams.
 
 A handler that cannot answer yet returns a ``Block``; the dispatcher parks the
-client here, once per key, in FIFO order. Writes signal keys as ready (the
-dispatcher signals every key argument of a write command that has waiters,
-and FLUSH/SWAPDB signal whole databases), and after each top-level command
-the ready keys are served: every waiter of a ready key is retried in arrival
-order by re-running its command with the argv it blocked with. A retry that
-would block again simply stays parked -- with its original deadline -- so
-deleted keys, type changes and destroyed groups reach XREADGROUP waiters as
-the errors the command itself produces.
+client here, once per distinct key, in FIFO order. Writes signal keys as ready
+(the dispatcher signals every key argument of a write command that has
+waiters; FLUSHDB/FLUSHALL/SWAPDB call ``signal_db``; MOVE and COPY ... DB call
+``signal`` for the destination database), and after each top-level command
+(after EXEC for a transaction) the server serves the ready keys in the order
+they were signalled:
+
+- the waiters of a ready key are visited in the order they blocked, and each
+  one that can be served by what the key now holds is *retried*: its command
+  runs again with the argv it blocked with, while ``registry.serving`` names the
+  key being served (list and sorted-set pops take from that key only, as Redis
+  serves a waiter from the key that became ready);
+- ``Block.wake`` says which value type can serve a waiter (b"list", b"zset",
+  b"stream"); a waiter is retried only while the key holds that type, so a key
+  that was deleted, or turned into a string, leaves BLPOP waiters blocked;
+  ``Block.on_gone`` waiters (XREADGROUP) are retried whatever the key holds, so
+  a deleted key, a type change or a destroyed group reaches them as the error
+  the command itself produces; ``wake=None`` retries on every signal;
+- a retry that would block again leaves the waiter where it was in every queue,
+  with its original deadline (a wake-up that finds nothing never resets it);
+- a retry that answers unparks the client: its queues, its timer and the
+  blocked-clients count are cleaned in one place, so no waiter is answered
+  twice (timeout, CLIENT UNBLOCK, disconnect and service all go through
+  ``unpark``).
 """
 
 from __future__ import annotations
 
+import math
 import time
-from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from rill.protocol.reply import NULL_ARRAY
+from rill.protocol.reply import NULL_ARRAY, ReplyError
+
+from .commands.table import MOVABLE_KEYS
 
 if TYPE_CHECKING:
     from .client import Client
+
+# CLIENT UNBLOCK <id> ERROR (TIMEOUT answers with the waiter's ``timeout_reply``).
+UNBLOCKED_ERR = ReplyError("UNBLOCKED client unblocked via CLIENT UNBLOCK")
+
+_LLONG_MAX = 2**63 - 1
+
+
+def parse_timeout(arg: bytes, unit_ms: bool = False) -> float:
+    """A blocking command's timeout, in seconds (0 = forever), as Redis 7.0 reads it.
+
+    Seconds are a long double rounded *up* to whole milliseconds (so 0.0001 is
+    1 ms and -0.0001 is 0, forever); XREAD's BLOCK is an integer of milliseconds.
+    """
+    if unit_ms:
+        ms = _strict_int(arg)
+        if ms is None:
+            raise ReplyError("ERR timeout is not an integer or out of range")
+    else:
+        v = _strtold(arg)
+        if v is None:
+            raise ReplyError("ERR timeout is not a float or out of range")
+        scaled = v * 1000.0
+        # C's (long long) of an out-of-range double is LLONG_MIN on x86-64.
+        ms = math.ceil(scaled) if math.isfinite(scaled) and abs(scaled) < 2**63 else -(2**63)
+    if ms < 0:
+        raise ReplyError("ERR timeout is negative")
+    if ms == 0:
+        return 0.0
+    if ms > _LLONG_MAX - int(time.time() * 1000):
+        # The absolute deadline overflows in Redis and lies in the past: it expires at once.
+        return 1e-6
+    return ms / 1000.0
+
+
+def _strict_int(s: bytes) -> int | None:
+    n = len(s)
+    if n == 0 or n > 20:
+        return None
+    if s.isdigit():
+        if s[0] == 48 and n > 1:
+            return None
+    elif not (s[0] == 45 and n > 1 and s[1] != 48 and s[1:].isdigit()):
+        return None
+    v = int(s)
+    return v if -(2**63) <= v <= _LLONG_MAX else None
+
+
+def _strtold(s: bytes) -> float | None:
+    """strtold as string2ld uses it: the whole string, no spaces, no NaN, hex allowed."""
+    if not s or len(s) >= 5 * 1024 or s[:1].isspace() or s[-1:].isspace() or b"_" in s:
+        return None
+    try:
+        v = float(s)
+    except ValueError:
+        body = s.lstrip(b"+-")
+        if len(s) - len(body) > 1 or body[:2].lower() != b"0x":
+            return None
+        try:
+            v = float.fromhex(s.decode())
+        except (ValueError, UnicodeDecodeError):
+            return None
+    if math.isnan(v):
+        return None
+    return v
 
 
 class Block:
@@ -28,10 +110,13 @@ class Block:
 
     ``timeout`` is in seconds (0 = forever). ``argv`` is what a retry runs
     (e.g. XREAD with ``$`` already resolved to an ID); ``timeout_reply`` is what
-    the client gets when time runs out.
+    the client gets when time runs out (or on CLIENT UNBLOCK ... TIMEOUT).
+    ``wake`` is the value type that can serve the waiter (None: any signal
+    retries it) and ``on_gone`` asks for a retry when the key is deleted or
+    changes type too (XREADGROUP's errors).
     """
 
-    __slots__ = ("keys", "timeout", "argv", "timeout_reply")
+    __slots__ = ("keys", "timeout", "argv", "timeout_reply", "wake", "on_gone")
 
     def __init__(
         self,
@@ -39,17 +124,24 @@ class Block:
         timeout: float,
         argv: list[bytes] | None = None,
         timeout_reply: Any = NULL_ARRAY,
+        wake: bytes | None = None,
+        on_gone: bool = False,
     ) -> None:
         self.keys = keys
         self.timeout = timeout
         self.argv = argv
         self.timeout_reply = timeout_reply
+        self.wake = wake
+        self.on_gone = on_gone
 
 
 class Wait:
     """A parked client: where it waits, until when, and what to retry."""
 
-    __slots__ = ("client", "db", "keys", "deadline", "argv", "cmd", "timeout_reply", "timer", "started")
+    __slots__ = (
+        "client", "db", "keys", "deadline", "argv", "cmd", "timeout_reply", "timer", "started",
+        "wake", "on_gone",
+    )
 
     def __init__(self, client: Client, block: Block, cmd: Any, argv: list[bytes]) -> None:
         self.client = client
@@ -61,50 +153,99 @@ class Wait:
         self.cmd = cmd
         self.timeout_reply = block.timeout_reply
         self.timer: Any = None
+        self.wake = block.wake
+        self.on_gone = block.on_gone
+
+    def servable_by(self, kind: bytes | None) -> bool:
+        """Whether a key now holding a value of type ``kind`` (None: no key) may serve us."""
+        return self.wake is None or self.on_gone or kind == self.wake
 
 
 class BlockingRegistry:
-    """(db, key) -> FIFO of waiting clients, plus the keys signalled ready."""
+    """(db, key) -> FIFO of waiting clients, plus the keys signalled ready.
+
+    Each queue is an insertion-ordered dict used as an ordered set, so a waiter
+    leaves any queue in O(1) and a waiter that stays keeps its place.
+    """
 
     def __init__(self) -> None:
-        self.waiters: dict[tuple[int, bytes], deque[Wait]] = {}
+        self.waiters: dict[tuple[int, bytes], dict[Wait, None]] = {}
         self.ready: dict[tuple[int, bytes], None] = {}
         self.blocked_clients = 0
+        # Waiters retried even when their key is gone (wake None or on_gone), per queue.
+        self.eager: dict[tuple[int, bytes], int] = {}
+        # The key a retried command is being served from (None outside a retry).
+        self.serving: bytes | None = None
+
+    @property
+    def in_timeout_table(self) -> int:
+        """INFO's clients_in_timeout_table: waiters with a deadline."""
+        seen = {id(w): w for q in self.waiters.values() for w in q}
+        return sum(1 for w in seen.values() if w.deadline)
 
     def park(self, wait: Wait) -> None:
         db_id = wait.db.id
+        eager = wait.wake is None or wait.on_gone
         for key in wait.keys:
-            self.waiters.setdefault((db_id, key), deque()).append(wait)
+            slot = (db_id, key)
+            q = self.waiters.get(slot)
+            if q is None:
+                self.waiters[slot] = q = {}
+            q[wait] = None
+            if eager:
+                self.eager[slot] = self.eager.get(slot, 0) + 1
         wait.client.blocked = wait
         self.blocked_clients += 1
 
     def unpark(self, wait: Wait) -> None:
         """Remove ``wait`` from every queue it sits in (served, timed out, gone)."""
+        if wait.client.blocked is not wait:
+            return
         db_id = wait.db.id
+        eager = wait.wake is None or wait.on_gone
         for key in wait.keys:
-            q = self.waiters.get((db_id, key))
-            if q is not None:
-                try:
-                    q.remove(wait)
-                except ValueError:
-                    pass
+            slot = (db_id, key)
+            q = self.waiters.get(slot)
+            if q is not None and q.pop(wait, 0) is None:
                 if not q:
-                    del self.waiters[(db_id, key)]
-        if wait.client.blocked is wait:
-            wait.client.blocked = None
-            self.blocked_clients -= 1
+                    del self.waiters[slot]
+                if eager:
+                    left = self.eager[slot] - 1
+                    if left:
+                        self.eager[slot] = left
+                    else:
+                        del self.eager[slot]
+        wait.client.blocked = None
+        self.blocked_clients -= 1
         if wait.timer is not None:
             wait.timer.cancel()
             wait.timer = None
 
     def signal(self, db_id: int, key: bytes) -> None:
+        """``key`` may now serve someone: serve its waiters after the current command."""
         if (db_id, key) in self.waiters:
             self.ready[(db_id, key)] = None
 
+    def signal_command(self, db_id: int, cmd: Any, argv: list[bytes]) -> None:
+        """Signal every key argument of a write command that someone waits on."""
+        waiters = self.waiters
+        if cmd.flags & MOVABLE_KEYS or cmd.first_key <= 0:
+            positions: Any = cmd.key_positions(argv)
+        else:
+            last = cmd.last_key
+            if last < 0:
+                last += len(argv)
+            positions = range(cmd.first_key, min(last, len(argv) - 1) + 1, cmd.key_step or 1)
+        for pos in positions:
+            slot = (db_id, argv[pos])
+            if slot in waiters:
+                self.ready[slot] = None
+
     def signal_db(self, db_id: int) -> None:
-        for d, key in self.waiters:
-            if d == db_id:
-                self.ready[(d, key)] = None
+        """Every waited-on key of a database changed at once (FLUSHDB, SWAPDB)."""
+        for slot in self.waiters:
+            if slot[0] == db_id:
+                self.ready[slot] = None
 
     def take_ready(self) -> list[tuple[int, bytes]]:
         ready = list(self.ready)
@@ -112,4 +253,22 @@ class BlockingRegistry:
         return ready
 
     def waiters_for(self, db_id: int, key: bytes) -> list[Wait]:
+        """A snapshot of the queue of ``key``, oldest first."""
         return list(self.waiters.get((db_id, key), ()))
+
+    def has_eager(self, db_id: int, key: bytes) -> bool:
+        return (db_id, key) in self.eager
+
+    @staticmethod
+    def kind_of(value: Any) -> bytes | None:
+        return value_kind(value)
+
+
+def value_kind(value: Any) -> bytes | None:
+    """The type name of a stored value (None for no value), for matching ``Block.wake``."""
+    if value is None:
+        return None
+    t = type(value)
+    if t is bytes or t is bytearray:
+        return b"string"
+    return value.type_name

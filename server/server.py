@@ -324,9 +324,7 @@ class Server:
 
     def _after_write(self, client: Client, cmd: Command, argv: list[bytes]) -> None:
         if self.blocking.waiters and cmd.flags & WRITE:
-            db_id = client.db.id
-            for pos in cmd.key_positions(argv):
-                self.blocking.signal(db_id, argv[pos])
+            self.blocking.signal_command(client.db.id, cmd, argv)
         if self.propagation_sinks:
             ops = self._also
             if self.dirty and not self._prevent_propagation and cmd.flags & WRITE:
@@ -388,51 +386,87 @@ class Server:
             self.unblock(wait.client, wait.timeout_reply)
 
     def unblock(self, client: Client, reply: Any) -> None:
-        """End a client's wait with ``reply`` (timeout, CLIENT UNBLOCK) and resume it."""
+        """End a client's wait with ``reply`` and resume it.
+
+        Timeouts pass the waiter's ``timeout_reply``; CLIENT UNBLOCK passes that
+        too for TIMEOUT and ``blocking.UNBLOCKED_ERR`` for ERROR.
+        """
         wait = client.blocked
         if wait is None:
             return
         self.blocking.unpark(wait)
         if isinstance(reply, ReplyError):
+            wait.cmd.failed_calls += 1
             self.count_error(reply)
         client.reply(reply)
         client.on_output(client)
 
     def serve_blocked(self) -> None:
-        """Serve waiters of keys signalled ready, in FIFO order, until none is left."""
+        """Serve waiters of keys signalled ready, in FIFO order, until none is left.
+
+        Redis's handleClientsBlockedOnKeys: each ready key's waiters are visited
+        oldest first and retried while the key holds what can serve them; keys
+        signalled meanwhile (the push side of BLMOVE) are served in a later round.
+        """
         blocking = self.blocking
+        kind_of = blocking.kind_of
+        dbs = self.keyspace.dbs
         while blocking.ready:
             for db_id, key in blocking.take_ready():
-                for wait in blocking.waiters_for(db_id, key):
+                queue = blocking.waiters.get((db_id, key))
+                if not queue:
+                    continue
+                db = dbs[db_id]
+                for wait in list(queue):
                     if wait.client.blocked is not wait:
                         continue
-                    self._retry(wait)
+                    value = db.lookup(key)
+                    if self._also:
+                        self._flush_also()  # the DEL of a key that expired just now
+                    if not wait.servable_by(kind_of(value)):
+                        if value is None and not blocking.has_eager(db_id, key):
+                            break  # nobody left here can be served by a missing key
+                        continue
+                    self._retry(wait, key)
 
-    def _retry(self, wait: Wait) -> None:
+    def _flush_also(self) -> None:
+        ops, self._also = self._also, []
+        for op in ops:
+            self.propagate([op])
+
+    def _retry(self, wait: Wait, key: bytes | None = None) -> bool:
+        """Run a waiter's command again (serving ``key``); whether it was answered.
+
+        A retry that would block again changes nothing: the waiter keeps its
+        place in every queue and its deadline.
+        """
         client = wait.client
         saved_db = client.db
         client.db = wait.db
         blocking = self.blocking
-        # The retry must not re-park: take it out first, put it back if it blocks again.
-        blocking.unpark(wait)
-        timer_deadline = wait.deadline
         dirty = self.dirty
         client.cur_cmd = wait.cmd
+        blocking.serving = key
         try:
             reply = wait.cmd.handler(client, wait.argv)
         except ReplyError as err:
             reply = err
+        except Exception:  # a bug must not leave the waiter stuck or break the writer's command
+            log.exception("serving blocked client id=%d", client.id)
+            reply = ReplyError("ERR internal error while serving a blocked client")
+        finally:
+            blocking.serving = None
         if type(reply) is Block:
-            # Still nothing for it: back in its queues with its original deadline.
-            wait.argv = reply.argv or wait.argv
-            blocking.park(wait)
-            if timer_deadline and self.loop is not None:
-                wait.timer = self.loop.call_at(
-                    self.loop.time() + (timer_deadline - time.monotonic()), self.timeout_wait, wait
-                )
+            if reply.argv:
+                wait.argv = reply.argv
+            self._rewritten = None
+            if self._also:
+                self._flush_also()
             client.db = saved_db
-            return
+            return False
+        blocking.unpark(wait)
         if isinstance(reply, ReplyError):
+            wait.cmd.failed_calls += 1
             self.count_error(reply)
         if reply is not NO_REPLY:
             client.reply(reply)
@@ -440,6 +474,7 @@ class Server:
             self._after_write(client, wait.cmd, wait.argv)
         client.db = saved_db
         client.on_output(client)
+        return True
 
     # -- transactions --------------------------------------------------------
     def discard_transaction(self, client: Client) -> None:

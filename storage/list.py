@@ -1,0 +1,325 @@
+"""The list type: a deque of byte strings that reports itself as a quicklist.
+
+Redis keeps a list as a quicklist, a linked list of listpack nodes. In Python
+the fastest structure for the operations lists are used for (push and pop at
+both ends, short ranges from either end) is ``collections.deque``: every one of
+them is a single C call. So the value *is* a deque of ``bytes``; what Redis's
+node layout decides -- OBJECT ENCODING, MEMORY USAGE, the nodes an RDB file
+holds -- is computed from the elements when asked (``nodes``), never kept up to
+date on the hot path.
+
+Redis 7.0 reports every list as ``quicklist`` (the ``listpack`` encoding for
+small lists arrived in 7.2), so ``encoding()`` does too.
+
+For the RDB writer: ``nodes(fill)`` yields the elements grouped as Redis 7.0
+would pack them into quicklist nodes under ``list-max-listpack-size`` = ``fill``
+when the list is built by appends; each group becomes one listpack of an
+RDB_TYPE_LIST_QUICKLIST_2 value (a group holding one element of at least
+``packed_threshold`` bytes is a PLAIN node).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from itertools import islice
+
+# Node-size limits of quicklist.c for negative fill values -1..-5.
+_OPTIMIZATION_LEVEL = (4096, 8192, 16384, 32768, 65536)
+_SIZE_SAFETY_LIMIT = 8192  # bytes, for positive fills (element-count limits)
+_SIZE_ESTIMATE_OVERHEAD = 8  # quicklist's per-entry estimate when deciding to insert
+PACKED_THRESHOLD = 1 << 30  # elements this large live alone in a PLAIN node
+
+# sizeof() of the C structures MEMORY USAGE counts for a quicklist.
+_ROBJ = 16
+_QUICKLIST = 40
+_QUICKLIST_NODE = 32
+_LP_HDR_AND_END = 7  # listpack header (total bytes u32 + count u16) and end byte
+
+
+def _lp_int(s: bytes) -> int | None:
+    """The int64 a listpack would store ``s`` as, or None (lpStringToInt64's rules)."""
+    n = len(s)
+    if n == 0 or n > 20:
+        return None
+    if s.isdigit():
+        if s[0] == 48 and n > 1:
+            return None
+    elif not (s[0] == 45 and n > 1 and s[1] != 48 and s[1:].isdigit()):
+        return None
+    v = int(s)
+    if v < -(2**63) or v > 2**63 - 1:
+        return None
+    return v
+
+
+def lp_entry_size(element: bytes) -> int:
+    """Bytes one element takes in a listpack: encoding, data and back-length."""
+    v = _lp_int(element)
+    if v is not None:
+        if 0 <= v <= 127:
+            size = 1
+        elif -4096 <= v <= 4095:
+            size = 2
+        elif -32768 <= v <= 32767:
+            size = 3
+        elif -8388608 <= v <= 8388607:
+            size = 4
+        elif -(2**31) <= v <= 2**31 - 1:
+            size = 5
+        else:
+            size = 9
+    else:
+        n = len(element)
+        size = n + (1 if n < 64 else 2 if n < 4096 else 5)
+    if size <= 127:
+        return size + 1
+    if size < 16383:
+        return size + 2
+    if size < 2097151:
+        return size + 3
+    if size < 268435455:
+        return size + 4
+    return size + 5
+
+
+def _jemalloc_size(n: int) -> int:
+    """The usable size jemalloc hands out for an ``n``-byte request (zmalloc_size)."""
+    if n <= 8:
+        return 8
+    if n <= 128:
+        return (n + 15) & ~15
+    spacing = 1 << ((n - 1).bit_length() - 3)
+    return (n + spacing - 1) & ~(spacing - 1)
+
+
+def _node_accepts(node_bytes: int, node_count: int, elem_len: int, fill: int, packed_threshold: int) -> bool:
+    """quicklist's _quicklistNodeAllowInsert: may one more element join this node?"""
+    if elem_len >= packed_threshold:
+        return False
+    new_sz = node_bytes + elem_len + _SIZE_ESTIMATE_OVERHEAD
+    if fill < 0:
+        offset = -fill - 1
+        if offset < len(_OPTIMIZATION_LEVEL) and new_sz <= _OPTIMIZATION_LEVEL[offset]:
+            return True
+    if new_sz > _SIZE_SAFETY_LIMIT:
+        return False
+    return node_count < fill
+
+
+class ListValue(deque):
+    """A Redis list: a deque of ``bytes`` with the facts other commands ask of a value."""
+
+    __slots__ = ()
+
+    type_name = b"list"
+
+    def encoding(self) -> bytes:
+        return b"quicklist"
+
+    def copy(self) -> ListValue:
+        return ListValue(self)
+
+    def digest_parts(self) -> Iterator[bytes]:
+        return iter(self)
+
+    # -- node layout (MEMORY USAGE, RDB) ------------------------------------
+    def nodes(self, fill: int = -2, packed_threshold: int = PACKED_THRESHOLD) -> Iterator[list[bytes]]:
+        """The elements grouped into quicklist nodes as appends would build them."""
+        node: list[bytes] = []
+        size = _LP_HDR_AND_END
+        for e in self:
+            n = len(e)
+            if node and (
+                len(node[0]) >= packed_threshold
+                or not _node_accepts(size, len(node), n, fill, packed_threshold)
+            ):
+                yield node
+                node = []
+                size = _LP_HDR_AND_END
+            node.append(e)
+            size += lp_entry_size(e)
+        if node:
+            yield node
+
+    def memory_usage(self, samples: int = 5, fill: int = -2) -> int:
+        """MEMORY USAGE's estimate: sample ``samples`` nodes (0 = all) and extrapolate."""
+        if not self:
+            return _ROBJ + _QUICKLIST
+        sampled = 0
+        elements = 0
+        node_bytes = 0
+        for node in self.nodes(fill):
+            lp = _LP_HDR_AND_END + sum(lp_entry_size(e) for e in node)
+            node_bytes += _QUICKLIST_NODE + _jemalloc_size(lp)
+            elements += len(node)
+            sampled += 1
+            if samples and sampled >= samples:
+                break
+        total_nodes = sampled if elements >= len(self) else -(-len(self) * sampled // elements)
+        return _ROBJ + _QUICKLIST + int(node_bytes / sampled * total_nodes)
+
+    # -- reading -----------------------------------------------------------
+    def range(self, start: int, end: int) -> list[bytes]:
+        """Elements ``start..end`` inclusive (Redis index rules, negatives from the tail)."""
+        n = len(self)
+        if start < 0:
+            start += n
+        if end < 0:
+            end += n
+        if start < 0:
+            start = 0
+        if start > end or start >= n:
+            return []
+        if end >= n:
+            end = n - 1
+        if start == 0 and end == n - 1:
+            return list(self)
+        if start <= n - 1 - end:
+            return list(islice(self, start, end + 1))
+        # closer to the tail: walk from there instead of skipping the head
+        out = list(islice(reversed(self), n - 1 - end, n - start))
+        out.reverse()
+        return out
+
+    def get(self, index: int) -> bytes | None:
+        n = len(self)
+        if index < 0:
+            index += n
+        if 0 <= index < n:
+            return self[index]
+        return None
+
+    def positions(self, element: bytes, rank: int, count: int, maxlen: int) -> list[int]:
+        """LPOS: indexes of matches, from the ``rank``-th match on (negative = from the tail).
+
+        ``count`` 0 means all matches; ``maxlen`` 0 means scan the whole list.
+        """
+        n = len(self)
+        limit = min(maxlen, n) if maxlen else n
+        out: list[int] = []
+        if rank > 0:
+            seq: deque | list = self
+            skip = rank - 1
+        else:
+            seq = list(islice(reversed(self), limit))
+            skip = -rank - 1
+        i = 0
+        index = seq.index
+        while True:
+            try:
+                i = index(element, i, limit)
+            except ValueError:
+                break
+            if skip:
+                skip -= 1
+            else:
+                out.append(i if rank > 0 else n - 1 - i)
+                if count and len(out) >= count:
+                    break
+            i += 1
+        return out
+
+    # -- writing -----------------------------------------------------------
+    def pop_many(self, count: int, left: bool) -> list[bytes]:
+        """Pop up to ``count`` elements from one end, in popping order."""
+        if count >= len(self):
+            items = list(self)
+            if not left:
+                items.reverse()
+            self.clear()
+            return items
+        pop = self.popleft if left else self.pop
+        return [pop() for _ in range(count)]
+
+    def set_at(self, index: int, element: bytes) -> bool:
+        n = len(self)
+        if index < 0:
+            index += n
+        if 0 <= index < n:
+            self[index] = element
+            return True
+        return False
+
+    def insert_at_pivot(self, pivot: bytes, element: bytes, after: bool) -> bool:
+        """LINSERT: put ``element`` next to the first ``pivot``; whether it was found."""
+        try:
+            i = self.index(pivot)
+        except ValueError:
+            return False
+        self.insert(i + 1 if after else i, element)
+        return True
+
+    def remove_matches(self, element: bytes, count: int) -> int:
+        """LREM: remove up to ``|count|`` matches (0 = all), from the tail if negative."""
+        n = len(self)
+        found: list[int] = []
+        index = self.index
+        i = 0
+        if count > 0:
+            while len(found) < count:
+                try:
+                    i = index(element, i)
+                except ValueError:
+                    break
+                found.append(i)
+                i += 1
+        else:
+            while True:
+                try:
+                    i = index(element, i)
+                except ValueError:
+                    break
+                found.append(i)
+                i += 1
+            if count < 0:
+                found = found[count:]
+        if not found:
+            return 0
+        if len(found) <= 8 or len(found) * 16 < n:
+            for pos in reversed(found):
+                del self[pos]
+        else:
+            kept: list[bytes] = []
+            it = iter(self)
+            prev = 0
+            for pos in found:
+                kept.extend(islice(it, pos - prev))
+                next(it)
+                prev = pos + 1
+            kept.extend(it)
+            self.clear()
+            self.extend(kept)
+        return len(found)
+
+    def trim(self, start: int, end: int) -> int:
+        """LTRIM: keep ``start..end``; how many elements were removed."""
+        n = len(self)
+        if start < 0:
+            start += n
+        if end < 0:
+            end += n
+        if start < 0:
+            start = 0
+        if start > end or start >= n:
+            self.clear()
+            return n
+        if end >= n:
+            end = n - 1
+        ltrim, rtrim = start, n - 1 - end
+        removed = ltrim + rtrim
+        if removed <= end - start + 1:
+            for _ in range(ltrim):
+                self.popleft()
+            for _ in range(rtrim):
+                self.pop()
+        else:
+            kept = list(islice(self, start, end + 1))
+            self.clear()
+            self.extend(kept)
+        return removed
+
+
+def from_elements(elements: Iterable[bytes]) -> ListValue:
+    """A list holding ``elements`` in order (RDB/RESTORE loading)."""
+    return ListValue(elements)
