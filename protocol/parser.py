@@ -179,7 +179,14 @@ class RequestParser:
         return out
 
     def _feed_fast(self, data: bytes, out: list) -> bytes | None:
-        """hiredis path; returns the unparsed remainder for the reference parser, or None."""
+        """hiredis path; returns the unparsed remainder for the reference parser, or None.
+
+        hiredis cannot say whether it stopped between commands or inside one
+        whose remaining elements have not arrived (``*3\r\n$3\r\nSET\r\n``):
+        both leave no unread bytes. A probe tells them apart: ``*0\r\n`` fed
+        at a command boundary comes back as an empty command of its own, while
+        inside a command it is swallowed as an element.
+        """
         reader = self._reader
         reader.feed(data)
         start = len(out)
@@ -191,24 +198,24 @@ class RequestParser:
                 if type(cmd) is not list or not cmd or not all(type(a) is bytes for a in cmd):
                     return self._fallback(data, out, start)
                 out.append(cmd)
+            if reader.has_data():
+                return self._fallback(data, out, start)
+            reader.feed(b"*0\r\n")
+            if reader.gets() != []:
+                return self._fallback(data, out, start)
         except hiredis.ProtocolError:
-            return self._fallback(data, out, start)
-        if reader.has_data():
             return self._fallback(data, out, start)
         return None
 
     def _fallback(self, data: bytes, out: list, start: int) -> bytes:
         """Drop hiredis's state and return ``data`` past the commands it fully parsed.
 
-        hiredis accepted those commands only if their lengths were canonical, so
-        their wire size is computable; the last element of ``out`` may be the
-        suspicious one and is re-parsed.
+        hiredis accepted those commands only if their lengths were canonical
+        (it applies Redis's own integer rules), so their wire size is computable.
         """
         self._reader = hiredis.Reader()
-        good = out[start:]
-        # A suspicious item was not appended; an incomplete tail never was.
         offset = 0
-        for cmd in good:
+        for cmd in out[start:]:
             offset += 3 + len(str(len(cmd)))
             for arg in cmd:
                 offset += 5 + len(str(len(arg))) + len(arg)

@@ -1,0 +1,136 @@
+"""The request parser: Redis's framing rules and exact protocol errors, fed any way."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rill.protocol.parser import ProtocolError, RequestParser, split_args
+
+
+def enc(*args: bytes) -> bytes:
+    return b"*%d\r\n" % len(args) + b"".join(b"$%d\r\n%s\r\n" % (len(a), a) for a in args)
+
+
+def feed_all(parser: RequestParser, chunks) -> list:
+    out = []
+    for chunk in chunks:
+        out.extend(parser.feed(chunk))
+    return out
+
+
+def errors(out: list) -> list[bytes]:
+    return [x.message for x in out if isinstance(x, ProtocolError)]
+
+
+@pytest.mark.parametrize("hiredis", [True, False])
+def test_multibulk_and_inline(hiredis):
+    p = RequestParser()
+    if not hiredis:
+        p._reader = None
+    out = p.feed(enc(b"SET", b"k", b"v") + b"PING\r\n" + enc(b"GET", b"k") + b"ECHO \"a b\"\n")
+    assert out == [[b"SET", b"k", b"v"], [b"PING"], [b"GET", b"k"], [b"ECHO", b"a b"]]
+
+
+def test_byte_by_byte():
+    data = enc(b"SET", b"key", b"x" * 300) + b"PING\r\n" + enc(b"GET", b"key")
+    p = RequestParser()
+    out = feed_all(p, [data[i : i + 1] for i in range(len(data))])
+    assert out == [[b"SET", b"key", b"x" * 300], [b"PING"], [b"GET", b"key"]]
+    assert p.pending_bytes() == 0
+
+
+def test_ten_thousand_command_pipeline():
+    cmds = [[b"SET", b"k%d" % i, b"v" * (i % 50)] for i in range(10_000)]
+    data = b"".join(enc(*c) for c in cmds)
+    p = RequestParser()
+    out = feed_all(p, [data[i : i + 4096] for i in range(0, len(data), 4096)])
+    assert out == cmds
+
+
+def test_empty_and_negative_multibulk_are_skipped():
+    p = RequestParser()
+    assert p.feed(b"*0\r\n*-1\r\n" + enc(b"PING") + b"\r\n\r\n") == [[b"PING"]]
+
+
+@given(st.lists(st.lists(st.binary(max_size=40), min_size=1, max_size=5), min_size=1, max_size=20),
+       st.lists(st.integers(min_value=1, max_value=64), min_size=1, max_size=50))
+@settings(max_examples=200, deadline=None)
+def test_any_chunking_gives_the_same_commands(cmds, sizes):
+    data = b"".join(enc(*c) for c in cmds)
+    chunks, i, k = [], 0, 0
+    while i < len(data):
+        n = sizes[k % len(sizes)]
+        chunks.append(data[i : i + n])
+        i += n
+        k += 1
+    assert feed_all(RequestParser(), chunks) == cmds
+
+
+@pytest.mark.parametrize(
+    "data,message",
+    [
+        (b"*3000000000\r\n", b"invalid multibulk length"),
+        (b"*abc\r\n", b"invalid multibulk length"),
+        (b"*+1\r\n", b"invalid multibulk length"),
+        (b"*01\r\n", b"invalid multibulk length"),
+        (b"*1\r\nfoo\r\n", b"expected '$', got 'f'"),
+        (b"*1\r\n:5\r\n", b"expected '$', got ':'"),
+        (b"*1\r\n+PING\r\n", b"expected '$', got '+'"),
+        (b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$-10\r\n", b"invalid bulk length"),
+        (b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$2000000000\r\n", b"invalid bulk length"),
+        (b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$blabla\r\n", b"invalid bulk length"),
+        (b"*20\r\n$" + b"1" * 70000, b"too big bulk count string"),
+        (b"*" + b"1" * 70000, b"too big mbulk count string"),
+        (b"x" * 70000, b"too big inline request"),
+        (b"SET k \"unbalanced\r\n", b"unbalanced quotes in request"),
+        (b"SET k \"a\"b\r\n", b"unbalanced quotes in request"),
+        (b"SET k 'a\r\n", b"unbalanced quotes in request"),
+    ],
+)
+def test_protocol_errors(data, message):
+    for chunked in (False, True):
+        p = RequestParser()
+        out = feed_all(p, [data[i : i + 7] for i in range(0, len(data), 7)] if chunked else [data])
+        assert errors(out) == [b"ERR Protocol error: " + message]
+        assert p.feed(b"PING\r\n") == []  # nothing is parsed after a protocol error
+
+
+def test_commands_before_an_error_are_kept():
+    out = RequestParser().feed(enc(b"PING") + b"*1\r\nfoo\r\n" + enc(b"PING"))
+    assert out[0] == [b"PING"]
+    assert isinstance(out[1], ProtocolError) and len(out) == 2
+
+
+def test_bulk_limit_follows_proto_max_bulk_len():
+    p = RequestParser(max_bulk_len=1024 * 1024)
+    out = p.feed(b"*2\r\n$3\r\nGET\r\n$2000000\r\n")
+    assert errors(out) == [b"ERR Protocol error: invalid bulk length"]
+
+
+def test_unauthenticated_limits():
+    p = RequestParser()
+    p.auth_required = True
+    assert errors(p.feed(b"*11\r\n")) == [b"ERR Protocol error: unauthenticated multibulk length"]
+    p = RequestParser()
+    p.auth_required = True
+    assert errors(p.feed(b"*2\r\n$4\r\nAUTH\r\n$20000\r\n")) == [
+        b"ERR Protocol error: unauthenticated bulk length"
+    ]
+
+
+@pytest.mark.parametrize(
+    "line,args",
+    [
+        (b"set a b", [b"set", b"a", b"b"]),
+        (b"  set   a\tb  ", [b"set", b"a", b"b"]),
+        (b'set "a b" c', [b"set", b"a b", b"c"]),
+        (b'set "\\x41\\n\\t\\"" x', [b"set", b"A\n\t\"", b"x"]),
+        (b"set 'a \\' b' c", [b"set", b"a ' b", b"c"]),
+        (b'set ""', [b"set", b""]),
+        (b"", []),
+    ],
+)
+def test_split_args(line, args):
+    assert split_args(line) == args

@@ -1,0 +1,143 @@
+"""Connection commands and protocol handling against a real rill-server."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import redis
+import redis.asyncio
+
+from tests.conftest import SideBySide
+from tests.support import RawClient, start_redis, start_rill
+
+
+def test_ping_echo_side_by_side(sbs):
+    sbs.run([("PING",), ("PING", "hello"), ("PING", "a", "b"), ("ECHO", "x"), ("ECHO",),
+             ("ECHO", "a", "b")])
+
+
+def test_unknown_commands_side_by_side(sbs):
+    sbs.check("FOO")
+    sbs.check("FOO", "bar", "baz")
+    sbs.check("FOO", "x" * 300)
+    sbs.check("FOO", *["arg%d" % i for i in range(60)])
+    sbs.check("CONFIG", "NOPE")
+    sbs.check("CONFIG")
+    sbs.check("CLIENT", "NOPE", "x")
+
+
+def test_select_and_swapdb_errors_side_by_side(sbs):
+    sbs.run([("SELECT", "100"), ("SELECT", "x"), ("SELECT", "-1"), ("SELECT", "15"), ("SELECT", "0"),
+             ("SWAPDB", "a", "1"), ("SWAPDB", "0", "b"), ("SWAPDB", "0", "99"), ("SWAPDB", "0", "1"),
+             ("SWAPDB", "1", "0")])
+
+
+def test_hello_side_by_side(sbs):
+    sbs.run([("HELLO", "4"), ("HELLO", "x"), ("HELLO", "3", "FOO"), ("HELLO", "2", "SETNAME", "a b")])
+    for args in (("HELLO", "2", "AUTH", "default", "x"), ("HELLO", "3", "SETNAME", "me")):
+        mine, theirs = sbs.both(*args)
+        # the client id differs; the rest of the map is the same
+        assert mine.split(b"id\r\n")[0] == theirs.split(b"id\r\n")[0]
+        assert mine.split(b"mode")[1] == theirs.split(b"mode")[1]
+    assert sbs.rill.call("PING") == b"+PONG\r\n"
+    assert sbs.rill.call("CLIENT", "GETNAME") == b"$2\r\nme\r\n"
+
+
+def test_resp3_null_and_double_shapes(rill_server):
+    c = RawClient(rill_server.port)
+    c.call("HELLO", "3")
+    assert c.call("CLIENT", "GETNAME") == b"_\r\n"
+    assert c.call("DEBUG", "PROTOCOL", "double") == b",3.141\r\n"
+    assert c.call("DEBUG", "PROTOCOL", "map").startswith(b"%3\r\n")
+    assert c.call("DEBUG", "PROTOCOL", "true") == b"#t\r\n"
+    c.close()
+
+
+def test_auth_and_noauth_side_by_side():
+    rill = start_rill("--requirepass", "secret")
+    oracle = start_redis("--requirepass", "secret")
+    try:
+        s = SideBySide.__new__(SideBySide)
+        s.rill, s.oracle = RawClient(rill.port), RawClient(oracle.port)
+        s.run([("PING",), ("GET", "x"), ("AUTH", "wrong"), ("AUTH", "bob", "secret"),
+               ("AUTH", "a", "b", "c"), ("HELLO", "3"), ("AUTH", "secret"), ("PING",),
+               ("AUTH", "default", "secret")])
+        s.close()
+    finally:
+        rill.stop()
+        oracle.stop()
+
+
+def test_auth_without_password_side_by_side(sbs):
+    sbs.run([("AUTH", "x"), ("AUTH", "default", "x"), ("AUTH", "default", "")])
+
+
+def test_quit_closes_after_reply(rill_server):
+    c = RawClient(rill_server.port)
+    assert c.call("QUIT") == b"+OK\r\n"
+    assert c.closed_by_peer()
+
+
+def test_reset(rill_server):
+    c = RawClient(rill_server.port)
+    c.call("SELECT", "3")
+    c.call("CLIENT", "SETNAME", "x")
+    c.call("MULTI")
+    assert c.call("RESET") == b"+RESET\r\n"
+    assert c.call("CLIENT", "GETNAME") == b"$-1\r\n"
+    assert b"db=0" in c.call("CLIENT", "INFO")
+    assert c.call("EXEC") == b"-ERR EXEC without MULTI\r\n"
+    c.close()
+
+
+@pytest.mark.parametrize(
+    "payload,error",
+    [
+        (b"*3000000000\r\n", b"-ERR Protocol error: invalid multibulk length\r\n"),
+        (b"*1\r\nfoo\r\n", b"-ERR Protocol error: expected '$', got 'f'\r\n"),
+        (b"*3\r\n$3\r\nSET\r\n$1\r\nx\r\n$2000000000\r\n", b"-ERR Protocol error: invalid bulk length\r\n"),
+        (b"SET k \"oops\r\n", b"-ERR Protocol error: unbalanced quotes in request\r\n"),
+    ],
+)
+def test_protocol_errors_close_the_connection(rill_server, oracle_server, payload, error):
+    for port in (rill_server.port, oracle_server.port):
+        c = RawClient(port)
+        c.send_raw(payload)
+        assert c.read_reply() == error
+        assert c.closed_by_peer()
+        c.close()
+    # the server is still healthy
+    assert RawClient(rill_server.port).call("PING") == b"+PONG\r\n"
+
+
+def test_inline_commands(rill_server):
+    c = RawClient(rill_server.port)
+    c.send_raw(b"PING\r\nECHO \"hello world\"\r\n\r\nPING\n")
+    assert [c.read_reply() for _ in range(3)] == [b"+PONG\r\n", b"$11\r\nhello world\r\n", b"+PONG\r\n"]
+    c.close()
+
+
+def test_pipeline_of_ten_thousand(rill_server):
+    c = RawClient(rill_server.port)
+    c.send_raw(b"*1\r\n$4\r\nPING\r\n" * 10_000)
+    for _ in range(10_000):
+        assert c.read_reply() == b"+PONG\r\n"
+    c.close()
+
+
+def test_redis_py_resp2_and_resp3(rill_server):
+    for protocol in (2, 3):
+        r = redis.Redis(port=rill_server.port, protocol=protocol)
+        assert r.ping() is True
+        assert r.echo("hi") == b"hi"
+        assert r.client_id() > 0
+        r.close()
+
+
+async def test_redis_py_asyncio(rill_server):
+    for protocol in (2, 3):
+        r = redis.asyncio.Redis(port=rill_server.port, protocol=protocol)
+        results = await asyncio.gather(*(r.echo(f"m{i}") for i in range(50)))
+        assert results == [f"m{i}".encode() for i in range(50)]
+        await r.aclose()
