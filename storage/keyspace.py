@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 import time
 from bisect import bisect_left
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from .glob import compile_glob
@@ -75,20 +75,34 @@ class ScanOrder:
         return 0  # too old to translate: restarting may repeat keys but never misses one
 
     def scan(self, live: dict, cursor: int, count: int) -> tuple[int, list[bytes]]:
-        """Visit ``count`` log positions from ``cursor``; return (next cursor, live keys)."""
+        """Collect about ``count`` live keys from ``cursor``; return (next cursor, keys).
+
+        Like Redis's dictScan loop: stop once ``count`` keys were gathered or
+        ten times as many positions were visited (a log full of deleted keys
+        must not make one call slow); filtering happens afterwards, so a call
+        may return fewer keys than asked, or none, before the end.
+        """
+        count = max(count, 1)
         pos = self._position(cursor)
         log = self.log
-        end = min(pos + max(count, 1), len(log))
-        keys = [k for k in log[pos:end] if k in live]
-        if end >= len(log):
+        n = len(log)
+        keys: list[bytes] = []
+        limit = min(n, pos + count * 10)
+        step = count
+        while pos < limit and len(keys) < count:
+            end = min(pos + step, limit)
+            keys.extend(k for k in log[pos:end] if k in live)
+            pos = end
+            step = count - len(keys)
+        if pos >= n:
             return 0, keys
-        return (end << self.EPOCH_BITS) | (self.epoch & ((1 << self.EPOCH_BITS) - 1)), keys
+        return (pos << self.EPOCH_BITS) | (self.epoch & ((1 << self.EPOCH_BITS) - 1)), keys
 
 
 class Database:
     """One numbered database: a dict of keys and a dict of expiry times (ms)."""
 
-    __slots__ = ("id", "data", "expires", "watched", "scan_order", "keyspace")
+    __slots__ = ("id", "data", "expires", "watched", "scan_order", "keyspace", "volatile_log")
 
     def __init__(self, db_id: int, keyspace: Keyspace) -> None:
         self.id = db_id
@@ -98,6 +112,9 @@ class Database:
         self.watched: dict[bytes, list] = {}
         self.scan_order = ScanOrder()
         self.keyspace = keyspace
+        # Keys that were given a TTL, in order, for O(1) random sampling by
+        # active expiry; entries go stale when the TTL goes and are compacted.
+        self.volatile_log: list[bytes] = []
 
     def __len__(self) -> int:
         return len(self.data)
@@ -108,7 +125,7 @@ class Database:
         value = self.data.get(key)
         if value is not None and self.expires:
             when = self.expires.get(key)
-            if when is not None and when <= now_ms() and self.keyspace.expire_allowed:
+            if when is not None and when < now_ms() and self.keyspace.expire_allowed:
                 self._expire(key)
                 return None
         return value
@@ -128,7 +145,7 @@ class Database:
     def is_expired(self, key: bytes) -> bool:
         """Whether ``key`` exists but its time has passed (not yet deleted)."""
         when = self.expires.get(key)
-        return when is not None and when <= now_ms()
+        return when is not None and when < now_ms()
 
     # -- writes ------------------------------------------------------------
     def set(self, key: bytes, value: Any, keep_ttl: bool = False) -> None:
@@ -152,7 +169,11 @@ class Database:
         return self.expires.get(key)
 
     def set_expire(self, key: bytes, when_ms: int) -> None:
-        self.expires[key] = when_ms
+        """Give ``key`` (which must exist) an absolute expiry time in ms."""
+        expires = self.expires
+        if key not in expires:
+            self.volatile_log.append(key)
+        expires[key] = when_ms
 
     def persist(self, key: bytes) -> bool:
         return self.expires.pop(key, None) is not None
@@ -172,74 +193,101 @@ class Database:
         self.data.clear()
         self.expires.clear()
         self.scan_order.clear()
+        self.volatile_log = []
 
     # -- iteration ---------------------------------------------------------
     def random_key(self) -> bytes | None:
-        """A random live key (expired ones met on the way are deleted)."""
-        for _ in range(100):
-            if not self.data:
-                return None
-            key = random.choice(list(self.data)) if len(self.data) < 64 else self._sample_key()
-            if self.lookup(key) is not None:
+        """RANDOMKEY: a random live key; expired ones met on the way are deleted.
+
+        When expiry is not allowed (replica, loading) and every key is volatile,
+        give up after 100 expired picks and return one of them, as Redis does.
+        """
+        data = self.data
+        tries = 100
+        while data:
+            key = self._sample_key()
+            when = self.expires.get(key) if self.expires else None
+            if when is None or when >= now_ms():
                 return key
-        return next(iter(self.data), None)
+            if not self.keyspace.expire_allowed:
+                if len(self.expires) == len(data):
+                    tries -= 1
+                    if tries == 0:
+                        return key
+                continue
+            self._expire(key)
+        return None
 
     def _sample_key(self) -> bytes:
-        log = self.scan_order.log
         data = self.data
-        while True:
+        if len(data) < 64:
+            return random.choice(list(data))
+        log = self.scan_order.log
+        for _ in range(64):
             key = log[random.randrange(len(log))]
             if key in data:
                 return key
+        # The log is mostly stale (or was bypassed): fall back to the dict.
+        self.reindex()
+        return random.choice(self.scan_order.log)
 
-    def keys(self, pattern: bytes) -> Iterator[bytes]:
-        match = compile_glob(pattern)
+    def keys(self, pattern: bytes) -> list[bytes]:
+        """KEYS: live keys matching ``pattern`` (expired ones are skipped, not deleted).
+
+        ``*`` alone takes every key, the empty one included, as Redis's
+        shortcut does (the glob itself never matches an empty string).
+        """
         now = now_ms()
         expires = self.expires
-        for key in list(self.data):
-            if match(key):
-                when = expires.get(key) if expires else None
-                if when is None or when > now:
-                    yield key
+        if pattern == b"*":
+            if not expires:
+                return list(self.data)
+            return [k for k in self.data if (w := expires.get(k)) is None or w >= now]
+        match = compile_glob(pattern)
+        if not expires:
+            return [k for k in self.data if match(k)]
+        return [k for k in self.data if match(k) and ((w := expires.get(k)) is None or w >= now)]
+
+    def reindex(self) -> None:
+        """Rebuild SCAN's order from the dict, for code that filled ``data`` directly."""
+        self.scan_order.clear()
+        self.scan_order.log = list(self.data)
 
     def scan(self, cursor: int, count: int) -> tuple[int, list[bytes]]:
         return self.scan_order.scan(self.data, cursor, count)
 
-    def active_expire(self, budget: int = 20) -> int:
+    def active_expire(self, budget: int = 16) -> int:
         """Sample keys with a TTL and delete the expired ones; how many were deleted.
 
-        Like Redis's active expiry cycle: keep sampling while more than a quarter
-        of a sample had expired, up to ``budget`` rounds.
+        Like Redis's active expiry cycle: rounds of 20 samples, repeated while
+        more than 10% of a round had expired, up to ``budget`` rounds.
         """
         expires = self.expires
+        if not expires or not self.keyspace.expire_allowed:
+            return 0
+        log = self.volatile_log
+        if len(log) < len(expires) or len(log) > 2 * len(expires) + 64:
+            log = self.volatile_log = list(expires)  # bypassed, or mostly stale
         removed = 0
         for _ in range(budget):
             if not expires:
                 break
-            n = min(20, len(expires))
-            keys = random.sample(list(expires), n) if len(expires) <= 200 else self._sample_expiring(n)
+            if len(log) <= 20:
+                sample = list(log)
+            else:
+                n = len(log)
+                sample = [log[random.randrange(n)] for _ in range(20)]
             now = now_ms()
             hit = 0
-            for key in keys:
+            for key in sample:
                 when = expires.get(key)
-                if when is not None and when <= now:
+                if when is not None and when < now:
                     self._expire(key)
                     hit += 1
             removed += hit
-            if hit * 4 <= n:
+            if hit * 10 <= len(sample):
                 break
         return removed
-
-    def _sample_expiring(self, n: int) -> list[bytes]:
-        # dict order is insertion order; a random window is a cheap, fair-enough sample
-        keys = []
-        it_start = random.randrange(len(self.expires))
-        for i, key in enumerate(self.expires):
-            if i >= it_start:
-                keys.append(key)
-                if len(keys) >= n:
-                    break
-        return keys
 
 
 class Keyspace:
@@ -267,6 +315,7 @@ class Keyspace:
         da.data, db.data = db.data, da.data
         da.expires, db.expires = db.expires, da.expires
         da.scan_order, db.scan_order = db.scan_order, da.scan_order
+        da.volatile_log, db.volatile_log = db.volatile_log, da.volatile_log
 
     def flush_all(self) -> None:
         for db in self.dbs:

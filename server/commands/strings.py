@@ -1,0 +1,759 @@
+"""String commands: SET and its variants, GET and its variants, counters, ranges, LCS.
+
+Values are ``bytes`` when written whole (OBJECT ENCODING int/embstr/raw follows
+from the content, as Redis's tryObjectEncoding decides) and ``bytearray`` once
+APPEND or SETRANGE mutated them (always "raw" in Redis). Semantics follow
+Redis 7.0's t_string.c, including what is propagated: SET with a relative TTL
+becomes ``SET key value PXAT <abs ms>``, GETEX becomes PEXPIREAT/PERSIST/DEL,
+INCRBYFLOAT becomes ``SET key value KEEPTTL``.
+
+The handlers for GET, SET, INCR and MSET are on the benchmark's hot path: the
+plain forms are handled first, with no option parsing and no allocation beyond
+the reply.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+
+from rill.protocol.reply import OK, Map, ReplyError
+from rill.storage.keyspace import Database, now_ms
+
+from ..client import Client
+from . import keys as _keys
+from .args import (
+    INT64_MAX,
+    INT64_MIN,
+    NOT_FLOAT,
+    NOT_INT,
+    OVERFLOW,
+    SYNTAX_ERR,
+    WRONGTYPE,
+    string2ll,
+)
+from .keys import already_expired, delete_expired_now
+from .table import command
+
+EMBSTR_LIMIT = 44  # OBJ_ENCODING_EMBSTR_SIZE_LIMIT
+TOO_BIG = ReplyError("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+
+
+def string_encoding(value: bytes | bytearray) -> bytes:
+    """OBJECT ENCODING of a stored string: int, embstr or raw.
+
+    A ``bytearray`` was mutated in place (APPEND, SETRANGE): "raw". ``bytes``
+    are what tryObjectEncoding made of them: "int" for a canonical integer
+    (Redis's string2l, 64-bit long), "embstr" up to 44 bytes, "raw" beyond.
+    """
+    if type(value) is bytearray:
+        return b"raw"
+    n = len(value)
+    if n <= 20 and string2ll(value) is not None:
+        return b"int"
+    return b"embstr" if n <= EMBSTR_LIMIT else b"raw"
+
+
+def _check_length(c: Client, size: int, append: int) -> None:
+    """checkStringLength: the result may not exceed proto-max-bulk-len (master/AOF exempt)."""
+    if c.id >= 0 and size + append > c.server.proto_max_bulk_len:
+        raise TOO_BIG
+
+
+def _expire_if_needed(db: Database, key: bytes) -> None:
+    """What setKey's lookupKeyWrite does first: an expired key is deleted (and propagated)."""
+    if db.expires and key in db.expires:
+        db.lookup(key)
+
+
+def _notify(db: Database, cls: str, event: bytes, key: bytes) -> None:
+    notifier = _keys.notifier
+    if notifier is not None:
+        notifier(db.id, cls, event, key)
+
+
+# -- GET family ---------------------------------------------------------------------
+@command("get")
+def get(c: Client, argv: list[bytes]):
+    db = c.db
+    key = argv[1]
+    value = db.data.get(key)
+    if value is not None and db.expires:
+        value = db.lookup(key)
+    ks = db.keyspace
+    if value is None:
+        ks.misses += 1
+        return None
+    ks.hits += 1
+    t = type(value)
+    if t is bytes or t is bytearray:
+        return value
+    raise WRONGTYPE
+
+
+def _get_string(db: Database, key: bytes):
+    """getGenericCommand's lookup: the string value, None if missing, WRONGTYPE otherwise."""
+    value = db.lookup_read(key)
+    if value is None:
+        return None
+    t = type(value)
+    if t is bytes or t is bytearray:
+        return value
+    raise WRONGTYPE
+
+
+@command("getdel")
+def getdel(c: Client, argv: list[bytes]):
+    db = c.db
+    key = argv[1]
+    value = _get_string(db, key)
+    if value is not None:
+        db.delete(key)
+        server = c.server
+        lazy = server.config.bool("lazyfree-lazy-user-del")
+        server.rewrite_propagation([b"UNLINK" if lazy else b"DEL", key])
+        db.modified(key)
+        _notify(db, "g", b"del", key)
+        server.dirty += 1
+    return value
+
+
+@command("getset")
+def getset(c: Client, argv: list[bytes]):
+    db = c.db
+    key, value = argv[1], argv[2]
+    old = _get_string(db, key)
+    db.set(key, value)
+    db.modified(key)
+    _notify(db, "$", b"set", key)
+    server = c.server
+    server.dirty += 1
+    server.rewrite_propagation([b"SET", key, value])
+    return old
+
+
+@command("mget")
+def mget(c: Client, argv: list[bytes]):
+    lookup = c.db.lookup_read
+    out = []
+    for key in argv[1:]:
+        value = lookup(key)
+        t = type(value)
+        out.append(value if t is bytes or t is bytearray else None)
+    return out
+
+
+@command("strlen")
+def strlen(c: Client, argv: list[bytes]):
+    value = _get_string(c.db, argv[1])
+    return 0 if value is None else len(value)
+
+
+@command("getrange")
+def getrange(c: Client, argv: list[bytes]):
+    start = string2ll(argv[2])
+    end = string2ll(argv[3])
+    if start is None or end is None:
+        raise NOT_INT
+    value = _get_string(c.db, argv[1])
+    if value is None:
+        return b""
+    n = len(value)
+    if start < 0 and end < 0 and start > end:
+        return b""
+    if start < 0:
+        start += n
+    if end < 0:
+        end += n
+    if start < 0:
+        start = 0
+    if end < 0:
+        end = 0
+    if end >= n:
+        end = n - 1
+    if start > end or n == 0:
+        return b""
+    return bytes(value[start : end + 1])
+
+
+@command("substr")
+def substr(c: Client, argv: list[bytes]):
+    return getrange(c, argv)
+
+
+# -- SET family -----------------------------------------------------------------------
+# Flags of parseExtendedStringArgumentsOrReply
+F_NX = 1
+F_XX = 2
+F_EX = 4
+F_PX = 8
+F_KEEPTTL = 16
+F_GET = 32
+F_EXAT = 64
+F_PXAT = 128
+F_PERSIST = 256
+_ANY_EXPIRE = F_EX | F_PX | F_EXAT | F_PXAT
+
+# option -> (flag, flags it conflicts with, takes a value, allowed for SET, allowed for GETEX)
+_STRING_OPTS = {
+    b"nx": (F_NX, F_XX, False, True, False),
+    b"xx": (F_XX, F_NX, False, True, False),
+    b"get": (F_GET, 0, False, True, False),
+    b"keepttl": (F_KEEPTTL, F_PERSIST | _ANY_EXPIRE, False, True, False),
+    b"persist": (F_PERSIST, _ANY_EXPIRE | F_KEEPTTL, False, False, True),
+    b"ex": (F_EX, F_KEEPTTL | F_PERSIST | F_EXAT | F_PX | F_PXAT, True, True, True),
+    b"px": (F_PX, F_KEEPTTL | F_PERSIST | F_EX | F_EXAT | F_PXAT, True, True, True),
+    b"exat": (F_EXAT, F_KEEPTTL | F_PERSIST | F_EX | F_PX | F_PXAT, True, True, True),
+    b"pxat": (F_PXAT, F_KEEPTTL | F_PERSIST | F_EX | F_EXAT | F_PX, True, True, True),
+}
+
+
+def _parse_string_options(argv: list[bytes], start: int, for_set: bool) -> tuple[int, bytes | None]:
+    """Redis's parseExtendedStringArgumentsOrReply: (flags, the expire argument or None)."""
+    flags = 0
+    expire = None
+    j = start
+    n = len(argv)
+    while j < n:
+        spec = _STRING_OPTS.get(argv[j].lower())
+        if spec is None:
+            raise SYNTAX_ERR
+        flag, conflicts, takes_value, on_set, on_get = spec
+        if flags & conflicts or not (on_set if for_set else on_get):
+            raise SYNTAX_ERR
+        if takes_value:
+            if j == n - 1:
+                raise SYNTAX_ERR
+            j += 1
+            expire = argv[j]
+        flags |= flag
+        j += 1
+    return flags, expire
+
+
+def _expire_ms(c: Client, expire: bytes, flags: int) -> int:
+    """getExpireMillisecondsOrReply: the absolute expiry time in ms, or an error."""
+    ms = string2ll(expire)
+    if ms is None:
+        raise NOT_INT
+    seconds = not flags & (F_PX | F_PXAT)
+    if ms <= 0 or (seconds and ms > INT64_MAX // 1000):
+        raise ReplyError(f"ERR invalid expire time in '{c.cur_cmd.fullname}' command")
+    if seconds:
+        ms *= 1000
+    if flags & (F_PX | F_EX):
+        ms += now_ms()
+        if ms > INT64_MAX:  # C's signed overflow wraps negative
+            raise ReplyError(f"ERR invalid expire time in '{c.cur_cmd.fullname}' command")
+    return ms
+
+
+def _set_generic(c: Client, argv: list[bytes], flags: int, key: bytes, value: bytes,
+                 expire: bytes | None, ok_reply=OK, abort_reply=None):
+    """setGenericCommand: SET, SETNX, SETEX, PSETEX."""
+    ms = 0
+    if expire is not None:
+        ms = _expire_ms(c, expire, flags)
+    db = c.db
+    reply = ok_reply
+    if flags & F_GET:
+        reply = _get_string(db, key)
+    found = db.lookup(key) is not None
+    if (flags & F_NX and found) or (flags & F_XX and not found):
+        return reply if flags & F_GET else abort_reply
+    db.set(key, value, bool(flags & F_KEEPTTL))
+    db.modified(key)
+    _notify(db, "$", b"set", key)
+    server = c.server
+    server.dirty += 1
+    if expire is not None:
+        db.set_expire(key, ms)
+        server.rewrite_propagation([b"SET", key, value, b"PXAT", b"%d" % ms])
+        _notify(db, "g", b"expire", key)
+    elif flags & F_GET:
+        # Propagate without GET (any case, possibly repeated).
+        server.rewrite_propagation([a for j, a in enumerate(argv) if j < 3 or a.lower() != b"get"])
+    return reply
+
+
+@command("set")
+def set_(c: Client, argv: list[bytes]):
+    if len(argv) == 3:
+        # Plain SET: no options to parse, nothing to propagate differently.
+        db = c.db
+        key = argv[1]
+        if db.expires and key in db.expires:
+            db.lookup(key)
+        db.set(key, argv[2])
+        if db.watched:
+            db.modified(key)
+        if _keys.notifier is not None:
+            _keys.notifier(db.id, "$", b"set", key)
+        c.server.dirty += 1
+        return OK
+    flags, expire = _parse_string_options(argv, 3, True)
+    return _set_generic(c, argv, flags, argv[1], argv[2], expire)
+
+
+@command("setnx")
+def setnx(c: Client, argv: list[bytes]):
+    return _set_generic(c, argv, F_NX, argv[1], argv[2], None, 1, 0)
+
+
+@command("setex")
+def setex(c: Client, argv: list[bytes]):
+    return _set_generic(c, argv, F_EX, argv[1], argv[3], argv[2])
+
+
+@command("psetex")
+def psetex(c: Client, argv: list[bytes]):
+    return _set_generic(c, argv, F_PX, argv[1], argv[3], argv[2])
+
+
+@command("getex")
+def getex(c: Client, argv: list[bytes]):
+    flags, expire = _parse_string_options(argv, 2, False)
+    db = c.db
+    key = argv[1]
+    value = _get_string(db, key)
+    if value is None:
+        return None
+    ms = _expire_ms(c, expire, flags) if expire is not None else 0
+    server = c.server
+    if flags & (F_EXAT | F_PXAT) and already_expired(c, ms):
+        delete_expired_now(c, key)
+    elif expire is not None:
+        db.set_expire(key, ms)
+        server.rewrite_propagation([b"PEXPIREAT", key, b"%d" % ms])
+        db.modified(key)
+        _notify(db, "g", b"expire", key)
+        server.dirty += 1
+    elif flags & F_PERSIST:
+        if db.persist(key):
+            db.modified(key)
+            server.rewrite_propagation([b"PERSIST", key])
+            _notify(db, "g", b"persist", key)
+            server.dirty += 1
+    return value
+
+
+@command("mset")
+def mset(c: Client, argv: list[bytes]):
+    n = len(argv)
+    if not n & 1:
+        raise ReplyError("ERR wrong number of arguments for 'mset' command")
+    db = c.db
+    dbset = db.set
+    expires = db.expires
+    watched = db.watched
+    notifier = _keys.notifier
+    for j in range(1, n, 2):
+        key = argv[j]
+        if expires and key in expires:
+            db.lookup(key)
+        dbset(key, argv[j + 1])
+        if watched:
+            db.modified(key)
+        if notifier is not None:
+            notifier(db.id, "$", b"set", key)
+    c.server.dirty += n >> 1
+    return OK
+
+
+@command("msetnx")
+def msetnx(c: Client, argv: list[bytes]):
+    n = len(argv)
+    if not n & 1:
+        raise ReplyError("ERR wrong number of arguments for 'msetnx' command")
+    db = c.db
+    for j in range(1, n, 2):
+        if db.lookup(argv[j]) is not None:
+            return 0
+    for j in range(1, n, 2):
+        key = argv[j]
+        db.set(key, argv[j + 1])
+        db.modified(key)
+        _notify(db, "$", b"set", key)
+    c.server.dirty += n >> 1
+    return 1
+
+
+# -- in-place modifications -------------------------------------------------------------
+@command("append")
+def append(c: Client, argv: list[bytes]):
+    db = c.db
+    key, tail = argv[1], argv[2]
+    value = db.lookup(key)
+    if value is None:
+        db.set(key, tail)
+        total = len(tail)
+    else:
+        t = type(value)
+        if t is bytes:
+            _check_length(c, len(value), len(tail))
+            value = bytearray(value)
+            value += tail
+            db.data[key] = value  # dbUnshareStringValue: same key, TTL kept
+        elif t is bytearray:
+            _check_length(c, len(value), len(tail))
+            value += tail
+        else:
+            raise WRONGTYPE
+        total = len(value)
+    db.modified(key)
+    _notify(db, "$", b"append", key)
+    c.server.dirty += 1
+    return total
+
+
+@command("setrange")
+def setrange(c: Client, argv: list[bytes]):
+    offset = string2ll(argv[2])
+    if offset is None:
+        raise NOT_INT
+    if offset < 0:
+        raise ReplyError("ERR offset is out of range")
+    db = c.db
+    key, chunk = argv[1], argv[3]
+    value = db.lookup(key)
+    if value is None:
+        if not chunk:
+            return 0
+        _check_length(c, offset, len(chunk))
+        value = bytearray(offset + len(chunk))
+        db.set(key, value)
+    else:
+        t = type(value)
+        if t is not bytes and t is not bytearray:
+            raise WRONGTYPE
+        if not chunk:
+            return len(value)
+        _check_length(c, offset, len(chunk))
+        if t is bytes:
+            value = bytearray(value)
+            db.data[key] = value
+        if len(value) < offset:
+            value.extend(bytes(offset - len(value)))
+    value[offset : offset + len(chunk)] = chunk
+    db.modified(key)
+    _notify(db, "$", b"setrange", key)
+    c.server.dirty += 1
+    return len(value)
+
+
+# -- counters ---------------------------------------------------------------------------
+def _incr(c: Client, key: bytes, incr: int) -> int:
+    db = c.db
+    value = db.lookup(key)
+    if value is None:
+        current = 0
+    else:
+        t = type(value)
+        if t is bytes:
+            current = string2ll(value)
+        elif t is bytearray:
+            current = string2ll(bytes(value))
+        else:
+            raise WRONGTYPE
+        if current is None:
+            raise NOT_INT
+    result = current + incr
+    if result > INT64_MAX or result < INT64_MIN:
+        raise OVERFLOW
+    if value is None:
+        db.set(key, b"%d" % result)
+    else:
+        db.data[key] = b"%d" % result  # dbOverwrite: TTL kept
+    db.modified(key)
+    _notify(db, "$", b"incrby", key)
+    c.server.dirty += 1
+    return result
+
+
+@command("incr")
+def incr(c: Client, argv: list[bytes]):
+    return _incr(c, argv[1], 1)
+
+
+@command("decr")
+def decr(c: Client, argv: list[bytes]):
+    return _incr(c, argv[1], -1)
+
+
+@command("incrby")
+def incrby(c: Client, argv: list[bytes]):
+    n = string2ll(argv[2])
+    if n is None:
+        raise NOT_INT
+    return _incr(c, argv[1], n)
+
+
+@command("decrby")
+def decrby(c: Client, argv: list[bytes]):
+    n = string2ll(argv[2])
+    if n is None:
+        raise NOT_INT
+    if n == INT64_MIN:
+        raise ReplyError("ERR decrement would overflow")
+    return _incr(c, argv[1], -n)
+
+
+# -- INCRBYFLOAT: x87 80-bit long double arithmetic, emulated exactly --------------------
+# Redis computes INCRBYFLOAT in C's long double (on x86: 64-bit significand,
+# 15-bit exponent), parses with strtold and prints with "%.17Lf" before
+# trimming zeros. Doubles would answer 0.1+0.2 = 0.30000000000000004 where
+# Redis says 0.3, so values are exact Fractions rounded to that format.
+_LD_MANT = 64
+_LD_MIN_EXP = -16445  # exponent of the smallest denormal's unit (2**-16445)
+_LD_MAX_EXP = 16384 - _LD_MANT  # largest exponent of a 64-bit significand
+_MAX_LONG_DOUBLE_CHARS = 5 * 1024
+_INF = float("inf")
+
+_STRTOLD = re.compile(
+    rb"([+-]?)(?:"
+    rb"([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?"  # decimal (validated below)
+    rb"|0[xX]([0-9a-fA-F]*)(?:\.([0-9a-fA-F]*))?(?:[pP]([+-]?[0-9]+))?"  # hex
+    rb"|([iI][nN][fF](?:[iI][nN][iI][tT][yY])?))"
+)
+
+
+def _big_int(digits: bytes, base: int = 10) -> int:
+    """int() of a long digit string (Python refuses > 4300 decimal digits at once)."""
+    if len(digits) <= 4000:
+        return int(digits, base) if digits else 0
+    half = len(digits) // 2
+    return _big_int(digits[:half], base) * base ** (len(digits) - half) + _big_int(digits[half:], base)
+
+
+def _round_ld(x: Fraction) -> Fraction | float:
+    """Round an exact value to the nearest long double (ties to even); inf on overflow."""
+    if x == 0:
+        return Fraction(0)
+    neg = x < 0
+    num, den = abs(x.numerator), x.denominator
+    k = num.bit_length() - den.bit_length()
+    if (num << max(-k, 0)) < (den << max(k, 0)):
+        k -= 1  # now 2**k <= |x| < 2**(k+1)
+    e = max(k - (_LD_MANT - 1), _LD_MIN_EXP)
+    if e >= 0:
+        q, r = divmod(num, den << e)
+        half = den << e
+    else:
+        q, r = divmod(num << -e, den)
+        half = den
+    twice = 2 * r
+    if twice > half or (twice == half and q & 1):
+        q += 1
+    if q == 1 << _LD_MANT:
+        q >>= 1
+        e += 1
+    if e > _LD_MAX_EXP:
+        return -_INF if neg else _INF
+    v = Fraction(q << e) if e >= 0 else Fraction(q, 1 << -e)
+    return -v if neg else v
+
+
+def parse_long_double(s: bytes) -> Fraction | float | None:
+    """Redis's string2ld: strtold over the whole string; None when Redis refuses it.
+
+    Refused: empty or >= 5 KiB, leading space, trailing garbage, NaN, and
+    values that overflow or underflow to zero (ERANGE).
+    """
+    if not s or len(s) >= _MAX_LONG_DOUBLE_CHARS:
+        return None
+    m = _STRTOLD.fullmatch(s)
+    if m is None:
+        return None
+    sign, ip, fp, dexp, hip, hfp, bexp, inf = m.groups()
+    neg = sign == b"-"
+    if inf is not None:
+        return -_INF if neg else _INF
+    if hip is not None:
+        if not hip and not hfp:
+            return None
+        frac = hfp or b""
+        mant = _big_int(hip + frac, 16)
+        exp2 = (int(bexp) if bexp else 0) - 4 * len(frac)
+        if mant == 0:
+            return Fraction(0)
+        top = mant.bit_length() + exp2
+        if top > 16400:
+            return None
+        if top < -16500:
+            return None
+        value = Fraction(mant << exp2) if exp2 >= 0 else Fraction(mant, 1 << -exp2)
+    else:
+        if not ip and not fp:
+            return None
+        frac = fp or b""
+        digits = (ip + frac).lstrip(b"0")
+        if not digits:
+            return Fraction(0)
+        exp10 = (int(dexp) if dexp else 0) - len(frac)
+        magnitude = len(digits) + exp10  # 10**(magnitude-1) <= |x| < 10**magnitude
+        if magnitude > 4940:
+            return None  # overflow: ERANGE with HUGE_VAL
+        if magnitude < -4960:
+            return None  # underflow to zero: ERANGE
+        mant = _big_int(digits)
+        value = Fraction(mant * 10**exp10) if exp10 >= 0 else Fraction(mant, 10**-exp10)
+    rounded = _round_ld(-value if neg else value)
+    if rounded == 0 or type(rounded) is float:
+        return None  # underflowed to zero, or overflowed
+    return rounded
+
+
+def _digits(n: int) -> bytes:
+    if n < 10**4000:
+        return b"%d" % n
+    hi, lo = divmod(n, 10**2000)
+    return _digits(hi) + (b"%d" % lo).rjust(2000, b"0")
+
+
+def format_long_double_human(x: Fraction) -> bytes:
+    """ld2string's human-friendly mode: "%.17Lf", then trailing zeros (and '.') trimmed."""
+    neg = x < 0
+    scaled = abs(x) * 10**17
+    q, r = divmod(scaled.numerator, scaled.denominator)
+    twice = 2 * r
+    if twice > scaled.denominator or (twice == scaled.denominator and q & 1):
+        q += 1
+    digits = _digits(q).rjust(18, b"0")
+    text = digits[:-17] + b"." + digits[-17:]
+    text = text.rstrip(b"0").rstrip(b".")
+    if neg and text != b"0":
+        text = b"-" + text
+    return text
+
+
+@command("incrbyfloat")
+def incrbyfloat(c: Client, argv: list[bytes]):
+    db = c.db
+    key = argv[1]
+    value = db.lookup(key)
+    if value is None:
+        current: Fraction | float | None = Fraction(0)
+    else:
+        t = type(value)
+        if t is not bytes and t is not bytearray:
+            raise WRONGTYPE
+        current = parse_long_double(bytes(value))
+        if current is None:
+            raise NOT_FLOAT
+    incr = parse_long_double(argv[2])
+    if incr is None:
+        raise NOT_FLOAT
+    if type(current) is float or type(incr) is float:
+        raise ReplyError("ERR increment would produce NaN or Infinity")
+    result = _round_ld(current + incr)  # type: ignore[operator]
+    if type(result) is float:
+        raise ReplyError("ERR increment would produce NaN or Infinity")
+    new = format_long_double_human(result)  # type: ignore[arg-type]
+    if value is None:
+        db.set(key, new)
+    else:
+        db.data[key] = new
+    db.modified(key)
+    _notify(db, "$", b"incrbyfloat", key)
+    server = c.server
+    server.dirty += 1
+    server.rewrite_propagation([b"SET", key, new, b"KEEPTTL"])
+    return new
+
+
+# -- LCS --------------------------------------------------------------------------------
+@command("lcs")
+def lcs(c: Client, argv: list[bytes]):
+    db = c.db
+    a = db.lookup_read(argv[1])
+    b = db.lookup_read(argv[2])
+    for v in (a, b):
+        if v is not None and type(v) is not bytes and type(v) is not bytearray:
+            raise ReplyError("ERR The specified keys must contain string values")
+    a = bytes(a) if a is not None else b""
+    b = bytes(b) if b is not None else b""
+    getlen = getidx = withmatchlen = False
+    minmatchlen = 0
+    j = 3
+    n = len(argv)
+    while j < n:
+        opt = argv[j].lower()
+        if opt == b"idx":
+            getidx = True
+        elif opt == b"len":
+            getlen = True
+        elif opt == b"withmatchlen":
+            withmatchlen = True
+        elif opt == b"minmatchlen" and j + 1 < n:
+            minmatchlen = string2ll(argv[j + 1])
+            if minmatchlen is None:
+                raise NOT_INT
+            if minmatchlen < 0:
+                minmatchlen = 0
+            j += 1
+        else:
+            raise SYNTAX_ERR
+        j += 1
+    if getlen and getidx:
+        raise ReplyError("ERR If you want both the length and indexes, please just use IDX.")
+    alen, blen = len(a), len(b)
+    if (alen + 1) * (blen + 1) * 4 > c.server.proto_max_bulk_len:
+        raise ReplyError("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len")
+    # table[i][j] = LCS length of a[:i] and b[:j]
+    table = [[0] * (blen + 1)]
+    for i in range(1, alen + 1):
+        prev = table[-1]
+        row = [0] * (blen + 1)
+        ai = a[i - 1]
+        for jj in range(1, blen + 1):
+            if ai == b[jj - 1]:
+                row[jj] = prev[jj - 1] + 1
+            else:
+                up, left = prev[jj], row[jj - 1]
+                row[jj] = up if up > left else left
+        table.append(row)
+    total = table[alen][blen]
+    if getlen and not getidx:
+        return total
+    # Walk back from the end, collecting the string and the matching ranges.
+    result = bytearray(total)
+    idx = total
+    matches = []
+    i, jj = alen, blen
+    a_start = alen  # alen means "no range open"
+    a_end = b_start = b_end = 0
+    while i > 0 and jj > 0:
+        emit = False
+        if a[i - 1] == b[jj - 1]:
+            result[idx - 1] = a[i - 1]
+            if a_start == alen:
+                a_start = a_end = i - 1
+                b_start = b_end = jj - 1
+            elif a_start == i and b_start == jj:
+                a_start -= 1
+                b_start -= 1
+            else:
+                emit = True
+            if a_start == 0 or b_start == 0:
+                emit = True
+            idx -= 1
+            i -= 1
+            jj -= 1
+        else:
+            if table[i - 1][jj] > table[i][jj - 1]:
+                i -= 1
+            else:
+                jj -= 1
+            if a_start != alen:
+                emit = True
+        if emit:
+            match_len = a_end - a_start + 1
+            if minmatchlen == 0 or match_len >= minmatchlen:
+                item = [[a_start, a_end], [b_start, b_end]]
+                if withmatchlen:
+                    item.append(match_len)
+                matches.append(item)
+            a_start = alen
+    if getidx:
+        return Map([(b"matches", matches), (b"len", total)])
+    return bytes(result)

@@ -1,0 +1,648 @@
+"""Keyspace commands side by side with redis-server 7.0, plus what needs rill's insides
+(propagation, dirty) or many replies whose order legitimately differs (KEYS, SCAN)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+import redis
+import redis.asyncio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.server.test_strings import FAR, FAR_MS, FakeList, Local, run
+
+HYPO = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@pytest.fixture
+def local() -> Local:
+    return Local()
+
+
+@pytest.fixture
+def both(rill_server, oracle_server):
+    """redis-py clients on a flushed rill and a flushed redis-server."""
+    mine = redis.Redis(port=rill_server.port)
+    theirs = redis.Redis(port=oracle_server.port)
+    for c in (mine, theirs):
+        c.flushall()
+    yield mine, theirs
+    mine.close()
+    theirs.close()
+
+
+def on_both(both, *cmd):
+    mine, theirs = both
+    return mine.execute_command(*cmd), theirs.execute_command(*cmd)
+
+
+def scan_all(client, *opts, count=None) -> list[bytes]:
+    out: list[bytes] = []
+    cursor = 0
+    while True:
+        args = ["SCAN", cursor, *opts] + (["COUNT", count] if count else [])
+        cursor, keys = client.execute_command(*args)
+        out.extend(keys)
+        if int(cursor) == 0:
+            return out
+
+
+# -- DEL / UNLINK / EXISTS / TOUCH / TYPE -----------------------------------------------
+def test_del_exists_touch_type(sbs):
+    run(
+        sbs,
+        ("MSET", "a", "1", "b", "2", "c", "3"),
+        ("RPUSH", "l", "x"),
+        ("EXISTS", "a", "b", "missing", "a"),
+        ("TOUCH", "a", "missing", "l"),
+        ("TYPE", "a"),
+        ("TYPE", "l"),
+        ("TYPE", "missing"),
+        ("DEL", "a", "missing", "a"),
+        ("UNLINK", "b", "l"),
+        ("EXISTS", "a", "b", "l"),
+        ("DEL", "c"),
+        ("DEL",),
+        ("UNLINK",),
+        ("EXISTS",),
+        ("TYPE",),
+        ("TYPE", "a", "b"),
+    )
+
+
+def test_type_resp3(sbs3):
+    run(sbs3, ("SET", "a", "1"), ("TYPE", "a"), ("TYPE", "none"), ("RANDOMKEY",), ("DEL", "a"),
+        ("RANDOMKEY",))
+
+
+# -- RENAME / RENAMENX --------------------------------------------------------------------
+def test_rename(sbs):
+    run(
+        sbs,
+        ("SET", "a", "1"),
+        ("RENAME", "a", "b"),
+        ("EXISTS", "a"),
+        ("GET", "b"),
+        ("RENAME", "missing", "x"),
+        ("RENAME", "missing", "missing"),
+        ("RENAME", "b", "b"),
+        ("SET", "c", "3", "EX", "100"),
+        ("RENAME", "c", "d"),
+        ("TTL", "d"),
+        ("SET", "e", "5", "EX", "100"),
+        ("SET", "f", "6"),
+        ("RENAME", "f", "e"),
+        ("TTL", "e"),
+        ("GET", "e"),
+        ("RPUSH", "l", "x", "y"),
+        ("RENAME", "l", "e"),
+        ("TYPE", "e"),
+        ("LRANGE", "e", 0, -1),
+        ("RENAME", "e"),
+    )
+
+
+def test_renamenx(sbs):
+    run(
+        sbs,
+        ("MSET", "a", "1", "b", "2"),
+        ("RENAMENX", "a", "b"),
+        ("RENAMENX", "a", "c"),
+        ("MGET", "a", "b", "c"),
+        ("RENAMENX", "c", "c"),
+        ("RENAMENX", "missing", "missing"),
+        ("RENAMENX", "missing", "z"),
+        ("SET", "t", "x", "PX", "100000"),
+        ("RENAMENX", "t", "u"),
+        ("TTL", "u"),
+    )
+
+
+# -- MOVE / COPY -------------------------------------------------------------------------------
+def test_move(sbs):
+    run(
+        sbs,
+        ("SET", "a", "1", "EX", "100"),
+        ("MOVE", "a", "1"),
+        ("EXISTS", "a"),
+        ("MOVE", "a", "1"),
+        ("SELECT", "1"),
+        ("GET", "a"),
+        ("TTL", "a"),
+        ("SET", "b", "in db1"),
+        ("SELECT", "0"),
+        ("SET", "b", "in db0"),
+        ("MOVE", "b", "1"),
+        ("GET", "b"),
+        ("SET", "c", "x"),
+        ("MOVE", "c", "0"),
+        ("MOVE", "c", "16"),
+        ("MOVE", "c", "-1"),
+        ("MOVE", "c", "x"),
+        ("MOVE", "c", "4294967296"),
+        ("MOVE", "missing", "0"),
+        ("MOVE", "missing", "1"),
+        ("MOVE", "c"),
+        ("SELECT", "1"),
+        ("FLUSHDB",),
+        ("SELECT", "0"),
+    )
+
+
+def test_copy(sbs):
+    run(
+        sbs,
+        ("SET", "a", "hello", "EX", "100"),
+        ("COPY", "a", "b"),
+        ("GET", "b"),
+        ("TTL", "b"),
+        ("COPY", "a", "b"),
+        ("SET", "a", "changed"),
+        ("COPY", "a", "b", "REPLACE"),
+        ("GET", "b"),
+        ("TTL", "b"),
+        ("APPEND", "b", "!"),
+        ("MGET", "a", "b"),
+        ("COPY", "a", "a"),
+        ("COPY", "a", "a", "DB", "0"),
+        ("COPY", "a", "a", "DB", "1"),
+        ("SELECT", "1"),
+        ("GET", "a"),
+        ("SELECT", "0"),
+        ("COPY", "a", "x", "DB", "16"),
+        ("COPY", "a", "x", "DB", "-1"),
+        ("COPY", "a", "x", "DB", "abc"),
+        ("COPY", "a", "x", "DB"),
+        ("COPY", "a", "x", "FOO"),
+        ("COPY", "a", "x", "REPLACE", "REPLACE", "DB", "1", "DB", "0"),
+        ("COPY", "missing", "x"),
+        ("RPUSH", "l", "1", "2", "3"),
+        ("COPY", "l", "l2"),
+        ("RPUSH", "l2", "4"),
+        ("LRANGE", "l", 0, -1),
+        ("LRANGE", "l2", 0, -1),
+        ("COPY", "l", "a", "REPLACE"),
+        ("TYPE", "a"),
+        ("COPY", "a"),
+        ("SELECT", "1"),
+        ("FLUSHDB",),
+        ("SELECT", "0"),
+    )
+
+
+def test_copy_duplicates_mutable_strings(local):
+    local("APPEND", "a", "abc")
+    local("COPY", "a", "b")
+    local("SETRANGE", "b", 0, "X")
+    assert local("MGET", "a", "b") == b"*2\r\n$3\r\nabc\r\n$3\r\nXbc\r\n"
+
+
+def test_copy_calls_copy_on_other_types(local):
+    db = local.server.keyspace[0]
+    original = FakeList()
+    db.set(b"l", original)
+    assert local("COPY", "l", "m") == b":1\r\n"
+    assert type(db.data[b"m"]) is FakeList and db.data[b"m"] is not original
+
+
+# -- RANDOMKEY / KEYS ---------------------------------------------------------------------------
+def test_randomkey(sbs):
+    run(sbs, ("RANDOMKEY",), ("SET", "only", "1"), ("RANDOMKEY",), ("RANDOMKEY", "x"))
+
+
+def test_randomkey_deletes_expired_keys(r):
+    r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    try:
+        for i in range(20):
+            r.set(f"e{i}", "v", px=1)
+        r.set("live", "v")
+        time.sleep(0.02)
+        assert r.randomkey() == b"live"
+        r.delete("live")
+        assert r.randomkey() is None
+        assert r.dbsize() == 0
+    finally:
+        r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+
+
+KEYS = ["", "a", "ab", "abc", "b", "ba", "hello", "hallo", "hxllo", "h*llo", "h\\llo", "a]b",
+        "a-b", "x\xff", "x\x80y", "A", "[a]", "^a", "key:1", "key:12", "key:123"]
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["*", "**", "", "a*", "*a", "*b*", "h?llo", "h*llo", "h[ae]llo", "h[^e]llo", "h[a-b]llo",
+     "h\\*llo", "h\\\\llo", "[a]", "\\[a\\]", "[]a]", "[^]", "[a-]", "a[", "[", "x[\x80-\xff]*",
+     "x[\x01-\xff]", "x[\xff-\x01]", "key:1?", "key:1[0-9]*", "?", "??", "*?*", "a\\", "[\\]]*"],
+)
+def test_keys_patterns(both, pattern):
+    mine, theirs = both
+    for k in KEYS:
+        mine.set(k, "v")
+        theirs.set(k, "v")
+    got, expected = on_both(both, "KEYS", pattern)
+    assert sorted(got) == sorted(expected)
+
+
+@HYPO
+@given(
+    st.lists(st.binary(max_size=4), max_size=12, unique=True),
+    st.lists(st.sampled_from(list(b"ab*?[]^-\\\xff\x00")), max_size=6).map(bytes),
+)
+def test_keys_random_patterns(both, keys, pattern):
+    mine, theirs = both
+    for c in (mine, theirs):
+        c.flushall()
+        if keys:
+            c.mset({k: b"v" for k in keys})
+    got, expected = on_both(both, "KEYS", pattern)
+    assert sorted(got) == sorted(expected)
+    got_scan = scan_all(mine, "MATCH", pattern)
+    assert sorted(got_scan) == sorted(expected)
+
+
+def test_keys_skips_expired(sbs):
+    sbs.check("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    try:
+        run(sbs, ("SET", "a", "1", "PX", "1"), ("SET", "b", "1"))
+        time.sleep(0.01)
+        run(sbs, ("KEYS", "*"), ("DBSIZE",), ("KEYS", "?"), ("DBSIZE",))
+    finally:
+        sbs.check("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+
+
+# -- SCAN --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "args",
+    [("0",), ("",), ("+0",), ("-0",), ("18446744073709551615",), ("-1",), ("abc",), (" 0",), ("0 ",),
+     ("18446744073709551616",), ("99999999999999999999999",), ("1x",), ("0x10",), ("+",), ("-",),
+     ("0", "COUNT", "0"), ("0", "COUNT", "-1"), ("0", "COUNT", "abc"), ("0", "COUNT"),
+     ("0", "MATCH"), ("0", "TYPE"), ("0", "FOO", "bar"), ("0", "COUNT", "10", "MATCH", "*", "TYPE", "x"),
+     ("abc", "COUNT", "0"), ("0", "COUNT", "9223372036854775808"), ()],
+)
+def test_scan_arguments_on_empty_db(sbs, args):
+    sbs.check("SCAN", *args)
+
+
+def test_scan_single_call_when_everything_fits(sbs):
+    run(sbs, ("SET", "only", "1"), ("SCAN", "0"), ("SCAN", "0", "TYPE", "STRING"),
+        ("SCAN", "0", "TYPE", "list"), ("SCAN", "0", "MATCH", "o*"), ("SCAN", "0", "MATCH", "x*"))
+
+
+def test_scan_full_iterations(both):
+    mine, theirs = both
+    for c in (mine, theirs):
+        c.mset({f"key:{i}": "v" for i in range(1000)})
+        c.rpush("alist", "x")
+        c.set("", "empty key")
+    for opts, count in [((), None), ((), 5), (("MATCH", "key:1??"), None), (("TYPE", "list"), None),
+                        (("TYPE", "string", "MATCH", "key:*"), 10), (("MATCH", "*"), 100),
+                        (("MATCH", "**"), 1000), (("TYPE", "hash"), 3)]:
+        got = scan_all(mine, *opts, count=count)
+        expected = scan_all(theirs, *opts, count=count)
+        assert sorted(set(got)) == sorted(set(expected)), opts
+
+
+def test_scan_count_is_roughly_honoured(r):
+    r.mset({f"k{i}": "v" for i in range(1000)})
+    cursor, keys = r.scan(0, count=20)
+    assert cursor != 0 and 10 <= len(keys) <= 40
+    calls = 0
+    cursor = 0
+    while True:
+        cursor, keys = r.scan(cursor, count=100)
+        calls += 1
+        if cursor == 0:
+            break
+    assert 5 <= calls <= 20
+
+
+def test_scan_expired_keys_are_filtered_and_deleted(r):
+    r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    try:
+        for i in range(100):
+            r.set(f"e{i}", "v", px=1)
+        for i in range(100):
+            r.set(f"k{i}", "v")
+        time.sleep(0.02)
+        assert r.dbsize() == 200
+        assert sorted(scan_all(r)) == sorted(f"k{i}".encode() for i in range(100))
+        assert r.dbsize() == 100
+    finally:
+        r.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.sampled_from(["add", "del", "scan"]), st.integers(0, 300)), max_size=80),
+       st.integers(1, 20))
+def test_scan_guarantees_over_the_wire(r, script, count):
+    r.flushall()
+    r.mset({f"k{i}": "v" for i in range(200)})
+    present = {f"k{i}".encode() for i in range(200)}
+    ever = set(present)
+    returned: list[bytes] = []
+    cursor, keys = r.scan(0, count=count)
+    returned.extend(keys)
+    steps = iter(script)
+    while cursor != 0:
+        op, n = next(steps, ("scan", 0))
+        key = f"k{n}".encode()
+        if op == "add":
+            r.set(key, "v")
+            ever.add(key)
+        elif op == "del":
+            r.delete(key)
+            present.discard(key)
+        else:
+            cursor, keys = r.scan(cursor, count=count)
+            returned.extend(keys)
+    assert present <= set(returned)
+    assert set(returned) <= ever
+
+
+# -- EXPIRE family -------------------------------------------------------------------------------
+def test_expire_ttl_persist(sbs):
+    run(
+        sbs,
+        ("SET", "k", "v"),
+        ("TTL", "k"),
+        ("PTTL", "k"),
+        ("EXPIRETIME", "k"),
+        ("PEXPIRETIME", "k"),
+        ("TTL", "missing"),
+        ("PTTL", "missing"),
+        ("EXPIRETIME", "missing"),
+        ("PEXPIRETIME", "missing"),
+        ("EXPIRE", "k", "100"),
+        ("TTL", "k"),
+        ("PEXPIRE", "k", "200000"),
+        ("TTL", "k"),
+        ("PEXPIRE", "k", "1600"),
+        ("TTL", "k"),
+        ("EXPIREAT", "k", FAR),
+        ("EXPIRETIME", "k"),
+        ("PEXPIRETIME", "k"),
+        ("PEXPIREAT", "k", FAR_MS),
+        ("PEXPIRETIME", "k"),
+        ("EXPIRETIME", "k"),
+        ("PERSIST", "k"),
+        ("PERSIST", "k"),
+        ("PERSIST", "missing"),
+        ("TTL", "k"),
+        ("EXPIRE", "missing", "100"),
+        ("PEXPIREAT", "missing", FAR_MS),
+        ("EXPIRE", "k", "-1"),
+        ("EXISTS", "k"),
+        ("SET", "k", "v"),
+        ("EXPIREAT", "k", "1"),
+        ("EXISTS", "k"),
+        ("SET", "k", "v"),
+        ("PEXPIRE", "k", "0"),
+        ("EXISTS", "k"),
+        ("SET", "k", "v"),
+        ("PEXPIREAT", "k", "9223372036854770000"),
+        ("PEXPIRETIME", "k"),
+        ("PEXPIREAT", "k", "-9223372036854770000"),
+        ("TTL", "k"),
+        ("EXPIRE", "k"),
+        ("TTL",),
+        ("PERSIST",),
+    )
+
+
+@pytest.mark.parametrize(
+    "cmd",
+    [("EXPIRE", "k", ""), ("EXPIRE", "k", "abc"), ("EXPIRE", "k", "1.5"),
+     ("EXPIRE", "k", "9223370399119966"), ("EXPIRE", "k", "9223372036854776"),
+     ("EXPIRE", "k", "10000000000000000"), ("EXPIRE", "k", "18446744073709561"),
+     ("EXPIRE", "k", "-9223372036854776"), ("EXPIRE", "k", "-9999999999999999"),
+     ("EXPIRE", "k", "-9223372036854775"), ("PEXPIRE", "k", "9223372036854770000"),
+     ("EXPIREAT", "k", "9223372036854776"), ("EXPIREAT", "k", "9223372036854775"),
+     ("EXPIREAT", "k", "-9223372036854776"), ("PEXPIREAT", "k", "9223372036854775808"),
+     ("PEXPIRE", "missing", "9223372036854770000"), ("EXPIRE", "missing", "abc")],
+)
+def test_expire_errors(sbs, cmd):
+    sbs.check("SET", "k", "v")
+    sbs.check(*cmd)
+    sbs.check("TTL", "k")
+
+
+def test_expire_options(sbs):
+    run(
+        sbs,
+        ("SET", "k", "v", "EX", "100"),
+        ("EXPIRE", "k", "200", "NX"),
+        ("TTL", "k"),
+        ("SET", "k", "v"),
+        ("EXPIRE", "k", "200", "NX"),
+        ("TTL", "k"),
+        ("SET", "k", "v", "EX", "100"),
+        ("EXPIRE", "k", "200", "XX"),
+        ("TTL", "k"),
+        ("SET", "k", "v"),
+        ("EXPIRE", "k", "200", "xx"),
+        ("TTL", "k"),
+        ("SET", "k", "v", "EX", "100"),
+        ("EXPIRE", "k", "200", "GT"),
+        ("TTL", "k"),
+        ("EXPIRE", "k", "100", "gt"),
+        ("TTL", "k"),
+        ("SET", "k", "v"),
+        ("EXPIRE", "k", "200", "GT"),
+        ("TTL", "k"),
+        ("SET", "k", "v", "EX", "100"),
+        ("EXPIRE", "k", "200", "LT"),
+        ("EXPIRE", "k", "50", "LT"),
+        ("TTL", "k"),
+        ("SET", "k", "v"),
+        ("EXPIRE", "k", "100", "LT"),
+        ("TTL", "k"),
+        ("SET", "k", "v", "EX", "200"),
+        ("EXPIRE", "k", "100", "LT", "XX"),
+        ("TTL", "k"),
+        ("SET", "k", "v"),
+        ("EXPIRE", "k", "200", "LT", "XX"),
+        ("EXPIRE", "k", "200", "XX", "XX", "GT"),
+        ("EXPIRE", "k", "200", "LT", "GT"),
+        ("EXPIRE", "k", "200", "NX", "GT"),
+        ("EXPIRE", "k", "200", "NX", "LT"),
+        ("EXPIRE", "k", "200", "NX", "XX"),
+        ("EXPIRE", "k", "200", "AB"),
+        ("EXPIRE", "k", "200", "XX", "AB"),
+        ("EXPIRE", "k", "abc", "AB"),
+        ("EXPIRE", "k", "abc", "NX", "XX"),
+        ("EXPIRE", "k", "10000000000000000", "NX", "XX"),
+        ("PEXPIREAT", "k", FAR_MS, "NX"),
+        ("PEXPIRETIME", "k"),
+        ("SET", "k", "v", "EX", "100"),
+        ("EXPIRE", "k", "-10", "LT"),
+        ("TTL", "k"),
+        ("SET", "k", "v"),
+        ("EXPIRE", "k", "-10", "LT"),
+        ("TTL", "k"),
+        ("EXPIRE", "none", "100", "NX"),
+        ("EXPIRE", "none", "100", "XX"),
+        ("EXPIRE", "none", "100", "GT"),
+        ("EXPIRE", "none", "100", "LT"),
+    )
+
+
+def test_ttl_resp3(sbs3):
+    run(sbs3, ("SET", "k", "v", "EXAT", FAR), ("TTL", "missing"), ("EXPIRETIME", "k"), ("PERSIST", "k"))
+
+
+def test_expire_on_other_types(sbs):
+    run(sbs, ("RPUSH", "l", "a"), ("EXPIRE", "l", "100"), ("TTL", "l"), ("PERSIST", "l"),
+        ("TTL", "l"))
+
+
+# -- propagation and dirty -------------------------------------------------------------------------
+def test_expire_propagates_as_pexpireat(local):
+    local("SET", "k", "v")
+    before = int(time.time() * 1000)
+    (op,) = local.effects("EXPIRE", "k", "100")
+    assert op[:2] == [b"PEXPIREAT", b"k"]
+    assert before + 100_000 <= int(op[2]) <= int(time.time() * 1000) + 100_000
+    (op,) = local.effects("PEXPIRE", "k", "200000", "GT")
+    assert op[0] == b"PEXPIREAT" and op[3:] == [b"GT"]
+    assert local.effects("EXPIREAT", "k", FAR, "XX") == [[b"PEXPIREAT", b"k", str(FAR * 1000).encode(), b"XX"]]
+    assert local.effects("pexpireat", "k", FAR_MS) == [[b"pexpireat", b"k", str(FAR_MS).encode()]]
+    assert local.effects("EXPIRE", "k", "100", "NX") == []
+    assert local.effects("EXPIRE", "missing", "100") == []
+    assert local.effects("PERSIST", "k") == [[b"PERSIST", b"k"]]
+    assert local.effects("PERSIST", "k") == []
+    assert local.effects("EXPIRE", "k", "-1") == [[b"DEL", b"k"]]
+    local("CONFIG", "SET", "lazyfree-lazy-expire", "yes")
+    local("SET", "k", "v")
+    assert local.effects("PEXPIREAT", "k", "1") == [[b"UNLINK", b"k"]]
+
+
+def test_key_commands_propagation(local):
+    local("MSET", "a", "1", "b", "2", "c", "3")
+    assert local.effects("DEL", "a", "missing") == [[b"DEL", b"a", b"missing"]]
+    assert local.effects("DEL", "missing") == []
+    assert local.effects("RENAME", "b", "x") == [[b"RENAME", b"b", b"x"]]
+    assert local.effects("RENAMENX", "x", "c") == []
+    assert local.effects("MOVE", "x", "1") == [[b"MOVE", b"x", b"1"]]
+    assert local.effects("COPY", "c", "d") == [[b"COPY", b"c", b"d"]]
+    assert local.effects("COPY", "c", "d") == []
+
+
+def test_dirty_counts_for_keys(local):
+    server = local.server
+
+    def dirty(*cmd) -> int:
+        d = server.dirty
+        local(*cmd)
+        return server.dirty - d
+
+    local("MSET", "a", "1", "b", "2", "c", "3", "d", "4")
+    assert dirty("DEL", "a", "b", "missing") == 2
+    assert dirty("UNLINK", "c") == 1
+    assert dirty("EXISTS", "d") == 0
+    assert dirty("EXPIRE", "d", "100") == 1
+    assert dirty("EXPIRE", "d", "100", "NX") == 0
+    assert dirty("PERSIST", "d") == 1
+    assert dirty("EXPIRE", "d", "-1") == 1
+    assert dirty("RENAME", "missing", "x") == 0
+
+
+def test_lazy_expiry_during_del_is_not_counted(local):
+    local("SET", "k", "v", "PX", "1")
+    time.sleep(0.01)
+    dirty = local.server.dirty
+    assert local("DEL", "k") == b":0\r\n"
+    assert local.server.dirty == dirty  # only the expiry's own DEL is an effect
+    assert [b"DEL", b"k"] in local.propagated
+    assert local.server.keyspace.expired_keys == 1
+    assert local("EXISTS", "k") == b":0\r\n"
+
+
+# -- WATCH ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "cmd,watched",
+    [
+        (("DEL", "w"), "w"), (("UNLINK", "w"), "w"), (("RENAME", "w", "z"), "w"),
+        (("RENAME", "o", "w"), "w"), (("RENAMENX", "o", "new"), "new"), (("MOVE", "w", "1"), "w"),
+        (("COPY", "o", "w", "REPLACE"), "w"), (("EXPIRE", "w", "100"), "w"),
+        (("PEXPIRE", "w", "100000"), "w"), (("EXPIREAT", "w", FAR), "w"),
+        (("PEXPIREAT", "w", FAR_MS), "w"), (("EXPIRE", "w", "-1"), "w"), (("PERSIST", "t"), "t"),
+    ],
+)
+def test_key_writes_touch_watched_keys(rill_server, cmd, watched):
+    a = redis.Redis(port=rill_server.port)
+    b = redis.Redis(port=rill_server.port)
+    try:
+        a.flushall()
+        a.mset({"w": "1", "o": "2"})
+        a.set("t", "3", ex=1000)
+        pipe = a.pipeline()
+        pipe.watch(watched)
+        b.execute_command(*cmd)
+        pipe.multi()
+        pipe.get(watched)
+        with pytest.raises(redis.WatchError):
+            pipe.execute()
+    finally:
+        a.flushall()
+        a.close()
+        b.close()
+
+
+def test_reads_and_failed_writes_leave_watched_keys(rill_server):
+    a = redis.Redis(port=rill_server.port)
+    b = redis.Redis(port=rill_server.port)
+    try:
+        a.flushall()
+        a.set("w", "1")
+        pipe = a.pipeline()
+        pipe.watch("w")
+        b.exists("w")
+        b.ttl("w")
+        b.type("w")
+        b.expire("w", 100, nx=False, xx=True)
+        b.persist("w")
+        b.renamenx("x", "w") if b.exists("x") else None
+        b.copy("w", "w2")
+        pipe.multi()
+        pipe.get("w")
+        assert pipe.execute() == [b"1"]
+    finally:
+        a.close()
+        b.close()
+
+
+# -- redis-py ------------------------------------------------------------------------------------------
+def test_redis_py_sync(r):
+    r.mset({"a": "1", "b": "2"})
+    assert r.exists("a", "b", "c") == 2
+    assert r.type("a") == b"string"
+    assert r.expire("a", 100) is True
+    assert r.ttl("a") == 100
+    assert r.rename("a", "c") is True
+    assert r.ttl("c") == 100
+    assert r.persist("c") is True
+    assert r.copy("c", "d") is True
+    assert sorted(r.keys()) == [b"b", b"c", b"d"]
+    assert sorted(r.scan_iter(match="[bc]")) == [b"b", b"c"]
+    assert r.delete("b", "c", "d") == 3
+    assert r.randomkey() is None
+
+
+async def test_redis_py_asyncio(rill_server):
+    client = redis.asyncio.Redis(port=rill_server.port)
+    try:
+        await client.flushall()
+        await client.mset({f"k{i}": i for i in range(100)})
+        keys = [k async for k in client.scan_iter(count=7)]
+        assert sorted(keys) == sorted(f"k{i}".encode() for i in range(100))
+        assert await client.pexpire("k1", 100_000) is True
+        assert 99_000 < await client.pttl("k1") <= 100_000
+        assert await client.unlink(*[f"k{i}" for i in range(50)]) == 50
+        counts = await asyncio.gather(*(client.exists(f"k{i}") for i in range(100)))
+        assert sum(counts) == 50
+    finally:
+        await client.aclose()

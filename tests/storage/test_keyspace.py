@@ -1,0 +1,244 @@
+"""storage.keyspace: lookups and expiry, SCAN's guarantees, sampling, KEYS."""
+
+from __future__ import annotations
+
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rill.storage.keyspace import Keyspace, now_ms
+
+
+def make_db():
+    ks = Keyspace(2)
+    expired: list[bytes] = []
+    ks.on_expired = lambda db, key: expired.append(key)
+    return ks, ks[0], expired
+
+
+def test_lookup_expires_lazily_and_counts():
+    ks, db, expired = make_db()
+    db.set(b"a", b"1")
+    db.set(b"b", b"2")
+    db.set_expire(b"b", now_ms() - 1)
+    assert db.lookup_read(b"a") == b"1"
+    assert db.lookup_read(b"b") is None
+    assert db.lookup_read(b"c") is None
+    assert (ks.hits, ks.misses, ks.expired_keys) == (1, 2, 1)
+    assert expired == [b"b"]
+    assert b"b" not in db.data and b"b" not in db.expires
+
+
+def test_expiry_boundary_is_strictly_after():
+    # Redis: a key is expired when now > when (an expire equal to now still lives)
+    _, db, _ = make_db()
+    db.set(b"k", b"v")
+    db.set_expire(b"k", now_ms() + 60_000)
+    assert not db.is_expired(b"k")
+    db.set_expire(b"k", now_ms() - 5)
+    assert db.is_expired(b"k")
+
+
+def test_expire_not_allowed_keeps_keys():
+    ks, db, expired = make_db()
+    ks.expire_allowed = False
+    db.set(b"k", b"v")
+    db.set_expire(b"k", 1)
+    assert db.lookup(b"k") == b"v"
+    assert db.active_expire() == 0
+    assert expired == []
+
+
+def test_set_drops_or_keeps_ttl():
+    _, db, _ = make_db()
+    db.set(b"k", b"v")
+    db.set_expire(b"k", now_ms() + 10_000)
+    db.set(b"k", b"w", keep_ttl=True)
+    assert b"k" in db.expires
+    db.set(b"k", b"x")
+    assert b"k" not in db.expires
+    assert db.persist(b"k") is False
+
+
+def test_keys_star_includes_the_empty_key_and_skips_expired():
+    _, db, _ = make_db()
+    for k in (b"", b"a", b"ab", b"b"):
+        db.set(k, b"v")
+    db.set(b"gone", b"v")
+    db.set_expire(b"gone", now_ms() - 10)
+    assert sorted(db.keys(b"*")) == [b"", b"a", b"ab", b"b"]
+    assert sorted(db.keys(b"a*")) == [b"a", b"ab"]
+    assert sorted(db.keys(b"**")) == [b"a", b"ab", b"b"]
+    assert db.keys(b"") == [b""]
+    assert b"gone" in db.data  # KEYS filters, it does not delete
+
+
+def test_random_key():
+    _, db, expired = make_db()
+    assert db.random_key() is None
+    for i in range(200):
+        db.set(b"k%d" % i, b"v")
+    seen = {db.random_key() for _ in range(300)}
+    assert len(seen) > 50 and seen <= set(db.data)
+    # every key expired: RANDOMKEY deletes them all on its way and answers nil
+    for k in list(db.data):
+        db.set_expire(k, now_ms() - 1)
+    assert db.random_key() is None
+    assert len(expired) == 200 and not db.data
+
+
+def test_random_key_survives_stale_scan_log():
+    _, db, _ = make_db()
+    for i in range(2000):
+        db.set(b"k%d" % i, b"v")
+    for i in range(1930):
+        db.delete(b"k%d" % i)
+    assert {db.random_key() for _ in range(100)} <= set(db.data)
+
+
+def test_active_expire_removes_expired_keys():
+    ks, db, expired = make_db()
+    for i in range(1000):
+        db.set(b"k%d" % i, b"v")
+        if i % 2 == 0:
+            db.set_expire(b"k%d" % i, now_ms() - 1)
+    db.set_expire(b"k1", now_ms() + 60_000)
+    for _ in range(200):
+        if db.active_expire() == 0 and len(db.expires) == 1:
+            break
+    assert len(db) == 500 and list(db.expires) == [b"k1"]
+    assert len(expired) == 500
+
+
+def test_active_expire_copes_with_expires_set_directly():
+    _, db, _ = make_db()
+    db.set(b"a", b"v")
+    db.expires[b"a"] = now_ms() - 1  # bypassing set_expire (e.g. a loader)
+    assert db.active_expire() == 1
+    assert not db.data
+
+
+def test_flush_and_swap():
+    ks, db, _ = make_db()
+    db.set(b"a", b"1")
+    db.set_expire(b"a", now_ms() + 10_000)
+    ks.swap(0, 1)
+    assert not ks[0].data and ks[1].data == {b"a": b"1"} and b"a" in ks[1].expires
+    assert ks[1].scan(0, 10) == (0, [b"a"])
+    ks[1].flush()
+    assert ks[1].scan(0, 10) == (0, [])
+
+
+def full_scan(db, count: int = 10) -> list[bytes]:
+    out: list[bytes] = []
+    cursor = 0
+    while True:
+        cursor, keys = db.scan(cursor, count)
+        out.extend(keys)
+        if cursor == 0:
+            return out
+
+
+def test_scan_returns_every_key_once_without_changes():
+    _, db, _ = make_db()
+    keys = {b"key:%d" % i for i in range(5000)}
+    for k in keys:
+        db.set(k, b"v")
+    got = full_scan(db, 7)
+    assert sorted(got) == sorted(keys)
+
+
+def test_scan_count_bounds_work_per_call():
+    _, db, _ = make_db()
+    for i in range(3000):
+        db.set(b"k%d" % i, b"v")
+    for i in range(2990):
+        db.delete(b"k%d" % i)
+    # a log full of deleted keys: each call visits at most 10*count positions
+    calls = 0
+    cursor = 0
+    got = []
+    while True:
+        cursor, keys = db.scan(cursor, 5)
+        calls += 1
+        got.extend(keys)
+        assert len(keys) <= 5
+        if cursor == 0:
+            break
+    assert sorted(got) == sorted(db.data)
+
+
+ops = st.lists(
+    st.tuples(st.sampled_from(["add", "del", "scan"]), st.integers(0, 400), st.integers(1, 30)),
+    max_size=200,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 300), ops)
+def test_scan_guarantees_under_changes(initial, script):
+    """Keys present for the whole iteration are returned; nothing else that never existed is."""
+    _, db, _ = make_db()
+    for i in range(initial):
+        db.set(b"k%d" % i, b"v")
+    present_all_along = set(db.data)
+    ever = set(db.data)
+    returned: list[bytes] = []
+    cursor, keys = db.scan(0, 10)
+    returned.extend(keys)
+    steps = iter(script)
+    while cursor != 0:
+        step = next(steps, None)
+        if step is None:
+            step = ("scan", 0, 10)
+        op, n, count = step
+        key = b"k%d" % n
+        if op == "add":
+            db.set(key, b"v")
+            ever.add(key)
+        elif op == "del":
+            db.delete(key)
+            present_all_along.discard(key)
+        else:
+            cursor, keys = db.scan(cursor, count)
+            returned.extend(keys)
+    assert present_all_along <= set(returned)
+    assert set(returned) <= ever
+
+
+def test_scan_guarantees_across_compactions():
+    _, db, _ = make_db()
+    stable = [b"stable:%d" % i for i in range(300)]
+    for k in stable:
+        db.set(k, b"v")
+    returned: list[bytes] = []
+    cursor = 0
+    churn = 0
+    while True:
+        cursor, keys = db.scan(cursor, 10)
+        returned.extend(keys)
+        if cursor == 0:
+            break
+        # heavy churn between calls forces the log to compact several times
+        for _ in range(200):
+            db.set(b"tmp:%d" % churn, b"v")
+            db.delete(b"tmp:%d" % churn)
+            churn += 1
+    assert set(stable) <= set(returned)
+    assert db.scan_order.epoch > 1
+
+
+def test_reindex_after_direct_fill():
+    _, db, _ = make_db()
+    db.data[b"direct"] = b"v"
+    db.reindex()
+    assert full_scan(db) == [b"direct"]
+
+
+def test_time_of_keys_on_big_db_is_reasonable():
+    _, db, _ = make_db()
+    for i in range(100_000):
+        db.set(b"key:%d" % i, b"v")
+    start = time.perf_counter()
+    assert len(db.keys(b"key:1*")) == 11111
+    assert time.perf_counter() - start < 1.0
