@@ -417,16 +417,21 @@ class Server:
                 if not queue:
                     continue
                 db = dbs[db_id]
+                eager = (db_id, key) in blocking.eager
                 for wait in list(queue):
                     if wait.client.blocked is not wait:
                         continue
-                    value = db.lookup(key)
-                    if self._also:
-                        self._flush_also()  # the DEL of a key that expired just now
-                    if not wait.servable_by(kind_of(value)):
-                        if value is None and not blocking.has_eager(db_id, key):
-                            break  # nobody left here can be served by a missing key
-                        continue
+                    wake = wait.wake
+                    if wake is not None and not wait.on_gone:
+                        value = db.lookup(key)
+                        if self._also:
+                            self._flush_also()  # the DEL of a key that expired just now
+                        if value is None:
+                            if not eager:
+                                break  # nobody left here can be served by a missing key
+                            continue
+                        if kind_of(value) != wake:
+                            continue
                     self._retry(wait, key)
 
     def _flush_also(self) -> None:

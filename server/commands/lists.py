@@ -412,28 +412,33 @@ def _blocking_pop(c: Client, argv: list[bytes], keys: list[bytes], left: bool, c
         value = lst.popleft() if left else lst.pop()
         _removed(c, key, lst, 1)
         c.server.rewrite_propagation([b"LPOP" if left else b"RPOP", key])
-        return [key, value]
+        return Raw(b"*2\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n" % (len(key), key, len(value), value))
     if _deny_blocking(c):
         return NULL_ARRAY
     return Block(keys, timeout, None, NULL_ARRAY, wake=b"list")
 
 
+def _timeout(c: Client, arg: bytes) -> float:
+    # A retry never blocks anew: its deadline was fixed when it first blocked.
+    return parse_timeout(arg) if c.server.blocking.serving is None else 0.0
+
+
 @command("blpop")
 def blpop(c: Client, argv: list[bytes]):
-    timeout = parse_timeout(argv[-1])
+    timeout = _timeout(c, argv[-1])
     return _blocking_pop(c, argv, argv[1:-1], True, -1, timeout)
 
 
 @command("brpop")
 def brpop(c: Client, argv: list[bytes]):
-    timeout = parse_timeout(argv[-1])
+    timeout = _timeout(c, argv[-1])
     return _blocking_pop(c, argv, argv[1:-1], False, -1, timeout)
 
 
 @command("blmpop")
 def blmpop(c: Client, argv: list[bytes]):
     keys, left, count = _parse_mpop(argv, 2)
-    timeout = parse_timeout(argv[1])
+    timeout = _timeout(c, argv[1])
     return _blocking_pop(c, argv, keys, left, count, timeout)
 
 
@@ -450,11 +455,11 @@ def _blocking_move(c: Client, argv: list[bytes], left_from: bool, left_to: bool,
 def blmove(c: Client, argv: list[bytes]):
     left_from = _where(argv[3])
     left_to = _where(argv[4])
-    timeout = parse_timeout(argv[5])
+    timeout = _timeout(c, argv[5])
     return _blocking_move(c, argv, left_from, left_to, timeout, b"blmove")
 
 
 @command("brpoplpush")
 def brpoplpush(c: Client, argv: list[bytes]):
-    timeout = parse_timeout(argv[3])
+    timeout = _timeout(c, argv[3])
     return _blocking_move(c, argv, False, True, timeout, b"brpoplpush")

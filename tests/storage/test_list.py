@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from rill.storage.list import ListValue, _jemalloc_size, lp_entry_size
 
 elements = st.lists(st.sampled_from([b"a", b"b", b"c", b"1", b"xx"]), max_size=40)
