@@ -16,7 +16,13 @@ try:  # pragma: no cover - exercised implicitly when hiredis is installed
 except ImportError:  # pragma: no cover
     hiredis = None
 
+import re
+
 INLINE_MAX_SIZE = 64 * 1024  # PROTO_INLINE_MAX_SIZE
+# hiredis allocates a reply list as soon as it reads a multibulk header, so a
+# header claiming millions of elements must never reach it; the reference
+# parser (like Redis) grows argv as elements actually arrive.
+_HUGE_MULTIBULK = re.compile(rb"\*\d{7}")
 INT_MAX = 2**31 - 1
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -169,6 +175,7 @@ class RequestParser:
             and len(data) <= self.max_bulk_len
             and b"\n+" not in data
             and b"\n=" not in data
+            and _HUGE_MULTIBULK.search(data) is None
         ):
             rest = self._feed_fast(data, out)
             if rest is None:

@@ -76,12 +76,13 @@ class ServerProcess:
         self.stop()
 
 
-def start_rill(*args: str, workdir: str | None = None, port: int | None = None) -> ServerProcess:
+def start_rill(*args: str, workdir: str | None = None, port: int | None = None,
+               config_file: str | None = None) -> ServerProcess:
     """Start ``rill-server`` on a free port with extra redis-server style arguments."""
     port = port or free_port()
     workdir = workdir or tempfile.mkdtemp(prefix="rill-test-")
-    argv = [sys.executable, "-m", "rill.server.main", "--port", str(port), "--save", "",
-            "--dir", workdir, *args]
+    argv = [sys.executable, "-m", "rill.server.main", *([config_file] if config_file else []),
+            "--port", str(port), "--save", "", "--dir", workdir, *args]
     return ServerProcess(argv, port, workdir).start()
 
 

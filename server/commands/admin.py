@@ -147,13 +147,12 @@ _CONFIG_HELP = [
     "    Reset statistics reported by the INFO command.",
     "REWRITE",
     "    Rewrite the configuration file.",
-    "HELP",
-    "    Print this help.",
 ]
 
 
 def help_reply(lines: list[str]) -> list:
-    return [Status(line.encode()) for line in lines]
+    """Redis's addReplyHelp: the lines as simple strings, then the HELP entry."""
+    return [Status(line.encode()) for line in (*lines, "HELP", "    Prints this help.")]
 
 
 @command("config|help")
@@ -224,8 +223,6 @@ def object_help(c: Client, argv: list[bytes]):
         "REFCOUNT <key>",
         "    Return the number of references of the value associated with the specified",
         "    <key>.",
-        "HELP",
-        "    Print this help.",
     ])
 
 
@@ -262,8 +259,6 @@ def memory_help(c: Client, argv: list[bytes]):
         "USAGE <key> [SAMPLES <count>]",
         "    Return memory in bytes used by <key> and its value. Nested values are",
         "    sampled up to <count> times (default: 5, 0 means sample all).",
-        "HELP",
-        "    Print this help.",
     ])
 
 
@@ -351,7 +346,6 @@ def debug(c: Client, argv: list[bytes]):
             "SET-ACTIVE-EXPIRE <0|1>",
             "SLEEP <seconds>",
             "RELOAD [MERGE] [NOFLUSH] [NOSAVE]",
-            "HELP",
         ])
     handler = getattr(server, "debug_handlers", {}).get(sub)
     if handler is not None:
@@ -457,8 +451,6 @@ def slowlog_help(c: Client, argv: list[bytes]):
         "    Return the length of the slowlog.",
         "RESET",
         "    Reset the slowlog.",
-        "HELP",
-        "    Print this help.",
     ])
 
 

@@ -8,7 +8,7 @@ import resource
 import time
 from collections.abc import Callable
 
-from rill.protocol.reply import OK, Map, ReplyError, Verbatim
+from rill.protocol.reply import OK, Map, ReplyError, Set, Status, Verbatim
 
 from .. import REDIS_VERSION, __version__
 from ..client import REPLY_OFF, REPLY_ON, REPLY_SKIP_NEXT, Client
@@ -611,8 +611,6 @@ def client_help(c: Client, argv: list[bytes]):
         "      Kill connections authenticated by <username>.",
         "    * SKIPME (YES|NO)",
         "      Skip killing current connection (default: yes).",
-        "    * ID <client-id>",
-        "      Kill connections by client id.",
         "LIST [options ...]",
         "    Return information about client connections. Options:",
         "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
@@ -634,8 +632,6 @@ def client_help(c: Client, argv: list[bytes]):
         "    Report tracking status for the current connection.",
         "NO-EVICT (ON|OFF)",
         "    Protect current client connection from eviction.",
-        "HELP",
-        "    Print this help.",
     ])
 
 
@@ -753,15 +749,10 @@ def command_getkeys(c: Client, argv: list[bytes]):
 @command("command|getkeysandflags")
 def command_getkeysandflags(c: Client, argv: list[bytes]):
     sub = argv[2:]
+    _getkeys(c, sub)
     cmd = c.server.table.lookup(sub)
-    out = []
-    for i in _getkeys(c, sub):
-        flags = []
-        for spec in cmd.key_specs:
-            flags = [f.encode() for f in spec.get("flags", [])]
-            break
-        out.append([sub[i], flags])
-    return out
+    return [[sub[i], Set(Status(f.encode()) for f in spec.get("flags", []))]
+            for i, spec in cmd.keys_with_specs(sub)]
 
 
 def _getkeys(c: Client, sub: list[bytes]) -> list[int]:
@@ -799,7 +790,5 @@ def command_help(c: Client, argv: list[bytes]):
         "    Return the keys from a full Redis command.",
         "GETKEYSANDFLAGS <full-command>",
         "    Return the keys and the access flags from a full Redis command.",
-        "HELP",
-        "    Print this help.",
     ])
 

@@ -112,8 +112,8 @@ class Command:
         """This command's COMMAND INFO entry, listing only implemented subcommands."""
         info = [_reply(x) for x in self.info[:9]]
         info[0] = self.fullname.encode()
-        subs = [sub.info_reply() for sub in self.subcommands.values()]
-        info.append(subs)
+        # Redis answers an empty set when a command has no subcommands, an array otherwise.
+        info.append([sub.info_reply() for sub in self.subcommands.values()] if self.subcommands else Set())
         return info
 
     def docs_reply(self) -> Map:
@@ -127,9 +127,14 @@ class Command:
         return docs
 
     def key_positions(self, argv: list[bytes]) -> list[int]:
-        """Indexes of the key arguments (COMMAND GETKEYS, WATCH-free commands use it)."""
-        positions: list[int] = []
+        """Indexes of the key arguments (COMMAND GETKEYS, readiness signalling)."""
+        return sorted({pos for pos, _ in self.keys_with_specs(argv)})
+
+    def keys_with_specs(self, argv: list[bytes]) -> list[tuple[int, dict]]:
+        """(argument index, key spec) for every key argument, in key-spec order."""
+        found: list[tuple[int, dict]] = []
         for spec in self.key_specs:
+            positions: list[int] = []
             bs, fk = spec.get("begin_search", {}), spec.get("find_keys", {})
             if bs.get("type") == "index":
                 start = bs["spec"]["index"]
@@ -170,7 +175,8 @@ class Command:
                 first = start + fk["spec"]["firstkey"]
                 step = fk["spec"]["keystep"]
                 positions.extend(i for i in range(first, first + n * step, step) if i < len(argv))
-        return sorted(set(positions))
+            found.extend((pos, spec) for pos in positions)
+        return found
 
 
 def _strings(tagged: Any) -> list[str]:

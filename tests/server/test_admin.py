@@ -1,0 +1,234 @@
+"""CONFIG, INFO, CLIENT, COMMAND, DEBUG, OBJECT, SLOWLOG, MONITOR, SHUTDOWN."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+
+import pytest
+import redis
+
+from tests.support import RawClient, start_rill
+
+
+def test_config_get_set_side_by_side(sbs):
+    sbs.run([
+        ("CONFIG", "GET", "maxmemory"),
+        ("CONFIG", "GET", "list-max-ziplist-size"),
+        ("CONFIG", "SET", "maxmemory", "100mb"),
+        ("CONFIG", "GET", "maxmemory"),
+        ("CONFIG", "SET", "maxmemory", "0"),
+        ("CONFIG", "SET", "hz", "abc"),
+        ("CONFIG", "SET", "nosuchparam", "1"),
+        ("CONFIG", "SET", "daemonize", "yes"),
+        ("CONFIG", "SET", "maxmemory", "1", "maxmemory", "2"),
+        ("CONFIG", "SET", "appendonly", "maybe"),
+        ("CONFIG", "SET", "port"),
+        ("CONFIG", "SET", "stream-node-max-entries", "50", "stream-node-max-bytes", "2kb"),
+        ("CONFIG", "GET", "stream-node-max-entries"),
+        ("CONFIG", "GET", "stream-node-max-bytes"),
+        ("CONFIG", "SET", "stream-node-max-entries", "100", "stream-node-max-bytes", "4096"),
+        ("CONFIG", "SET", "maxmemory-policy", "bogus"),
+        ("CONFIG", "SET", "save", "100 x"),
+        ("CONFIG", "GET"),
+        ("CONFIG", "HELP"),
+    ])
+
+
+def test_config_get_glob_and_aliases(r, oracle_server):
+    oracle = redis.Redis(port=oracle_server.port)
+    for pattern in ("stream-node-max-*", "*max-*-entries", "list-max-*", "save", "bind", "appendfsync"):
+        assert r.config_get(pattern) == oracle.config_get(pattern), pattern
+    assert r.config_get("dir")["dir"]
+
+
+def test_config_set_is_atomic(r):
+    with pytest.raises(redis.ResponseError):
+        r.execute_command("CONFIG", "SET", "maxmemory", "10mb", "hz", "notanumber")
+    assert r.config_get("maxmemory") == {"maxmemory": "0"}
+
+
+def test_config_rewrite(tmp_path):
+    conf = tmp_path / "redis.conf"
+    conf.write_text("# my config\nport 0\nmaxmemory 1mb\n")
+    server = start_rill(config_file=str(conf), workdir=str(tmp_path))
+    try:
+        r = redis.Redis(port=server.port)
+        r.config_set("maxmemory", "2mb")
+        r.config_set("hz", "20")
+        r.config_rewrite()
+        text = conf.read_text()
+        assert "# my config" in text and "maxmemory 2097152" in text and "hz 20" in text
+    finally:
+        server.stop()
+
+
+def test_info_sections(r):
+    default = r.info()
+    assert default["redis_version"] == "7.0.15" and default["redis_mode"] == "standalone"
+    assert default["arch_bits"] == 64 and default["tcp_port"] > 0 and "used_memory" in default
+    assert "cmdstat_ping" not in default
+    r.ping()
+    everything = r.info("everything")
+    assert "cmdstat_ping" in everything and "role" in everything
+    assert set(r.info("cpu")) == {"used_cpu_sys", "used_cpu_user", "used_cpu_sys_children",
+                                  "used_cpu_user_children", "used_cpu_sys_main_thread",
+                                  "used_cpu_user_main_thread"}
+    r.set("k", "v")
+    assert r.info("keyspace")["db0"]["keys"] == 1
+
+
+def test_info_counts_errors_and_hits(r):
+    r.config_resetstat()
+    with pytest.raises(redis.ResponseError):
+        r.execute_command("NOSUCHCMD")
+    r.set("x", "1")
+    r.get("x")
+    r.get("missing")
+    stats = r.info("stats")
+    assert stats["total_error_replies"] == 1
+    assert stats["keyspace_hits"] == 1 and stats["keyspace_misses"] == 1
+    assert r.info("errorstats")["errorstat_ERR"] == {"count": 1}
+
+
+def test_command_introspection_matches_redis(sbs, sbs3):
+    for s in (sbs, sbs3):
+        s.run([("COMMAND", "INFO", "get", "set", "config|get", "nosuch"),
+               ("COMMAND", "DOCS", "get", "ping", "client|kill"),
+               ("COMMAND", "GETKEYS", "SET", "a", "b"),
+               ("COMMAND", "GETKEYS", "MSET", "a", "1", "b", "2"),
+               ("COMMAND", "GETKEYS", "PING"),
+               ("COMMAND", "GETKEYS", "NOSUCH"),
+               ("COMMAND", "GETKEYS", "GET"),
+               ("COMMAND", "GETKEYSANDFLAGS", "LMOVE", "a", "b", "LEFT", "RIGHT"),
+               ("COMMAND", "HELP"), ("CLIENT", "HELP"), ("OBJECT", "HELP"), ("MEMORY", "HELP"),
+               ("SLOWLOG", "HELP")])
+
+
+def test_command_count_lists_what_rill_serves(r):
+    names = {n.decode() if isinstance(n, bytes) else n for n in r.command_list()}
+    assert {"get", "set", "config|get", "client|list", "ping", "multi"} <= names
+    assert r.command_count() == len([n for n in names if "|" not in n])
+
+
+def test_client_commands(rill_server):
+    a = redis.Redis(port=rill_server.port)
+    b = RawClient(rill_server.port)
+    a.client_setname("alpha")
+    b.call("CLIENT", "SETNAME", "beta")
+    listing = a.client_list()
+    names = {c["name"] for c in listing}
+    assert {"alpha", "beta"} <= names
+    assert a.client_getname() == "alpha"
+    bid = int(b.call("CLIENT", "ID")[1:-2])
+    assert a.client_kill_filter(_id=bid) == 1
+    assert b.closed_by_peer()
+    with pytest.raises(redis.ResponseError, match="No such client"):
+        a.execute_command("CLIENT", "KILL", "1.2.3.4:5")
+    with pytest.raises(redis.ResponseError, match="Client names cannot contain spaces"):
+        a.client_setname("a b")
+
+
+def test_client_reply_off_and_skip(rill_server):
+    c = RawClient(rill_server.port)
+    c.send_raw(b"CLIENT REPLY OFF\r\nPING\r\nCLIENT REPLY ON\r\nECHO a\r\n")
+    assert c.read_reply() == b"+OK\r\n"
+    assert c.read_reply() == b"$1\r\na\r\n"
+    c.send_raw(b"CLIENT REPLY SKIP\r\nECHO skipped\r\nECHO b\r\n")
+    assert c.read_reply() == b"$1\r\nb\r\n"
+    c.close()
+
+
+def test_client_pause_write(rill_server):
+    a = RawClient(rill_server.port)
+    b = RawClient(rill_server.port)
+    assert a.call("CLIENT", "PAUSE", "300", "WRITE") == b"+OK\r\n"
+    start = time.monotonic()
+    assert b.call("GET", "x") == b"$-1\r\n"  # reads are not paused
+    assert time.monotonic() - start < 0.2
+    assert b.call("SET", "x", "1") == b"+OK\r\n"  # writes wait for the pause to end
+    assert time.monotonic() - start >= 0.25
+    a.call("CLIENT", "PAUSE", "5000")
+    b.send_raw(b"PING\r\n")
+    time.sleep(0.1)
+    a.call("CLIENT", "UNPAUSE")
+    assert b.read_reply() == b"+PONG\r\n"
+    a.close()
+    b.close()
+
+
+def test_slowlog(r):
+    r.config_set("slowlog-log-slower-than", 0)
+    r.slowlog_reset()
+    r.set("a", "b")
+    entries = r.slowlog_get()
+    assert any(e["command"] == b"SET a b" for e in entries)
+    assert r.slowlog_len() >= 1
+    r.config_set("slowlog-log-slower-than", 10000)
+
+
+def test_monitor(rill_server):
+    m = RawClient(rill_server.port)
+    assert m.call("MONITOR") == b"+OK\r\n"
+    c = RawClient(rill_server.port)
+    c.call("ECHO", "hi there")
+    line = m.read_reply()
+    assert line.startswith(b"+") and b'"ECHO" "hi there"' in line
+    m.close()
+    c.close()
+
+
+def test_object_and_debug(sbs):
+    sbs.run([("SET", "n", "12345"), ("SET", "s", "hello"), ("SET", "l", "x" * 50),
+             ("OBJECT", "ENCODING", "n"), ("OBJECT", "ENCODING", "s"), ("OBJECT", "ENCODING", "l"),
+             ("OBJECT", "ENCODING", "missing"), ("OBJECT", "REFCOUNT", "n"), ("OBJECT", "FREQ", "n"),
+             ("OBJECT", "NOPE", "n"), ("DEBUG", "PROTOCOL", "bignum"), ("DEBUG", "PROTOCOL", "nope")])
+
+
+def test_dbsize_flush_time(sbs):
+    sbs.run([("SET", "a", "1"), ("SET", "b", "2"), ("DBSIZE",), ("FLUSHDB", "ASYNC"), ("DBSIZE",),
+             ("FLUSHALL", "bogus"), ("FLUSHALL", "SYNC")])
+    t = sbs.rill.call("TIME")
+    assert t.startswith(b"*2\r\n")
+
+
+def test_shutdown_nosave_stops_the_server(tmp_path):
+    server = start_rill(workdir=str(tmp_path))
+    c = RawClient(server.port)
+    c.send_raw(b"SHUTDOWN NOSAVE\r\n")
+    assert c.closed_by_peer(5)
+    assert server.proc.wait(10) == 0
+    assert "ready to exit" in server.log()
+
+
+def test_sigterm_shuts_down_cleanly(tmp_path):
+    server = start_rill(workdir=str(tmp_path))
+    os.kill(server.proc.pid, signal.SIGTERM)
+    assert server.proc.wait(10) == 0
+    log = server.log()
+    assert "Received SIGTERM scheduling shutdown" in log and "Ready to accept connections" in log
+
+
+def test_maxclients(tmp_path):
+    server = start_rill("--maxclients", "2", workdir=str(tmp_path))
+    try:
+        a, b = RawClient(server.port), RawClient(server.port)
+        a.call("PING")
+        b.call("PING")
+        s = socket.create_connection(("127.0.0.1", server.port))
+        assert s.recv(100) == b"-ERR max number of clients reached\r\n"
+        s.close()
+    finally:
+        server.stop()
+
+
+def test_idle_timeout_disconnects(tmp_path):
+    server = start_rill("--timeout", "1", workdir=str(tmp_path))
+    try:
+        c = RawClient(server.port)
+        c.call("PING")
+        assert c.closed_by_peer(4)
+    finally:
+        server.stop()

@@ -1,0 +1,75 @@
+"""MULTI/EXEC/DISCARD/WATCH side by side with Redis, and propagation of transactions."""
+
+from __future__ import annotations
+
+import time
+
+from tests.conftest import SideBySide
+
+
+def test_exec_runs_queued_commands(sbs):
+    sbs.run([("MULTI",), ("SET", "a", "1"), ("INCR", "a"), ("LPUSH", "a", "x"), ("GET", "a"), ("EXEC",)])
+
+
+def test_errors_while_queuing_abort(sbs):
+    sbs.run([("MULTI",), ("SET", "a", "1"), ("NOSUCHCOMMAND",), ("GET", "a", "b"), ("EXEC",),
+             ("GET", "a"), ("EXEC",), ("DISCARD",)])
+
+
+def test_nesting_and_watch_inside_multi(sbs):
+    sbs.run([("MULTI",), ("MULTI",), ("WATCH", "x"), ("DISCARD",), ("DISCARD",)])
+
+
+def test_watch_detects_changes_from_other_clients(rill_server, oracle_server):
+    for port in (rill_server.port, oracle_server.port):
+        s = SideBySide(port, port)
+        a, b = s.rill, s.oracle
+        a.call("SET", "k", "1")
+        a.call("WATCH", "k")
+        b.call("SET", "k", "2")
+        a.call("MULTI")
+        a.call("SET", "k", "3")
+        assert a.call("EXEC") == b"*-1\r\n"
+        assert a.call("GET", "k") == b"$1\r\n2\r\n"
+        # unmodified watched key: EXEC goes through, and the key is unwatched after
+        a.call("WATCH", "k")
+        a.call("MULTI")
+        a.call("SET", "k", "4")
+        assert a.call("EXEC") == b"*1\r\n+OK\r\n"
+        b.call("SET", "k", "5")
+        a.call("MULTI")
+        a.call("SET", "k", "6")
+        assert a.call("EXEC") == b"*1\r\n+OK\r\n"
+        s.close()
+
+
+def test_watch_touched_by_flush_swapdb_and_expiry(rill_server):
+    s = SideBySide(rill_server.port, rill_server.port)
+    a, b = s.rill, s.oracle
+    for breaker in (("FLUSHALL",), ("FLUSHDB",), ("SWAPDB", "0", "1")):
+        a.call("SET", "w", "1")
+        a.call("WATCH", "w")
+        b.call(*breaker)
+        a.call("MULTI")
+        a.call("PING")
+        assert a.call("EXEC") == b"*-1\r\n", breaker
+    a.call("FLUSHALL")
+    a.call("SET", "e", "1", "PX", "50")
+    a.call("WATCH", "e")
+    time.sleep(0.1)
+    a.call("MULTI")
+    a.call("PING")
+    assert a.call("EXEC") == b"*-1\r\n"
+    s.close()
+
+
+def test_discard_unwatches(sbs):
+    sbs.run([("WATCH", "x"), ("MULTI",), ("PING",), ("DISCARD",), ("EXEC",), ("UNWATCH",)])
+
+
+def test_blocking_commands_in_multi_do_not_block(sbs):
+    sbs.run([("MULTI",), ("BLPOP", "nolist", "0"), ("BRPOPLPUSH", "a", "b", "0"), ("EXEC",)])
+
+
+def test_exec_without_multi(sbs3):
+    sbs3.run([("EXEC",), ("DISCARD",), ("MULTI",), ("SET", "x", "1"), ("EXEC",)])
