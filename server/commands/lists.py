@@ -20,6 +20,7 @@ from rill.storage.list import ListValue
 
 from ..blocking import Block, parse_timeout
 from ..client import Client
+from . import keys as _keys
 from .args import NO_SUCH_KEY, NOT_INT, SYNTAX_ERR, WRONGTYPE, string2ll
 from .table import command
 
@@ -83,19 +84,45 @@ def _deny_blocking(c: Client) -> bool:
     return c.in_exec or c.id < 0
 
 
+_BULK_HEADERS = [b"$%d" % n for n in range(4096)]
+_bulk_header = _BULK_HEADERS.__getitem__
+
+
 def _bulk_array(items: list[bytes]) -> Raw:
-    """An array of bulk strings, encoded in one go (identical in RESP2 and RESP3)."""
-    if not items:
+    """An array of bulk strings, encoded in one go (identical in RESP2 and RESP3).
+
+    LRANGE's replies are the hot path: element headers come from a table and
+    the pieces are joined in C rather than formatted one element at a time.
+    """
+    n = len(items)
+    if not n:
         return EMPTY_ARRAY
-    parts = [b"*%d\r\n" % len(items)]
-    parts += [b"$%d\r\n%b\r\n" % (len(e), e) for e in items]
-    return Raw(b"".join(parts))
+    try:
+        heads = list(map(_bulk_header, map(len, items)))
+    except IndexError:  # an element of 4 kB or more
+        return Raw(b"*%d\r\n" % n + b"".join([b"$%d\r\n%b\r\n" % (len(e), e) for e in items]))
+    first = heads[0]
+    if heads.count(first) == n:
+        return Raw(b"*%d\r\n%b\r\n" % (n, first) + (b"\r\n%b\r\n" % first).join(items) + b"\r\n")
+    parts: list = [None] * (2 * n)
+    parts[0::2] = heads
+    parts[1::2] = items
+    return Raw(b"*%d\r\n" % n + b"\r\n".join(parts) + b"\r\n")
 
 
-def _removed(c: Client, key: bytes, lst: ListValue, count: int) -> None:
-    """After popping ``count`` elements: delete an emptied list, tell WATCH, count dirt."""
+def _notify(c: Client, event: bytes, key: bytes, cls: str = "l") -> None:
+    """A keyspace event (class 'l' for list events, 'g' for the generic "del")."""
+    notifier = _keys.notifier
+    if notifier is not None:
+        notifier(c.db.id, cls, event, key)
+
+
+def _removed(c: Client, key: bytes, lst: ListValue, count: int, left: bool) -> None:
+    """After popping ``count`` elements: events, delete an emptied list, tell WATCH, count dirt."""
+    _notify(c, b"lpop" if left else b"rpop", key)
     if not lst:
         c.db.delete(key)
+        _notify(c, b"del", key, "g")
     c.db.modified(key)
     c.server.dirty += count
 
@@ -110,6 +137,7 @@ def _push_into(c: Client, key: bytes, dst: ListValue | None, value: bytes, left:
         dst.appendleft(value)
     else:
         dst.append(value)
+    _notify(c, b"lpush" if left else b"rpush", key)
 
 
 # -- pushes --------------------------------------------------------------------
@@ -135,6 +163,8 @@ def _push(c: Client, argv: list[bytes], left: bool, xx: bool) -> int:
         lst.extend(islice(argv, 2, None))
     c.server.dirty += len(argv) - 2
     db.modified(key)
+    if _keys.notifier is not None:
+        _notify(c, b"lpush" if left else b"rpush", key)
     return len(lst)
 
 
@@ -173,6 +203,7 @@ def linsert(c: Client, argv: list[bytes]):
     if not lst.insert_at_pivot(argv[3], argv[4], after):
         return -1
     c.db.modified(argv[1])
+    _notify(c, b"linsert", argv[1])
     c.server.dirty += 1
     return len(lst)
 
@@ -248,6 +279,7 @@ def lset(c: Client, argv: list[bytes]):
     if not lst.set_at(_long(argv[2]), argv[3]):
         raise OUT_OF_RANGE
     c.db.modified(argv[1])
+    _notify(c, b"lset", argv[1])
     c.server.dirty += 1
     return OK
 
@@ -262,8 +294,10 @@ def lrem(c: Client, argv: list[bytes]):
     if removed:
         c.server.dirty += removed
         c.db.modified(argv[1])
+        _notify(c, b"lrem", argv[1])
     if not lst:
         c.db.delete(argv[1])
+        _notify(c, b"del", argv[1], "g")
     return removed
 
 
@@ -275,8 +309,10 @@ def ltrim(c: Client, argv: list[bytes]):
     if lst is None:
         return OK
     removed = lst.trim(start, end)
+    _notify(c, b"ltrim", argv[1])
     if not lst:
         c.db.delete(argv[1])
+        _notify(c, b"del", argv[1], "g")
     c.db.modified(argv[1])
     c.server.dirty += removed
     return OK
@@ -296,10 +332,10 @@ def _pop(c: Client, argv: list[bytes], left: bool):
         return EMPTY_ARRAY
     if not has_count:
         value = lst.popleft() if left else lst.pop()
-        _removed(c, key, lst, 1)
+        _removed(c, key, lst, 1, left)
         return value
     items = lst.pop_many(count, left)
-    _removed(c, key, lst, len(items))
+    _removed(c, key, lst, len(items), left)
     return _bulk_array(items)
 
 
@@ -316,7 +352,7 @@ def rpop(c: Client, argv: list[bytes]):
 def _pop_range_with_key(c: Client, key: bytes, lst: ListValue, left: bool, count: int) -> list:
     """[LR]MPOP's reply for one key; propagated as [LR]POP key n."""
     items = lst.pop_many(count, left)
-    _removed(c, key, lst, len(items))
+    _removed(c, key, lst, len(items), left)
     c.server.rewrite_propagation([b"LPOP" if left else b"RPOP", key, b"%d" % len(items)])
     return [key, _bulk_array(items)]
 
@@ -364,9 +400,11 @@ def _move(c: Client, argv: list[bytes], left_from: bool, left_to: bool, blocking
         return None
     dst = _list_write(c, dst_key)
     value = src.popleft() if left_from else src.pop()
-    _push_into(c, dst_key, dst if dst is not src else src, value, left_to)
+    _push_into(c, dst_key, dst, value, left_to)
+    _notify(c, b"lpop" if left_from else b"rpop", src_key)
     if not src:
         c.db.delete(src_key)
+        _notify(c, b"del", src_key, "g")
     c.db.modified(src_key)
     server = c.server
     server.dirty += 1
@@ -410,7 +448,7 @@ def _blocking_pop(c: Client, argv: list[bytes], keys: list[bytes], left: bool, c
         if count != -1:
             return _pop_range_with_key(c, key, lst, left, count)
         value = lst.popleft() if left else lst.pop()
-        _removed(c, key, lst, 1)
+        _removed(c, key, lst, 1, left)
         c.server.rewrite_propagation([b"LPOP" if left else b"RPOP", key])
         return Raw(b"*2\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n" % (len(key), key, len(value), value))
     if _deny_blocking(c):

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rill.server.commands import load_all
+from rill.protocol.reply import encode
+from rill.server.commands import keys, load_all
+from rill.server.commands.lists import _bulk_array
 from rill.server.server import Server
+
+from tests.support import RawClient, encode_command
 
 
 @pytest.fixture(params=["resp2", "resp3"])
@@ -366,3 +372,80 @@ def test_exec_wakes_waiters_after_the_transaction(inproc):
     assert [argv for _, argv in effects] == [
         [b"MULTI"], [b"LPUSH", b"q", b"a"], [b"LPUSH", b"q", b"b"], [b"EXEC"], [b"LPOP", b"q"],
     ]
+
+
+# -- keyspace events (Redis's order and names, class 'l' plus the generic "del") ----
+NOTIFY_SCRIPT = [
+    ("RPUSH", "l", "a", "b", "c", "d"), ("LPUSH", "l", "z"), ("LPUSHX", "nokey", "a"),
+    ("RPUSHX", "l", "y"), ("LINSERT", "l", "BEFORE", "a", "q"), ("LINSERT", "l", "BEFORE", "nope", "q"),
+    ("LSET", "l", "0", "s"), ("LREM", "l", "1", "q"), ("LREM", "l", "1", "nope"), ("LTRIM", "l", "0", "-1"),
+    ("LPOP", "l"), ("RPOP", "l", "2"), ("LMPOP", "1", "l", "LEFT", "COUNT", "1"),
+    ("LMOVE", "l", "m", "LEFT", "RIGHT"), ("RPOPLPUSH", "l", "m"), ("LMOVE", "m", "m", "LEFT", "LEFT"),
+    ("BLPOP", "m", "0"), ("BRPOP", "m", "0"), ("RPUSH", "t", "1", "2"), ("LTRIM", "t", "5", "6"),
+    ("RPUSH", "r", "x"), ("LREM", "r", "0", "x"),
+]
+
+
+def _oracle_events(port: int, script) -> list[tuple[bytes, bytes]]:
+    cmd = RawClient(port)
+    cmd.call("FLUSHALL")
+    cmd.close()
+    return _oracle_events_after_flush(port, script)
+
+
+def test_keyspace_events_match_redis(oracle_server, inproc, monkeypatch):
+    server, c, _ = inproc
+    mine: list[tuple[bytes, bytes]] = []
+    monkeypatch.setattr(keys, "notifier", lambda db, cls, event, key: mine.append((event, key)))
+    for args in NOTIFY_SCRIPT:
+        _run(server, c, *args)
+    assert mine == _oracle_events(oracle_server.port, NOTIFY_SCRIPT)
+
+
+def test_keyspace_events_of_served_waiters_match_redis(oracle_server, inproc, monkeypatch):
+    # redis: two blocked clients served by one push, one of them through BLMOVE
+    w1, w2 = RawClient(oracle_server.port), RawClient(oracle_server.port)
+    w1.call("FLUSHALL")
+    w1.sock.sendall(encode_command(["BLMOVE", "src", "dst", "LEFT", "LEFT", "0"]))
+    w2.sock.sendall(encode_command(["BLMPOP", "0", "1", "src", "RIGHT", "COUNT", "5"]))
+    time.sleep(0.2)
+    theirs = _oracle_events_after_flush(oracle_server.port, [("RPUSH", "src", "a", "b", "c")])
+    w1.close()
+    w2.close()
+
+    server, producer, _ = inproc
+    mine: list[tuple[bytes, bytes]] = []
+    monkeypatch.setattr(keys, "notifier", lambda db, cls, event, key: mine.append((event, key)))
+    a, b = server.new_client(), server.new_client()
+    _run(server, a, "BLMOVE", "src", "dst", "LEFT", "LEFT", "0")
+    _run(server, b, "BLMPOP", "0", "1", "src", "RIGHT", "COUNT", "5")
+    _run(server, producer, "RPUSH", "src", "a", "b", "c")
+    assert mine == theirs
+
+
+def _oracle_events_after_flush(port: int, script) -> list[tuple[bytes, bytes]]:
+    """Like _oracle_events but without flushing first (waiters are already blocked)."""
+    cmd = RawClient(port)
+    cmd.call("CONFIG", "SET", "notify-keyspace-events", "Elg")
+    sub = RawClient(port)
+    sub.call("PSUBSCRIBE", "__keyevent@0__:*")
+    for args in script:
+        cmd.call(*args)
+    cmd.call("RPUSH", "end-marker", "x")
+    events = []
+    while True:
+        msg = sub.read_reply().split(b"\r\n")
+        event, key = msg[6].split(b":", 1)[1], msg[8]
+        if key == b"end-marker":
+            break
+        events.append((event, key))
+    cmd.call("CONFIG", "SET", "notify-keyspace-events", "")
+    sub.close()
+    cmd.close()
+    return events
+
+
+@given(st.lists(st.binary(max_size=20) | st.sampled_from([b"x" * 4095, b"y" * 4096, b"z" * 9000]), max_size=30))
+def test_pre_encoded_arrays_match_the_generic_encoder(items):
+    for resp3 in (False, True):
+        assert encode(_bulk_array(items), resp3) == encode(items, resp3)
