@@ -449,3 +449,33 @@ def _oracle_events_after_flush(port: int, script) -> list[tuple[bytes, bytes]]:
 def test_pre_encoded_arrays_match_the_generic_encoder(items):
     for resp3 in (False, True):
         assert encode(_bulk_array(items), resp3) == encode(items, resp3)
+
+
+def test_swapdb_onto_an_expired_key_keeps_the_waiter_blocked(inproc):
+    server, c, effects = inproc
+    server.active_expire_enabled = False
+    waiter = server.new_client()
+    _run(server, c, "SELECT", "1")
+    _run(server, c, "RPUSH", "k", "hello")
+    _run(server, c, "PEXPIRE", "k", "5")
+    _run(server, waiter, "SELECT", "9")
+    assert _run(server, waiter, "BRPOP", "k", "1") == b""
+    time.sleep(0.02)
+    _run(server, c, "SWAPDB", "1", "9")
+    assert waiter.out == [] and waiter.blocked is not None
+    assert [(db, argv[0]) for db, argv in effects][-2:] == [(1, b"SWAPDB"), (9, b"DEL")]
+    assert effects[-1][1] == [b"DEL", b"k"]
+    server.unblock(waiter, waiter.blocked.timeout_reply)
+    assert b"".join(waiter.out) == b"*-1\r\n"
+
+
+def test_exec_serving_an_already_expired_key_keeps_the_waiter_blocked(inproc):
+    server, c, effects = inproc
+    server.active_expire_enabled = False
+    waiter = server.new_client()
+    _run(server, waiter, "BRPOP", "k", "0")
+    for args in (("MULTI",), ("RPUSH", "k", "hello"), ("PEXPIRE", "k", "5"), ("DEBUG", "SLEEP", "0.02"),
+                 ("EXEC",)):
+        _run(server, c, *args)
+    assert waiter.out == [] and waiter.blocked is not None
+    assert [argv[0] for _, argv in effects] == [b"MULTI", b"RPUSH", b"PEXPIREAT", b"EXEC", b"DEL"]
