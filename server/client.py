@@ -100,7 +100,7 @@ class Client:
         self.multi: list | None = None
         self.multi_dirty = False  # EXECABORT: an error while queuing
         self.multi_flags = 0
-        self.watched: list[tuple[Database, bytes, bool]] = []
+        self.watched: list = []  # WatchedKey entries
         self.dirty_cas = False
         self.blocked: Any = None  # a blocking.Wait while the client waits
         self.unblock_reply: Any = None

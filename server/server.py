@@ -23,6 +23,7 @@ from .blocking import Block, BlockingRegistry, Wait
 from .client import Client
 from .commands.table import (
     ADMIN,
+    DENYOOM,
     LOADING,
     MAY_REPLICATE,
     NO_AUTH,
@@ -39,6 +40,7 @@ log = logging.getLogger("rill")
 
 NOAUTH = ReplyError("NOAUTH Authentication required.")
 LOADING_ERR = ReplyError("LOADING Redis is loading the dataset in memory")
+OOM_ERR = ReplyError("OOM command not allowed when used memory > 'maxmemory'.")
 
 # Commands that run (not queue) inside MULTI.
 _MULTI_PASSTHROUGH = {b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"}
@@ -78,6 +80,18 @@ class Stats:
         self.expired_stale_perc = 0.0
         self.dump_payload_sanitizations = 0
         self.instantaneous: deque[tuple[float, int, int, int]] = deque(maxlen=16)
+
+
+class WatchedKey:
+    """One key a client WATCHes, and whether it was already expired then."""
+
+    __slots__ = ("client", "db", "key", "expired")
+
+    def __init__(self, client: Client, db: Database, key: bytes, expired: bool) -> None:
+        self.client = client
+        self.db = db
+        self.key = key
+        self.expired = expired
 
 
 class SlowlogEntry:
@@ -153,6 +167,7 @@ class Server:
         self.stream_node_max_bytes = c.int("stream-node-max-bytes")
         self.stream_node_max_entries = c.int("stream-node-max-entries")
         self.obuf_limits = _parse_obuf(c["client-output-buffer-limit"])
+        self.maxmemory = c.int("maxmemory")
 
     def _config_changed(self, name: str) -> None:
         self._refresh_config()
@@ -219,6 +234,9 @@ class Server:
         if self.loading and not cmd.flags & LOADING:
             self._reject(client, cmd, LOADING_ERR)
             return False
+        if self.maxmemory and self._rejects_for_memory(client, cmd, argv):
+            self._reject(client, cmd, OOM_ERR)
+            return False
         if self.pause_until and self._paused_for(client, cmd):
             return True
         if client.multi is not None and argv[0].lower() not in _MULTI_PASSTHROUGH:
@@ -230,6 +248,17 @@ class Server:
         if self.blocking.ready:
             self.serve_blocked()
         return False
+
+    def _rejects_for_memory(self, client: Client, cmd: Command, argv: list[bytes]) -> bool:
+        """maxmemory with noeviction: commands that may grow memory are refused."""
+        name = argv[0].lower()
+        flags = cmd.flags | (client.multi_flags if name == b"exec" else 0)
+        if not flags & DENYOOM:
+            if client.multi is None or name in (b"exec", b"discard", b"quit", b"reset"):
+                return False
+        from .commands.introspection import used_memory
+
+        return used_memory() > self.maxmemory
 
     def _paused_for(self, client: Client, cmd: Command) -> bool:
         if time.monotonic() >= self.pause_until:
@@ -490,41 +519,59 @@ class Server:
 
     def watch(self, client: Client, key: bytes) -> None:
         db = client.db
-        for wdb, wkey, _ in client.watched:
-            if wdb is db and wkey == key:
+        for wk in client.watched:
+            if wk.db is db and wk.key == key:
                 return
-        expired = db.is_expired(key)
-        client.watched.append((db, key, expired))
-        db.watched.setdefault(key, []).append(client)
+        wk = WatchedKey(client, db, key, db.is_expired(key))
+        client.watched.append(wk)
+        db.watched.setdefault(key, []).append(wk)
 
     def unwatch_all(self, client: Client) -> None:
-        for db, key, _ in client.watched:
-            watchers = db.watched.get(key)
-            if watchers is not None:
+        for wk in client.watched:
+            entries = wk.db.watched.get(wk.key)
+            if entries is not None:
                 try:
-                    watchers.remove(client)
+                    entries.remove(wk)
                 except ValueError:
                     pass
-                if not watchers:
-                    del db.watched[key]
+                if not entries:
+                    del wk.db.watched[wk.key]
         client.watched = []
         client.dirty_cas = False
 
     def _touch_watched(self, db: Database, key: bytes) -> None:
-        for client in db.watched.get(key, ()):
-            client.dirty_cas = True
+        """A key changed (Redis's touchWatchedKey): its watchers' EXEC will fail.
 
-    def touch_all_watched(self, db: Database) -> None:
-        """FLUSHDB/FLUSHALL/SWAPDB: every watched key of ``db`` that existed is touched."""
-        for key, clients in db.watched.items():
-            for client in clients:
-                client.dirty_cas = True
+        A key that was already expired when watched and is now gone is no
+        logical change, so it only loses its expired mark.
+        """
+        for wk in db.watched.get(key, ()):
+            if wk.expired:
+                if key not in db.data:
+                    wk.expired = False
+                    continue
+            wk.client.dirty_cas = True
+
+    def touch_all_watched(self, emptied: Database, replaced_with: Database | None = None) -> None:
+        """FLUSHDB/FLUSHALL (``replaced_with`` None) and SWAPDB, before the change."""
+        for key, entries in emptied.watched.items():
+            exists = key in emptied.data
+            if not (exists or (replaced_with is not None and key in replaced_with.data)):
+                continue
+            for wk in entries:
+                if wk.expired:
+                    if replaced_with is None or key not in replaced_with.data:
+                        wk.expired = False
+                        continue
+                    if replaced_with.is_expired(key):
+                        continue
+                elif not exists and replaced_with is not None and replaced_with.is_expired(key):
+                    wk.expired = True
+                    continue
+                wk.client.dirty_cas = True
 
     def watched_key_expired(self, client: Client) -> bool:
-        for db, key, was_expired in client.watched:
-            if not was_expired and db.is_expired(key):
-                return True
-        return False
+        return any(not wk.expired and wk.db.is_expired(wk.key) for wk in client.watched)
 
     # -- expiry ----------------------------------------------------------------
     def _expired(self, db: Database, key: bytes) -> None:

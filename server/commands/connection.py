@@ -136,8 +136,8 @@ def swapdb(c: Client, argv: list[bytes]):
         raise DB_RANGE
     if a != b:
         ks = server.keyspace
-        for i in (a, b):
-            server.touch_all_watched(ks[i])
+        server.touch_all_watched(ks[a], ks[b])
+        server.touch_all_watched(ks[b], ks[a])
         ks.swap(a, b)
         server.blocking.signal_db(a)
         server.blocking.signal_db(b)
