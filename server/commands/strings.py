@@ -282,9 +282,12 @@ def set_(c: Client, argv: list[bytes]):
         # Plain SET: no options to parse, nothing to propagate differently.
         db = c.db
         key = argv[1]
-        if db.expires and key in db.expires:
-            db.lookup(key)
-        db.set(key, argv[2])
+        data = db.data
+        if key in data and not (db.expires and key in db.expires):
+            data[key] = argv[2]  # overwrite in place: no TTL to drop, no new key to index
+        else:
+            _expire_if_needed(db, key)
+            db.set(key, argv[2])
         if db.watched:
             db.modified(key)
         if _keys.notifier is not None:
@@ -343,15 +346,17 @@ def mset(c: Client, argv: list[bytes]):
     if not n & 1:
         raise ReplyError("ERR wrong number of arguments for 'mset' command")
     db = c.db
-    dbset = db.set
+    data = db.data
     expires = db.expires
     watched = db.watched
     notifier = _keys.notifier
     for j in range(1, n, 2):
         key = argv[j]
-        if expires and key in expires:
-            db.lookup(key)
-        dbset(key, argv[j + 1])
+        if key in data and not (expires and key in expires):
+            data[key] = argv[j + 1]
+        else:
+            _expire_if_needed(db, key)
+            db.set(key, argv[j + 1])
         if watched:
             db.modified(key)
         if notifier is not None:
@@ -442,30 +447,47 @@ def setrange(c: Client, argv: list[bytes]):
 
 
 # -- counters ---------------------------------------------------------------------------
+# Canonical integer strings INCR wrote, mapped to their value: parsing bytes is
+# the costliest step of a counter update, and the mapping depends only on content.
+_INTS: dict[bytes, int] = {}
+
+
 def _incr(c: Client, key: bytes, incr: int) -> int:
     db = c.db
-    value = db.lookup(key)
+    data = db.data
+    value = data.get(key)
+    if value is not None and db.expires and key in db.expires:
+        value = db.lookup(key)
     if value is None:
-        current = 0
-    else:
-        t = type(value)
-        if t is bytes:
-            current = string2ll(value)
-        elif t is bytearray:
-            current = string2ll(bytes(value))
-        else:
-            raise WRONGTYPE
-        if current is None:
-            raise NOT_INT
-    result = current + incr
-    if result > INT64_MAX or result < INT64_MIN:
-        raise OVERFLOW
-    if value is None:
+        result = incr
         db.set(key, b"%d" % result)
     else:
-        db.data[key] = b"%d" % result  # dbOverwrite: TTL kept
-    db.modified(key)
-    _notify(db, "$", b"incrby", key)
+        current = _INTS.get(value) if type(value) is bytes else None
+        if current is not None:
+            pass  # a counter this module wrote: no parsing
+        elif type(value) is bytes and value.isdigit() and len(value) < 19 and (value[0] != 48 or len(value) == 1):
+            current = int(value)  # a small non-negative canonical integer
+        else:
+            t = type(value)
+            if t is bytes:
+                current = string2ll(value)
+            elif t is bytearray:
+                current = string2ll(bytes(value))
+            else:
+                raise WRONGTYPE
+            if current is None:
+                raise NOT_INT
+        result = current + incr
+        if result > INT64_MAX or result < INT64_MIN:
+            raise OVERFLOW
+        data[key] = new = b"%d" % result  # dbOverwrite: TTL kept
+        if len(_INTS) >= 4096:
+            _INTS.clear()
+        _INTS[new] = result
+    if db.watched:
+        db.modified(key)
+    if _keys.notifier is not None:
+        _keys.notifier(db.id, "$", b"incrby", key)
     c.server.dirty += 1
     return result
 

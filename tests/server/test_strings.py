@@ -796,3 +796,16 @@ async def test_redis_py_asyncio(rill_server):
         assert await client.strlen("counter") == 2
     finally:
         await client.aclose()
+
+
+@HYPO
+@given(st.lists(st.one_of(
+    st.tuples(st.sampled_from(["INCRBY", "DECRBY"]), st.integers(-(2**63), 2**63 - 1).map(str)),
+    st.tuples(st.just("SET"), st.one_of(st.integers(-(2**64), 2**64).map(str), st.sampled_from(["01", "-0", "x", ""]))),
+    st.tuples(st.sampled_from(["INCR", "DECR", "GET"])),
+    st.tuples(st.just("APPEND"), st.sampled_from(["0", "1", "a"])),
+), max_size=12))
+def test_counter_sequences_match_redis(sbs, script):
+    sbs.check("DEL", "n")
+    for op, *args in script:
+        sbs.check(op, "n", *args)
