@@ -73,3 +73,53 @@ def test_blocking_commands_in_multi_do_not_block(sbs):
 
 def test_exec_without_multi(sbs3):
     sbs3.run([("EXEC",), ("DISCARD",), ("MULTI",), ("SET", "x", "1"), ("EXEC",)])
+
+
+def test_watch_stale_keys_follow_redis(rill_server, oracle_server):
+    """Keys already expired at WATCH time are no change when deleted or flushed."""
+    script = [
+        ("DEBUG", "SET-ACTIVE-EXPIRE", "0"),
+        ("SET", "x", "foo", "PX", "1"),
+    ]
+    for port in (rill_server.port, oracle_server.port):
+        s = SideBySide(port, port)
+        a = s.rill
+        for args in script:
+            a.call(*args)
+        time.sleep(0.01)
+        a.call("WATCH", "x")
+        a.call("DEL", "x")
+        a.call("MULTI")
+        a.call("PING")
+        assert a.call("EXEC") == b"*1\r\n+PONG\r\n", port
+        a.call("SET", "y", "1", "PX", "1")
+        time.sleep(0.01)
+        a.call("WATCH", "y")
+        a.call("FLUSHDB")
+        a.call("MULTI")
+        a.call("PING")
+        assert a.call("EXEC") == b"*1\r\n+PONG\r\n", port
+        a.call("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+        s.close()
+
+
+def test_propagation_wraps_multi_effects(rill_server):
+    """EXEC's effects reach the propagation path as one MULTI/EXEC block."""
+    from rill.server.commands import load_all
+    from rill.server.server import Server
+
+    load_all()
+    server = Server()
+    seen = []
+    server.propagation_sinks.append(seen.append)
+    c = server.new_client()
+    for argv in ([b"MULTI"], [b"SET", b"a", b"1"], [b"INCR", b"a"], [b"GET", b"a"], [b"EXEC"]):
+        server.execute(c, argv)
+    assert seen == [[(0, [b"MULTI"]), (0, [b"SET", b"a", b"1"]), (0, [b"INCR", b"a"]), (0, [b"EXEC"])]]
+    seen.clear()
+    for argv in ([b"MULTI"], [b"GET", b"a"], [b"EXEC"]):
+        server.execute(c, argv)
+    assert seen == []
+    server.execute(c, [b"SET", b"b", b"2", b"EX", b"100"])
+    ((db, argv),) = seen[0]
+    assert argv[:4] == [b"SET", b"b", b"2", b"PXAT"]
