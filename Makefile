@@ -1,0 +1,51 @@
+# rill: the commands the README gives.
+#
+#   make run     create .venv if missing, install rill, serve 127.0.0.1:6379
+#   make test    create .venv if missing, install rill with its test extras, run the whole suite
+#   make bench   side-by-side benchmarks against Debian's redis-server (BENCH_QUICK=1 for a short run)
+#   make lint    ruff
+#
+# The venv is (re)installed only when pyproject.toml is newer than the stamp
+# file, so every target is fast once the machine is set up.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.rill-installed
+EXTRAS ?= test,bench,lint
+
+# `make run` serves the address and port Redis uses by default, loopback only.
+# Extra redis-server style options: make run RUN_ARGS="--port 7000 --save ''"
+RUN_ARGS ?=
+PYTEST_ARGS ?=
+BENCH_ARGS ?=
+
+.PHONY: run test bench lint venv clean distclean
+
+venv: $(STAMP)
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	@touch $@
+
+run: $(STAMP)
+	$(BIN)/rill-server --bind 127.0.0.1 --port 6379 $(RUN_ARGS)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m bench $(BENCH_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf build dist .pytest_cache .ruff_cache .hypothesis
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV) *.egg-info

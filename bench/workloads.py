@@ -1,0 +1,219 @@
+"""The registry of benchmark workloads: the one place later issues add theirs.
+
+Each entry says what to run and the target its issue sets; bench/harness.py runs it on
+redis-server and on rill and prints the ratio. Helpers cover the two common shapes:
+``rb_test`` (a named redis-benchmark test, ``-t set``) and ``rb_command`` (a custom
+command line for redis-benchmark, e.g. XADD). Anything else is a function taking
+(ctx, server) and returning {row label: value}; see the consumer loop below.
+
+Targets (rill / redis-server): issue 2: unpipelined >= 0.7x, -P 16 >= 0.6x; issue 3:
+XADD >= 0.7x / 0.6x, XRANGE COUNT 100 >= 0.35x, consumer loop >= 0.5x, memory per entry
+<= 1.2x; issue 4: list commands >= 0.7x, LRANGE_100 >= 0.35x, wake p99 <= 10 ms.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from . import aio
+from .harness import (
+    AT_LEAST,
+    AT_MOST,
+    Arg,
+    BenchError,
+    Ctx,
+    Row,
+    Server,
+    Target,
+    Workload,
+    redis_benchmark,
+)
+
+WORKLOADS: list[Workload] = []
+
+# Request counts for a full run (BENCH_QUICK=1 takes a tenth). Chosen so a full
+# `make bench` stays within a few minutes on two cores.
+N_UNPIPELINED = 100_000
+N_PIPELINED = 500_000
+N_HEAVY = 20_000  # replies of 100 elements: LRANGE_100, XRANGE COUNT 100, XREAD COUNT 100
+PIPELINE = 16
+
+
+def register(w: Workload) -> Workload:
+    if any(x.name == w.name for x in WORKLOADS):
+        raise ValueError(f"duplicate workload {w.name}")
+    WORKLOADS.append(w)
+    return w
+
+
+def rb_test(name: str, test: str, *, group: str, issue: int, target: Target | None, pipeline: int = 1,
+            requests: int | None = None, probe: list[list[Arg]] | None = None,
+            setup: Callable[[Ctx, Server], None] | None = None) -> Workload:
+    """A named redis-benchmark test (``-t test``) as one row."""
+    n = requests or (N_PIPELINED if pipeline > 1 else N_UNPIPELINED)
+
+    def measure(ctx: Ctx, server: Server) -> dict[str, float]:
+        rps = redis_benchmark(server.port, requests=ctx.n(n), clients=ctx.clients, pipeline=pipeline, test=test)
+        return {name: rps}
+
+    return register(Workload(name, group, issue, [Row(name, "rps", target)], measure,
+                             probe=probe or [], setup=setup))
+
+
+def rb_command(name: str, command: list[str], *, group: str, issue: int, target: Target | None,
+               pipeline: int = 1, requests: int | None = None, probe: list[list[Arg]] | None = None,
+               setup: Callable[[Ctx, Server], None] | None = None) -> Workload:
+    """A custom command line for redis-benchmark (``redis-benchmark ... XADD s * f v``) as one row."""
+    n = requests or (N_PIPELINED if pipeline > 1 else N_UNPIPELINED)
+
+    def measure(ctx: Ctx, server: Server) -> dict[str, float]:
+        rps = redis_benchmark(server.port, requests=ctx.n(n), clients=ctx.clients, pipeline=pipeline,
+                              command=command)
+        return {name: rps}
+
+    return register(Workload(name, group, issue, [Row(name, "rps", target)], measure,
+                             probe=probe or [command], setup=setup))
+
+
+def prefill_stream(key: str, entries: int) -> Callable[[Ctx, Server], None]:
+    """Setup: a stream of ``entries`` two-field entries, pipelined."""
+
+    def setup(ctx: Ctx, server: Server) -> None:
+        with server.client() as c:
+            c.call("DEL", key)
+            errors = c.pipeline(["XADD", key, "*", "f1", i % 1000, "f2", i % 100] for i in range(entries))
+            if errors:
+                raise BenchError(f"prefill of {key}: {errors} error replies")
+
+    return setup
+
+
+def prefill_list(key: str, items: int) -> Callable[[Ctx, Server], None]:
+    """Setup: a list of ``items`` three-byte items (what redis-benchmark pushes)."""
+
+    def setup(ctx: Ctx, server: Server) -> None:
+        n = ctx.n(items)
+        with server.client() as c:
+            c.call("DEL", key)
+            errors = c.pipeline(["RPUSH", key, *(["xxx"] * 1000)] for _ in range(0, n, 1000))
+            if errors:
+                raise BenchError(f"prefill of {key}: {errors} error replies")
+
+    return setup
+
+
+# -- issue 2: the core server --------------------------------------------------------------
+
+UNPIPELINED, PIPELINED = AT_LEAST(0.7), AT_LEAST(0.6)
+
+for _test, _probe in [("ping_mbulk", ["PING"]), ("set", ["SET", "bench:probe", "x"]),
+                      ("get", ["GET", "bench:probe"]), ("incr", ["INCR", "bench:probe:n"]),
+                      ("mset", ["MSET", "bench:probe", "x"])]:
+    rb_test(_test.upper(), _test, group="core", issue=2, target=UNPIPELINED, probe=[_probe])
+    rb_test(f"{_test.upper()} -P{PIPELINE}", _test, group="core", issue=2, target=PIPELINED,
+            pipeline=PIPELINE, probe=[_probe])
+
+# -- issue 3: streams ----------------------------------------------------------------------
+
+XADD_CMD = ["XADD", "bench:xadd", "*", "f1", "v1", "f2", "v2"]
+XR = "bench:xr"
+rb_command("XADD", XADD_CMD, group="streams", issue=3, target=UNPIPELINED)
+rb_command(f"XADD -P{PIPELINE}", XADD_CMD, group="streams", issue=3, target=PIPELINED, pipeline=PIPELINE)
+rb_command("XRANGE COUNT 10", ["XRANGE", XR, "-", "+", "COUNT", "10"], group="streams", issue=3,
+           target=None, setup=prefill_stream(XR, 10_000))
+rb_command("XRANGE COUNT 100", ["XRANGE", XR, "-", "+", "COUNT", "100"], group="streams", issue=3,
+           target=AT_LEAST(0.35), requests=N_HEAVY, setup=prefill_stream(XR, 10_000))
+rb_command("XREAD COUNT 100", ["XREAD", "COUNT", "100", "STREAMS", XR, "0-0"], group="streams", issue=3,
+           target=None, requests=N_HEAVY, setup=prefill_stream(XR, 10_000))
+rb_command("XLEN", ["XLEN", XR], group="streams", issue=3, target=None, setup=prefill_stream(XR, 10_000))
+
+CG_KEY, CG_GROUP, CG_ENTRIES = "bench:cg", "g", 100_000
+
+
+def _consumer_setup(ctx: Ctx, server: Server) -> None:
+    prefill_stream(CG_KEY, ctx.n(CG_ENTRIES))(ctx, server)
+    with server.client() as c:
+        reply = c.call("XGROUP", "CREATE", CG_KEY, CG_GROUP, "0")
+        if reply != b"OK":
+            raise BenchError(f"XGROUP CREATE: {reply!r}")
+
+
+def _consumer_measure(ctx: Ctx, server: Server) -> dict[str, float]:
+    expected = ctx.n(CG_ENTRIES)
+    done, secs = aio.run(aio.consumer_loop(server.port, CG_KEY, CG_GROUP, ctx.clients))
+    if done != expected:
+        raise BenchError(f"consumer loop acknowledged {done} of {expected} entries")
+    return {"XREADGROUP COUNT 10 + XACK": done / secs}
+
+
+register(Workload(
+    "XREADGROUP COUNT 10 + XACK", "streams", 3,
+    [Row("XREADGROUP COUNT 10 + XACK", "entries/s", AT_LEAST(0.5))],
+    _consumer_measure,
+    probe=[["XADD", "bench:probe:cg", "*", "f", "v"], ["XGROUP", "CREATE", "bench:probe:cg", "g", "0"],
+           ["XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "bench:probe:cg", ">"],
+           ["XACK", "bench:probe:cg", "g", "0-1"]],
+    setup=_consumer_setup,
+))
+
+MEM_KEY, MEM_ENTRIES = "bench:mem", 1_000_000
+
+
+MEM_LABEL = "stream memory/entry (two small fields)"
+
+
+def _memory_measure(ctx: Ctx, server: Server) -> dict[str, float]:
+    """Bytes per entry over 1M entries: Redis's used_memory delta; rill's process RSS delta.
+
+    RSS is all rill costs (interpreter overhead included); it is measured on a freshly
+    started process so freed memory from earlier workloads cannot hide the growth.
+    """
+    n = ctx.n(MEM_ENTRIES)
+    is_redis = server.is_redis
+    with server.client() as c:
+        before = int(c.info("memory")["used_memory"]) if is_redis else server.rss_bytes()
+        prefill_stream(MEM_KEY, n)(ctx, server)
+        length = c.call("XLEN", MEM_KEY)
+        if length != n:
+            raise BenchError(f"XLEN after filling is {length!r}, expected {n}")
+        after = int(c.info("memory")["used_memory"]) if is_redis else server.rss_bytes()
+    return {MEM_LABEL: (after - before) / n}
+
+
+register(Workload(
+    MEM_LABEL, "streams", 3,
+    [Row(MEM_LABEL, "B/entry", AT_MOST(1.2))],
+    _memory_measure,
+    probe=[["XADD", "bench:probe:mem", "*", "f", "v"], ["XLEN", "bench:probe:mem"]],
+    fresh=True,
+))
+
+# -- issue 4: lists and the blocking layer -------------------------------------------------
+
+rb_test("LPUSH", "lpush", group="lists", issue=4, target=UNPIPELINED, probe=[["LPUSH", "bench:probe:l", "x"]])
+rb_test("RPUSH", "rpush", group="lists", issue=4, target=UNPIPELINED, probe=[["RPUSH", "bench:probe:l", "x"]])
+# redis-benchmark pops from "mylist"; fill it first so every pop finds an item.
+rb_test("LPOP", "lpop", group="lists", issue=4, target=UNPIPELINED, probe=[["LPOP", "bench:probe:l"]],
+        setup=prefill_list("mylist", N_UNPIPELINED))
+rb_test("RPOP", "rpop", group="lists", issue=4, target=UNPIPELINED, probe=[["RPOP", "bench:probe:l"]],
+        setup=prefill_list("mylist", N_UNPIPELINED))
+rb_test("LRANGE_100", "lrange_100", group="lists", issue=4, target=AT_LEAST(0.35), requests=N_HEAVY,
+        probe=[["LPUSH", "bench:probe:l", "x"], ["LRANGE", "bench:probe:l", "0", "99"]])
+
+WAKE_WAITERS = 1000
+
+
+def _wake_measure(ctx: Ctx, server: Server) -> dict[str, float]:
+    rounds = 1 if ctx.quick else 3
+    lat = aio.run(aio.wake_latency(server.port, "bench:wake", WAKE_WAITERS, rounds))
+    return {"BLPOP wake p50 (1000 blocked)": aio.percentile(lat, 50),
+            "BLPOP wake p99 (1000 blocked)": aio.percentile(lat, 99)}
+
+
+register(Workload(
+    "BLPOP wake latency", "lists", 4,
+    [Row("BLPOP wake p50 (1000 blocked)", "ms", None),
+     Row("BLPOP wake p99 (1000 blocked)", "ms", Target("abs<=", 10.0))],
+    _wake_measure,
+    probe=[["RPUSH", "bench:probe:w", "x"], ["BLPOP", "bench:probe:w", "0.01"]],
+))

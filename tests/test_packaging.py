@@ -1,0 +1,390 @@
+"""Packaging and the files around it: the distribution, Makefile, CI script, Docker, README, bench.
+
+These tests read the repository's files statically where running them is impossible here
+(no Docker engine), and run what can run: a wheel build, the image's CMD and HEALTHCHECK
+commands against a real rill-server, ``make -n``/``make -q`` on the Makefile's rules.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.support import ServerProcess, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+# The product card's top-level folders and the import name they install under.
+SOURCE_FOLDERS = ["server", "protocol", "storage", "persistence", "pipeline"]
+
+
+def _pyproject() -> dict:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+# -- the distribution --------------------------------------------------------------------
+
+
+def test_distribution_metadata():
+    dist = metadata.distribution("rill")
+    assert dist.metadata["Name"] == "rill"
+    assert dist.metadata["Requires-Python"] == ">=3.11"
+    requires = [r.split(";")[0] for r in dist.requires or []]
+    assert any(r.startswith("uvloop") for r in requires)
+    assert any(r.startswith("hiredis") for r in requires)
+    extras = set(dist.metadata.get_all("Provides-Extra") or [])
+    assert {"test", "bench", "lint"} <= extras
+    (ep,) = [e for e in dist.entry_points if e.name == "rill-server"]
+    assert (ep.group, ep.value) == ("console_scripts", "rill.server.main:main")
+
+
+def test_every_source_package_is_mapped_under_rill():
+    """A folder with an __init__.py that pyproject does not list would be missing from the wheel."""
+    tool = _pyproject()["tool"]["setuptools"]
+    mapped = {v: k for k, v in tool["package-dir"].items()}
+    for top in SOURCE_FOLDERS:
+        for init in (ROOT / top).rglob("__init__.py") if (ROOT / top).is_dir() else []:
+            folder = init.parent.relative_to(ROOT).as_posix()
+            assert folder in mapped, f"{folder}/ is not in [tool.setuptools] package-dir"
+            assert mapped[folder] == "rill." + folder.replace("/", "."), folder
+            assert mapped[folder] in tool["packages"], folder
+
+
+def test_no_generic_top_level_module_is_installed(tmp_path):
+    """Only ``rill`` is importable from site-packages; ``server`` etc. are not."""
+    code = ("import importlib.util as u, json; "
+            "print(json.dumps({n: u.find_spec(n) is not None for n in "
+            "['rill', 'rill.server', 'rill.protocol', 'rill.storage', 'rill.persistence', "
+            "'server', 'protocol', 'storage', 'persistence']}))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=30, check=True)
+    found = json.loads(out.stdout)
+    assert all(found[n] for n in ["rill", "rill.server", "rill.protocol", "rill.storage", "rill.persistence"])
+    assert not any(found[n] for n in ["server", "protocol", "storage", "persistence"])
+
+
+def test_wheel_holds_every_module_and_the_command_specs(tmp_path):
+    """Build the wheel the Dockerfile installs (a non-editable install) from a clean copy."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ["pyproject.toml", "README.md"]:
+        shutil.copy(ROOT / name, src / name)
+    for top in SOURCE_FOLDERS:
+        if (ROOT / top).is_dir():
+            shutil.copytree(ROOT / top, src / top, ignore=shutil.ignore_patterns("__pycache__"))
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path / "w"),
+                          str(src)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    (wheel,) = (tmp_path / "w").glob("rill-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for top in SOURCE_FOLDERS:
+        for py in (ROOT / top).rglob("*.py") if (ROOT / top).is_dir() else []:
+            rel = py.relative_to(ROOT).as_posix()
+            assert f"rill/{rel}" in names, f"{rel} is not in the wheel"
+    assert "rill/server/commands/specs.json" in names
+    assert {n.split("/")[0] for n in names} == {"rill", wheel.name.split("-py3")[0] + ".dist-info"}
+    entry_points = zipfile.ZipFile(wheel).read(f"{wheel.name.split('-py3')[0]}.dist-info/entry_points.txt")
+    assert b"rill-server = rill.server.main:main" in entry_points
+
+
+# -- Makefile ----------------------------------------------------------------------------
+
+
+def _make(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    # Under `make test VENV=...` the outer make's variables reach us through MAKEFLAGS.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES", "VENV", "PYTHON", "EXTRAS")}
+    return subprocess.run(["make", "--no-print-directory", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=60, env=env)
+
+
+@pytest.mark.parametrize(("target", "expected"), [
+    ("run", r"rill-server --bind 127\.0\.0\.1 --port 6379"),
+    ("test", r"\.venv/bin/python -m pytest"),
+    ("bench", r"\.venv/bin/python -m bench"),
+    ("lint", r"\.venv/bin/ruff check \."),
+])
+def test_make_targets(target, expected):
+    if shutil.which("make") is None:
+        pytest.fail("make is required (apt-get install make)")
+    out = _make("-n", "-W", "pyproject.toml", target)
+    assert out.returncode == 0, out.stderr
+    # Whatever the state of the venv, the target (re)installs when pyproject.toml changed ...
+    assert "pip install --quiet -e '.[test,bench,lint]'" in out.stdout
+    assert re.search(expected, out.stdout), out.stdout
+
+
+def test_make_installs_only_when_pyproject_changes(tmp_path):
+    """The stamp keyed on pyproject.toml makes set-up a no-op once done."""
+    shutil.copy(ROOT / "Makefile", tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    venv_bin = tmp_path / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python").write_text("#!/bin/sh\nexit 0\n")
+    (venv_bin / "python").chmod(0o755)
+    # No stamp yet: setting up would install.
+    assert _make("-q", "venv", cwd=tmp_path).returncode == 1
+    assert _make("venv", cwd=tmp_path).returncode == 0  # the fake python "installs"
+    assert (tmp_path / ".venv" / ".rill-installed").exists()
+    assert _make("-q", "venv", cwd=tmp_path).returncode == 0  # up to date: nothing to do
+    os.utime(tmp_path / "pyproject.toml", (2**31, 2**31))  # pyproject.toml changed
+    assert _make("-q", "venv", cwd=tmp_path).returncode == 1
+    # A missing venv is created with python3 -m venv.
+    shutil.rmtree(tmp_path / ".venv")
+    assert "python3 -m venv .venv" in _make("-n", "venv", cwd=tmp_path).stdout
+
+
+# -- CI ----------------------------------------------------------------------------------
+
+
+def test_ci_script():
+    script = ROOT / ".ci" / "run"
+    assert os.access(script, os.X_OK), ".ci/run must be executable"
+    text = script.read_text()
+    assert text.startswith("#!/usr/bin/env bash\n")
+    assert "set -euo pipefail" in text
+    assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
+    install = next(ln for ln in text.splitlines() if ln.startswith("packages=("))
+    assert {"redis-server", "redis-tools", "tcl", "make"} <= set(install[len("packages=("):-1].split())
+    assert "apt-get update" in text and "apt-get install -y" in text
+    assert text.rstrip().splitlines()[-1] == "make test"
+
+
+# -- Docker ------------------------------------------------------------------------------
+
+
+def _dockerfile() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
+    text = (ROOT / "docker" / "Dockerfile").read_text()
+    text = re.sub(r"\\\n", " ", "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#")))
+    out = []
+    for line in text.splitlines():
+        if line.strip():
+            instr, _, rest = line.strip().partition(" ")
+            out.append((instr.upper(), rest.strip()))
+    return out
+
+
+def _final_stage() -> list[tuple[str, str]]:
+    steps = _dockerfile()
+    last_from = max(i for i, (ins, _) in enumerate(steps) if ins == "FROM")
+    return steps[last_from:]
+
+
+def test_dockerfile_is_conventional():
+    steps = _dockerfile()
+    known = {"FROM", "WORKDIR", "COPY", "RUN", "ENV", "USER", "EXPOSE", "VOLUME", "HEALTHCHECK", "CMD", "ARG",
+             "LABEL", "ENTRYPOINT"}
+    assert all(ins in known for ins, _ in steps), steps
+    final = dict(_final_stage())
+    assert re.fullmatch(r"python:3\.11-slim(-\w+)?", final["FROM"])
+    assert final["EXPOSE"] == "6379"
+    assert final["VOLUME"] == "/data"
+    assert final["WORKDIR"] == "/data"
+    user = final["USER"]
+    assert user not in ("root", "0", "")
+    assert re.search(r"useradd [^&]*\b" + re.escape(user) + r"\s*(&&|$)", final["RUN"])  # created in the image
+    assert re.search(r"chown " + re.escape(user) + r":\S+ /data", final["RUN"])  # and owns the volume
+    # The package is installed with pip from the repository (build context = repo root).
+    assert any(ins == "RUN" and "pip wheel" in args and args.rstrip().endswith(" .") for ins, args in steps)
+    assert "pip install /wheels/*.whl" in final["RUN"]
+
+
+def test_dockerignore_keeps_what_the_build_needs():
+    ignored = [ln.strip() for ln in (ROOT / "docker" / "Dockerfile.dockerignore").read_text().splitlines()
+               if ln.strip() and not ln.startswith("#")]
+    for needed in ["pyproject.toml", "README.md", *[f for f in SOURCE_FOLDERS if (ROOT / f).is_dir()]]:
+        assert needed not in ignored
+    assert ".venv" in ignored and ".git" in ignored
+
+
+def _exec_form(args: str) -> list[str]:
+    value = json.loads(args)
+    assert isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return value
+
+
+def test_image_cmd_and_healthcheck_work_against_rill(tmp_path):
+    """Run the image's CMD (with this machine's port and data dir) and its HEALTHCHECK command."""
+    final = dict(_final_stage())
+    cmd = _exec_form(final["CMD"])
+    assert cmd[0] == "rill-server"
+    assert ["--bind", "0.0.0.0"] == cmd[cmd.index("--bind"):cmd.index("--bind") + 2]
+    assert ["--protected-mode", "no"] == cmd[cmd.index("--protected-mode"):cmd.index("--protected-mode") + 2]
+    health_opts, _, health_cmd = final["HEALTHCHECK"].partition("CMD ")
+    assert re.search(r"--interval=\d+s", health_opts) and re.search(r"--timeout=\d+s", health_opts)
+    check = _exec_form(health_cmd)
+    assert check[:2] == ["python", "-c"] and "6379" in check[2]
+
+    port = free_port()
+    argv = [str(Path(sys.executable).with_name("rill-server"))] + [
+        str(tmp_path) if a == "/data" else a for a in cmd[1:]] + ["--port", str(port)]
+    with ServerProcess(argv, port, str(tmp_path)).start():
+        probe = [sys.executable, "-c", check[2].replace("6379", str(port))]
+        assert subprocess.run(probe, timeout=10).returncode == 0
+    # Against nothing listening, the check fails.
+    assert subprocess.run([sys.executable, "-c", check[2].replace("6379", str(port))],
+                          capture_output=True, timeout=10).returncode != 0
+
+
+def test_healthcheck_accepts_a_password_protected_server(tmp_path):
+    check = _exec_form(dict(_final_stage())["HEALTHCHECK"].partition("CMD ")[2])
+    port = free_port()
+    argv = [str(Path(sys.executable).with_name("rill-server")), "--port", str(port), "--save", "",
+            "--requirepass", "secret"]
+    with ServerProcess(argv, port, str(tmp_path)).start():
+        assert subprocess.run([sys.executable, "-c", check[2].replace("6379", str(port))],
+                              timeout=10).returncode == 0
+
+
+def test_compose_example():
+    compose = yaml.safe_load((ROOT / "docker" / "compose.yml").read_text())
+    rill = compose["services"]["rill"]
+    context = (ROOT / "docker" / rill["build"]["context"]).resolve()
+    assert context == ROOT
+    assert (context / rill["build"]["dockerfile"]).resolve() == ROOT / "docker" / "Dockerfile"
+    assert rill["command"] == _exec_form(dict(_final_stage())["CMD"])
+    assert any(str(p).endswith("6379:6379") for p in rill["ports"])
+    assert any(str(v).endswith(":/data") for v in rill["volumes"])
+    for v in rill["volumes"]:
+        name = str(v).split(":")[0]
+        assert name in (compose.get("volumes") or {}), name
+    client = compose["services"]["client"]
+    assert client["depends_on"]["rill"]["condition"] == "service_healthy"
+
+
+# -- README ------------------------------------------------------------------------------
+
+
+def _readme() -> str:
+    return (ROOT / "README.md").read_text()
+
+
+def test_readme_make_targets_exist():
+    makefile = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"(?m)^([a-z][\w-]*):", makefile))
+    mentioned = set(re.findall(r"\bmake ([a-z][\w-]*)", _readme()))
+    assert {"run", "test"} <= mentioned
+    assert mentioned <= targets, mentioned - targets
+
+
+def test_readme_rill_server_command_lines_parse():
+    """Every ``rill-server ...`` example in the README is a command line rill accepts."""
+    from rill.server.config import Config
+
+    lines = re.findall(r"(?m)^\s*(?:\$ )?rill-server(?: (.*))?$", _readme())
+    assert len(lines) >= 2
+    cwd = os.getcwd()
+    try:
+        for line in lines:
+            args = shlex.split(line or "")
+            args = [tempfile.gettempdir() if a.startswith("/data") else a for a in args]
+            if args and not args[0].startswith("--"):
+                conf = Path(tempfile.mkdtemp()) / "redis.conf"
+                conf.write_text("port 6379\n")
+                args[0] = str(conf)
+            Config().load_argv(args)
+    finally:
+        os.chdir(cwd)  # --dir changes the working directory as redis-server does
+
+
+def test_readme_layout_paths_exist():
+    text = _readme()
+    section = text[text.index("## Layout"):]
+    section = section[:section.index("\n## ", 4)]
+    paths = re.findall(r"(?m)^(\S+/)\s", section)
+    assert len(paths) >= 6
+    for p in paths:
+        if p == "pipeline/":  # the Spark issue adds it
+            continue
+        assert (ROOT / p).is_dir(), p
+
+
+def test_readme_github_actions_snippet_is_yaml():
+    blocks = re.findall(r"```yaml\n(.*?)```", _readme(), re.S)
+    jobs = [yaml.safe_load(b) for b in blocks]
+    services = [j for j in jobs if isinstance(j, dict) and "jobs" in j]
+    assert services, "no GitHub Actions workflow in the README"
+    job = next(iter(services[0]["jobs"].values()))
+    rill = job["services"]["rill"]
+    assert rill["ports"] == ["6379:6379"]
+
+
+# -- the benchmark harness (no timings asserted) -----------------------------------------
+
+
+def test_bench_csv_parsing():
+    from bench.harness import parse_csv
+
+    out = ('"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms",'
+           '"p99_latency_ms","max_latency_ms"\n'
+           '"LPUSH (needed to benchmark LRANGE)","63492.06","0.416","0.080","0.383","0.607","0.687","1.551"\n'
+           '"LRANGE_100 (first 100 elements)","48076.92","0.560","0.216","0.503","0.823","0.975","1.575"\n')
+    assert parse_csv(out) == {"LPUSH (needed to benchmark LRANGE)": 63492.06,
+                              "LRANGE_100 (first 100 elements)": 48076.92}
+
+
+def test_bench_registry_covers_the_issues():
+    from bench.workloads import WORKLOADS
+
+    names = {w.name for w in WORKLOADS}
+    for required in ["PING_MBULK", "SET -P16", "GET", "INCR", "MSET -P16", "XADD", "XADD -P16",
+                     "XRANGE COUNT 10", "XRANGE COUNT 100", "XREAD COUNT 100", "XLEN",
+                     "XREADGROUP COUNT 10 + XACK", "LPUSH", "RPUSH", "LPOP", "RPOP", "LRANGE_100"]:
+        assert required in names
+    targets = {r.label: str(r.target) for w in WORKLOADS for r in w.rows}
+    assert targets["SET"] == ">=0.70x" and targets["SET -P16"] == ">=0.60x"
+    assert targets["XRANGE COUNT 100"] == ">=0.35x" and targets["LRANGE_100"] == ">=0.35x"
+    assert targets["XREADGROUP COUNT 10 + XACK"] == ">=0.50x"
+    assert any(t == "<=1.20x" and "memory" in label for label, t in targets.items())
+    assert targets["BLPOP wake p99 (1000 blocked)"] == "<=10"
+
+
+def test_bench_skips_what_rill_does_not_serve(tmp_path):
+    """A workload whose command rill lacks is skipped with a note, and the run goes on."""
+    from bench.harness import (
+        Ctx,
+        Row,
+        Server,
+        Workload,
+        redis_argv,
+        render_table,
+        rill_argv,
+        run_workload,
+    )
+
+    if shutil.which("redis-server") is None:
+        pytest.fail("redis-server is required (apt-get install redis-server)")
+
+    def measure(ctx, server):
+        with server.client() as c:
+            return {"echo": float(len(c.call("ECHO", "abc")))}
+
+    missing = Workload("nope", "test", 0, [Row("nope")], measure, probe=[["NO-SUCH-COMMAND", "x"]])
+    present = Workload("echo", "test", 0, [Row("echo", "B/entry")], measure, probe=[["ECHO", "x"]])
+    redis = Server("redis-server", redis_argv, is_redis=True).start()
+    rill = Server("rill", rill_argv).start()
+    try:
+        (skipped,) = run_workload(Ctx(quick=True), missing, redis, rill)
+        (ran,) = run_workload(Ctx(quick=True), present, redis, rill)
+    finally:
+        redis.stop()
+        rill.stop()
+    assert skipped.status == "skipped" and skipped.note == "not implemented in rill yet (NO-SUCH-COMMAND)"
+    assert (ran.redis, ran.rill, ran.ratio) == (3.0, 3.0, 1.0)
+    table = render_table([skipped, ran])
+    assert "skipped: not implemented in rill yet (NO-SUCH-COMMAND)" in table
+    assert "1.00x" in table
