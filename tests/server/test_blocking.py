@@ -361,3 +361,130 @@ def test_info_and_commandstats_count_a_blocking_call_once(r, waiters):
     assert w.reply() == bulk_pair("q", "a")
     assert r.info("commandstats")["cmdstat_blpop"]["calls"] == 1
     assert blocked(r) == 0
+
+
+# -- the registry for other families (in-process, with stand-in commands) -----------
+class FakeCommand:
+    """Just what the registry touches of a Command: a handler and its counters."""
+
+    flags = 0
+    first_key = 1
+    last_key = 1
+    key_step = 1
+
+    def __init__(self, handler) -> None:
+        self.handler = handler
+        self.failed_calls = 0
+
+    def key_positions(self, argv):
+        return [1]
+
+
+@pytest.fixture
+def registry_server():
+    from rill.server.commands import load_all
+    from rill.server.server import Server
+
+    load_all()
+    return Server()
+
+
+def _park(server, handler, keys, **block_kw):
+    from rill.server.blocking import Block
+
+    client = server.new_client()
+    cmd = FakeCommand(handler)
+    server.block(client, cmd, [b"FAKE", *keys], Block(keys, 0, **block_kw))
+    return client
+
+
+def _signal(server, key, db=0):
+    server.blocking.signal(db, key)
+    server.serve_blocked()
+
+
+def test_registry_wake_types_and_on_gone(registry_server):
+    from rill.server.blocking import Block
+    from rill.storage.list import ListValue
+
+    server = registry_server
+    calls: list[tuple[str, bytes | None]] = []
+
+    def handler_for(name):
+        def handler(c, argv):
+            calls.append((name, c.server.blocking.serving))
+            value = c.db.lookup(argv[1])
+            if name == "group" and (value is None or type(value) is not ListValue):
+                return b"gone"
+            if name == "any" and value == b"go":
+                return b"went"
+            return Block([argv[1]], 0, [b"FAKE", argv[1], b"again"], wake=None)
+        return handler
+
+    streamish = _park(server, handler_for("typed"), [b"k"], wake=b"list")
+    group = _park(server, handler_for("group"), [b"k"], wake=b"list", on_gone=True)
+    anything = _park(server, handler_for("any"), [b"k"])
+    db = server.keyspace[0]
+    db.set(b"k", b"a string")
+    _signal(server, b"k")
+    # the typed waiter is not retried for a string; on_gone and wake=None ones are
+    assert calls == [("group", b"k"), ("any", b"k")]
+    assert b"".join(group.out) == b"$4\r\ngone\r\n" and group.blocked is None
+    assert anything.blocked is not None and anything.blocked.argv == [b"FAKE", b"k", b"again"]
+    calls.clear()
+    db.delete(b"k")
+    _signal(server, b"k")
+    assert calls == [("any", b"k")]  # a missing key: only the wake=None waiter
+    calls.clear()
+    db.set(b"k", ListValue([b"x"]))
+    _signal(server, b"k")
+    assert calls == [("typed", b"k"), ("any", b"k")]
+    db.set(b"k", b"go")
+    _signal(server, b"k")
+    assert b"".join(anything.out) == b"$4\r\nwent\r\n"
+    assert streamish.blocked is not None and server.blocking.blocked_clients == 1
+    server.client_gone(streamish)
+    assert server.blocking.blocked_clients == 0 and not server.blocking.waiters
+    assert not server.blocking.eager
+
+
+def test_registry_keeps_places_and_deadlines_on_fruitless_retries(registry_server):
+    from rill.server.blocking import Block
+
+    server = registry_server
+    order: list[int] = []
+
+    def handler_for(i):
+        def handler(c, argv):
+            order.append(i)
+            return Block([argv[1]], 5.0)
+        return handler
+
+    clients = [_park(server, handler_for(i), [b"q"]) for i in range(4)]
+    deadlines = [c.blocked.deadline for c in clients]
+    for _ in range(3):
+        _signal(server, b"q")
+    assert order == [0, 1, 2, 3] * 3
+    assert [c.blocked.deadline for c in clients] == deadlines
+    assert list(server.blocking.waiters[(0, b"q")]) == [c.blocked for c in clients]
+
+
+def test_parse_timeout_follows_redis():
+    from rill.protocol.reply import ReplyError
+    from rill.server.blocking import parse_timeout
+
+    assert parse_timeout(b"0") == 0.0
+    assert parse_timeout(b"1.5") == 1.5
+    assert parse_timeout(b"0.0001") == 0.001  # rounded up to a millisecond
+    assert parse_timeout(b"-0.0001") == 0.0  # ...so this one is "forever"
+    assert parse_timeout(b"0x10") == 16.0
+    assert parse_timeout(b"100", unit_ms=True) == 0.1
+    for bad, msg in ((b"x", b"not a float"), (b"-1", b"negative"), (b"inf", b"negative"),
+                     (b" 1", b"not a float"), (b"nan", b"not a float")):
+        with pytest.raises(ReplyError) as e:
+            parse_timeout(bad)
+        assert msg in e.value.message
+    for bad, msg in ((b"1.5", b"not an integer"), (b"-1", b"negative")):
+        with pytest.raises(ReplyError) as e:
+            parse_timeout(bad, unit_ms=True)
+        assert msg in e.value.message
