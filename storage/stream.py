@@ -1,0 +1,1906 @@
+"""The Redis Streams data type, stored the way Redis 7 stores it (t_stream.c, stream.h).
+
+Entries live in *nodes*: real listpacks in Redis's node layout, indexed by their master ID
+in a :class:`~.rax.Rax`.  Because the bytes are Redis's bytes, an RDB writer can emit nodes
+verbatim and a loader can insert them without touching entries (:meth:`Stream.nodes`,
+:meth:`Stream.load_node`).
+
+Node layout (listpack elements)::
+
+    master entry:  count | deleted | num-fields | field_1 .. field_N | 0
+    each entry:    flags | ms-diff | seq-diff | num-fields | f1 | v1 .. fN | vN | lp-count
+    SAMEFIELDS:    flags | ms-diff | seq-diff | v1 .. vN | lp-count
+
+IDs are single Python ints ``ms << 64 | seq``: they compare and hash faster than tuples,
+sort exactly like Redis's 16-byte big-endian rax keys, and ``id + 1`` / ``id - 1`` are
+streamIncrID / streamDecrID.  :func:`make_id`, :func:`split_id`, :func:`format_id`,
+:func:`format_sid` convert.  Command-level ID parsing (``-``, ``+``, ``*``, ``ms-*``, ``(``)
+belongs to the command layer.
+
+Speed notes: XADD appends to the tail node, whose header fields (counts, master fields,
+element count) are cached on the Stream so an append never re-parses the node; the cache
+is dropped whenever anything else touches the tail node.  Closed nodes are stored as
+immutable ``bytes`` of exact size (Redis's lpShrinkToFit), so decoding slices them into
+``bytes`` directly; only the tail (and nodes touched by XDEL/XTRIM) are ``bytearray``.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from bisect import bisect_left, bisect_right
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from typing import NamedTuple
+
+from .listpack import (
+    _HDR,
+    _INTSTR,
+    _NUMSTART,
+    _SMALL_INT_ELEM,
+    _STR6_BL,
+    _STR6_HDR,
+    LP_HDR_NUMELE_UNKNOWN,
+    LP_HDR_SIZE,
+    ListpackError,
+    element,
+    get,
+    int_element,
+    length,
+    replace_int,
+    skip,
+    string_to_int64,
+    validate,
+    validate_next,
+    value_bytes,
+)
+from .rax import Rax
+
+__all__ = [
+    "MASK64",
+    "ID_MAX",
+    "FLAG_NONE",
+    "FLAG_DELETED",
+    "FLAG_SAMEFIELDS",
+    "STREAM_LISTPACK_MAX_SIZE",
+    "SCG_INVALID_ENTRIES_READ",
+    "StreamIDError",
+    "StreamSizeError",
+    "make_id",
+    "split_id",
+    "format_id",
+    "format_sid",
+    "encode_key",
+    "decode_key",
+    "incr_id",
+    "decr_id",
+    "default_trim_limit",
+    "validate_node",
+    "clear_node_cache",
+    "node_counts",
+    "NACK",
+    "Consumer",
+    "ConsumerGroup",
+    "ClaimResult",
+    "AutoClaimResult",
+    "Stream",
+]
+
+MASK64 = (1 << 64) - 1
+ID_MAX = (1 << 128) - 1  # UINT64_MAX-UINT64_MAX
+_SIGN64 = 1 << 63
+_TWO64 = 1 << 64
+
+FLAG_NONE = 0
+FLAG_DELETED = 1
+FLAG_SAMEFIELDS = 2
+
+STREAM_LISTPACK_MAX_SIZE = 1 << 30
+SCG_INVALID_ENTRIES_READ = -1
+
+_SMALL_MIN = -4096
+_SMALL_MAX = 4095
+
+# Pre-encoded pieces of the node layout.
+_E_FLAGS_NONE = _SMALL_INT_ELEM[FLAG_NONE - _SMALL_MIN]
+_E_FLAGS_SAME = _SMALL_INT_ELEM[FLAG_SAMEFIELDS - _SMALL_MIN]
+_E_ZERO = _SMALL_INT_ELEM[0 - _SMALL_MIN]
+_E_ONE = _SMALL_INT_ELEM[1 - _SMALL_MIN]
+
+
+class StreamIDError(ValueError):
+    """The ID is not greater than the stream's last ID (Redis's EDOM case of XADD)."""
+
+
+class StreamSizeError(ValueError):
+    """The entry cannot be stored (Redis's ERANGE case: "Elements are too large")."""
+
+
+# --------------------------------------------------------------------------------------------
+# IDs
+# --------------------------------------------------------------------------------------------
+
+
+def make_id(ms: int, seq: int) -> int:
+    """The int form of stream ID ``ms-seq``."""
+    return (ms << 64) | seq
+
+
+def split_id(sid: int) -> tuple[int, int]:
+    """``(ms, seq)`` of an int ID."""
+    return sid >> 64, sid & MASK64
+
+
+def format_id(ms: int, seq: int) -> bytes:
+    """``b"ms-seq"``, the reply/propagation form of an ID."""
+    return b"%d-%d" % (ms, seq)
+
+
+def format_sid(sid: int) -> bytes:
+    """``b"ms-seq"`` of an int ID."""
+    return b"%d-%d" % (sid >> 64, sid & MASK64)
+
+
+def encode_key(sid: int) -> bytes:
+    """16-byte big-endian ``ms || seq``: the rax/RDB key of a node or PEL entry."""
+    return sid.to_bytes(16, "big")
+
+
+def decode_key(key: bytes) -> int:
+    """Inverse of :func:`encode_key`."""
+    return int.from_bytes(key, "big")
+
+
+def incr_id(sid: int) -> int | None:
+    """Successor ID, None when ``sid`` is the maximum (streamIncrID's C_ERR)."""
+    return None if sid >= ID_MAX else sid + 1
+
+
+def decr_id(sid: int) -> int | None:
+    """Predecessor ID, None when ``sid`` is 0-0 (streamDecrID's C_ERR)."""
+    return None if sid <= 0 else sid - 1
+
+
+def default_trim_limit(node_max_entries: int) -> int:
+    """LIMIT used by ``~`` trims when none is given: 100 nodes' worth, clamped as Redis does."""
+    limit = 100 * node_max_entries
+    if limit <= 0:
+        limit = 10000
+    if limit > 1000000:
+        limit = 1000000
+    return limit
+
+
+def _to_int64(v: int) -> int:
+    """A uint64 difference as the int64 Redis stores (lpAppendInteger of a uint64 cast)."""
+    v &= MASK64
+    return v - _TWO64 if v >= _SIGN64 else v
+
+
+# --------------------------------------------------------------------------------------------
+# Node-level helpers (work on bytes or bytearray)
+# --------------------------------------------------------------------------------------------
+
+
+def _get_int(lp: bytes | bytearray, p: int) -> tuple[int, int]:
+    """Integer element at ``p`` (strings holding integers are converted, as
+    lpGetIntegerIfValid does); raises ListpackError if it is not an integer."""
+    v, q = get(lp, p)
+    if isinstance(v, int):
+        return v, q
+    iv = string_to_int64(bytes(v))
+    if iv is None:
+        raise ListpackError("stream node element is not an integer")
+    return iv, q
+
+
+def _get_bytes(lp: bytes | bytearray, p: int) -> tuple[bytes, int]:
+    v, q = get(lp, p)
+    return value_bytes(v), q
+
+
+def _master(lp: bytes | bytearray) -> tuple[int, int, int, list[bytes], int]:
+    """Parse a node's master entry: ``(count, deleted, num_fields, fields, first_entry_p)``."""
+    count, p = _get_int(lp, LP_HDR_SIZE)
+    deleted, p = _get_int(lp, p)
+    nf, p = _get_int(lp, p)
+    fields = []
+    for _ in range(nf):
+        f, p = _get_bytes(lp, p)
+        fields.append(f)
+    p = skip(lp, p)  # master terminator (0)
+    return count, deleted, nf, fields, p
+
+
+def node_counts(lp: bytes | bytearray) -> tuple[int, int]:
+    """``(live, deleted)`` entry counters of a node's master entry."""
+    count, p = _get_int(lp, LP_HDR_SIZE)
+    deleted, _ = _get_int(lp, p)
+    return count, deleted
+
+
+def _set_counts(lp: bytearray, count: int, deleted: int) -> None:
+    """Rewrite the master entry's count and deleted counters in place."""
+    replace_int(lp, LP_HDR_SIZE, count)
+    replace_int(lp, skip(lp, LP_HDR_SIZE), deleted)
+
+
+def _prev(lp: bytes | bytearray, p: int) -> int:
+    """Offset of the element before ``p`` (1-byte backlen fast path)."""
+    b = lp[p - 1]
+    if b < 128:
+        return p - 1 - b
+    val = b & 127
+    shift = 7
+    q = p - 2
+    while True:
+        b = lp[q]
+        val |= (b & 127) << shift
+        if not b & 128:
+            break
+        shift += 7
+        q -= 1
+    return q - val
+
+
+class _Entry(NamedTuple):
+    p_flags: int  # offset of the flags element
+    flags: int
+    sid: int
+    p_data: int  # offset of the first field (no SAMEFIELDS) or first value
+    nfields: int
+    samefields: bool
+
+
+def _walk(key: int, lp: bytes | bytearray) -> Iterator[_Entry]:
+    """Every entry of a node, tombstones included, in listpack order.
+
+    Flag changes made by the caller between steps are fine (they never move bytes).
+    """
+    mms = key >> 64
+    mseq = key & MASK64
+    _count, _deleted, nf, _fields, p = _master(lp)
+    end = len(lp) - 1
+    while p < end:
+        p_flags = p
+        b = lp[p]
+        if b < 128:
+            flags = b
+            p += 2
+        else:
+            flags, p = _get_int(lp, p)
+        b = lp[p]
+        if b < 128:
+            msd = b
+            p += 2
+        else:
+            msd, p = _get_int(lp, p)
+        b = lp[p]
+        if b < 128:
+            seqd = b
+            p += 2
+        else:
+            seqd, p = _get_int(lp, p)
+        sid = (((mms + msd) & MASK64) << 64) | ((mseq + seqd) & MASK64)
+        if flags & FLAG_SAMEFIELDS:
+            nfe = nf
+            same = True
+            todo = nf
+        else:
+            nfe, p = _get_int(lp, p)
+            same = False
+            todo = nfe << 1
+        yield _Entry(p_flags, flags, sid, p, nfe, same)
+        for _ in range(todo):
+            b = lp[p]
+            if b < 128:
+                p += 2
+            elif b < 192:
+                p += (b & 63) + 2
+            else:
+                p = skip(lp, p)
+        p = skip(lp, p)  # lp-count
+
+
+def _node_edge_id(key: int, lp: bytes | bytearray, first: bool) -> int | None:
+    """ID of the first or last entry of a node, tombstones included (lpGetEdgeStreamID)."""
+    if first:
+        for e in _walk(key, lp):
+            return e.sid
+        return None
+    p = _prev(lp, len(lp) - 1)  # last lp-count (0 = master terminator: no entries)
+    lc, _ = _get_int(lp, p)
+    if lc == 0:
+        return None
+    for _ in range(lc):
+        p = _prev(lp, p)
+    p = skip(lp, p)  # flags
+    msd, p = _get_int(lp, p)
+    seqd, _ = _get_int(lp, p)
+    return ((((key >> 64) + msd) & MASK64) << 64) | (((key & MASK64) + seqd) & MASK64)
+
+
+def _master_fast(lp: bytes) -> tuple[int, list[bytes], int]:
+    """``(num_fields, fields, first_entry_p)`` of a node, skipping the counters."""
+    b = lp[6]
+    p = 8 if b < 128 else skip(lp, 6)  # count
+    b = lp[p]
+    p = p + 2 if b < 128 else skip(lp, p)  # deleted
+    b = lp[p]
+    if b < 128:
+        nf = b
+        p += 2
+    else:
+        nf, p = _get_int(lp, p)
+    fields = []
+    for _ in range(nf):
+        b = lp[p]
+        if b & 0xC0 == 0x80:
+            q = p + 1 + (b & 63)
+            fields.append(lp[p + 1 : q])
+            p = q + 1
+        else:
+            f, p = _get_bytes(lp, p)
+            fields.append(f)
+    b = lp[p]
+    p = p + 2 if b < 128 else skip(lp, p)  # master terminator
+    return nf, fields, p
+
+
+def _entry_head(lp: bytes | bytearray, p: int, mms: int, mseq: int) -> tuple[int, int, int]:
+    """``(flags, id, offset_after_the_ids)`` of the entry whose flags are at ``p``."""
+    b = lp[p]
+    if b < 128:
+        flags = b
+        p += 2
+    else:
+        flags, p = _get_int(lp, p)
+    b = lp[p]
+    if b < 128:
+        ms = mms + b
+        p += 2
+    else:
+        d, p = _get_int(lp, p)
+        ms = mms + d
+    b = lp[p]
+    if b < 128:
+        seq = mseq + b
+        p += 2
+    else:
+        d, p = _get_int(lp, p)
+        seq = mseq + d
+    return flags, ((ms & MASK64) << 64) | (seq & MASK64), p
+
+
+def _prev_entry(lp: bytes | bytearray, pf: int) -> int | None:
+    """Flags offset of the entry before the one whose flags are at ``pf`` (None at the
+    first entry): read the previous lp-count and jump back that many elements."""
+    pl = _prev(lp, pf)
+    b = lp[pl]
+    lc = b if b < 128 else _get_int(lp, pl)[0]
+    if lc == 0:
+        return None  # master terminator
+    q = pl
+    for _ in range(lc):
+        b = lp[q - 1]
+        q = q - 1 - b if b < 128 else _prev(lp, q)
+    return q
+
+
+def _last_entry(lp: bytes | bytearray) -> int | None:
+    """Flags offset of the last entry of a node, None if it has none."""
+    return _prev_entry(lp, len(lp) - 1)
+
+
+def _seek_start(lp: bytes, key: int, start: int, p0: int) -> int:
+    """Where a forward scan for live entries >= ``start`` can begin.
+
+    Walks backwards from the node's end when ``start`` looks closer to the end (by ID
+    interpolation), else returns the first entry.  Live entries are always in ID order
+    inside a node (XSETID can only move last_id down past tombstones), so stopping at the
+    first live entry < start loses nothing a forward scan would emit.
+    """
+    pf = _last_entry(lp)
+    if pf is None:
+        return p0
+    mms = key >> 64
+    mseq = key & MASK64
+    flags, sid, _ = _entry_head(lp, pf, mms, mseq)
+    if (start - key) << 1 <= sid - key:
+        return p0
+    nxt = len(lp) - 1
+    while True:
+        if not flags & FLAG_DELETED and sid < start:
+            return nxt
+        nxt = pf
+        q = _prev_entry(lp, pf)
+        if q is None:
+            return pf
+        pf = q
+        flags, sid, _ = _entry_head(lp, pf, mms, mseq)
+
+
+def _seek_end(lp: bytes, key: int, end: int, p0: int, nf: int) -> int | None:
+    """Flags offset where a backward scan for live entries <= ``end`` can begin (None:
+    nothing in this node qualifies).  Scans forward when ``end`` looks closer to the
+    node's start, stopping before the first live entry > end."""
+    pf = _last_entry(lp)
+    if pf is None:
+        return None
+    mms = key >> 64
+    mseq = key & MASK64
+    _flags, last_sid, _ = _entry_head(lp, pf, mms, mseq)
+    if end >= last_sid or (end - key) << 1 >= last_sid - key:
+        return pf
+    endp = len(lp) - 1
+    p = p0
+    prev = None
+    while p < endp:
+        flags, sid, q = _entry_head(lp, p, mms, mseq)
+        if not flags & FLAG_DELETED and sid > end:
+            return prev
+        prev = p
+        p = _skip_entry_data(lp, q, flags, nf)
+    return prev
+
+
+def _skip_entry_data(lp: bytes | bytearray, p: int, flags: int, nf: int) -> int:
+    """Offset of the next entry, given ``p`` just after an entry's IDs and the node's
+    master field count ``nf``."""
+    if flags & FLAG_SAMEFIELDS:
+        todo = nf
+    else:
+        b = lp[p]
+        if b < 128:
+            todo = b << 1
+            p += 2
+        else:
+            n, p = _get_int(lp, p)
+            todo = n << 1
+    for _ in range(todo):
+        b = lp[p]
+        if b < 128:
+            p += 2
+        elif b < 192:
+            p += (b & 63) + 2
+        else:
+            p = skip(lp, p)
+    b = lp[p]
+    return p + 2 if b < 128 else skip(lp, p)  # lp-count
+
+
+def _fwd_node(
+    key: int,
+    lp: bytes | bytearray,
+    start: int,
+    end: int,
+    limit: int,
+    tombstones: bool,
+    out: list[tuple[int, list[bytes]]],
+) -> bool:
+    """Append the node's entries with start <= id <= end to ``out`` in listpack order,
+    until ``len(out)`` reaches ``limit`` (0 = no limit).  Returns True when the whole
+    iteration is over (an entry past ``end`` or the limit was reached), False when the
+    next node should be visited.  Same filtering as streamIteratorGetID."""
+    if type(lp) is not bytes:
+        lp = bytes(lp)
+    mms = key >> 64
+    mseq = key & MASK64
+    nf, fields, p = _master_fast(lp)
+    if start > key and not tombstones:
+        p = _seek_start(lp, key, start, p)
+    endp = len(lp) - 1
+    append = out.append
+    while p < endp:
+        b = lp[p]
+        if b < 128:
+            flags = b
+            p += 2
+        else:
+            flags, p = _get_int(lp, p)
+        b = lp[p]
+        if b < 128:
+            ms = mms + b
+            p += 2
+        elif 0xC0 <= b < 0xE0:
+            u = ((b & 31) << 8) | lp[p + 1]
+            ms = mms + (u - 8192 if u >= 4096 else u)
+            p += 3
+        else:
+            d, p = _get_int(lp, p)
+            ms = mms + d
+        b = lp[p]
+        if b < 128:
+            seq = mseq + b
+            p += 2
+        elif 0xC0 <= b < 0xE0:
+            u = ((b & 31) << 8) | lp[p + 1]
+            seq = mseq + (u - 8192 if u >= 4096 else u)
+            p += 3
+        else:
+            d, p = _get_int(lp, p)
+            seq = mseq + d
+        sid = ((ms & MASK64) << 64) | (seq & MASK64)
+        if flags & FLAG_SAMEFIELDS:
+            same = True
+            todo = nf
+        else:
+            same = False
+            b = lp[p]
+            if b < 128:
+                todo = b << 1
+                p += 2
+            else:
+                todo, p = _get_int(lp, p)
+                todo <<= 1
+        if sid >= start and (tombstones or not flags & FLAG_DELETED):
+            if sid > end:
+                return True
+            fv: list[bytes] = []
+            fapp = fv.append
+            if same:
+                for f in fields:
+                    fapp(f)
+                    b = lp[p]
+                    if b & 0xC0 == 0x80:
+                        q = p + 1 + (b & 63)
+                        fapp(lp[p + 1 : q])
+                        p = q + 1
+                    elif b < 128:
+                        fapp(_INTSTR[b])
+                        p += 2
+                    else:
+                        v, p = _get_bytes(lp, p)
+                        fapp(v)
+            else:
+                for _ in range(todo):
+                    b = lp[p]
+                    if b & 0xC0 == 0x80:
+                        q = p + 1 + (b & 63)
+                        fapp(lp[p + 1 : q])
+                        p = q + 1
+                    elif b < 128:
+                        fapp(_INTSTR[b])
+                        p += 2
+                    else:
+                        v, p = _get_bytes(lp, p)
+                        fapp(v)
+            b = lp[p]
+            p = p + 2 if b < 128 else skip(lp, p)  # lp-count
+            append((sid, fv))
+            if limit and len(out) >= limit:
+                return True
+            continue
+        for _ in range(todo):
+            b = lp[p]
+            if b < 128:
+                p += 2
+            elif b < 192:
+                p += (b & 63) + 2
+            else:
+                p = skip(lp, p)
+        b = lp[p]
+        p = p + 2 if b < 128 else skip(lp, p)  # lp-count
+    return False
+
+
+def _rev_node(
+    key: int,
+    lp: bytes | bytearray,
+    start: int,
+    end: int,
+    limit: int,
+    tombstones: bool,
+    out: list[tuple[int, list[bytes]]],
+) -> bool:
+    """Like :func:`_fwd_node` but from the node's end backwards (reverse iteration walks
+    lp-counts and backlens as Redis does)."""
+    if type(lp) is not bytes:
+        lp = bytes(lp)
+    mms = key >> 64
+    mseq = key & MASK64
+    nf, fields, p0 = _master_fast(lp)
+    if tombstones or end >= ID_MAX:
+        pf = _last_entry(lp)
+    else:
+        pf = _seek_end(lp, key, end, p0, nf)
+    append = out.append
+    while pf is not None:
+        flags, sid, p = _entry_head(lp, pf, mms, mseq)
+        if sid <= end and (tombstones or not flags & FLAG_DELETED):
+            if sid < start:
+                return True
+            fv: list[bytes] = []
+            fapp = fv.append
+            if flags & FLAG_SAMEFIELDS:
+                for f in fields:
+                    fapp(f)
+                    b = lp[p]
+                    if b & 0xC0 == 0x80:
+                        q = p + 1 + (b & 63)
+                        fapp(lp[p + 1 : q])
+                        p = q + 1
+                    elif b < 128:
+                        fapp(_INTSTR[b])
+                        p += 2
+                    else:
+                        v, p = _get_bytes(lp, p)
+                        fapp(v)
+            else:
+                n, p = _get_int(lp, p)
+                for _ in range(n << 1):
+                    v, p = _get_bytes(lp, p)
+                    fapp(v)
+            append((sid, fv))
+            if limit and len(out) >= limit:
+                return True
+        pf = _prev_entry(lp, pf)
+    return False
+
+
+def _find_live(key: int, lp: bytes | bytearray, sid: int) -> tuple[int, int] | None:
+    """``(flags_offset, flags)`` of live entry ``sid`` in this node, or None."""
+    if type(lp) is not bytes:
+        lp = bytes(lp)
+    mms = key >> 64
+    mseq = key & MASK64
+    nf, _fields, p = _master_fast(lp)
+    if sid > key:
+        p = _seek_start(lp, key, sid, p)
+    endp = len(lp) - 1
+    while p < endp:
+        flags, esid, q = _entry_head(lp, p, mms, mseq)
+        if not flags & FLAG_DELETED and esid >= sid:
+            return (p, flags) if esid == sid else None
+        p = _skip_entry_data(lp, q, flags, nf)
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Decoded-node cache
+# --------------------------------------------------------------------------------------------
+#
+# Decoding a 100-entry node costs ~100x more in Python than in C, and reads cluster: consumers
+# re-read the tail node, benchmarks repeat the same XRANGE, pagination walks one node in
+# several calls.  So range() keeps the live entries of recently read nodes, decoded, in a small
+# global LRU keyed by the identity of the node object.  The cache holds a reference to the
+# node, so an id cannot be reused while cached.  Closed nodes are immutable bytes (a mutation
+# replaces the object); the few in-place mutations of bytearray nodes (tail appends, XDEL,
+# exact trims) update or drop the entry explicitly.  A node is cached on its second touch,
+# so one-off point reads over cold data keep their cheap partial decode.
+
+_NC: OrderedDict[int, tuple[bytes | bytearray, list[int], list[tuple[int, list[bytes]]]]] = (
+    OrderedDict()
+)
+_NC_MAX_NODES = 256
+_NC_MAX_ENTRIES = 1000  # nodes holding more entries are never cached
+_NC_SEEN: dict[int, None] = {}
+
+
+def _nc_get(key: int, lp: bytes | bytearray, admit: bool):
+    """Cached ``(lp, sids, entries)`` for a node, decoding it on its second touch."""
+    i = id(lp)
+    c = _NC.get(i)
+    if c is not None:
+        _NC.move_to_end(i)
+        return c
+    if not admit:
+        return None
+    if i not in _NC_SEEN:
+        if len(_NC_SEEN) >= 4096:
+            _NC_SEEN.clear()
+        _NC_SEEN[i] = None
+        return None
+    ents: list[tuple[int, list[bytes]]] = []
+    _fwd_node(key, lp, 0, ID_MAX, 0, False, ents)
+    if len(ents) > _NC_MAX_ENTRIES:
+        return None
+    c = (lp, [e[0] for e in ents], ents)
+    _NC[i] = c
+    if len(_NC) > _NC_MAX_NODES:
+        _NC.popitem(last=False)
+    return c
+
+
+def _nc_drop(lp: object) -> None:
+    """Forget a node that is about to change in place or go away."""
+    _NC.pop(id(lp), None)
+
+
+def _nc_move(old: object, new: bytes | bytearray) -> None:
+    """Re-key a cached node whose object is replaced by an identical copy."""
+    c = _NC.pop(id(old), None)
+    if c is not None:
+        _NC[id(new)] = (new, c[1], c[2])
+
+
+def _nc_extend(lp: bytearray, sid: int, fields_values: list[bytes]) -> None:
+    """Keep a cached tail node in step with an append (the decoded entry is the input)."""
+    c = _NC.get(id(lp))
+    if c is not None:
+        c[1].append(sid)
+        c[2].append((sid, [x if type(x) is bytes else bytes(x) for x in fields_values]))
+
+
+def clear_node_cache() -> None:
+    """Drop all decoded nodes (tests, memory pressure)."""
+    _NC.clear()
+    _NC_SEEN.clear()
+
+
+def validate_node(lp: bytes | bytearray, deep: bool = False) -> bool:
+    """Stream-node integrity check as Redis runs it on load (streamValidateListpackIntegrity).
+
+    Shallow: only the listpack header.  Deep: every element, the master entry with its zero
+    terminator, exactly count+deleted entries, each lp-count matching its entry's shape, and
+    nothing after the last entry.  (Like Redis, it does not check IDs or counters' meaning.)
+    """
+    if not validate(lp, False):
+        return False
+    if not deep:
+        return True
+    size = len(lp)
+    state = {"p": LP_HDR_SIZE}
+
+    def nxt() -> int | None:
+        """Validate the element at the cursor and return its offset (None = invalid/EOF)."""
+        p = state["p"]
+        q = validate_next(lp, p, size)
+        if q is None or q == -1:
+            return None
+        state["p"] = q
+        return p
+
+    def next_int() -> int | None:
+        p = nxt()
+        if p is None:
+            return None
+        try:
+            return _get_int(lp, p)[0]
+        except (ListpackError, ValueError):
+            return None
+
+    try:
+        count = next_int()
+        deleted = next_int()
+        master_fields = next_int()
+        if count is None or deleted is None or master_fields is None:
+            return False
+        for _ in range(master_fields):
+            if nxt() is None:
+                return False
+        if next_int() != 0 or count + deleted < 0:
+            return False
+        for _ in range(count + deleted):
+            flags = next_int()
+            if flags is None or next_int() is None or next_int() is None:
+                return False
+            fields = master_fields
+            extra = 3
+            if not flags & FLAG_SAMEFIELDS:
+                fields = next_int()
+                if fields is None:
+                    return False
+                for _ in range(fields):
+                    if nxt() is None:
+                        return False
+                extra += fields + 1
+            for _ in range(fields):
+                if nxt() is None:
+                    return False
+            lp_count = next_int()
+            if lp_count is None or lp_count != fields + extra:
+                return False
+        return lp[state["p"]] == 0xFF
+    except (IndexError, struct.error, ListpackError):
+        return False
+
+
+# --------------------------------------------------------------------------------------------
+# Consumer groups
+# --------------------------------------------------------------------------------------------
+
+
+class NACK:
+    """A pending entry: last delivery time, delivery count, owner (streamNACK).
+
+    The same object sits in the group PEL and in its consumer's PEL.
+    """
+
+    __slots__ = ("delivery_time", "delivery_count", "consumer")
+
+    def __init__(
+        self, delivery_time: int, delivery_count: int = 1, consumer: Consumer | None = None
+    ) -> None:
+        self.delivery_time = delivery_time
+        self.delivery_count = delivery_count
+        self.consumer = consumer
+
+    def __repr__(self) -> str:
+        name = self.consumer.name if self.consumer is not None else None
+        return f"NACK(time={self.delivery_time}, count={self.delivery_count}, consumer={name!r})"
+
+
+class Consumer:
+    """A consumer: name, seen/active times (ms) and its own PEL (int ID -> NACK).
+
+    ``seen_time`` is the last time the consumer attempted an interaction; ``active_time``
+    the last time it successfully read or claimed (Redis 7.2; -1 = never).  Redis 7.0 only
+    has seen_time; its RDB loader sets active_time = seen_time.
+    """
+
+    __slots__ = ("name", "seen_time", "active_time", "pel")
+
+    def __init__(self, name: bytes, seen_time: int, active_time: int = -1) -> None:
+        self.name = name
+        self.seen_time = seen_time
+        self.active_time = active_time
+        self.pel: Rax = Rax()
+
+    def __repr__(self) -> str:
+        return f"Consumer({self.name!r}, pending={len(self.pel)})"
+
+
+class ConsumerGroup:
+    """A consumer group (streamCG): last delivered ID, entries_read, PEL and consumers.
+
+    ``entries_read`` is -1 (SCG_INVALID_ENTRIES_READ) when unknown.  The PEL is a Rax so
+    XPENDING ranges and XAUTOCLAIM cursors are ordered seeks.
+    """
+
+    __slots__ = ("name", "last_id", "entries_read", "pel", "consumers")
+
+    def __init__(
+        self, name: bytes, last_id: int = 0, entries_read: int = SCG_INVALID_ENTRIES_READ
+    ) -> None:
+        self.name = name
+        self.last_id = last_id
+        self.entries_read = entries_read
+        self.pel: Rax = Rax()
+        self.consumers: dict[bytes, Consumer] = {}
+
+    def __repr__(self) -> str:
+        return (
+            f"ConsumerGroup({self.name!r}, last_id={format_sid(self.last_id).decode()}, "
+            f"entries_read={self.entries_read}, pending={len(self.pel)})"
+        )
+
+    # ------------------------------------------------------------------ consumers
+
+    def lookup_consumer(self, name: bytes) -> Consumer | None:
+        """The named consumer or None (no seen_time refresh: callers decide)."""
+        return self.consumers.get(name)
+
+    def create_consumer(self, name: bytes, now_ms: int) -> Consumer | None:
+        """Create a consumer; None if it already exists (streamCreateConsumer)."""
+        if name in self.consumers:
+            return None
+        c = Consumer(name, now_ms, -1)
+        self.consumers[name] = c
+        return c
+
+    def get_or_create_consumer(self, name: bytes, now_ms: int) -> tuple[Consumer, bool]:
+        """``(consumer, created)``; an existing consumer's seen_time is refreshed to now,
+        as streamLookupConsumer(SLC_DEFAULT) does."""
+        c = self.consumers.get(name)
+        if c is not None:
+            c.seen_time = now_ms
+            return c, False
+        c = Consumer(name, now_ms, -1)
+        self.consumers[name] = c
+        return c, True
+
+    def delete_consumer(self, name: bytes) -> int | None:
+        """Delete a consumer and its pending entries from the group PEL; return how many
+        were pending, or None if there is no such consumer (streamDelConsumer)."""
+        c = self.consumers.pop(name, None)
+        if c is None:
+            return None
+        pel = self.pel
+        for sid in c.pel.keys():
+            pel.discard(sid)
+        n = len(c.pel)
+        c.pel.clear()
+        return n
+
+    def consumers_sorted(self) -> list[Consumer]:
+        """Consumers in byte-wise name order (rax order, as XINFO/RDB list them)."""
+        return [self.consumers[k] for k in sorted(self.consumers)]
+
+    # ------------------------------------------------------------------ PEL
+
+    def deliver(self, sid: int, consumer: Consumer, now_ms: int) -> NACK:
+        """Record that ``sid`` was delivered to ``consumer`` (XREADGROUP without NOACK).
+
+        A new NACK gets count 1; an existing one (e.g. after XGROUP SETID) moves to this
+        consumer with its time reset to now and its count reset to 1, as Redis does.
+        """
+        nack = self.pel.get(sid)
+        if nack is None:
+            nack = NACK(now_ms, 1, consumer)
+            self.pel.insert(sid, nack)
+        else:
+            old = nack.consumer
+            if old is not None:
+                old.pel.discard(sid)
+            nack.consumer = consumer
+            nack.delivery_time = now_ms
+            nack.delivery_count = 1
+        consumer.pel.insert(sid, nack)
+        consumer.active_time = now_ms
+        return nack
+
+    def ack(self, sid: int) -> bool:
+        """Remove ``sid`` from the group and owner PELs; True if it was pending (XACK)."""
+        nack = self.pel.pop(sid, None)
+        if nack is None:
+            return False
+        if nack.consumer is not None:
+            nack.consumer.pel.discard(sid)
+        return True
+
+    def add_nack(
+        self, sid: int, consumer: Consumer, delivery_time: int, delivery_count: int
+    ) -> NACK:
+        """Insert a NACK owned by ``consumer`` (RDB/AOF loading)."""
+        nack = NACK(delivery_time, delivery_count, consumer)
+        self.pel.insert(sid, nack)
+        consumer.pel.insert(sid, nack)
+        return nack
+
+    def pending_summary(self) -> tuple[int, int | None, int | None, list[tuple[bytes, int]]]:
+        """``(count, smallest_id, largest_id, [(consumer, pending), ...])`` for XPENDING
+        without a range; consumers with no pending entries are left out."""
+        pel = self.pel
+        per = [(c.name, len(c.pel)) for c in self.consumers_sorted() if len(c.pel)]
+        return len(pel), pel.first_key(), pel.last_key(), per
+
+    def pending_range(
+        self,
+        start: int,
+        end: int,
+        count: int,
+        consumer: Consumer | None = None,
+        min_idle: int = 0,
+        now_ms: int = 0,
+    ) -> list[tuple[int, NACK]]:
+        """Up to ``count`` pending ``(id, NACK)`` with start <= id <= end, optionally only
+        one consumer's and only those idle for at least ``min_idle`` ms (XPENDING)."""
+        out: list[tuple[int, NACK]] = []
+        if count <= 0 or start > end:
+            return out
+        pel = consumer.pel if consumer is not None else self.pel
+        for sid, nack in pel.iterate(">=", start):
+            if sid > end:
+                break
+            if min_idle and now_ms - nack.delivery_time < min_idle:
+                continue
+            out.append((sid, nack))
+            if len(out) >= count:
+                break
+        return out
+
+    def copy(self) -> ConsumerGroup:
+        """Deep copy with NACKs re-linked to the copied consumers."""
+        g = ConsumerGroup(self.name, self.last_id, self.entries_read)
+        cmap: dict[int, Consumer] = {}
+        for name, c in self.consumers.items():
+            nc = Consumer(name, c.seen_time, c.active_time)
+            g.consumers[name] = nc
+            cmap[id(c)] = nc
+        for sid, nack in self.pel.items():
+            owner = cmap.get(id(nack.consumer)) if nack.consumer is not None else None
+            nn = NACK(nack.delivery_time, nack.delivery_count, owner)
+            g.pel.insert(sid, nn)
+            if owner is not None:
+                owner.pel.insert(sid, nn)
+        return g
+
+
+class ClaimResult(NamedTuple):
+    """What XCLAIM did, in argument order, so the command layer can reply and propagate.
+
+    ``events`` holds ``(id, nack, claimed)``: claimed=False means the entry no longer
+    exists and its NACK was dropped (Redis still propagates an XCLAIM for it).
+    """
+
+    claimed: list[int]
+    events: list[tuple[int, NACK, bool]]
+    consumer: Consumer | None
+    consumer_created: bool
+    propagate_last_id: bool
+
+
+class AutoClaimResult(NamedTuple):
+    """What XAUTOCLAIM did: claimed IDs, the next cursor (0 = scan complete), IDs whose
+    entries were gone (their NACKs dropped), and the per-ID events as in ClaimResult."""
+
+    claimed: list[int]
+    next_id: int
+    deleted: list[int]
+    events: list[tuple[int, NACK, bool]]
+    consumer: Consumer | None
+    consumer_created: bool
+
+
+# --------------------------------------------------------------------------------------------
+# Stream
+# --------------------------------------------------------------------------------------------
+
+_SIZEOF_INT128 = sys.getsizeof(ID_MAX)
+_SIZEOF_NACK = sys.getsizeof(NACK(0))
+_SIZEOF_LIST_EMPTY = sys.getsizeof([])
+
+
+class Stream:
+    """A Redis stream: listpack nodes in a Rax plus metadata and consumer groups.
+
+    Public metadata attributes (plain ints, IDs in ``ms << 64 | seq`` form): ``length``,
+    ``last_id``, ``first_id`` (first live entry, 0 when empty), ``max_deleted_entry_id``,
+    ``entries_added``.  Node limits are the server-wide CONFIG values
+    ``stream-node-max-bytes`` / ``stream-node-max-entries``; they are class attributes so
+    one CONFIG SET (``Stream.node_max_bytes = n``) reaches every stream, like Redis's
+    ``server.*`` globals.  Subclasses may override them.
+    """
+
+    node_max_bytes: int = 4096
+    node_max_entries: int = 100
+
+    __slots__ = (
+        "length",
+        "last_id",
+        "first_id",
+        "max_deleted_entry_id",
+        "entries_added",
+        "_rax",
+        "_cgroups",
+        # tail-node cache (valid iff _t_lp is not None)
+        "_t_lp",
+        "_t_key",
+        "_t_ms",
+        "_t_seq",
+        "_t_fields",
+        "_t_nf",
+        "_t_count",
+        "_t_deleted",
+        "_t_nele",
+    )
+
+    def __init__(self) -> None:
+        self.length = 0
+        self.last_id = 0
+        self.first_id = 0
+        self.max_deleted_entry_id = 0
+        self.entries_added = 0
+        self._rax = Rax()
+        self._cgroups: dict[bytes, ConsumerGroup] | None = None
+        self._t_lp: bytearray | None = None
+        self._t_key = 0
+        self._t_ms = 0
+        self._t_seq = 0
+        self._t_fields: list[bytes] = []
+        self._t_nf = 0
+        self._t_count = 0
+        self._t_deleted = 0
+        self._t_nele = 0
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __repr__(self) -> str:
+        return (
+            f"Stream(length={self.length}, nodes={len(self._rax)}, "
+            f"last_id={format_sid(self.last_id).decode()})"
+        )
+
+    # ---------------------------------------------------------------------------- IDs
+
+    def next_id(self, ms_now: int) -> int:
+        """The ID ``XADD *`` uses (streamNextID): ``ms_now-0`` if the clock moved past the
+        last ID's ms, else last_id + 1, so IDs never go backwards with the clock.
+
+        At the very last ID it wraps to 0-0 as Redis does; :meth:`add` then rejects it
+        (callers check ``last_id == ID_MAX`` first for the "exhausted" error).
+        """
+        last = self.last_id
+        if ms_now > last >> 64:
+            return ms_now << 64
+        return last + 1 if last < ID_MAX else 0
+
+    def auto_seq_id(self, ms: int) -> int | None:
+        """The ID ``XADD <ms>-*`` uses: ``ms-0``, or last_id + 1 when ``ms`` equals the last
+        ID's ms; None when that sequence would overflow (Redis replies "Elements are too
+        large to be stored" in that case).  The result may still be <= last_id, which
+        :meth:`add` rejects."""
+        last = self.last_id
+        if ms == last >> 64:
+            if last & MASK64 == MASK64:
+                return None
+            return last + 1
+        return ms << 64
+
+    # ---------------------------------------------------------------------------- append
+
+    def _load_tail(self) -> bytearray | None:
+        """Parse the tail node's header into the cache; return the tail listpack."""
+        last = self._rax.last()
+        if last is None:
+            self._t_lp = None
+            return None
+        key, lp = last
+        if type(lp) is not bytearray:
+            old = lp
+            lp = bytearray(lp)
+            self._rax.insert(key, lp)
+            _nc_move(old, lp)
+        count, deleted, nf, fields, _ = _master(lp)
+        self._t_lp = lp
+        self._t_key = key
+        self._t_ms = key >> 64
+        self._t_seq = key & MASK64
+        self._t_fields = fields
+        self._t_nf = nf
+        self._t_count = count
+        self._t_deleted = deleted
+        self._t_nele = length(lp)
+        return lp
+
+    def _touch(self, key: int) -> None:
+        """Drop the tail cache if node ``key`` is the cached tail (it is being changed)."""
+        if self._t_lp is not None and key == self._t_key:
+            self._t_lp = None
+
+    def add(self, fields_values: list[bytes], sid: int | None = None, now_ms: int = 0) -> int:
+        """Append an entry and return its ID (streamAppendItem).
+
+        ``fields_values`` is ``[f1, v1, f2, v2, ...]`` (bytes).  ``sid`` is the entry ID; None
+        means ``XADD *`` with the caller's clock ``now_ms`` (see :meth:`next_id`; for
+        ``ms-*`` use :meth:`auto_seq_id`).  Raises StreamIDError if the ID is not greater
+        than ``last_id`` and StreamSizeError if the entry exceeds 1 GiB.  Node limits:
+        a new node starts when ``lpBytes(tail) + payload >= node_max_bytes`` or
+        ``count + deleted >= node_max_entries``.
+        """
+        if sid is None:
+            sid = self.next_id(now_ms)
+        if sid <= self.last_id:
+            raise StreamIDError(
+                "The ID specified in XADD is equal or smaller than the target stream top item"
+            )
+        tot = sum(map(len, fields_values))
+        if tot > STREAM_LISTPACK_MAX_SIZE:
+            raise StreamSizeError("Elements are too large to be stored")
+        nfv = len(fields_values)
+        if nfv & 1:
+            raise ValueError("fields_values must hold field/value pairs")
+        nf = nfv >> 1
+
+        lp = self._t_lp
+        if lp is None and self._rax:
+            lp = self._load_tail()
+        if lp is not None:
+            mb = self.node_max_bytes
+            if mb <= 0 or mb > STREAM_LISTPACK_MAX_SIZE:
+                mb = STREAM_LISTPACK_MAX_SIZE
+            me = self.node_max_entries
+            if len(lp) + tot >= mb or (me > 0 and self._t_count + self._t_deleted >= me):
+                # Close the node: store it as exact-size immutable bytes (lpShrinkToFit).
+                closed = bytes(lp)
+                self._rax.insert(self._t_key, closed)
+                if _NC:
+                    _nc_move(lp, closed)
+                lp = None
+
+        values = fields_values[1::2]
+        if lp is None:
+            fields = fields_values[0::2]
+            lp = bytearray(b"\x00\x00\x00\x00\x00\x00\x01\x01\x00\x01")  # hdr, count 1, deleted 0
+            lp += int_element(nf)
+            for f in fields:
+                lp += element(f)
+            lp += b"\x00\x01\x02\x01\x00\x01\x00\x01"  # terminator, flags SAMEFIELDS, 0, 0
+            sid_ms = sid >> 64
+            sid_seq = sid & MASK64
+            same = True
+            self._t_key = sid
+            self._t_ms = sid_ms
+            self._t_seq = sid_seq
+            self._t_fields = [bytes(f) for f in fields]
+            self._t_nf = nf
+            self._t_count = 1
+            self._t_deleted = 0
+            nele = nf + 4
+            self._rax.insert(sid, lp)
+            self._t_lp = lp
+        else:
+            count = self._t_count + 1
+            self._t_count = count
+            if count <= 127:
+                lp[LP_HDR_SIZE] = count
+            else:
+                replace_int(lp, LP_HDR_SIZE, count)
+            del lp[-1]  # EOF
+            same = nf == self._t_nf and fields_values[0::2] == self._t_fields
+            lp += _E_FLAGS_SAME if same else _E_FLAGS_NONE
+            d = (sid >> 64) - self._t_ms
+            if _SMALL_MIN <= d <= _SMALL_MAX:
+                lp += _SMALL_INT_ELEM[d - _SMALL_MIN]
+            else:
+                lp += int_element(_to_int64(d))
+            d = (sid & MASK64) - self._t_seq
+            if _SMALL_MIN <= d <= _SMALL_MAX:
+                lp += _SMALL_INT_ELEM[d - _SMALL_MIN]
+            else:
+                lp += int_element(_to_int64(d))
+            nele = self._t_nele
+            if not same:
+                lp += int_element(nf)
+                for i in range(nf):
+                    lp += element(fields_values[2 * i])
+                    v = fields_values[2 * i + 1]
+                    n = len(v)
+                    if 0 < n < 64 and not _NUMSTART[v[0]]:
+                        lp += _STR6_HDR[n]
+                        lp += v
+                        lp += _STR6_BL[n]
+                    else:
+                        lp += element(v)
+                lp += int_element(nf + nf + 4)
+                self._t_nele = nele = nele + nf + nf + 5
+                lp.append(0xFF)
+                _HDR.pack_into(lp, 0, len(lp), nele if nele < LP_HDR_NUMELE_UNKNOWN else 0xFFFF)
+                if _NC:
+                    _nc_extend(lp, sid, fields_values)
+                self.length += 1
+                self.entries_added += 1
+                self.last_id = sid
+                if self.length == 1:
+                    self.first_id = sid
+                return sid
+
+        # SAMEFIELDS entry: values only.
+        for v in values:
+            n = len(v)
+            if 0 < n < 64 and not _NUMSTART[v[0]]:
+                lp += _STR6_HDR[n]
+                lp += v
+                lp += _STR6_BL[n]
+            else:
+                lp += element(v)
+        lp += _SMALL_INT_ELEM[nf + 3 - _SMALL_MIN] if nf < 4000 else int_element(nf + 3)
+        lp.append(0xFF)
+        nele += nf + 4
+        self._t_nele = nele
+        _HDR.pack_into(lp, 0, len(lp), nele if nele < LP_HDR_NUMELE_UNKNOWN else 0xFFFF)
+        if _NC:
+            _nc_extend(lp, sid, fields_values)
+        self.length += 1
+        self.entries_added += 1
+        self.last_id = sid
+        if self.length == 1:
+            self.first_id = sid
+        return sid
+
+    # ---------------------------------------------------------------------------- reading
+
+    def _start_nodes(self, start: int) -> Iterator[tuple[int, bytes | bytearray]]:
+        """Nodes from the one that may hold ``start`` onwards (streamIteratorStart, fwd)."""
+        rax = self._rax
+        if start and rax.seek_le(start) is not None:
+            return rax.iterate("<=", start)
+        return rax.iterate("^")
+
+    def _end_nodes(self, end: int) -> Iterator[tuple[int, bytes | bytearray]]:
+        """Nodes from the one that may hold ``end`` backwards (streamIteratorStart, rev)."""
+        rax = self._rax
+        if end and rax.seek_le(end) is not None:
+            return rax.iterate("<=", end, reverse=True)
+        return rax.iterate("$", reverse=True)
+
+    def _node_for(self, sid: int) -> tuple[int, bytes | bytearray] | None:
+        """The node a lookup of ``sid`` scans: the last with master <= sid, else the first."""
+        rax = self._rax
+        hit = rax.seek_le(sid)
+        return hit if hit is not None else rax.first()
+
+    def iter_range(
+        self, start: int = 0, end: int = ID_MAX, rev: bool = False, tombstones: bool = False
+    ) -> Iterator[tuple[int, list[bytes]]]:
+        """Yield ``(id, [f1, v1, ...])`` for entries with start <= id <= end, ascending
+        (or descending with ``rev``), skipping deleted entries unless ``tombstones``.
+
+        Decodes one node at a time, so it is fine for streaming a whole stream out (AOF
+        rewrite); use :meth:`range` when a count is known.
+        """
+        if start > end:
+            return
+        if rev:
+            nodes = self._end_nodes(end)
+            step = _rev_node
+        else:
+            nodes = self._start_nodes(start)
+            step = _fwd_node
+        for key, lp in nodes:
+            buf: list[tuple[int, list[bytes]]] = []
+            done = step(key, lp, start, end, 0, tombstones, buf)
+            yield from buf
+            if done:
+                return
+
+    def range(
+        self, start: int = 0, end: int = ID_MAX, count: int = 0, rev: bool = False
+    ) -> list[tuple[int, list[bytes]]]:
+        """Entries with start <= id <= end as ``[(id, [f1, v1, ...]), ...]``, at most
+        ``count`` (0 = all), ascending, or descending with ``rev`` (XRANGE / XREVRANGE).
+
+        O(log nodes) to find the first node, then the entries returned plus at most about
+        half a node walked to find the boundary.
+        """
+        out: list[tuple[int, list[bytes]]] = []
+        if start > end:
+            return out
+        if rev:
+            for key, lp in self._end_nodes(end):
+                c = _nc_get(key, lp, True)
+                if c is None:
+                    if _rev_node(key, lp, start, end, count, False, out):
+                        break
+                    continue
+                sids = c[1]
+                ents = c[2]
+                j = bisect_right(sids, end) - 1
+                while j >= 0:
+                    if sids[j] < start:
+                        return out
+                    out.append(ents[j])
+                    if count and len(out) >= count:
+                        return out
+                    j -= 1
+        else:
+            for key, lp in self._start_nodes(start):
+                c = _nc_get(key, lp, True)
+                if c is None:
+                    if _fwd_node(key, lp, start, end, count, False, out):
+                        break
+                    continue
+                sids = c[1]
+                ents = c[2]
+                i = bisect_left(sids, start)
+                n = len(sids)
+                if count:
+                    room = count - len(out)
+                    if n - i > room:
+                        n = i + room
+                if sids and n and sids[n - 1] > end:
+                    n = bisect_right(sids, end, i, n)
+                    out.extend(ents[i:n])
+                    return out
+                out.extend(ents[i:n])
+                if count and len(out) >= count:
+                    return out
+        return out
+
+    def first_entry(self) -> tuple[int, list[bytes]] | None:
+        """The first live entry or None."""
+        r = self.range(0, ID_MAX, 1)
+        return r[0] if r else None
+
+    def last_entry(self) -> tuple[int, list[bytes]] | None:
+        """The last live entry or None."""
+        r = self.range(0, ID_MAX, 1, rev=True)
+        return r[0] if r else None
+
+    def lookup(self, sid: int) -> list[bytes] | None:
+        """Fields and values of live entry ``sid``, or None."""
+        hit = self._node_for(sid)
+        if hit is None:
+            return None
+        c = _nc_get(hit[0], hit[1], False)
+        if c is not None:
+            sids = c[1]
+            i = bisect_left(sids, sid)
+            return c[2][i][1] if i < len(sids) and sids[i] == sid else None
+        out: list[tuple[int, list[bytes]]] = []
+        _fwd_node(hit[0], hit[1], sid, sid, 1, False, out)
+        return out[0][1] if out else None
+
+    def exists(self, sid: int) -> bool:
+        """Whether ``sid`` is a live entry (streamEntryExists)."""
+        hit = self._node_for(sid)
+        return hit is not None and _find_live(hit[0], hit[1], sid) is not None
+
+    def edge_id(self, first: bool = True, skip_tombstones: bool = True) -> int:
+        """First or last entry ID, optionally counting tombstones (streamGetEdgeID).
+
+        When there is none: ID_MAX for ``first``, 0 for last, as Redis returns.
+        """
+        if skip_tombstones:
+            item = self.first_entry() if first else self.last_entry()
+            if item is not None:
+                return item[0]
+            return ID_MAX if first else 0
+        nodes = self._rax.items(reverse=not first)
+        for key, lp in nodes:
+            sid = _node_edge_id(key, lp, first)
+            if sid is not None:
+                return sid
+        return ID_MAX if first else 0
+
+    def last_valid_id(self) -> int:
+        """ID of the last live entry, 0 if none (streamLastValidID, used by XSETID)."""
+        return self.edge_id(False, True)
+
+    # ---------------------------------------------------------------------------- deletion
+
+    def delete(self, sid: int) -> bool:
+        """XDEL one ID: flag the entry deleted in place; True if a live entry was deleted.
+
+        Updates the node's master counters (freeing the node when its last live entry
+        goes), ``length``, ``max_deleted_entry_id`` and ``first_id``; never ``last_id``.
+        """
+        rax = self._rax
+        hit = self._node_for(sid)
+        if hit is None:
+            return False
+        key, lp = hit
+        found = _find_live(key, lp, sid)
+        if found is None:
+            return False
+        self._touch(key)
+        _nc_drop(lp)
+        count, deleted = node_counts(lp)
+        if count == 1:
+            rax.remove(key)
+        else:
+            if type(lp) is not bytearray:
+                lp = bytearray(lp)
+                rax.insert(key, lp)
+            replace_int(lp, found[0], found[1] | FLAG_DELETED)
+            _set_counts(lp, count - 1, deleted + 1)
+        self.length -= 1
+        if sid > self.max_deleted_entry_id:
+            self.max_deleted_entry_id = sid
+        if self.length == 0:
+            self.first_id = 0
+        elif sid == self.first_id:
+            self.first_id = self.edge_id(True, True)
+        return True
+
+    def delete_many(self, ids: Iterable[int]) -> int:
+        """XDEL several IDs; return how many live entries were deleted."""
+        n = 0
+        for sid in ids:
+            if self.delete(sid):
+                n += 1
+        return n
+
+    def trim_maxlen(self, maxlen: int, approx: bool = False, limit: int = 0) -> int:
+        """XTRIM MAXLEN [~] maxlen [LIMIT limit]; returns entries removed (streamTrim)."""
+        return self._trim(True, maxlen, 0, approx, limit)
+
+    def trim_minid(self, minid: int, approx: bool = False, limit: int = 0) -> int:
+        """XTRIM MINID [~] minid [LIMIT limit]; returns entries removed (streamTrim)."""
+        return self._trim(False, 0, minid, approx, limit)
+
+    def _trim(self, by_len: bool, maxlen: int, minid: int, approx: bool, limit: int) -> int:
+        """Whole nodes go from the head while they can; then an exact trim flags entries
+        deleted inside that one node, while ``~`` stops.  ``limit`` (0 = none) caps the
+        entries removed, checked per whole node before it is touched."""
+        rax = self._rax
+        removed = 0
+        while rax:
+            if by_len and self.length <= maxlen:
+                break
+            key, lp = rax.first()  # type: ignore[misc]
+            entries, marked = node_counts(lp)
+            if limit and removed + entries > limit:
+                break
+            if by_len:
+                remove_node = self.length - entries >= maxlen
+            else:
+                last = _node_edge_id(key, lp, False)
+                remove_node = last is not None and last < minid
+            if remove_node:
+                self._touch(key)
+                _nc_drop(lp)
+                rax.pop_first()
+                self.length -= entries
+                removed += entries
+                continue
+            if approx:
+                break
+            self._touch(key)
+            _nc_drop(lp)
+            if type(lp) is not bytearray:
+                lp = bytearray(lp)
+                rax.insert(key, lp)
+            from_lp = 0
+            for e in _walk(key, lp):
+                if by_len:
+                    if self.length <= maxlen:
+                        break
+                elif e.sid >= minid:
+                    break
+                if not e.flags & FLAG_DELETED:
+                    replace_int(lp, e.p_flags, e.flags | FLAG_DELETED)
+                    from_lp += 1
+                    self.length -= 1
+            removed += from_lp
+            _set_counts(lp, entries - from_lp, marked + from_lp)
+            break
+        if self.length == 0:
+            self.first_id = 0
+        elif removed:
+            self.first_id = self.edge_id(True, True)
+        return removed
+
+    # ---------------------------------------------------------------------------- nodes / RDB
+
+    def nodes(self) -> Iterator[tuple[int, bytes]]:
+        """``(master_id, listpack_bytes)`` per node in order, for verbatim RDB writing
+        (use :func:`encode_key` for the 16-byte key)."""
+        for key, lp in self._rax.items():
+            yield key, lp if type(lp) is bytes else bytes(lp)
+
+    def node_count(self) -> int:
+        """Number of nodes (XINFO's radix-tree-keys)."""
+        return len(self._rax)
+
+    def load_node(self, master_id: int, lp: bytes | bytearray) -> None:
+        """Insert a node verbatim (RDB loading).  The caller sets ``length``, ``last_id``,
+        ``first_id``, ``max_deleted_entry_id`` and ``entries_added`` from the file and
+        should check the payload with :func:`validate_node` first."""
+        self._touch(master_id)
+        _nc_drop(self._rax.get(master_id))
+        self._rax.insert(master_id, bytes(lp))
+        self._t_lp = None
+
+    def rax_node_count(self) -> int:
+        """The node count Redis's radix tree would have for these keys (XINFO STREAM's
+        radix-tree-nodes): root, branch points, their children and the key leaves of the
+        compressed radix tree over 16-byte big-endian keys.  O(nodes)."""
+        keys = self._rax.key_list()
+        prefixes = {(0, 0)}
+        add = prefixes.add
+        for a, b in zip(keys, keys[1:], strict=False):
+            x = a ^ b
+            lcp = (128 - x.bit_length()) >> 3
+            add((lcp, a >> ((16 - lcp) << 3)))
+            if lcp < 15:
+                sh = (15 - lcp) << 3
+                add((lcp + 1, a >> sh))
+                add((lcp + 1, b >> sh))
+        return len(prefixes) + len(keys)
+
+    # ---------------------------------------------------------------------------- groups
+
+    def create_group(
+        self, name: bytes, last_id: int, entries_read: int = SCG_INVALID_ENTRIES_READ
+    ) -> ConsumerGroup | None:
+        """New consumer group, or None if the name is taken (streamCreateCG)."""
+        groups = self._cgroups
+        if groups is None:
+            groups = self._cgroups = {}
+        if name in groups:
+            return None
+        g = ConsumerGroup(name, last_id, entries_read)
+        groups[name] = g
+        return g
+
+    def get_group(self, name: bytes) -> ConsumerGroup | None:
+        """The named group or None."""
+        groups = self._cgroups
+        return groups.get(name) if groups else None
+
+    def destroy_group(self, name: bytes) -> bool:
+        """Delete a group; True if it existed."""
+        groups = self._cgroups
+        if not groups or name not in groups:
+            return False
+        del groups[name]
+        return True
+
+    def groups(self) -> list[ConsumerGroup]:
+        """Groups in byte-wise name order (rax order: XINFO GROUPS, RDB)."""
+        groups = self._cgroups
+        if not groups:
+            return []
+        return [groups[k] for k in sorted(groups)]
+
+    def group_count(self) -> int:
+        """Number of consumer groups."""
+        return len(self._cgroups) if self._cgroups else 0
+
+    # ------------------------------------------------------------------ lag (Redis 7)
+
+    def range_has_tombstones(self, start: int = 0, end: int = ID_MAX) -> bool:
+        """Whether a deleted entry may lie in [start, end] (streamRangeHasTombstones).
+
+        Only max_deleted_entry_id is known, so this is "the latest tombstone is in range
+        and not before the first entry"."""
+        mdel = self.max_deleted_entry_id
+        if not self.length or not mdel:
+            return False
+        if self.first_id > mdel:
+            return False
+        return start <= mdel <= end
+
+    def estimate_distance(self, sid: int) -> int:
+        """Logical read counter of ``sid``: entries from the first ever entry up to it, or
+        -1 when unknowable (streamEstimateDistanceFromFirstEverEntry)."""
+        added = self.entries_added
+        if not added:
+            return 0
+        last = self.last_id
+        if not self.length and sid <= last:
+            return added
+        if sid == last:
+            return added
+        if sid > last:
+            return SCG_INVALID_ENTRIES_READ
+        mdel = self.max_deleted_entry_id
+        first = self.first_id
+        if not mdel or mdel < first:
+            if sid < first:
+                return added - self.length
+            if sid == first:
+                return added - self.length + 1
+        return SCG_INVALID_ENTRIES_READ
+
+    def group_lag(self, group: ConsumerGroup) -> int | None:
+        """Entries not yet delivered to the group, or None when unknown (streamReplyWithCGLag)."""
+        if not self.entries_added:
+            return 0
+        if group.entries_read != SCG_INVALID_ENTRIES_READ and not self.range_has_tombstones(
+            group.last_id
+        ):
+            return self.entries_added - group.entries_read
+        er = self.estimate_distance(group.last_id)
+        if er != SCG_INVALID_ENTRIES_READ:
+            return self.entries_added - er
+        return None
+
+    def _advance_group(self, group: ConsumerGroup, sid: int) -> None:
+        """Move the group's last_id to a delivered ``sid`` and keep entries_read right."""
+        if group.entries_read != SCG_INVALID_ENTRIES_READ and not self.range_has_tombstones(sid):
+            group.entries_read += 1
+        elif self.entries_added:
+            group.entries_read = self.estimate_distance(sid)
+        group.last_id = sid
+
+    # ------------------------------------------------------------------ reading via groups
+
+    def read_group(
+        self,
+        group: ConsumerGroup,
+        consumer: Consumer | None,
+        count: int = 0,
+        now_ms: int = 0,
+        noack: bool = False,
+    ) -> list[tuple[int, list[bytes]]]:
+        """XREADGROUP ``>``: entries after the group's last_id (at most ``count``, 0 = all).
+
+        Each one advances last_id/entries_read; without ``noack`` each goes into the group
+        and consumer PELs (streamReplyWithRange with a group).
+        """
+        out: list[tuple[int, list[bytes]]] = []
+        if group.last_id >= ID_MAX:
+            return out
+        out = self.range(group.last_id + 1, ID_MAX, count)
+        for sid, _fv in out:
+            if sid > group.last_id:
+                self._advance_group(group, sid)
+            if not noack and consumer is not None:
+                group.deliver(sid, consumer, now_ms)
+        return out
+
+    def read_group_history(
+        self,
+        consumer: Consumer,
+        start: int = 0,
+        count: int = 0,
+        now_ms: int = 0,
+        end: int | None = None,
+    ) -> list[tuple[int, list[bytes] | None]]:
+        """XREADGROUP with an explicit ID: the consumer's own pending entries from
+        ``start`` (streamReplyWithRangeFromConsumerPEL).  Entries that no longer exist come
+        back as ``(id, None)``; the others get delivery time = now and count + 1."""
+        out: list[tuple[int, list[bytes] | None]] = []
+        for sid, nack in consumer.pel.iterate(">=", start):
+            if count and len(out) >= count:
+                break
+            if end is not None and sid > end:
+                break
+            fv = self.lookup(sid)
+            if fv is not None:
+                nack.delivery_time = now_ms
+                nack.delivery_count += 1
+            out.append((sid, fv))
+        return out
+
+    def claim(
+        self,
+        group: ConsumerGroup,
+        consumer_name: bytes,
+        ids: Iterable[int],
+        now_ms: int,
+        min_idle: int = 0,
+        delivery_time: int | None = None,
+        retrycount: int | None = None,
+        force: bool = False,
+        justid: bool = False,
+        lastid: int = 0,
+        create_consumer_upfront: bool = False,
+    ) -> ClaimResult:
+        """The data side of XCLAIM (options already parsed), in Redis 7.0's order.
+
+        ``delivery_time`` is the absolute ms from IDLE/TIME (None = now; out-of-range
+        values become now).  The consumer is created lazily at the first claimable entry,
+        as 7.0 does (``create_consumer_upfront`` gives 7.2+ behaviour).  IDs whose entries
+        are gone lose their NACK.
+        """
+        propagate_last_id = False
+        if lastid > group.last_id:
+            group.last_id = lastid
+            propagate_last_id = True
+        if delivery_time is None or delivery_time < 0 or delivery_time > now_ms:
+            delivery_time = now_ms
+        consumer: Consumer | None = None
+        created = False
+        if create_consumer_upfront:
+            consumer, created = group.get_or_create_consumer(consumer_name, now_ms)
+        claimed: list[int] = []
+        events: list[tuple[int, NACK, bool]] = []
+        pel = group.pel
+        for sid in ids:
+            nack = pel.get(sid)
+            if not self.exists(sid):
+                if nack is not None:
+                    events.append((sid, nack, False))
+                    propagate_last_id = False
+                    pel.remove(sid)
+                    if nack.consumer is not None:
+                        nack.consumer.pel.discard(sid)
+                continue
+            if force and nack is None:
+                nack = NACK(now_ms, 1, None)
+                pel.insert(sid, nack)
+            if nack is None:
+                continue
+            if nack.consumer is not None and min_idle:
+                if now_ms - nack.delivery_time < min_idle:
+                    continue
+            if consumer is None:
+                consumer, created = group.get_or_create_consumer(consumer_name, now_ms)
+            old = nack.consumer
+            if old is not consumer and old is not None:
+                old.pel.discard(sid)
+            nack.delivery_time = delivery_time
+            if retrycount is not None and retrycount >= 0:
+                nack.delivery_count = retrycount
+            elif not justid:
+                nack.delivery_count += 1
+            if old is not consumer:
+                consumer.pel.insert(sid, nack)
+                nack.consumer = consumer
+            consumer.active_time = now_ms
+            claimed.append(sid)
+            events.append((sid, nack, True))
+            propagate_last_id = False
+        return ClaimResult(claimed, events, consumer, created, propagate_last_id)
+
+    def autoclaim(
+        self,
+        group: ConsumerGroup,
+        consumer_name: bytes,
+        min_idle: int,
+        start: int,
+        count: int,
+        now_ms: int,
+        justid: bool = False,
+        create_consumer_upfront: bool = False,
+    ) -> AutoClaimResult:
+        """The data side of XAUTOCLAIM: scan the group PEL from ``start``, at most
+        ``count * 10`` attempts, claiming idle-enough entries and dropping NACKs of deleted
+        entries (both count against ``count``); returns the next cursor (0 when done)."""
+        attempts = count * 10
+        consumer: Consumer | None = None
+        created = False
+        if create_consumer_upfront:
+            consumer, created = group.get_or_create_consumer(consumer_name, now_ms)
+        claimed: list[int] = []
+        deleted: list[int] = []
+        events: list[tuple[int, NACK, bool]] = []
+        pel = group.pel
+        op = ">="
+        pos = start
+        exhausted = False
+        while attempts:
+            attempts -= 1
+            if not count:
+                break
+            hit = pel.seek(op, pos)
+            if hit is None:
+                exhausted = True
+                break
+            sid, nack = hit
+            op = ">"
+            pos = sid
+            if not self.exists(sid):
+                events.append((sid, nack, False))
+                pel.remove(sid)
+                if nack.consumer is not None:
+                    nack.consumer.pel.discard(sid)
+                deleted.append(sid)
+                count -= 1
+                continue
+            if min_idle and now_ms - nack.delivery_time < min_idle:
+                continue
+            if consumer is None:
+                consumer, created = group.get_or_create_consumer(consumer_name, now_ms)
+            old = nack.consumer
+            if old is not consumer and old is not None:
+                old.pel.discard(sid)
+            nack.delivery_time = now_ms
+            if not justid:
+                nack.delivery_count += 1
+            if old is not consumer:
+                consumer.pel.insert(sid, nack)
+                nack.consumer = consumer
+            consumer.active_time = now_ms
+            claimed.append(sid)
+            events.append((sid, nack, True))
+            count -= 1
+        next_id = 0
+        if not exhausted:
+            hit = pel.seek(op, pos)
+            if hit is not None:
+                next_id = hit[0]
+        return AutoClaimResult(claimed, next_id, deleted, events, consumer, created)
+
+    # ---------------------------------------------------------------------------- misc
+
+    def copy(self) -> Stream:
+        """Deep copy (COPY command, streamDup)."""
+        s = type(self)()
+        s.length = self.length
+        s.last_id = self.last_id
+        s.first_id = self.first_id
+        s.max_deleted_entry_id = self.max_deleted_entry_id
+        s.entries_added = self.entries_added
+        for key, lp in self._rax.items():
+            s._rax.insert(key, bytes(lp))
+        if self._cgroups:
+            s._cgroups = {name: g.copy() for name, g in self._cgroups.items()}
+        return s
+
+    def memory_usage(self, samples: int = 5) -> int:
+        """Estimated bytes used, shaped like Redis's MEMORY USAGE for streams: the first
+        ``samples`` nodes (0 = all) are measured and their average extrapolated to all
+        nodes but the last, which is measured; plus the index and the groups' PELs."""
+        rax = self._rax
+        n = len(rax)
+        size = sys.getsizeof(self) + sys.getsizeof(rax)
+        size += n * (_SIZEOF_INT128 + 16) + rax.block_count() * 2 * _SIZEOF_LIST_EMPTY
+        if n:
+            taken = 0
+            lpsize = 0
+            for _key, lp in rax.items():
+                if samples and taken >= samples:
+                    break
+                lpsize += sys.getsizeof(lp)
+                taken += 1
+            if n <= taken:
+                size += lpsize
+            else:
+                size += (lpsize // taken) * (n - 1)
+                size += sys.getsizeof(rax.last()[1])  # type: ignore[index]
+        if self._cgroups:
+            size += sys.getsizeof(self._cgroups)
+            per_pel_entry = _SIZEOF_INT128 + 16
+            for g in self._cgroups.values():
+                size += sys.getsizeof(g) + sys.getsizeof(g.pel) + sys.getsizeof(g.consumers)
+                size += len(g.pel) * (per_pel_entry + _SIZEOF_NACK)
+                for c in g.consumers.values():
+                    size += sys.getsizeof(c) + sys.getsizeof(c.pel) + sys.getsizeof(c.name)
+                    size += len(c.pel) * 16  # keys and NACKs are shared with the group PEL
+        return size
