@@ -72,20 +72,18 @@ def _set_members(pattern: bytes, i: int, nocase: bool) -> tuple[frozenset[int], 
         else:
             literals.append(pattern[i])
         i += 1
-    members = set()
-    lit = {_lower(x) for x in literals} if nocase else set(literals)
-    esc = set(escaped)
-    for b in range(256):
-        c = _signed(b)
-        cl = _lower(c) if nocase else c
-        hit = b in esc or ((_lower(b) if nocase else b) in lit)
-        if not hit:
-            for lo, hi in ranges:
-                if lo <= cl <= hi:
-                    hit = True
-                    break
-        if hit != negate:
-            members.add(b)
+    members = set(escaped)  # escaped bytes compare exactly, even with nocase
+    if nocase:
+        folded = {_lower(x) for x in literals}
+        members.update(b for b in range(256) if _lower(b) in folded)
+        for lo, hi in ranges:
+            members.update(b for b in range(256) if lo <= _lower(_signed(b)) <= hi)
+    else:
+        members.update(literals)
+        for lo, hi in ranges:
+            members.update(v & 0xFF for v in range(max(lo, -128), min(hi, 127) + 1))
+    if negate:
+        members = set(range(256)) - members
     return frozenset(members), i + 1
 
 

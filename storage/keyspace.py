@@ -135,6 +135,8 @@ class Database:
         value = self.lookup(key)
         if value is None:
             self.keyspace.misses += 1
+            if self.keyspace.on_miss is not None:
+                self.keyspace.on_miss(self, key)
         else:
             self.keyspace.hits += 1
         return value
@@ -153,7 +155,11 @@ class Database:
         data = self.data
         if key not in data:
             self.scan_order.added(key, data)
-        data[key] = value
+            data[key] = value
+            if self.keyspace.on_new is not None:
+                self.keyspace.on_new(self, key)
+        else:
+            data[key] = value
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
 
@@ -302,6 +308,11 @@ class Keyspace:
         self.expire_allowed = True
         self.on_modified: Callable[[Database, bytes], None] = lambda db, key: None
         self.on_expired: Callable[[Database, bytes], None] = lambda db, key: None
+        # Keyspace events Redis fires from the lookup layer, for the pub/sub family
+        # to install: "new" when a key is created (dbAdd), "keymiss" when a read
+        # lookup finds nothing. None (the default) costs one test.
+        self.on_new: Callable[[Database, bytes], None] | None = None
+        self.on_miss: Callable[[Database, bytes], None] | None = None
 
     def __getitem__(self, index: int) -> Database:
         return self.dbs[index]

@@ -83,6 +83,8 @@ def get(c: Client, argv: list[bytes]):
     ks = db.keyspace
     if value is None:
         ks.misses += 1
+        if ks.on_miss is not None:
+            ks.on_miss(db, key)
         return None
     ks.hits += 1
     t = type(value)
@@ -684,6 +686,33 @@ def incrbyfloat(c: Client, argv: list[bytes]):
 
 
 # -- LCS --------------------------------------------------------------------------------
+def _lcs_rows(a: bytes, b: bytes, keep: bool) -> list[int]:
+    """The LCS table of a and b, one big int per row (bit-parallel, Allison-Dix/Hyyrö).
+
+    Bit j-1 of row i is 0 exactly when LCS(a[:i], b[:j]) > LCS(a[:i], b[:j-1]), so
+    LCS(i, j) is the number of zero bits below j. Each row costs a few big-int
+    operations instead of len(b) Python steps.
+    """
+    m = len(b)
+    full = (1 << m) - 1
+    masks: dict[int, int] = {}
+    rev = b[::-1]
+    for ch in set(b):
+        # '1' where b has ch, '0' elsewhere, most significant first: the mask of ch
+        table = bytes(49 if x == ch else 48 for x in range(256))
+        masks[ch] = int(rev.translate(table), 2)
+    v = full
+    rows = [v]
+    for ch in a:
+        u = v & masks.get(ch, 0)
+        v = ((v + u) | (v - u)) & full
+        if keep:
+            rows.append(v)
+    if not keep:
+        rows.append(v)
+    return rows
+
+
 @command("lcs")
 def lcs(c: Client, argv: list[bytes]):
     db = c.db
@@ -721,22 +750,14 @@ def lcs(c: Client, argv: list[bytes]):
     alen, blen = len(a), len(b)
     if (alen + 1) * (blen + 1) * 4 > c.server.proto_max_bulk_len:
         raise ReplyError("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len")
-    # table[i][j] = LCS length of a[:i] and b[:j]
-    table = [[0] * (blen + 1)]
-    for i in range(1, alen + 1):
-        prev = table[-1]
-        row = [0] * (blen + 1)
-        ai = a[i - 1]
-        for jj in range(1, blen + 1):
-            if ai == b[jj - 1]:
-                row[jj] = prev[jj - 1] + 1
-            else:
-                up, left = prev[jj], row[jj - 1]
-                row[jj] = up if up > left else left
-        table.append(row)
-    total = table[alen][blen]
+    rows = _lcs_rows(a, b, keep=getidx or not getlen)
+    total = blen - rows[-1].bit_count()
     if getlen and not getidx:
         return total
+
+    def table(i: int, j: int) -> int:  # LCS length of a[:i] and b[:j]
+        return j - (rows[i] & ((1 << j) - 1)).bit_count()
+
     # Walk back from the end, collecting the string and the matching ranges.
     result = bytearray(total)
     idx = total
@@ -762,7 +783,7 @@ def lcs(c: Client, argv: list[bytes]):
             i -= 1
             jj -= 1
         else:
-            if table[i - 1][jj] > table[i][jj - 1]:
+            if table(i - 1, jj) > table(i, jj - 1):
                 i -= 1
             else:
                 jj -= 1

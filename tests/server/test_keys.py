@@ -646,3 +646,81 @@ async def test_redis_py_asyncio(rill_server):
         assert sum(counts) == 50
     finally:
         await client.aclose()
+
+
+@pytest.mark.parametrize("how", ["COPY", "MOVE"])
+def test_copy_and_move_wake_clients_blocked_in_the_target_db(rill_server, how):
+    from tests.support import RawClient, encode_command
+
+    waiter = RawClient(rill_server.port)
+    writer = RawClient(rill_server.port)
+    try:
+        writer.call("FLUSHALL")
+        waiter.call("SELECT", "1")
+        waiter.send_raw(encode_command(["BLPOP", "dst" if how == "COPY" else "src", "5"]))
+        time.sleep(0.1)
+        writer.call("RPUSH", "src", "x")
+        if how == "COPY":
+            assert writer.call("COPY", "src", "dst", "DB", "1") == b":1\r\n"
+            assert waiter.read_reply() == b"*2\r\n$3\r\ndst\r\n$1\r\nx\r\n"
+        else:
+            assert writer.call("MOVE", "src", "1") == b":1\r\n"
+            assert waiter.read_reply() == b"*2\r\n$3\r\nsrc\r\n$1\r\nx\r\n"
+    finally:
+        writer.call("FLUSHALL")
+        waiter.close()
+        writer.close()
+
+
+EVENT_SCRIPT = [
+    ("SET", "a", "1"), ("SET", "a", "2"), ("SET", "b", "1", "EX", "100"), ("SETNX", "b", "x"),
+    ("SETNX", "c", "x"), ("SETEX", "d", "100", "x"), ("PSETEX", "d", "100000", "y"),
+    ("GETSET", "a", "3"), ("GETDEL", "c"), ("GETEX", "a", "EX", "100"), ("GETEX", "a", "PERSIST"),
+    ("GETEX", "a", "PERSIST"), ("GETEX", "d", "PXAT", "1"), ("MSET", "m1", "1", "m2", "2"),
+    ("MSETNX", "m1", "1"), ("MSETNX", "m3", "1", "m4", "2"), ("APPEND", "ap", "x"), ("APPEND", "ap", "y"),
+    ("SETRANGE", "sr", "2", "x"), ("SETRANGE", "sr", "0", ""), ("INCR", "i"), ("DECRBY", "i", "5"),
+    ("INCRBYFLOAT", "f", "1.5"), ("GET", "nope"), ("MGET", "a", "nope"), ("EXISTS", "nope"),
+    ("TYPE", "nope"), ("TTL", "nope"), ("STRLEN", "nope"), ("GETRANGE", "nope", "0", "1"),
+    ("DEL", "m1", "nope", "m2"), ("UNLINK", "m3"), ("EXPIRE", "m4", "100"), ("PEXPIRE", "m4", "100000", "NX"),
+    ("PERSIST", "m4"), ("EXPIRE", "m4", "-1"), ("RENAME", "a", "a2"), ("RENAMENX", "a2", "b"),
+    ("RENAMENX", "a2", "a3"), ("MOVE", "a3", "1"), ("COPY", "b", "b2"), ("COPY", "b", "b2", "REPLACE"),
+    ("COPY", "b", "x", "DB", "1"), ("TOUCH", "b", "nope"), ("LCS", "b", "nope"),
+]
+
+
+def test_keyspace_events_match_redis(oracle_server, local):
+    events: list[tuple[int, bytes, bytes]] = []
+    keys_module = __import__("rill.server.commands.keys", fromlist=["keys"])
+    keyspace = local.server.keyspace
+    keys_module.notifier = lambda db_id, cls, event, key: events.append((db_id, event, key))
+    keyspace.on_new = lambda db, key: events.append((db.id, b"new", key))
+    keyspace.on_miss = lambda db, key: events.append((db.id, b"keymiss", key))
+    oracle = redis.Redis(port=oracle_server.port)
+    sub = oracle.pubsub()
+    try:
+        oracle.flushall()
+        oracle.config_set("notify-keyspace-events", "Eg$nm")
+        sub.psubscribe("__keyevent@*")
+        assert sub.get_message(timeout=5)["type"] == "psubscribe"
+        for cmd in EVENT_SCRIPT:
+            local(*cmd)
+            try:
+                oracle.execute_command(*cmd)
+            except redis.ResponseError:
+                pass
+        oracle.execute_command("PING")
+        expected = []
+        while True:
+            msg = sub.get_message(timeout=0.5)
+            if msg is None:
+                break
+            channel = msg["channel"]  # __keyevent@<db>__:<event>
+            db = int(channel.split(b"@")[1].split(b"__")[0])
+            expected.append((db, channel.split(b"__:", 1)[1], msg["data"]))
+        assert events == expected
+    finally:
+        keys_module.notifier = None
+        oracle.config_set("notify-keyspace-events", "")
+        sub.close()
+        oracle.flushall()
+        oracle.close()

@@ -504,6 +504,18 @@ def test_lcs(sbs):
     )
 
 
+def test_lcs_long_strings(sbs):
+    import random
+
+    rng = random.Random(7)
+    a = "".join(rng.choice("ACGT") for _ in range(3000))
+    b = "".join(rng.choice("ACGT") for _ in range(2500))
+    run(sbs, ("MSET", "a", a, "b", b), ("LCS", "a", "b"), ("LCS", "b", "a", "LEN"),
+        ("LCS", "a", "b", "IDX", "MINMATCHLEN", "4", "WITHMATCHLEN"))
+    run(sbs, ("CONFIG", "SET", "proto-max-bulk-len", "1000000"), ("LCS", "a", "b"))
+    run(sbs, ("CONFIG", "SET", "proto-max-bulk-len", "536870912"))
+
+
 @HYPO
 @given(st.text("abc", max_size=12), st.text("abc", max_size=12), st.integers(0, 3))
 def test_lcs_matches_redis(sbs, a, b, minlen):

@@ -123,7 +123,7 @@ patterns = st.lists(st.sampled_from(list(PATTERN_BYTES)), max_size=10).map(bytes
 strings = st.lists(st.sampled_from(list(STRING_BYTES)), max_size=8).map(bytes)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1500, deadline=None)
 @given(patterns, strings, st.booleans())
 def test_matches_stringmatchlen(pattern: bytes, s: bytes, nocase: bool) -> None:
     assert glob_match(pattern, s, nocase) == reference_match(pattern, s, nocase), (pattern, s, nocase)
