@@ -496,7 +496,25 @@ def _incr(c: Client, key: bytes, incr: int) -> int:
 
 @command("incr")
 def incr(c: Client, argv: list[bytes]):
-    return _incr(c, argv[1], 1)
+    # Fast path: a counter this module wrote, with no TTL to check.
+    db = c.db
+    key = argv[1]
+    data = db.data
+    value = data.get(key)
+    current = _INTS.get(value) if type(value) is bytes else None
+    if current is None or current == INT64_MAX or (db.expires and key in db.expires):
+        return _incr(c, key, 1)
+    result = current + 1
+    data[key] = new = b"%d" % result
+    if len(_INTS) >= 4096:
+        _INTS.clear()
+    _INTS[new] = result
+    if db.watched:
+        db.modified(key)
+    if _keys.notifier is not None:
+        _keys.notifier(db.id, "$", b"incrby", key)
+    c.server.dirty += 1
+    return result
 
 
 @command("decr")
