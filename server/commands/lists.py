@@ -144,7 +144,10 @@ def _push_into(c: Client, key: bytes, dst: ListValue | None, value: bytes, left:
 def _push(c: Client, argv: list[bytes], left: bool, xx: bool) -> int:
     key = argv[1]
     db = c.db
-    lst = db.lookup(key)
+    # db.lookup inlined: this is the hot path of every producer
+    lst = db.data.get(key)
+    if lst is not None and db.expires:
+        lst = db.lookup(key)
     if lst is None:
         if xx:
             return 0
@@ -162,7 +165,8 @@ def _push(c: Client, argv: list[bytes], left: bool, xx: bool) -> int:
     else:
         lst.extend(islice(argv, 2, None))
     c.server.dirty += len(argv) - 2
-    db.modified(key)
+    if db.watched and key in db.watched:
+        db.modified(key)
     if _keys.notifier is not None:
         _notify(c, b"lpush" if left else b"rpush", key)
     return len(lst)
@@ -339,13 +343,39 @@ def _pop(c: Client, argv: list[bytes], left: bool):
     return _bulk_array(items)
 
 
+def _pop_one(c: Client, key: bytes, left: bool) -> bytes | None:
+    """LPOP/RPOP without a count, the hot path of every consumer."""
+    db = c.db
+    lst = db.data.get(key)
+    if lst is not None and db.expires:
+        lst = db.lookup(key)
+    if lst is None:
+        return None
+    if type(lst) is not ListValue:
+        raise WRONGTYPE
+    value = lst.popleft() if left else lst.pop()
+    if _keys.notifier is not None:
+        _notify(c, b"lpop" if left else b"rpop", key)
+    if not lst:
+        db.delete(key)
+        _notify(c, b"del", key, "g")
+    if db.watched and key in db.watched:
+        db.modified(key)
+    c.server.dirty += 1
+    return value
+
+
 @command("lpop")
 def lpop(c: Client, argv: list[bytes]):
+    if len(argv) == 2:
+        return _pop_one(c, argv[1], True)
     return _pop(c, argv, True)
 
 
 @command("rpop")
 def rpop(c: Client, argv: list[bytes]):
+    if len(argv) == 2:
+        return _pop_one(c, argv[1], False)
     return _pop(c, argv, False)
 
 
