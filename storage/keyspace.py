@@ -2,7 +2,13 @@
 
 No I/O and no clock of its own beyond ``time.time``: the server wires the
 hooks (``on_modified`` for WATCH, ``on_expired`` for propagating the DEL of an
-expired key) and drives active expiry from its timer.
+expired key, ``on_new``/``on_miss`` for keyspace events) and drives active
+expiry from its timer.
+
+Writers go through ``set``/``delete``/``set_expire`` so that SCAN's order and
+active expiry's sample stay complete; code that fills ``data`` directly (a bulk
+loader) calls ``reindex()`` afterwards. Expiry follows Redis: a key is expired
+once ``now > when`` (an expiry equal to now still lives).
 """
 
 from __future__ import annotations
