@@ -28,7 +28,21 @@ from itertools import islice
 _OPTIMIZATION_LEVEL = (4096, 8192, 16384, 32768, 65536)
 _SIZE_SAFETY_LIMIT = 8192  # bytes, for positive fills (element-count limits)
 _SIZE_ESTIMATE_OVERHEAD = 8  # quicklist's per-entry estimate when deciding to insert
-PACKED_THRESHOLD = 1 << 30  # elements this large live alone in a PLAIN node
+PACKED_THRESHOLD = 1 << 30  # default: elements this large live alone in a PLAIN node
+_packed_threshold = PACKED_THRESHOLD
+
+
+def set_packed_threshold(size: int) -> bool:
+    """DEBUG QUICKLIST-PACKED-THRESHOLD: 0 restores the default; above ~4 GB is refused."""
+    global _packed_threshold
+    if size > (1 << 32) - (1 << 20):
+        return False
+    _packed_threshold = size or PACKED_THRESHOLD
+    return True
+
+
+def packed_threshold() -> int:
+    return _packed_threshold
 
 # sizeof() of the C structures MEMORY USAGE counts for a quicklist.
 _ROBJ = 16
@@ -124,8 +138,10 @@ class ListValue(deque):
         return iter(self)
 
     # -- node layout (MEMORY USAGE, RDB) ------------------------------------
-    def nodes(self, fill: int = -2, packed_threshold: int = PACKED_THRESHOLD) -> Iterator[list[bytes]]:
+    def nodes(self, fill: int = -2, packed_threshold: int | None = None) -> Iterator[list[bytes]]:
         """The elements grouped into quicklist nodes as appends would build them."""
+        if packed_threshold is None:
+            packed_threshold = _packed_threshold
         node: list[bytes] = []
         size = _LP_HDR_AND_END
         for e in self:

@@ -177,3 +177,18 @@ def test_memory_usage_grows_with_content(items):
     small = ListValue(items[:1])
     assert lst.memory_usage(samples=0) >= small.memory_usage(samples=0) > 56
     assert lst.memory_usage() > 56
+
+
+def test_packed_threshold_setting():
+    from rill.storage import list as list_mod
+
+    try:
+        assert list_mod.set_packed_threshold(4)
+        assert list(ListValue([b"a", b"big!", b"b"]).nodes(-2)) == [[b"a"], [b"big!"], [b"b"]]
+        assert not list_mod.set_packed_threshold(1 << 32)
+        assert list_mod.packed_threshold() == 4
+        assert list_mod.set_packed_threshold(0)
+        assert list_mod.packed_threshold() == list_mod.PACKED_THRESHOLD
+        assert list(ListValue([b"a", b"big!", b"b"]).nodes(-2)) == [[b"a", b"big!", b"b"]]
+    finally:
+        list_mod.set_packed_threshold(0)
