@@ -22,6 +22,11 @@ element count) are cached on the Stream so an append never re-parses the node; t
 is dropped whenever anything else touches the tail node.  Closed nodes are stored as
 immutable ``bytes`` of exact size (Redis's lpShrinkToFit), so decoding slices them into
 ``bytes`` directly; only the tail (and nodes touched by XDEL/XTRIM) are ``bytearray``.
+Reads seek the first node through the rax and, inside a node, walk from whichever end is
+closer; recently read nodes are kept decoded in a small global LRU (see "Decoded-node
+cache"), so repeated reads and consumers at the tail cost a bisect and a slice.
+
+Returned ``[f1, v1, ...]`` lists may be shared with that cache: treat them as read-only.
 """
 
 from __future__ import annotations
@@ -214,6 +219,11 @@ def _master(lp: bytes | bytearray) -> tuple[int, int, int, list[bytes], int]:
 
 def node_counts(lp: bytes | bytearray) -> tuple[int, int]:
     """``(live, deleted)`` entry counters of a node's master entry."""
+    c = lp[6]
+    if c < 128:
+        d = lp[8]
+        if d < 128:
+            return c, d
     count, p = _get_int(lp, LP_HDR_SIZE)
     deleted, _ = _get_int(lp, p)
     return count, deleted
@@ -674,6 +684,7 @@ _NC: OrderedDict[int, tuple[bytes | bytearray, list[int], list[tuple[int, list[b
 )
 _NC_MAX_NODES = 256
 _NC_MAX_ENTRIES = 1000  # nodes holding more entries are never cached
+_NC_MAX_NODE_BYTES = 1 << 16  # nor nodes larger than this (their decoded copy would be big)
 _NC_SEEN: dict[int, None] = {}
 
 
@@ -684,7 +695,7 @@ def _nc_get(key: int, lp: bytes | bytearray, admit: bool):
     if c is not None:
         _NC.move_to_end(i)
         return c
-    if not admit:
+    if not admit or len(lp) > _NC_MAX_NODE_BYTES:
         return None
     if i not in _NC_SEEN:
         if len(_NC_SEEN) >= 4096:
@@ -718,6 +729,9 @@ def _nc_extend(lp: bytearray, sid: int, fields_values: list[bytes]) -> None:
     """Keep a cached tail node in step with an append (the decoded entry is the input)."""
     c = _NC.get(id(lp))
     if c is not None:
+        if len(c[1]) >= _NC_MAX_ENTRIES or len(lp) > _NC_MAX_NODE_BYTES:
+            del _NC[id(lp)]
+            return
         c[1].append(sid)
         c[2].append((sid, [x if type(x) is bytes else bytes(x) for x in fields_values]))
 
@@ -942,11 +956,44 @@ class ConsumerGroup:
     def add_nack(
         self, sid: int, consumer: Consumer, delivery_time: int, delivery_count: int
     ) -> NACK:
-        """Insert a NACK owned by ``consumer`` (RDB/AOF loading)."""
+        """Insert a NACK owned by ``consumer`` (AOF-style loading, tests)."""
         nack = NACK(delivery_time, delivery_count, consumer)
         self.pel.insert(sid, nack)
         consumer.pel.insert(sid, nack)
         return nack
+
+    # RDB loading comes in Redis's order: the group PEL first (owners unknown), then each
+    # consumer with the IDs it owns.
+
+    def load_nack(self, sid: int, delivery_time: int, delivery_count: int) -> bool:
+        """Add an owner-less NACK from an RDB group PEL; False if ``sid`` is a duplicate."""
+        if sid in self.pel:
+            return False
+        self.pel.insert(sid, NACK(delivery_time, delivery_count, None))
+        return True
+
+    def load_consumer(self, name: bytes, seen_time: int, active_time: int) -> Consumer | None:
+        """Add a consumer from an RDB (type 19 has no active_time: pass seen_time, as Redis
+        does); None if the name is a duplicate."""
+        if name in self.consumers:
+            return None
+        c = Consumer(name, seen_time, active_time)
+        self.consumers[name] = c
+        return c
+
+    def load_owner(self, consumer: Consumer, sid: int) -> bool:
+        """Give the group PEL's NACK ``sid`` to ``consumer`` (an RDB consumer PEL entry);
+        False if the group PEL lacks it or the consumer already has it."""
+        nack = self.pel.get(sid)
+        if nack is None or sid in consumer.pel:
+            return False
+        nack.consumer = consumer
+        consumer.pel.insert(sid, nack)
+        return True
+
+    def unowned_nacks(self) -> list[int]:
+        """IDs of NACKs without a consumer (deep RDB sanitization rejects any)."""
+        return [sid for sid, nack in self.pel.items() if nack.consumer is None]
 
     def pending_summary(self) -> tuple[int, int | None, int | None, list[tuple[bytes, int]]]:
         """``(count, smallest_id, largest_id, [(consumer, pending), ...])`` for XPENDING
@@ -1160,6 +1207,8 @@ class Stream:
         a new node starts when ``lpBytes(tail) + payload >= node_max_bytes`` or
         ``count + deleted >= node_max_entries``.
         """
+        if type(fields_values) is not list:
+            fields_values = list(fields_values)
         if sid is None:
             sid = self.next_id(now_ms)
         if sid <= self.last_id:

@@ -448,6 +448,58 @@ def test_nodes_roundtrip_through_load_node(s300):
     assert node_list(t)[:3] == node_list(s300) and t.node_count() == 4  # s300's tail was full
 
 
+def test_rdb_style_reload_of_groups():
+    s = Stream()
+    for i in range(1, 30):
+        s.add([b"f", b"%d" % i], I(i))
+    g = s.create_group(b"g", I(3), 3)
+    a, _ = g.get_or_create_consumer(b"a", 50)
+    b, _ = g.get_or_create_consumer(b"b", 60)
+    g.get_or_create_consumer(b"idle", 70)
+    s.read_group(g, a, 4, 100)
+    s.read_group(g, b, 3, 200)
+    s.claim(g, b"b", [I(5)], now_ms=300)
+    s.delete(I(2))
+    # what an RDB writer stores ...
+    nodes = list(s.nodes())
+    meta = (s.length, s.last_id, s.first_id, s.max_deleted_entry_id, s.entries_added)
+    groups = []
+    for grp in s.groups():
+        pel = [(sid, n.delivery_time, n.delivery_count) for sid, n in grp.pel.items()]
+        cons = [
+            (c.name, c.seen_time, c.active_time, c.pel.key_list()) for c in grp.consumers_sorted()
+        ]
+        groups.append((grp.name, grp.last_id, grp.entries_read, pel, cons))
+    # ... and what a loader rebuilds, in Redis's order
+    t = Stream()
+    for key, lp in nodes:
+        t.load_node(key, lp)
+    t.length, t.last_id, t.first_id, t.max_deleted_entry_id, t.entries_added = meta
+    for name, last_id, entries_read, pel, cons in groups:
+        tg = t.create_group(name, last_id, entries_read)
+        for sid, dt, dc in pel:
+            assert tg.load_nack(sid, dt, dc)
+        assert not tg.load_nack(pel[0][0], 0, 0)  # duplicate
+        for cname, seen, active, ids in cons:
+            c = tg.load_consumer(cname, seen, active)
+            for sid in ids:
+                assert tg.load_owner(c, sid)
+        assert tg.load_consumer(b"a", 0, 0) is None
+        assert not tg.load_owner(tg.consumers[b"a"], I(99))
+        assert tg.unowned_nacks() == []
+        check_pel(tg)
+    tg, g = t.get_group(b"g"), s.get_group(b"g")
+    assert [
+        (sid, n.delivery_time, n.delivery_count, n.consumer.name) for sid, n in tg.pel.items()
+    ] == [(sid, n.delivery_time, n.delivery_count, n.consumer.name) for sid, n in g.pel.items()]
+    assert [(c.name, c.seen_time, c.active_time) for c in tg.consumers_sorted()] == [
+        (b"a", 50, 100),
+        (b"b", 300, 300),
+        (b"idle", 70, -1),
+    ]
+    assert t.range() == s.range() and t.group_lag(tg) == s.group_lag(g)
+
+
 def test_validate_node_rejects_corruption():
     s = Stream()
     s.add([b"a", b"1", b"b", b"2"], I(1))
