@@ -25,6 +25,25 @@ they were signalled:
   blocked-clients count are cleaned in one place, so no waiter is answered
   twice (timeout, CLIENT UNBLOCK, disconnect and service all go through
   ``unpark``).
+
+Writing a blocking handler (lists do this in commands/lists.py):
+
+- parse and validate everything first (errors never block), then try to answer;
+  if nothing can be returned, return ``Block(keys, parse_timeout(arg), argv,
+  timeout_reply, wake=..., on_gone=...)``. Inside EXEC the dispatcher turns the
+  Block into ``timeout_reply``; return another value yourself when Redis's
+  in-MULTI answer differs (BLMOVE: a null bulk, not a null array);
+- a retry runs the same handler with ``c.server.blocking.serving`` set to the
+  ready key: serve from that key only (Redis replies to a served XREAD or BLPOP
+  with the ready key's data alone), return a Block again to keep waiting (its
+  timeout is ignored and its argv, if given, replaces the stored one), and on
+  XREADGROUP produce Redis's served-waiter errors ("UNBLOCKED the stream key no
+  longer exists", "NOGROUP the consumer group this client was blocked on no
+  longer exists");
+- XREAD resolves ``$`` when it blocks and passes the resolved argv in the Block;
+- propagation goes through ``server.rewrite_propagation``/``also_propagate`` in
+  both the immediate and the served path (a served command is propagated after
+  the write that woke it).
 """
 
 from __future__ import annotations
@@ -177,11 +196,10 @@ class BlockingRegistry:
         # The key a retried command is being served from (None outside a retry).
         self.serving: bytes | None = None
 
-    @property
     def in_timeout_table(self) -> int:
         """INFO's clients_in_timeout_table: waiters with a deadline."""
-        seen = {id(w): w for q in self.waiters.values() for w in q}
-        return sum(1 for w in seen.values() if w.deadline)
+        waits = {w for q in self.waiters.values() for w in q}
+        return sum(1 for w in waits if w.deadline)
 
     def park(self, wait: Wait) -> None:
         db_id = wait.db.id
