@@ -203,6 +203,16 @@ async def producer(port, index, rng, errors, produced_done):
     produced_done.append(index)
 
 
+def _record_entries(reply, seen: list[bytes]) -> bytes | None:
+    """Append the IDs an XREAD reply carries; the last one, if any."""
+    last = None
+    if isinstance(reply, list):
+        for entry_id, _fields in reply[0][1]:
+            seen.append(entry_id)
+            last = entry_id
+    return last
+
+
 async def stream_waiter(port, key, rng, seen, errors, stop, started):
     conn = await connect(port, errors)
     fut = conn.send("XREAD", "BLOCK", "0", "STREAMS", key, "$")
@@ -215,27 +225,28 @@ async def stream_waiter(port, key, rng, seen, errors, stop, started):
         if fut not in done:
             break
         reply = fut.result()
-        if isinstance(reply, Exception) or isinstance(reply, hiredis.ReplyError):
+        if isinstance(reply, (Exception, hiredis.ReplyError)):
             errors.append(f"XREAD {key}: {reply!r}")
             break
-        if reply is not None:
-            for entry_id, _fields in reply[0][1]:
-                seen.append(entry_id)
-                last = entry_id
+        last = _record_entries(reply, seen) or last
         if last is None:
             errors.append("XREAD with $ returned before any entry")
             break
-        if rng.random() < 0.02:
-            await conn.drop()
-            conn = await connect(port, errors)
         block = rng.choice(["0", "100", "500"])
         fut = conn.send("XREAD", "BLOCK", block, "COUNT", str(rng.randint(1, 50)), "STREAMS", key, last)
+        if rng.random() < 0.02:
+            # drop while (probably) blocked, keep what was sent before, resume after the last ID
+            await asyncio.sleep(rng.random() * 0.05)
+            await conn.drop()
+            if fut.done():
+                last = _record_entries(fut.result(), seen) or last
+            conn = await connect(port, errors)
+            fut = conn.send("XREAD", "BLOCK", block, "STREAMS", key, last)
     if conn.pending:
         pending = conn.pending[0]
         await conn.drop()
-        if pending.done() and isinstance(pending.result(), list):
-            for entry_id, _fields in pending.result()[0][1]:
-                seen.append(entry_id)
+        if pending.done():
+            _record_entries(pending.result(), seen)
     else:
         await conn.finish()
 
