@@ -488,3 +488,108 @@ def test_parse_timeout_follows_redis():
         with pytest.raises(ReplyError) as e:
             parse_timeout(bad, unit_ms=True)
         assert msg in e.value.message
+
+
+# -- the same blocking scenarios on rill and on redis-server ----------------------------
+def _play(port: int, steps: list[tuple], clients: int, resp3: bool) -> list[tuple[int, bytes]]:
+    """Run a scenario; every reply read, tagged with the connection it came from."""
+    conns = [Waiter(port) for _ in range(clients + 1)]
+    admin = conns[-1]
+    admin.call("FLUSHALL")
+    if resp3:
+        for w in conns[:-1]:
+            w.call("HELLO", "3")
+    ids = [int(w.call("CLIENT", "ID")[1:-2]) for w in conns[:-1]]
+    log: list[tuple[int, bytes]] = []
+    try:
+        for step in steps:
+            op, *rest = step
+            if op == "send":
+                conns[rest[0]].send(*rest[1])
+            elif op == "call":
+                log.append((rest[0], conns[rest[0]].call(*rest[1])))
+            elif op == "read":
+                log.append((rest[0], conns[rest[0]].reply()))
+            elif op == "blocked":
+                deadline = time.monotonic() + 5
+                while True:
+                    info = admin.call("INFO", "clients")
+                    if b"blocked_clients:%d\r\n" % rest[0] in info:
+                        break
+                    assert time.monotonic() < deadline, f"never {rest[0]} blocked"
+                    time.sleep(0.005)
+            elif op == "unblock":
+                log.append((-1, admin.call("CLIENT", "UNBLOCK", ids[rest[0]], *rest[1:])))
+            elif op == "silent":
+                log.append((rest[0], b"silent" if conns[rest[0]].silent(0.05) else b"NOT SILENT"))
+            else:
+                raise AssertionError(op)
+        for i, w in enumerate(conns[:-1]):
+            log.append((i, b"end " + (b"silent" if w.silent(0.05) else b"NOT SILENT")))
+    finally:
+        for w in conns:
+            w.close()
+    return log
+
+
+SCENARIOS = {
+    "fifo": (3, [
+        ("send", 0, ["BLPOP", "q", "0"]), ("blocked", 1), ("send", 1, ["BRPOP", "q", "0"]), ("blocked", 2),
+        ("send", 2, ["BLMPOP", "0", "1", "q", "LEFT", "COUNT", "2"]), ("blocked", 3),
+        ("call", 3, ["RPUSH", "q", "a", "b", "c", "d", "e"]),
+        ("read", 0), ("read", 1), ("read", 2), ("call", 3, ["LRANGE", "q", "0", "-1"]),
+    ]),
+    "multi-key and the first ready key": (2, [
+        ("send", 0, ["BLPOP", "k1", "k2", "k2", "0"]), ("blocked", 1),
+        ("send", 1, ["BLMPOP", "0", "2", "k2", "k1", "RIGHT", "COUNT", "9"]), ("blocked", 2),
+        ("call", 2, ["MULTI"]), ("call", 2, ["RPUSH", "k2", "x", "y"]), ("call", 2, ["RPUSH", "k1", "z"]),
+        ("call", 2, ["EXEC"]), ("read", 0), ("read", 1), ("call", 2, ["LRANGE", "k1", "0", "-1"]),
+    ]),
+    "push and delete inside MULTI wakes nobody": (1, [
+        ("send", 0, ["BLPOP", "q", "0"]), ("blocked", 1),
+        ("call", 1, ["MULTI"]), ("call", 1, ["LPUSH", "q", "a"]), ("call", 1, ["DEL", "q"]),
+        ("call", 1, ["SET", "q", "s"]), ("call", 1, ["EXEC"]), ("silent", 0),
+        ("call", 1, ["DEL", "q"]), ("call", 1, ["LPUSH", "q", "b"]), ("read", 0),
+    ]),
+    "blmove chain, cycle and wrong-type destination": (3, [
+        ("send", 0, ["BLMOVE", "a", "b", "LEFT", "RIGHT", "0"]), ("blocked", 1),
+        ("send", 1, ["BRPOPLPUSH", "b", "a", "0"]), ("blocked", 2),
+        ("call", 2, ["SET", "s", "str"]),
+        ("send", 2, ["BLMOVE", "c", "s", "LEFT", "LEFT", "0"]), ("blocked", 3),
+        ("call", 3, ["RPUSH", "a", "1"]), ("read", 0), ("read", 1),
+        ("call", 3, ["RPUSH", "c", "2", "3"]), ("read", 2),
+        ("call", 3, ["LRANGE", "a", "0", "-1"]), ("call", 3, ["LRANGE", "c", "0", "-1"]),
+    ]),
+    "timeouts and unblock": (3, [
+        ("send", 0, ["BLPOP", "q", "0.05"]), ("send", 1, ["BLMOVE", "q", "d", "LEFT", "LEFT", "0.05"]),
+        ("read", 0), ("read", 1),
+        ("send", 0, ["BRPOP", "q", "0"]), ("send", 1, ["BLMPOP", "0", "1", "q", "LEFT"]),
+        ("send", 2, ["BRPOPLPUSH", "q", "d", "0"]), ("blocked", 3),
+        ("unblock", 0), ("unblock", 1, "TIMEOUT"), ("unblock", 2, "ERROR"), ("unblock", 2),
+        ("read", 0), ("read", 1), ("read", 2),
+    ]),
+    "rename, swapdb and a key moved into place": (2, [
+        ("send", 0, ["BLPOP", "dst", "0"]), ("blocked", 1),
+        ("call", 2, ["RPUSH", "src", "a", "b"]), ("call", 2, ["RENAME", "src", "dst"]), ("read", 0),
+        ("call", 1, ["SELECT", "5"]), ("send", 1, ["BRPOP", "k", "0"]), ("blocked", 1),
+        ("call", 2, ["RPUSH", "k", "db0"]), ("silent", 1), ("call", 2, ["SWAPDB", "0", "5"]), ("read", 1),
+    ]),
+    "pipelined after a blocked command": (1, [
+        ("send", 0, ["BLPOP", "q", "0"]), ("send", 0, ["LLEN", "q"]), ("send", 0, ["PING"]), ("blocked", 1),
+        ("call", 1, ["RPUSH", "q", "a", "b"]), ("read", 0), ("read", 0), ("read", 0),
+    ]),
+    "inside MULTI nothing blocks": (1, [
+        ("call", 0, ["MULTI"]), ("call", 0, ["BLPOP", "q", "0"]), ("call", 0, ["BLMOVE", "q", "d", "LEFT", "LEFT", "0"]),
+        ("call", 0, ["BRPOPLPUSH", "q", "d", "0"]), ("call", 0, ["BLMPOP", "0", "1", "q", "LEFT"]),
+        ("call", 0, ["EXEC"]),
+    ]),
+}
+
+
+@pytest.mark.parametrize("resp3", [False, True], ids=["resp2", "resp3"])
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_scenarios_match_redis(rill_server, oracle_server, name, resp3):
+    clients, steps = SCENARIOS[name]
+    mine = _play(rill_server.port, steps, clients, resp3)
+    theirs = _play(oracle_server.port, steps, clients, resp3)
+    assert mine == theirs
