@@ -1093,6 +1093,20 @@ class Stream:
     node_max_bytes: int = 4096
     node_max_entries: int = 100
 
+    # TYPE and OBJECT ENCODING both say "stream" (Redis has one stream encoding).
+    type_name = b"stream"
+
+    def encoding(self) -> bytes:
+        """OBJECT ENCODING."""
+        return b"stream"
+
+    def digest_parts(self) -> Iterator[bytes]:
+        """What DEBUG DIGEST-VALUE mixes, as Redis's debug.c does: per live entry its
+        ID as ``ms.seq``, then each field and value (groups and metadata are left out)."""
+        for sid, fv in self.iter_range():
+            yield b"%d.%d" % (sid >> 64, sid & MASK64)
+            yield from fv
+
     __slots__ = (
         "length",
         "last_id",
