@@ -346,17 +346,17 @@ class Server:
         if duration > self.slowlog_threshold >= 0 and not cmd.flags & SKIP_SLOWLOG:
             self.slowlog_add(client, argv, duration)
         if self.dirty != dirty or self._also:
-            self._after_write(client, cmd, argv)
+            self._after_write(client, cmd, argv, self.dirty != dirty)
         if self.monitors and not cmd.flags & (SKIP_MONITOR | ADMIN):
             self.feed_monitors(client, argv)
         return reply
 
-    def _after_write(self, client: Client, cmd: Command, argv: list[bytes]) -> None:
+    def _after_write(self, client: Client, cmd: Command, argv: list[bytes], changed: bool = True) -> None:
         if self.blocking.waiters and cmd.flags & WRITE:
             self.blocking.signal_command(client.db.id, cmd, argv)
         if self.propagation_sinks:
             ops = self._also
-            if self.dirty and not self._prevent_propagation and cmd.flags & WRITE:
+            if changed and not self._prevent_propagation and cmd.flags & WRITE:
                 ops.append((client.db.id, self._rewritten or argv))
             if ops:
                 self.propagate(ops)
@@ -505,7 +505,7 @@ class Server:
         if reply is not NO_REPLY:
             client.reply(reply)
         if self.dirty != dirty or self._also:
-            self._after_write(client, wait.cmd, wait.argv)
+            self._after_write(client, wait.cmd, wait.argv, self.dirty != dirty)
         client.db = saved_db
         client.on_output(client)
         return True

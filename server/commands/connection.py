@@ -116,6 +116,8 @@ def _hello_reply(c: Client) -> Map:
 @command("select")
 def select(c: Client, argv: list[bytes]):
     idx = get_int(argv[1])
+    if idx < -(2**31) or idx > 2**31 - 1:
+        raise ReplyError("ERR value is out of range, value must between -2147483648 and 2147483647")
     if idx < 0 or idx >= len(c.server.keyspace):
         raise DB_RANGE
     c.db = c.server.keyspace[idx]

@@ -34,24 +34,9 @@ from .args import (
 )
 from .keys import already_expired, delete_expired_now
 from .table import command
+from .values import string_encoding  # noqa: F401  (re-exported for OBJECT ENCODING users)
 
-EMBSTR_LIMIT = 44  # OBJ_ENCODING_EMBSTR_SIZE_LIMIT
 TOO_BIG = ReplyError("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
-
-
-def string_encoding(value: bytes | bytearray) -> bytes:
-    """OBJECT ENCODING of a stored string: int, embstr or raw.
-
-    A ``bytearray`` was mutated in place (APPEND, SETRANGE): "raw". ``bytes``
-    are what tryObjectEncoding made of them: "int" for a canonical integer
-    (Redis's string2l, 64-bit long), "embstr" up to 44 bytes, "raw" beyond.
-    """
-    if type(value) is bytearray:
-        return b"raw"
-    n = len(value)
-    if n <= 20 and string2ll(value) is not None:
-        return b"int"
-    return b"embstr" if n <= EMBSTR_LIMIT else b"raw"
 
 
 def _check_length(c: Client, size: int, append: int) -> None:

@@ -14,7 +14,12 @@ EMBSTR_LIMIT = 44  # OBJ_ENCODING_EMBSTR_SIZE_LIMIT
 
 
 def string_encoding(value: bytes | bytearray) -> bytes:
-    """OBJECT ENCODING of a string: int, embstr, or raw (mutated strings are raw)."""
+    """OBJECT ENCODING of a stored string: int, embstr or raw.
+
+    A ``bytearray`` was mutated in place (APPEND, SETRANGE): "raw". ``bytes``
+    are what tryObjectEncoding made of them: "int" for a canonical integer
+    (Redis's string2l, 64-bit long), "embstr" up to 44 bytes, "raw" beyond.
+    """
     if type(value) is bytearray:
         return b"raw"
     if len(value) <= 20 and string2ll(value) is not None:
