@@ -577,6 +577,8 @@ class Server:
     def _expired(self, db: Database, key: bytes) -> None:
         if db.watched:
             self._touch_watched(db, key)
+        # An expired stream must wake its XREADGROUP waiters with their error.
+        self.blocking.signal(db.id, key)
         if self.propagation_sinks:
             # Lazy expiry inside a command travels with that command's effects;
             # the cron flushes what active expiry produced.
@@ -628,6 +630,8 @@ class Server:
                 ops, self._also = self._also, []
                 for op in ops:
                     self.propagate([op])
+            if self.blocking.ready:
+                self.serve_blocked()
         if self.timeout:
             now = time.time()
             for client in list(self.clients.values()):

@@ -333,6 +333,18 @@ def debug(c: Client, argv: list[bytes]):
         from .values import digest_dataset
 
         return Status(digest_dataset(server.keyspace))
+    if sub == b"quicklist-packed-threshold" and len(argv) == 3:
+        from rill.storage.list import set_packed_threshold
+
+        from ..config import memtoull
+
+        try:
+            size = memtoull(argv[2].decode(errors="replace"))
+        except ValueError:
+            size = -1
+        if size < 0 or not set_packed_threshold(size):
+            raise ReplyError("ERR argument must be a memory value bigger than 1 and smaller than 4gb")
+        return OK
     if sub == b"protocol" and len(argv) == 3:
         return _debug_protocol(c, argv[2].lower())
     if sub == b"help":

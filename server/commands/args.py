@@ -51,13 +51,14 @@ def get_range_int(arg: bytes, lo: int, hi: int, err: str) -> int:
     return v
 
 
-def get_positive(arg: bytes, name: str = "") -> int:
-    """Redis's getPositiveLongFromObjectOrReply: ``value is out of range, must be positive``."""
+MUST_BE_POSITIVE = ReplyError("ERR value is out of range, must be positive")
+
+
+def get_positive(arg: bytes, err: ReplyError = MUST_BE_POSITIVE) -> int:
+    """Redis's getPositiveLongFromObjectOrReply: one error for non-numbers and negatives."""
     v = string2ll(arg)
-    if v is None:
-        raise NOT_INT
-    if v < 0:
-        raise ReplyError("ERR value is out of range, must be positive")
+    if v is None or v < 0:
+        raise err
     return v
 
 
@@ -85,23 +86,6 @@ def get_float(arg: bytes, err: ReplyError = NOT_FLOAT) -> float:
     v = parse_float(arg)
     if v is None:
         raise err
-    return v
-
-
-def get_timeout(arg: bytes, unit_ms: bool = False) -> float:
-    """A blocking timeout in seconds (doubles allowed for seconds; ms integers for XREAD)."""
-    if unit_ms:
-        v = string2ll(arg)
-        if v is None:
-            raise ReplyError("ERR timeout is not an integer or out of range")
-        if v < 0:
-            raise ReplyError("ERR timeout is negative")
-        return v / 1000.0
-    v = parse_float(arg)
-    if v is None or math.isinf(v):
-        raise ReplyError("ERR timeout is not a float or out of range")
-    if v < 0:
-        raise ReplyError("ERR timeout is negative")
     return v
 
 

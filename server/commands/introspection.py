@@ -11,9 +11,10 @@ from collections.abc import Callable
 from rill.protocol.reply import OK, Map, ReplyError, Set, Status, Verbatim
 
 from .. import REDIS_VERSION, __version__
+from ..blocking import parse_timeout
 from ..client import REPLY_OFF, REPLY_ON, REPLY_SKIP_NEXT, Client
 from .admin import help_reply
-from .args import SYNTAX_ERR, get_int, get_timeout, string2ll
+from .args import SYNTAX_ERR, get_int, string2ll
 from .connection import set_client_name
 from .table import command
 
@@ -557,7 +558,7 @@ def client_pause(c: Client, argv: list[bytes]):
             writes_only = True
         elif mode != b"all":
             raise ReplyError("ERR CLIENT PAUSE mode must be WRITE or ALL")
-    timeout = get_timeout(argv[2], unit_ms=True)
+    timeout = parse_timeout(argv[2], unit_ms=True)
     server = c.server
     end = time.monotonic() + timeout
     # A stronger or longer pause wins, as Redis's pauseClients keeps the max.

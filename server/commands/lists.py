@@ -21,11 +21,10 @@ from rill.storage.list import ListValue
 from ..blocking import Block, parse_timeout
 from ..client import Client
 from . import keys as _keys
-from .args import NO_SUCH_KEY, NOT_INT, SYNTAX_ERR, WRONGTYPE, string2ll
+from .args import NO_SUCH_KEY, NOT_INT, SYNTAX_ERR, WRONGTYPE, get_positive, string2ll
 from .table import command
 
 OUT_OF_RANGE = ReplyError("ERR index out of range")
-MUST_BE_POSITIVE = ReplyError("ERR value is out of range, must be positive")
 RANK_ZERO = ReplyError(
     "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... "
     "or use negative to start from the end of the list"
@@ -43,14 +42,6 @@ _RIGHT = b"right"
 def _long(arg: bytes, err: ReplyError = NOT_INT) -> int:
     v = string2ll(arg)
     if v is None:
-        raise err
-    return v
-
-
-def _positive(arg: bytes, err: ReplyError = MUST_BE_POSITIVE) -> int:
-    """getPositiveLongFromObjectOrReply: one message for non-numbers and negatives."""
-    v = string2ll(arg)
-    if v is None or v < 0:
         raise err
     return v
 
@@ -252,10 +243,10 @@ def lpos(c: Client, argv: list[bytes]):
                 raise RANK_ZERO
         elif opt == b"count" and more:
             j += 1
-            count = _positive(argv[j], COUNT_NEGATIVE)
+            count = get_positive(argv[j], COUNT_NEGATIVE)
         elif opt == b"maxlen" and more:
             j += 1
-            maxlen = _positive(argv[j], MAXLEN_NEGATIVE)
+            maxlen = get_positive(argv[j], MAXLEN_NEGATIVE)
         else:
             raise SYNTAX_ERR
         j += 1
@@ -327,7 +318,7 @@ def _pop(c: Client, argv: list[bytes], left: bool):
     if len(argv) > 3:
         raise ReplyError(f"ERR wrong number of arguments for '{'lpop' if left else 'rpop'}' command")
     has_count = len(argv) == 3
-    count = _positive(argv[2]) if has_count else 0
+    count = get_positive(argv[2]) if has_count else 0
     key = argv[1]
     lst = _list_write(c, key)
     if lst is None:
