@@ -84,6 +84,7 @@ async def serve(config: Config) -> int:
     """Run a server until SHUTDOWN or a signal; the process exit code."""
     from .commands import load_all
     from .connection import Connection
+    from .persistence import install as install_persistence
     from .server import Server
 
     load_all()
@@ -97,6 +98,7 @@ async def serve(config: Config) -> int:
                     "In order to specify a config file use rill-server /path/to/redis.conf")
     loop = asyncio.get_running_loop()
     server = Server(config)
+    install_persistence(server)
     server.loop = loop
     server.shutdown_event = asyncio.Event()
     server.executable = os.path.abspath(sys.argv[0])

@@ -149,6 +149,8 @@ class Server:
         # Persistence and other subsystems attach here (load at start, save at exit).
         self.startup_hooks: list[Callable[[], None]] = []
         self.shutdown_hooks: list[Callable[[], None]] = []
+        # Periodic duties of other subsystems (persistence: children, save points, fsync).
+        self.cron_hooks: list[Callable[[], None]] = []
         self.shutdown_event: Any = None
         self.mem_peak = 0
         self.config.listeners.append(self._config_changed)
@@ -645,6 +647,8 @@ class Server:
                 ):
                     client.kill_requested = True
                     client.on_output(client)
+        for hook in self.cron_hooks:
+            hook()
 
     def request_shutdown(self) -> None:
         """Stop serving once the current batch is done (SHUTDOWN, SIGTERM)."""
