@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support import ServerProcess, free_port
+from tests.support import ServerProcess, free_port, start_rill
 
 ROOT = Path(__file__).resolve().parent.parent
 # The product card's top-level folders and the import name they install under.
@@ -301,15 +301,16 @@ def test_readme_rill_server_command_lines_parse():
         os.chdir(cwd)  # --dir changes the working directory as redis-server does
 
 
-def test_readme_python_examples_run(rill_server):
-    """Each Python block of the README runs as written against a rill-server."""
+def test_readme_python_examples_run():
+    """Each Python block of the README runs as written against a rill-server of its own."""
     blocks = re.findall(r"```python\n(.*?)```", _readme(), re.S)
     assert len(blocks) >= 3
-    for code in blocks:
-        out = subprocess.run([sys.executable, "-c", code.replace("6379", str(rill_server.port))],
-                             capture_output=True, text=True, timeout=30)
-        assert out.returncode == 0, f"{code}\n{out.stderr}"
-        assert out.stdout.strip(), code
+    with start_rill() as srv:
+        for code in blocks:
+            out = subprocess.run([sys.executable, "-c", code.replace("6379", str(srv.port))],
+                                 capture_output=True, text=True, timeout=30)
+            assert out.returncode == 0, f"{code}\n{out.stderr}"
+            assert out.stdout.strip(), code
 
 
 def test_readme_layout_paths_exist():
