@@ -211,8 +211,9 @@ def _norm_save(value: str) -> str:
     parts = value.split()
     if len(parts) % 2:
         raise ConfigError("Invalid save parameters")
-    for p in parts:
-        if not p.isdigit():
+    for i, p in enumerate(parts):
+        body = p[1:] if p[:1] in "+-" else p
+        if not body.isdigit() or int(p) < (1 if i % 2 == 0 else 0):
             raise ConfigError("Invalid save parameters")
     return " ".join(str(int(p)) for p in parts)
 
@@ -389,6 +390,7 @@ class Config:
         self.values["dir"] = os.getcwd()
         self.listeners: list[Callable[[str], None]] = []
         self.config_file: str | None = None
+        self._save_loaded = False
 
     # -- typed access ------------------------------------------------------
     def canonical(self, name: str) -> str | None:
@@ -444,7 +446,14 @@ class Config:
         canon = self.canonical(name)
         if canon is None:
             raise KeyError(name)
-        self.values[canon] = self.normalise(canon, value)
+        normalised = self.normalise(canon, value)
+        if canon == "save" and startup and self._save_loaded and normalised:
+            # In config files and on the command line the first `save` replaces
+            # the default and later ones add save points, as in Redis.
+            normalised = f"{self.values['save']} {normalised}".strip()
+        if canon == "save" and startup:
+            self._save_loaded = True
+        self.values[canon] = normalised
         if not startup:
             for listener in self.listeners:
                 listener(canon)

@@ -152,6 +152,7 @@ async def serve(config: Config) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, _on_signal, server, sig)
     cron = loop.create_task(_cron(server))
+    notice("Running mode=standalone, port=%d.", server.tcp_port)
     if port:
         notice("Ready to accept connections tcp")
     if unixsocket:
@@ -183,7 +184,8 @@ async def serve(config: Config) -> int:
 
 def _on_signal(server, sig: int) -> None:
     name = "SIGINT" if sig == signal.SIGINT else "SIGTERM"
-    notice("Received %s scheduling shutdown...", name)
+    log.warning("Received %s scheduling shutdown...", name)
+    notice("User requested shutdown...")
     server.request_shutdown()
 
 

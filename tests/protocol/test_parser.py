@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from rill.protocol.parser import ProtocolError, RequestParser, split_args
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from rill.protocol.reply import (
     NULL_ARRAY,
     OK,

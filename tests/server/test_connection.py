@@ -21,7 +21,7 @@ def test_unknown_commands_side_by_side(sbs):
     sbs.check("FOO")
     sbs.check("FOO", "bar", "baz")
     sbs.check("FOO", "x" * 300)
-    sbs.check("FOO", *["arg%d" % i for i in range(60)])
+    sbs.check("FOO", *[f"arg{i}" for i in range(60)])
     sbs.check("CONFIG", "NOPE")
     sbs.check("CONFIG")
     sbs.check("CLIENT", "NOPE", "x")
