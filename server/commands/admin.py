@@ -1,5 +1,5 @@
 """Server administration: CONFIG, FLUSHDB/FLUSHALL, DBSIZE, TIME, DEBUG, OBJECT,
-MEMORY, MONITOR, SLOWLOG, SHUTDOWN, FUNCTION FLUSH, LASTSAVE."""
+MEMORY, MONITOR, SLOWLOG, SHUTDOWN, FUNCTION FLUSH (LASTSAVE lives with persistence)."""
 
 from __future__ import annotations
 
@@ -60,11 +60,6 @@ def dbsize(c: Client, argv: list[bytes]):
 def time_(c: Client, argv: list[bytes]):
     now = time.time_ns() // 1000
     return [b"%d" % (now // 1_000_000), b"%d" % (now % 1_000_000)]
-
-
-@command("lastsave")
-def lastsave(c: Client, argv: list[bytes]):
-    return c.server.lastsave
 
 
 # -- CONFIG ------------------------------------------------------------------

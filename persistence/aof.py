@@ -1,0 +1,683 @@
+"""Redis 7's multi-part append-only file: manifest, command stream, writer, rewrite.
+
+Facts: shared/reference/redis-formats.md section 4 (restated from aof.c).
+
+Layout, inside ``<dir>/<appenddirname>``::
+
+    <appendfilename>.manifest            which files make up the dataset, in order
+    <appendfilename>.<seq>.base.rdb      the snapshot (an RDB with aof-base=1) ...
+    <appendfilename>.<seq>.base.aof      ... or commands, with aof-use-rdb-preamble no
+    <appendfilename>.<seq>.incr.aof      commands appended since that base
+
+This module knows the formats and the file mechanics, nothing about the server:
+
+* ``Manifest``: parse / format / the naming and history rules of a rewrite;
+* ``encode_command`` and ``CommandParser``: the RESP command stream, with the
+  offsets a loader needs to repair a torn tail (``AofTruncated``) or to refuse a
+  corrupt middle (``AofFormatError``);
+* ``AofWriter``: the open incr file, its buffer, SELECT tracking and the three
+  fsync policies (everysec fsyncs from a background thread, as Redis's bio does);
+* ``rewrite_commands``: the RESP base (one generator per value type in
+  ``REWRITERS``, extended like the RDB codec).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from rill.storage.stream import Stream, format_sid
+
+__all__ = [
+    "ManifestError",
+    "AofFormatError",
+    "AofTruncated",
+    "AofFile",
+    "Manifest",
+    "encode_command",
+    "CommandParser",
+    "AofWriter",
+    "rewrite_commands",
+    "REWRITERS",
+    "write_manifest",
+    "fsync_dir",
+]
+
+BASE = "b"
+HISTORY = "h"
+INCR = "i"
+
+ITEMS_PER_CMD = 64  # AOF_REWRITE_ITEMS_PER_CMD
+
+
+class ManifestError(Exception):
+    """The manifest cannot be parsed or breaks one of its rules."""
+
+
+class AofFormatError(Exception):
+    """Bytes that are not a RESP command where one must start (fatal: a corrupt middle)."""
+
+    def __init__(self, message: str, offset: int) -> None:
+        self.offset = offset
+        super().__init__(f"{message} (at offset {offset})")
+
+
+class AofTruncated(Exception):
+    """The data ends inside a command; ``valid_up_to`` is where the last whole one ended."""
+
+    def __init__(self, valid_up_to: int) -> None:
+        self.valid_up_to = valid_up_to
+        super().__init__(f"unexpected end of file after offset {valid_up_to}")
+
+
+# --------------------------------------------------------------------------------------------
+# Manifest
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class AofFile:
+    name: str
+    seq: int
+    kind: str  # BASE, HISTORY or INCR
+
+
+def _needs_quoting(name: str) -> bool:
+    return any(c in name for c in " \t\r\n\"'\\") or not name.isprintable() or name == ""
+
+
+def _repr_name(name: str) -> str:
+    """sdscatrepr: double-quoted with C escapes."""
+    out = ['"']
+    for ch in name.encode("utf-8", "surrogateescape"):
+        c = chr(ch)
+        if c in '\\"':
+            out.append("\\" + c)
+        elif c == "\n":
+            out.append("\\n")
+        elif c == "\r":
+            out.append("\\r")
+        elif c == "\t":
+            out.append("\\t")
+        elif c == "\a":
+            out.append("\\a")
+        elif c == "\b":
+            out.append("\\b")
+        elif 32 <= ch < 127:
+            out.append(c)
+        else:
+            out.append(f"\\x{ch:02x}")
+    out.append('"')
+    return "".join(out)
+
+
+def split_args(line: str) -> list[str] | None:
+    """sdssplitargs: whitespace-separated words, "double" (C escapes) or 'single' quoted."""
+    out: list[str] = []
+    i = 0
+    n = len(line)
+    while True:
+        while i < n and line[i] in " \t\r\n\v\f":
+            i += 1
+        if i >= n:
+            return out
+        word: list[str] = []
+        if line[i] == '"':
+            i += 1
+            while True:
+                if i >= n:
+                    return None  # unterminated quotes
+                c = line[i]
+                if c == "\\" and i + 1 < n:
+                    nxt = line[i + 1]
+                    if nxt == "x" and i + 3 < n and all(h in "0123456789abcdefABCDEF" for h in line[i + 2 : i + 4]):
+                        word.append(chr(int(line[i + 2 : i + 4], 16)))
+                        i += 4
+                        continue
+                    word.append({"n": "\n", "r": "\r", "t": "\t", "b": "\b", "a": "\a"}.get(nxt, nxt))
+                    i += 2
+                    continue
+                if c == '"':
+                    i += 1
+                    if i < n and line[i] not in " \t\r\n\v\f":
+                        return None  # closing quote must be followed by a space
+                    break
+                word.append(c)
+                i += 1
+        elif line[i] == "'":
+            i += 1
+            while True:
+                if i >= n:
+                    return None
+                c = line[i]
+                if c == "\\" and i + 1 < n and line[i + 1] == "'":
+                    word.append("'")
+                    i += 2
+                    continue
+                if c == "'":
+                    i += 1
+                    if i < n and line[i] not in " \t\r\n\v\f":
+                        return None
+                    break
+                word.append(c)
+                i += 1
+        else:
+            while i < n and line[i] not in " \t\r\n\v\f":
+                word.append(line[i])
+                i += 1
+        out.append("".join(word))
+
+
+@dataclass
+class Manifest:
+    """The files of one AOF, plus the sequence counters new names are drawn from."""
+
+    base: AofFile | None = None
+    incrs: list[AofFile] = field(default_factory=list)
+    history: list[AofFile] = field(default_factory=list)
+    base_seq: int = 0
+    incr_seq: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> Manifest:
+        """aofLoadManifestFromFile's rules; ManifestError on any violation."""
+        m = cls()
+        lines = 0
+        for raw in text.split("\n"):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            lines += 1
+            argv = split_args(line)
+            if argv is None or len(argv) < 6 or len(argv) % 2:
+                raise ManifestError("Invalid AOF manifest file format")
+            info: dict[str, str] = {}
+            for i in range(0, len(argv), 2):
+                info.setdefault(argv[i], argv[i + 1])  # unknown keys are kept for forward compat
+            name = info.get("file")
+            seq = info.get("seq")
+            kind = info.get("type")
+            if name is None or seq is None or kind is None:
+                raise ManifestError("Invalid AOF manifest file format")
+            if "/" in name or name in (".", ".."):
+                raise ManifestError("File can't be a path, just a filename")
+            try:
+                n = int(seq)
+            except ValueError:
+                raise ManifestError("Invalid AOF manifest file format") from None
+            f = AofFile(name, n, kind)
+            if kind == BASE:
+                if m.base is not None:
+                    raise ManifestError("Found duplicate base file information")
+                m.base = f
+                m.base_seq = n
+            elif kind == HISTORY:
+                m.history.append(f)
+            elif kind == INCR:
+                if n <= m.incr_seq:
+                    raise ManifestError("Found a non-monotonic sequence number")
+                m.incrs.append(f)
+                m.incr_seq = n
+            else:
+                raise ManifestError("Unknown AOF file type")
+        if not lines:
+            raise ManifestError("Found an empty AOF manifest")
+        return m
+
+    def format(self) -> str:
+        """Base first, then history, then incr files (aofManifestToString)."""
+        out = []
+        for f in ([self.base] if self.base else []) + self.history + self.incrs:
+            name = _repr_name(f.name) if _needs_quoting(f.name) else f.name
+            out.append(f"file {name} seq {f.seq} type {f.kind}\n")
+        return "".join(out)
+
+    def copy(self) -> Manifest:
+        return Manifest(
+            AofFile(self.base.name, self.base.seq, self.base.kind) if self.base else None,
+            [AofFile(f.name, f.seq, f.kind) for f in self.incrs],
+            [AofFile(f.name, f.seq, f.kind) for f in self.history],
+            self.base_seq,
+            self.incr_seq,
+        )
+
+    def new_base(self, filename: str, rdb_preamble: bool) -> str:
+        """Name the next base; the current one becomes history."""
+        if self.base is not None:
+            self.base.kind = HISTORY
+            self.history.append(self.base)
+        self.base_seq += 1
+        ext = "rdb" if rdb_preamble else "aof"
+        name = f"{filename}.{self.base_seq}.base.{ext}"
+        self.base = AofFile(name, self.base_seq, BASE)
+        return name
+
+    def new_incr(self, filename: str) -> str:
+        self.incr_seq += 1
+        name = f"{filename}.{self.incr_seq}.incr.aof"
+        self.incrs.append(AofFile(name, self.incr_seq, INCR))
+        return name
+
+    def rewritten(self) -> None:
+        """After a rewrite: every incr file but the one being appended becomes history."""
+        for f in self.incrs[:-1]:
+            f.kind = HISTORY
+            self.history.append(f)
+        self.incrs = self.incrs[-1:]
+
+    def files(self) -> list[AofFile]:
+        """The files to load, in order: base, then incrs."""
+        return ([self.base] if self.base else []) + list(self.incrs)
+
+
+def fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_manifest(dirpath: str, filename: str, manifest: Manifest) -> None:
+    """writeAofManifestFile: temp file, fsync, rename over the manifest, fsync the dir."""
+    final = os.path.join(dirpath, f"{filename}.manifest")
+    temp = os.path.join(dirpath, f"temp-{filename}.manifest")
+    data = manifest.format().encode("utf-8", "surrogateescape")
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(temp, final)
+    fsync_dir(dirpath)
+
+
+# --------------------------------------------------------------------------------------------
+# The command stream
+# --------------------------------------------------------------------------------------------
+
+
+def encode_command(argv: Iterable[bytes]) -> bytes:
+    """One command as RESP multibulk (catAppendOnlyGenericCommand)."""
+    args = list(argv)
+    parts = [b"*%d\r\n" % len(args)]
+    for a in args:
+        if type(a) is not bytes:
+            a = a if isinstance(a, (bytes, bytearray)) else str(a).encode()
+        parts.append(b"$%d\r\n" % len(a))
+        parts.append(a)
+        parts.append(b"\r\n")
+    return b"".join(parts)
+
+
+_SELECT = [encode_command([b"SELECT", b"%d" % i]) for i in range(16)]
+
+
+def select_command(db: int) -> bytes:
+    return _SELECT[db] if db < 16 else encode_command([b"SELECT", b"%d" % db])
+
+
+class CommandParser:
+    """Walks RESP commands in an AOF image, tracking the offsets a loader needs.
+
+    ``next()`` returns the next argv (None at a clean end), advancing ``pos``;
+    ``#`` lines (annotations such as ``#TS:``) are skipped.  A command cut short by
+    the end of the data raises AofTruncated with the offset where it started; a
+    byte sequence that can never be a command raises AofFormatError.
+    """
+
+    __slots__ = ("data", "pos", "end")
+
+    def __init__(self, data: bytes, pos: int = 0) -> None:
+        self.data = data
+        self.pos = pos
+        self.end = len(data)
+
+    def _line(self, p: int, start: int) -> tuple[bytes, int]:
+        i = self.data.find(b"\r\n", p)
+        if i < 0:
+            raise AofTruncated(start)
+        return self.data[p:i], i + 2
+
+    def next(self) -> list[bytes] | None:
+        data = self.data
+        end = self.end
+        while True:
+            start = self.pos
+            if start >= end:
+                return None
+            c = data[start]
+            if c == 35:  # '#': an annotation line
+                i = data.find(b"\n", start)
+                if i < 0:
+                    raise AofTruncated(start)
+                self.pos = i + 1
+                continue
+            if c != 42:  # '*'
+                raise AofFormatError("bad file format reading the append only file", start)
+            head, p = self._line(start + 1, start)
+            try:
+                argc = int(head)
+            except ValueError:
+                raise AofFormatError("bad file format reading the append only file", start) from None
+            if argc < 1:
+                raise AofFormatError("bad file format reading the append only file", start)
+            argv: list[bytes] = []
+            for _ in range(argc):
+                if p >= end:
+                    raise AofTruncated(start)
+                if data[p] != 36:  # '$'
+                    raise AofFormatError("bad file format reading the append only file", p)
+                head, p = self._line(p + 1, start)
+                try:
+                    n = int(head)
+                except ValueError:
+                    raise AofFormatError("bad file format reading the append only file", p) from None
+                if n < 0:
+                    raise AofFormatError("bad file format reading the append only file", p)
+                q = p + n
+                if q + 2 > end:
+                    raise AofTruncated(start)
+                if data[q : q + 2] != b"\r\n":
+                    raise AofFormatError("bad file format reading the append only file", q)
+                argv.append(data[p:q])
+                p = q + 2
+            self.pos = p
+            return argv
+
+    def __iter__(self) -> Iterator[list[bytes]]:
+        while True:
+            argv = self.next()
+            if argv is None:
+                return
+            yield argv
+
+
+# --------------------------------------------------------------------------------------------
+# Writer
+# --------------------------------------------------------------------------------------------
+
+
+class _FsyncThread:
+    """Background fsync for appendfsync everysec (Redis's bio): never blocks the loop."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._queue: list[int] = []
+        self.busy = False
+        self.last_error: OSError | None = None
+        self._thread = threading.Thread(target=self._run, name="rill-aof-fsync", daemon=True)
+        self._thread.start()
+
+    def submit(self, fd: int) -> None:
+        """fsync (a duplicate of) ``fd``; the duplicate is closed afterwards."""
+        dup = os.dup(fd)
+        with self._cond:
+            self._queue.append(dup)
+            self.busy = True
+            self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._queue:
+                    self.busy = False
+                    self._cond.wait()
+                fd = self._queue.pop(0)
+            try:
+                os.fdatasync(fd)
+                self.last_error = None
+            except OSError as e:
+                self.last_error = e
+            finally:
+                os.close(fd)
+
+    def pending(self) -> bool:
+        with self._cond:
+            return self.busy or bool(self._queue)
+
+
+_fsync_thread: _FsyncThread | None = None
+
+
+def _background_fsync(fd: int) -> _FsyncThread:
+    global _fsync_thread
+    if _fsync_thread is None:
+        _fsync_thread = _FsyncThread()
+    _fsync_thread.submit(fd)
+    return _fsync_thread
+
+
+class AofWriter:
+    """The open incr file: buffered appends, SELECT tracking, the fsync policy.
+
+    ``feed`` is the propagation sink.  ``write`` moves the buffer to the kernel;
+    ``sync`` makes it durable according to the policy: "always" fsyncs on the
+    spot (the caller does it before replies leave), "everysec" hands an fsync to
+    the background thread at most once a second, "no" leaves it to the OS.
+    """
+
+    def __init__(self, path: str, policy: str = "everysec") -> None:
+        self.path = path
+        self.policy = policy
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.size = os.fstat(self.fd).st_size
+        self.buf = bytearray()
+        self.selected_db = -1
+        self.last_fsync = time.monotonic()
+        self.unsynced = False  # written but not yet fsynced
+        self.write_error: OSError | None = None
+        self.delayed_fsyncs = 0
+        self.on_data: Callable[[], None] | None = None  # called when the buffer becomes non-empty
+
+    # -- appending ---------------------------------------------------------
+    def feed(self, ops: list[tuple[int, list[bytes]]]) -> None:
+        """Append the effects of one command (already wrapped in MULTI/EXEC if several)."""
+        buf = self.buf
+        was_empty = not buf
+        for db, argv in ops:
+            if db != self.selected_db:
+                buf += select_command(db)
+                self.selected_db = db
+            buf += encode_command(argv)
+        if was_empty and buf and self.on_data is not None:
+            self.on_data()
+
+    def append_raw(self, data: bytes) -> None:
+        self.buf += data
+
+    # -- flushing ------------------------------------------------------------
+    def write(self) -> bool:
+        """Write the whole buffer (retrying short writes); False and keep it on error."""
+        buf = self.buf
+        if not buf:
+            return True
+        view = memoryview(buf)
+        done = 0
+        try:
+            while done < len(buf):
+                done += os.write(self.fd, view[done:])
+        except OSError as e:
+            view.release()
+            # Keep what was not written; Redis truncates a partial write away, but an
+            # O_APPEND file with the bytes that did land is still a valid prefix to
+            # retry after, since the remainder is written next.
+            del buf[:done]
+            self.size += done
+            self.write_error = e
+            if done:
+                self.unsynced = True
+            return False
+        view.release()
+        self.size += done
+        buf.clear()
+        self.unsynced = True
+        self.write_error = None
+        return True
+
+    def sync_now(self) -> None:
+        """fdatasync in the caller's thread (appendfsync always, file switch, shutdown)."""
+        if self.unsynced:
+            os.fdatasync(self.fd)
+            self.unsynced = False
+            self.last_fsync = time.monotonic()
+
+    def flush(self, force_sync: bool = False) -> bool:
+        """Write, then fsync as the policy says; returns False if the write failed."""
+        ok = self.write()
+        if not ok:
+            return False
+        policy = self.policy
+        if force_sync or policy == "always":
+            self.sync_now()
+        elif policy == "everysec" and self.unsynced:
+            now = time.monotonic()
+            if now - self.last_fsync >= 1.0:
+                thread = _fsync_thread
+                if thread is not None and thread.pending():
+                    self.delayed_fsyncs += 1  # still busy with the previous one
+                    return True
+                _background_fsync(self.fd)
+                self.unsynced = False
+                self.last_fsync = now
+        return True
+
+    def close(self, sync: bool = True) -> None:
+        if self.fd < 0:
+            return
+        try:
+            self.write()
+            if sync:
+                self.sync_now()
+        finally:
+            os.close(self.fd)
+            self.fd = -1
+
+
+# --------------------------------------------------------------------------------------------
+# Rewrite (the RESP base used with aof-use-rdb-preamble no)
+# --------------------------------------------------------------------------------------------
+
+Rewriter = Callable[[bytes, Any], Iterator[list[bytes]]]
+
+
+def _chunks(items: list[Any], n: int = ITEMS_PER_CMD) -> Iterator[list[Any]]:
+    for i in range(0, len(items), n):
+        yield items[i : i + n]
+
+
+def _rewrite_list(key: bytes, value: Any) -> Iterator[list[bytes]]:
+    items = list(value)
+    for chunk in _chunks(items):
+        yield [b"RPUSH", key, *chunk]
+
+
+def _rewrite_stream(key: bytes, s: Stream) -> Iterator[list[bytes]]:
+    """rewriteStreamObject: entries, XSETID, groups, consumers and their pending entries."""
+    if s.length:
+        for sid, fields in s.iter_range():
+            yield [b"XADD", key, format_sid(sid), *fields]
+    else:
+        yield [b"XADD", key, b"MAXLEN", b"0", b"0-1", b"x", b"y"]
+    yield [
+        b"XSETID", key, format_sid(s.last_id),
+        b"ENTRIESADDED", b"%d" % s.entries_added,
+        b"MAXDELETEDID", format_sid(s.max_deleted_entry_id),
+    ]
+    for g in s.groups():
+        yield [
+            b"XGROUP", b"CREATE", key, g.name, format_sid(g.last_id),
+            b"ENTRIESREAD", b"%d" % g.entries_read,
+        ]
+        for c in g.consumers_sorted():
+            if not len(c.pel):
+                yield [b"XGROUP", b"CREATECONSUMER", key, g.name, c.name]
+                continue
+            for sid, nack in c.pel.items():
+                yield [
+                    b"XCLAIM", key, g.name, c.name, b"0", format_sid(sid),
+                    b"TIME", b"%d" % nack.delivery_time,
+                    b"RETRYCOUNT", b"%d" % nack.delivery_count,
+                    b"JUSTID", b"FORCE",
+                ]
+
+
+def _rewrite_hash(key: bytes, value: Any) -> Iterator[list[bytes]]:
+    pairs = list(value.rdb_items())
+    for chunk in _chunks(pairs):
+        yield [b"HMSET", key, *(x for pair in chunk for x in pair)]
+
+
+def _rewrite_set(key: bytes, value: Any) -> Iterator[list[bytes]]:
+    for chunk in _chunks(list(value.rdb_items())):
+        yield [b"SADD", key, *chunk]
+
+
+def _format_score(score: float) -> bytes:
+    """%.17g as Redis's rioWriteBulkDouble prints scores (inf as "inf")."""
+    if score == float("inf"):
+        return b"inf"
+    if score == float("-inf"):
+        return b"-inf"
+    return b"%.17g" % score
+
+
+def _rewrite_zset(key: bytes, value: Any) -> Iterator[list[bytes]]:
+    for chunk in _chunks(list(value.rdb_items())):
+        yield [b"ZADD", key, *(x for m, s in chunk for x in (_format_score(s), m))]
+
+
+REWRITERS: dict[bytes, Rewriter] = {
+    b"list": _rewrite_list,
+    b"stream": _rewrite_stream,
+    b"hash": _rewrite_hash,
+    b"set": _rewrite_set,
+    b"zset": _rewrite_zset,
+}
+
+
+def rewrite_commands(
+    databases: Iterable[tuple[int, dict[bytes, Any], dict[bytes, int]]],
+) -> Iterator[list[bytes]]:
+    """The commands that rebuild the dataset: SELECT per non-empty db, each key, its PEXPIREAT."""
+    for db_id, data, expires in databases:
+        if not data:
+            continue
+        yield [b"SELECT", b"%d" % db_id]
+        for key, value in data.items():
+            t = type(value)
+            if t is bytes or t is bytearray:
+                yield [b"SET", key, bytes(value)]
+            else:
+                rewriter = REWRITERS.get(value.type_name)
+                if rewriter is None:
+                    raise ValueError(f"no AOF rewrite for type {value.type_name.decode()}")
+                yield from rewriter(key, value)
+            when = expires.get(key) if expires else None
+            if when is not None:
+                yield [b"PEXPIREAT", key, b"%d" % when]
+
+
+def write_resp_base(sink: Any, databases: Iterable[tuple[int, dict[bytes, Any], dict[bytes, int]]]) -> int:
+    """Write the RESP form of the dataset to a binary file; bytes written."""
+    buf = bytearray()
+    total = 0
+    for argv in rewrite_commands(databases):
+        buf += encode_command(argv)
+        if len(buf) > 1 << 20:
+            sink.write(buf)
+            total += len(buf)
+            buf = bytearray()
+    if buf:
+        sink.write(buf)
+        total += len(buf)
+    return total
+
+

@@ -1,0 +1,1380 @@
+"""Redis RDB files and DUMP payloads: a writer for ``REDIS0010`` and a reader for versions 1..12.
+
+Facts: shared/reference/redis-formats.md section 3 (restated from rdb.c, rdb.h).
+
+Writing (``RdbWriter``) emits what Redis 7.0 emits so that every Redis from 7.0 on
+loads the file: the ``REDIS0010`` header, aux fields, per non-empty database a
+SELECTDB and RESIZEDB, each key with its ms expiry, EOF and the CRC-64.  Each
+value type is one writer function in ``WRITERS`` keyed by the value's
+``type_name``; streams are type 19 with their nodes copied verbatim (they already
+are Redis listpacks), lists are quicklist 2 with listpack nodes packed as Redis
+packs them.  Strings are int-encoded or LZF-compressed exactly where Redis would
+(LZF only when the C module is available; raw is always valid).
+
+Reading (``RdbReader`` / ``load``) accepts every string form, every type Redis
+wrote from 2.x to 7.4 except modules and 7.4's hash-field TTLs, verifies the
+CRC, and builds the whole dataset off to the side: a file that fails a check
+raises ``RdbError`` naming the offset, and the caller installs nothing.  Each
+type is one reader function in ``READERS`` keyed by the RDB type byte.
+
+Hashes, sets and sorted sets are decoded into plain pairs/members and handed to
+the builder registered in ``BUILDERS`` under the type name; writers for them
+live in ``WRITERS``.  Both are filled in from ``rill.storage`` modules when those
+types exist (see ``_register_collections``), so a later type extends the codec by
+adding a (reader, writer) pair rather than touching the loop.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from rill.storage import listpack as lpmod
+from rill.storage.list import ListValue, packed_threshold
+from rill.storage.stream import MASK64, Stream, validate_node
+
+from . import lzf
+from .crc64 import crc64
+
+__all__ = [
+    "RDB_VERSION",
+    "MAX_LOADABLE_VERSION",
+    "RdbError",
+    "SaveOptions",
+    "RdbWriter",
+    "RdbReader",
+    "LoadResult",
+    "load",
+    "load_file",
+    "save_file",
+    "dump_payload",
+    "restore_payload",
+    "verify_payload",
+    "WRITERS",
+    "READERS",
+    "BUILDERS",
+]
+
+RDB_VERSION = 10
+MAX_LOADABLE_VERSION = 12
+
+# Object types (rdb.h).
+T_STRING = 0
+T_LIST = 1
+T_SET = 2
+T_ZSET = 3
+T_HASH = 4
+T_ZSET_2 = 5
+T_MODULE = 6
+T_MODULE_2 = 7
+T_HASH_ZIPMAP = 9
+T_LIST_ZIPLIST = 10
+T_SET_INTSET = 11
+T_ZSET_ZIPLIST = 12
+T_HASH_ZIPLIST = 13
+T_LIST_QUICKLIST = 14
+T_STREAM_LISTPACKS = 15
+T_HASH_LISTPACK = 16
+T_ZSET_LISTPACK = 17
+T_LIST_QUICKLIST_2 = 18
+T_STREAM_LISTPACKS_2 = 19
+T_SET_LISTPACK = 20
+T_STREAM_LISTPACKS_3 = 21
+
+# Opcodes.
+OP_SLOT_INFO = 244
+OP_FUNCTION2 = 245
+OP_FUNCTION = 246
+OP_MODULE_AUX = 247
+OP_IDLE = 248
+OP_FREQ = 249
+OP_AUX = 250
+OP_RESIZEDB = 251
+OP_EXPIRETIME_MS = 252
+OP_EXPIRETIME = 253
+OP_SELECTDB = 254
+OP_EOF = 255
+
+QUICKLIST_PLAIN = 1
+QUICKLIST_PACKED = 2
+
+_I64 = struct.Struct("<q")
+_U64 = struct.Struct("<Q")
+_I32 = struct.Struct("<i")
+_F64 = struct.Struct("<d")
+_SPILL = 1 << 20  # bytes buffered before a write to the file
+_LP_HDR = struct.Struct("<IH")
+_NUMSTART = lpmod._NUMSTART  # first bytes that may start an integer ("-" and digits)
+_STR6_HDR = lpmod._STR6_HDR
+_STR6_BL = lpmod._STR6_BL
+_INTSTR = lpmod._INTSTR
+_QL_LIMITS = (4096, 8192, 16384, 32768, 65536)  # quicklist node bytes for fill -1..-5
+
+
+class RdbError(Exception):
+    """A file or payload that cannot be loaded; ``offset`` is where the problem is."""
+
+    def __init__(self, message: str, offset: int | None = None) -> None:
+        self.reason = message
+        self.offset = offset
+        super().__init__(message if offset is None else f"{message} (at offset {offset})")
+
+
+# --------------------------------------------------------------------------------------------
+# Encoding primitives
+# --------------------------------------------------------------------------------------------
+
+_LEN6 = tuple(bytes((i,)) for i in range(64))
+
+
+def encode_len(n: int) -> bytes:
+    """rdbSaveLen: the smallest of the 6-bit, 14-bit, 32-bit and 64-bit forms."""
+    if n < 64:
+        return _LEN6[n]
+    if n < 16384:
+        return bytes(((n >> 8) | 0x40, n & 0xFF))
+    if n <= 0xFFFFFFFF:
+        return b"\x80" + n.to_bytes(4, "big")
+    return b"\x81" + (n & MASK64).to_bytes(8, "big")
+
+
+def _int_encoding(s: bytes) -> bytes | None:
+    """rdbTryIntegerEncoding: ``s`` as 0xC0/0xC1/0xC2 if it is a canonical int32."""
+    c = s[0]
+    if c == 45:
+        if len(s) < 2 or s[1] == 48 or not s[1:].isdigit():
+            return None
+    elif 48 <= c <= 57:
+        if not s.isdigit() or (c == 48 and len(s) > 1):
+            return None
+    else:
+        return None
+    v = int(s)
+    if -128 <= v <= 127:
+        return b"\xc0" + (v & 0xFF).to_bytes(1, "little")
+    if -32768 <= v <= 32767:
+        return b"\xc1" + (v & 0xFFFF).to_bytes(2, "little")
+    if -(1 << 31) <= v < (1 << 31):
+        return b"\xc2" + (v & 0xFFFFFFFF).to_bytes(4, "little")
+    return None
+
+
+def encode_string(s: bytes | bytearray, compress: bool = False) -> bytes:
+    """rdbSaveRawString: int-encoded if it can be, LZF if asked and it saves 4+ bytes, else raw."""
+    n = len(s)
+    if n <= 11 and n:
+        enc = _int_encoding(s)
+        if enc is not None:
+            return enc
+    elif compress and n > 20:
+        z = lzf.compress(s, n - 4)
+        if z:
+            return b"\xc3" + encode_len(len(z)) + encode_len(n) + z
+    if n < 64:
+        return _LEN6[n] + s
+    return encode_len(n) + s
+
+
+def encode_double_binary(d: float) -> bytes:
+    return _F64.pack(d)
+
+
+# --------------------------------------------------------------------------------------------
+# Writer
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class SaveOptions:
+    """What a save needs from the configuration."""
+
+    compression: bool = True  # rdbcompression
+    checksum: bool = True  # rdbchecksum
+    list_fill: int = -2  # list-max-listpack-size
+    aof_base: bool = False  # written as the AOF base (aux aof-base 1)
+    redis_version: str = "7.0.15"
+    used_mem: int = 0
+    extra_aux: list[tuple[bytes, bytes]] = field(default_factory=list)
+
+
+class RdbWriter:
+    """Streams an RDB (or a DUMP payload) into a buffer that spills to ``sink``.
+
+    The CRC is computed on every spilled chunk, so memory stays bounded however
+    large the dataset is; with no sink everything stays in ``out``.
+    """
+
+    def __init__(self, sink: BinaryIO | None = None, options: SaveOptions | None = None) -> None:
+        self.sink = sink
+        self.options = options or SaveOptions()
+        self.compress = self.options.compression and lzf.HAVE_C
+        self.out = bytearray()
+        self.crc = 0
+        self.written = 0
+        self.keys = 0
+
+    # -- plumbing --------------------------------------------------------
+    def spill(self) -> None:
+        """Hand the buffered bytes to the sink (checksumming them on the way)."""
+        if self.sink is None or not self.out:
+            return
+        data = self.out
+        if self.options.checksum:
+            self.crc = crc64(data, self.crc)
+        self.sink.write(data)
+        self.written += len(data)
+        self.out = bytearray()
+
+    def string(self, s: bytes | bytearray) -> None:
+        self.out += encode_string(s, self.compress)
+
+    # -- file structure ----------------------------------------------------
+    def header(self) -> None:
+        o = self.options
+        self.out += b"REDIS%04d" % RDB_VERSION
+        self.aux(b"redis-ver", o.redis_version.encode())
+        self.aux(b"redis-bits", b"64")
+        self.aux(b"ctime", b"%d" % int(time.time()))
+        self.aux(b"used-mem", b"%d" % o.used_mem)
+        for k, v in o.extra_aux:
+            self.aux(k, v)
+        self.aux(b"aof-base", b"1" if o.aof_base else b"0")
+
+    def aux(self, key: bytes, value: bytes) -> None:
+        self.out.append(OP_AUX)
+        self.string(key)
+        self.string(value)
+
+    def database(self, db_id: int, data: dict[bytes, Any], expires: dict[bytes, int]) -> None:
+        """One non-empty database: SELECTDB, RESIZEDB, then every key.
+
+        Strings (most keys) are encoded inline: a short key or value that cannot be
+        an integer is just its 6-bit length and bytes, the rest go through
+        ``encode_string``.
+        """
+        if not data:
+            return
+        out = self.out
+        out.append(OP_SELECTDB)
+        out += encode_len(db_id)
+        out.append(OP_RESIZEDB)
+        out += encode_len(len(data))
+        out += encode_len(len(expires))
+        compress = self.compress
+        writers = WRITERS
+        pack_ms = _I64.pack
+        len6 = _LEN6
+        numstart = _NUMSTART
+        enc = encode_string
+        n = 0
+        for key, value in data.items():
+            if expires:
+                when = expires.get(key)
+                if when is not None:
+                    out.append(OP_EXPIRETIME_MS)
+                    out += pack_ms(when)
+            t = type(value)
+            if t is bytes or t is bytearray:
+                out.append(T_STRING)
+                k = len(key)
+                if k and k <= 20 and not numstart[key[0]]:
+                    out += len6[k]
+                    out += key
+                else:
+                    out += enc(key, compress)
+                k = len(value)
+                if k and k <= 20 and not numstart[value[0]]:
+                    out += len6[k]
+                    out += value
+                else:
+                    out += enc(value, compress)
+            else:
+                writer = writers.get(value.type_name)
+                if writer is None:
+                    raise RdbError(f"no RDB writer for type {value.type_name.decode()}")
+                # The type byte comes from the writer (it knows the encoding chosen).
+                writer(self, value, key)
+                out = self.out
+            n += 1
+            if not n & 1023 and len(out) > _SPILL:
+                self.spill()
+                out = self.out
+        self.keys += n
+
+    def key_value(self, key: bytes, value: Any) -> None:
+        """Type byte, key and value of one pair (DUMP payloads use ``value`` only)."""
+        t = type(value)
+        if t is bytes or t is bytearray:
+            self.out.append(T_STRING)
+            self.string(key)
+            self.string(value)
+        else:
+            WRITERS[value.type_name](self, value, key)
+
+    def value(self, value: Any) -> None:
+        """Type byte and object, without a key (DUMP)."""
+        t = type(value)
+        if t is bytes or t is bytearray:
+            self.out.append(T_STRING)
+            self.string(value)
+        else:
+            WRITERS[value.type_name](self, value, None)
+
+    def finish(self) -> None:
+        """EOF opcode and checksum (0 when rdbchecksum is off), then a last spill."""
+        self.out.append(OP_EOF)
+        if self.options.checksum:
+            if self.sink is None:
+                crc = crc64(self.out, self.crc)
+            else:
+                self.spill()
+                crc = self.crc
+        else:
+            crc = 0
+        self.out += _U64.pack(crc)
+        if self.sink is not None:
+            data = self.out
+            self.sink.write(data)
+            self.written += len(data)
+            self.out = bytearray()
+
+
+# A writer emits the type byte, then the key (when ``key`` is not None), then the object.
+Writer = Callable[[RdbWriter, Any, "bytes | None"], None]
+
+
+def _lp_encode(values: list[bytes]) -> bytes:
+    """A listpack of ``values`` (as lpAppend builds it), with short non-numeric strings inlined."""
+    parts: list[bytes] = []
+    add = parts.append
+    numstart = _NUMSTART
+    hdr = _STR6_HDR
+    bl = _STR6_BL
+    element = lpmod.element
+    for v in values:
+        n = len(v)
+        if n < 64 and (not n or not numstart[v[0]]):
+            add(hdr[n])
+            add(v)
+            add(bl[n])
+        else:
+            add(element(v))
+    body = b"".join(parts)
+    count = len(values)
+    return _LP_HDR.pack(len(body) + 7, count if count < 65535 else 65535) + body + b"\xff"
+
+
+def _single_node(value: ListValue, fill: int, threshold: int) -> bool:
+    """Whether quicklist would keep the whole list in one node (a conservative test).
+
+    Each element costs at most its length plus 12 bytes of encoding, backlen and
+    quicklist's insert estimate, so staying under the node size limit for the sum
+    means no insert was ever refused.
+    """
+    if fill >= 0 or fill < -5 or len(value) >= 65535:
+        return False
+    limit = _QL_LIMITS[-fill - 1]
+    budget = limit - 7 - 12 * len(value)
+    if budget < 0:
+        return False
+    total = 0
+    for e in value:
+        n = len(e)
+        total += n
+        if total > budget or n >= threshold:
+            return False
+    return True
+
+
+def _write_list(w: RdbWriter, value: ListValue, key: bytes | None) -> None:
+    out = w.out
+    out.append(T_LIST_QUICKLIST_2)
+    if key is not None:
+        w.string(key)
+    fill = w.options.list_fill
+    threshold = packed_threshold()
+    if _single_node(value, fill, threshold):
+        out += b"\x01\x02"  # one node, PACKED
+        w.string(_lp_encode(value))
+        return
+    nodes = list(value.nodes(fill, threshold))
+    out += encode_len(len(nodes))
+    for node in nodes:
+        if len(node) == 1 and len(node[0]) >= threshold:
+            out += b"\x01"
+            w.string(node[0])
+        else:
+            out += b"\x02"
+            w.string(_lp_encode(node))
+
+
+def _write_stream(w: RdbWriter, s: Stream, key: bytes | None) -> None:
+    out = w.out
+    out.append(T_STREAM_LISTPACKS_2)
+    if key is not None:
+        w.string(key)
+    out += encode_len(s.node_count())
+    compress = w.compress
+    spill = w.sink is not None
+    for i, (master, lp) in enumerate(s.nodes()):
+        out += b"\x10"  # the 16-byte node key is always stored raw
+        out += master.to_bytes(16, "big")
+        out += encode_string(lp, compress)
+        if spill and not i & 255 and len(out) > _SPILL:
+            w.spill()
+            out = w.out
+    ln = encode_len
+    out += ln(s.length)
+    out += ln(s.last_id >> 64) + ln(s.last_id & MASK64)
+    out += ln(s.first_id >> 64) + ln(s.first_id & MASK64)
+    out += ln(s.max_deleted_entry_id >> 64) + ln(s.max_deleted_entry_id & MASK64)
+    out += ln(s.entries_added)
+    groups = s.groups()
+    out += ln(len(groups))
+    pack_ms = _I64.pack
+    for g in groups:
+        w.string(g.name)
+        out += ln(g.last_id >> 64) + ln(g.last_id & MASK64)
+        out += ln(g.entries_read & MASK64)
+        out += ln(len(g.pel))
+        for sid, nack in g.pel.items():
+            out += sid.to_bytes(16, "big")
+            out += pack_ms(nack.delivery_time)
+            out += ln(nack.delivery_count)
+        consumers = g.consumers_sorted()
+        out += ln(len(consumers))
+        for c in consumers:
+            w.string(c.name)
+            out += pack_ms(c.seen_time)
+            out += ln(len(c.pel))
+            for sid in c.pel.keys():
+                out += sid.to_bytes(16, "big")
+        if spill and len(out) > _SPILL:
+            w.spill()
+            out = w.out
+
+
+def _write_hash_pairs(w: RdbWriter, pairs: list[tuple[bytes, bytes]], key: bytes | None) -> None:
+    """RDB_TYPE_HASH: field/value pairs (Redis 7.0 loads it into whatever encoding fits)."""
+    out = w.out
+    out.append(T_HASH)
+    if key is not None:
+        w.string(key)
+    out += encode_len(len(pairs))
+    for f, v in pairs:
+        w.string(f)
+        w.string(v)
+
+
+def _write_set_members(w: RdbWriter, members: list[bytes], key: bytes | None) -> None:
+    out = w.out
+    out.append(T_SET)
+    if key is not None:
+        w.string(key)
+    out += encode_len(len(members))
+    for m in members:
+        w.string(m)
+
+
+def _write_zset_pairs(w: RdbWriter, pairs: list[tuple[bytes, float]], key: bytes | None) -> None:
+    """RDB_TYPE_ZSET_2, highest score first as Redis writes its skiplist."""
+    out = w.out
+    out.append(T_ZSET_2)
+    if key is not None:
+        w.string(key)
+    out += encode_len(len(pairs))
+    pack = _F64.pack
+    for m, score in pairs:
+        w.string(m)
+        out += pack(score)
+
+
+WRITERS: dict[bytes, Writer] = {
+    b"list": _write_list,
+    b"stream": _write_stream,
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Reader
+# --------------------------------------------------------------------------------------------
+
+_EMPTY = object()  # a reader's "this key is an empty collection: skip it"
+
+
+class RdbReader:
+    """Decodes RDB structures from an in-memory buffer, tracking the offset for errors."""
+
+    __slots__ = ("buf", "pos", "end", "deep", "version")
+
+    def __init__(self, buf: bytes, pos: int = 0, deep: bool = False, version: int = RDB_VERSION) -> None:
+        self.buf = buf
+        self.pos = pos
+        self.end = len(buf)
+        self.deep = deep
+        self.version = version
+
+    def fail(self, message: str, at: int | None = None) -> RdbError:
+        return RdbError(message, self.pos if at is None else at)
+
+    def need(self, n: int) -> None:
+        if self.pos + n > self.end:
+            raise self.fail("unexpected end of data")
+
+    def byte(self) -> int:
+        p = self.pos
+        if p >= self.end:
+            raise self.fail("unexpected end of data")
+        self.pos = p + 1
+        return self.buf[p]
+
+    def raw(self, n: int) -> bytes:
+        p = self.pos
+        q = p + n
+        if q > self.end:
+            raise self.fail("unexpected end of data")
+        self.pos = q
+        return self.buf[p:q]
+
+    def length(self) -> int:
+        """rdbLoadLen for contexts where an encoded (string) form is an error."""
+        buf = self.buf
+        p = self.pos
+        if p >= self.end:
+            raise self.fail("unexpected end of data")
+        b = buf[p]
+        if b < 0x40:
+            self.pos = p + 1
+            return b
+        if b < 0x80:
+            if p + 2 > self.end:
+                raise self.fail("unexpected end of data")
+            self.pos = p + 2
+            return ((b & 0x3F) << 8) | buf[p + 1]
+        if b == 0x80:
+            if p + 5 > self.end:
+                raise self.fail("unexpected end of data")
+            self.pos = p + 5
+            return int.from_bytes(buf[p + 1 : p + 5], "big")
+        if b == 0x81:
+            if p + 9 > self.end:
+                raise self.fail("unexpected end of data")
+            self.pos = p + 9
+            return int.from_bytes(buf[p + 1 : p + 9], "big")
+        raise self.fail(f"unknown length encoding 0x{b:02x}")
+
+    def signed_length(self) -> int:
+        """A C long long stored with rdbSaveLen (entries_read: -1 is all ones)."""
+        v = self.length()
+        return v - (1 << 64) if v >= 1 << 63 else v
+
+    def string(self) -> bytes:
+        """rdbGenericLoadStringObject: raw, int-encoded (8/16/32) or LZF."""
+        buf = self.buf
+        p = self.pos
+        end = self.end
+        if p >= end:
+            raise self.fail("unexpected end of data")
+        b = buf[p]
+        if b < 0x40:
+            n = b
+            p += 1
+        elif b < 0x80:
+            if p + 2 > end:
+                raise self.fail("unexpected end of data")
+            n = ((b & 0x3F) << 8) | buf[p + 1]
+            p += 2
+        elif b == 0x80:
+            if p + 5 > end:
+                raise self.fail("unexpected end of data")
+            n = int.from_bytes(buf[p + 1 : p + 5], "big")
+            p += 5
+        elif b == 0x81:
+            if p + 9 > end:
+                raise self.fail("unexpected end of data")
+            n = int.from_bytes(buf[p + 1 : p + 9], "big")
+            p += 9
+        elif b >= 0xC0:
+            enc = b & 0x3F
+            if enc == 0:
+                if p + 2 > end:
+                    raise self.fail("unexpected end of data")
+                self.pos = p + 2
+                return b"%d" % int.from_bytes(buf[p + 1 : p + 2], "little", signed=True)
+            if enc == 1:
+                if p + 3 > end:
+                    raise self.fail("unexpected end of data")
+                self.pos = p + 3
+                return b"%d" % int.from_bytes(buf[p + 1 : p + 3], "little", signed=True)
+            if enc == 2:
+                if p + 5 > end:
+                    raise self.fail("unexpected end of data")
+                self.pos = p + 5
+                return b"%d" % int.from_bytes(buf[p + 1 : p + 5], "little", signed=True)
+            if enc == 3:
+                start = p
+                self.pos = p + 1
+                clen = self.length()
+                ulen = self.length()
+                data = self.raw(clen)
+                try:
+                    return lzf.decompress(data, ulen)
+                except lzf.LZFError as e:
+                    raise self.fail(f"invalid LZF compressed string: {e}", start) from None
+            raise self.fail(f"unknown string encoding {enc}")
+        else:
+            raise self.fail(f"unknown length encoding 0x{b:02x}")
+        q = p + n
+        if q > end:
+            raise self.fail("unexpected end of data")
+        self.pos = q
+        return buf[p:q]
+
+    def ms_time(self) -> int:
+        p = self.pos
+        if p + 8 > self.end:
+            raise self.fail("unexpected end of data")
+        self.pos = p + 8
+        return _I64.unpack_from(self.buf, p)[0]
+
+    def double_binary(self) -> float:
+        p = self.pos
+        if p + 8 > self.end:
+            raise self.fail("unexpected end of data")
+        self.pos = p + 8
+        return _F64.unpack_from(self.buf, p)[0]
+
+    def double_string(self) -> float:
+        """The old ZSET score form: u8 length then ASCII; 253/254/255 = nan/+inf/-inf."""
+        n = self.byte()
+        if n == 253:
+            return math.nan
+        if n == 254:
+            return math.inf
+        if n == 255:
+            return -math.inf
+        at = self.pos
+        text = self.raw(n)
+        try:
+            return float(text)
+        except ValueError:
+            raise self.fail("invalid double value", at) from None
+
+    def object(self, rdbtype: int) -> Any:
+        """One value of type ``rdbtype`` (the type byte already read); _EMPTY to skip."""
+        reader = READERS.get(rdbtype)
+        if reader is None:
+            if rdbtype in (T_MODULE, T_MODULE_2):
+                raise self.fail("the RDB holds a module value (modules are not supported)")
+            if rdbtype in (22, 23, 24, 25):
+                raise self.fail(f"RDB type {rdbtype} (hash field expiration) is not supported")
+            raise self.fail(f"unknown RDB encoding type {rdbtype}")
+        return reader(self, rdbtype)
+
+
+Reader = Callable[[RdbReader, int], Any]
+
+
+# -- strings and lists --------------------------------------------------------------------------
+def _read_string(r: RdbReader, t: int) -> bytes:
+    return r.string()
+
+
+def _lp_decode(lp: bytes) -> list[bytes] | None:
+    """Every element of a listpack as bytes, or None if the blob is not a sound listpack.
+
+    The walk checks what decoding relies on: the header size, every element's
+    encoding and extent, that the last element ends exactly at the EOF byte and
+    that the header count matches (backlens are not needed once decoded).
+    """
+    n = len(lp)
+    if n < 7 or lp[n - 1] != 0xFF or int.from_bytes(lp[0:4], "little") != n:
+        return None
+    last = n - 1
+    out: list[bytes] = []
+    add = out.append
+    intstr = _INTSTR
+    p = 6
+    while p < last:
+        b = lp[p]
+        if b < 0x80:
+            add(intstr[b])
+            p += 2
+        elif b < 0xC0:
+            q = p + 1 + (b & 0x3F)
+            add(lp[p + 1 : q])
+            p = q + 1
+        elif b < 0xE0:
+            u = ((b & 0x1F) << 8) | lp[p + 1]
+            add(b"%d" % (u - 8192 if u >= 4096 else u))
+            p += 3
+        elif b < 0xF0:
+            ln = ((b & 0x0F) << 8) | lp[p + 1]
+            q = p + 2 + ln
+            add(lp[p + 2 : q])
+            p = q + (1 if ln + 2 <= 127 else 2)
+        elif b == 0xF0:
+            ln = int.from_bytes(lp[p + 1 : p + 5], "little")
+            q = p + 5 + ln
+            add(lp[p + 5 : q])
+            p = q + lpmod.backlen_size(ln + 5)
+        elif b <= 0xF4:
+            w = (2, 3, 4, 8)[b - 0xF1]
+            add(b"%d" % int.from_bytes(lp[p + 1 : p + 1 + w], "little", signed=True))
+            p += w + 2
+        else:
+            return None
+    if p != last:
+        return None
+    count = lp[4] | (lp[5] << 8)
+    if count != 65535 and count != len(out):
+        return None
+    return out
+
+
+def _lp_values(r: RdbReader, lp: bytes, at: int, what: str) -> list[bytes]:
+    """Decode a listpack blob to bytes values, refusing one that does not walk cleanly."""
+    values = _lp_decode(lp)
+    if values is None:
+        raise r.fail(f"{what} listpack integrity check failed", at)
+    return values
+
+
+def _read_list_plain(r: RdbReader, t: int) -> Any:
+    n = r.length()
+    if n == 0:
+        return _EMPTY
+    return ListValue(r.string() for _ in range(n))
+
+
+def _read_quicklist(r: RdbReader, t: int) -> Any:
+    nodes = r.length()
+    if nodes == 0:
+        return _EMPTY
+    out = ListValue()
+    for _ in range(nodes):
+        container = QUICKLIST_PACKED
+        if t == T_LIST_QUICKLIST_2:
+            at = r.pos
+            container = r.length()
+            if container not in (QUICKLIST_PACKED, QUICKLIST_PLAIN):
+                raise r.fail("quicklist integrity check failed", at)
+        at = r.pos
+        blob = r.string()
+        if not blob:
+            raise r.fail("empty quicklist node", at)
+        if container == QUICKLIST_PLAIN:
+            out.append(blob)
+        elif t == T_LIST_QUICKLIST_2:
+            out.extend(_lp_values(r, blob, at, "quicklist"))
+        else:
+            out.extend(_ziplist_values(r, blob, at))
+    return out if out else _EMPTY
+
+
+def _read_list_ziplist(r: RdbReader, t: int) -> Any:
+    at = r.pos
+    values = _ziplist_values(r, r.string(), at)
+    return ListValue(values) if values else _EMPTY
+
+
+# -- ziplist / intset / zipmap (files from before 7.0) --------------------------------------------
+def _ziplist_values(r: RdbReader, zl: bytes, at: int) -> list[bytes]:
+    """Every entry of a ziplist as bytes (ints as their decimal string)."""
+    try:
+        n = len(zl)
+        if n < 11 or int.from_bytes(zl[0:4], "little") != n or zl[-1] != 0xFF:
+            raise ValueError
+        p = 10
+        out: list[bytes] = []
+        while zl[p] != 0xFF:
+            p += 1 if zl[p] < 254 else 5  # prevlen
+            b = zl[p]
+            kind = b >> 6
+            if kind == 0:
+                ln = b & 0x3F
+                p += 1
+            elif kind == 1:
+                ln = ((b & 0x3F) << 8) | zl[p + 1]
+                p += 2
+            elif kind == 2:
+                ln = int.from_bytes(zl[p + 1 : p + 5], "big")
+                p += 5
+            else:
+                p += 1
+                if b == 0xC0:
+                    v, w = int.from_bytes(zl[p : p + 2], "little", signed=True), 2
+                elif b == 0xD0:
+                    v, w = int.from_bytes(zl[p : p + 4], "little", signed=True), 4
+                elif b == 0xE0:
+                    v, w = int.from_bytes(zl[p : p + 8], "little", signed=True), 8
+                elif b == 0xF0:
+                    v, w = int.from_bytes(zl[p : p + 3], "little", signed=True), 3
+                elif b == 0xFE:
+                    v, w = int.from_bytes(zl[p : p + 1], "little", signed=True), 1
+                elif 0xF1 <= b <= 0xFD:
+                    v, w = (b & 0x0F) - 1, 0
+                else:
+                    raise ValueError
+                if p + w > n - 1:
+                    raise ValueError
+                out.append(b"%d" % v)
+                p += w
+                continue
+            if p + ln > n - 1:
+                raise ValueError
+            out.append(zl[p : p + ln])
+            p += ln
+        if p != n - 1:
+            raise ValueError
+        return out
+    except (ValueError, IndexError):
+        raise r.fail("ziplist integrity check failed", at) from None
+
+
+def _intset_values(r: RdbReader, blob: bytes, at: int) -> list[bytes]:
+    if len(blob) < 8:
+        raise r.fail("intset integrity check failed", at)
+    width = int.from_bytes(blob[0:4], "little")
+    count = int.from_bytes(blob[4:8], "little")
+    if width not in (2, 4, 8) or len(blob) != 8 + width * count:
+        raise r.fail("intset integrity check failed", at)
+    fmt = {2: "h", 4: "i", 8: "q"}[width]
+    values = struct.unpack_from(f"<{count}{fmt}", blob, 8)
+    for a, b in zip(values, values[1:], strict=False):
+        if a >= b:
+            raise r.fail("intset integrity check failed", at)
+    return [b"%d" % v for v in values]
+
+
+def _zipmap_pairs(r: RdbReader, zm: bytes, at: int) -> list[tuple[bytes, bytes]]:
+    try:
+        p = 1
+        out: list[tuple[bytes, bytes]] = []
+
+        def take_len() -> int:
+            nonlocal p
+            b = zm[p]
+            if b < 254:
+                p += 1
+                return b
+            if b == 254:
+                v = int.from_bytes(zm[p + 1 : p + 5], "little")
+                p += 5
+                return v
+            raise ValueError
+
+        while zm[p] != 0xFF:
+            kl = take_len()
+            k = zm[p : p + kl]
+            p += kl
+            vl = take_len()
+            free = zm[p]
+            p += 1
+            v = zm[p : p + vl]
+            if len(k) != kl or len(v) != vl:
+                raise ValueError
+            p += vl + free
+            out.append((k, v))
+        if p != len(zm) - 1:
+            raise ValueError
+        return out
+    except (ValueError, IndexError):
+        raise r.fail("zipmap integrity check failed", at) from None
+
+
+# -- hashes, sets, zsets: decoded generically, built by the registered type -----------------------
+def _build(r: RdbReader, type_name: bytes, items: Any, at: int) -> Any:
+    builder = BUILDERS.get(type_name)
+    if builder is None:
+        _register_collections()
+        builder = BUILDERS.get(type_name)
+    if builder is None:
+        raise r.fail(f"the RDB holds a {type_name.decode()} but this server has no such type", at)
+    return builder(items)
+
+
+def _pairs_from(values: list[bytes], r: RdbReader, at: int) -> list[tuple[bytes, bytes]]:
+    if len(values) % 2:
+        raise r.fail("odd number of elements in a pairs encoding", at)
+    return list(zip(values[0::2], values[1::2], strict=True))
+
+
+def _check_dups(r: RdbReader, names: Iterable[bytes], at: int, what: str) -> None:
+    seen: set[bytes] = set()
+    for name in names:
+        if name in seen:
+            raise r.fail(f"duplicate {what} in a {what} collection", at)
+        seen.add(name)
+
+
+def _read_set(r: RdbReader, t: int) -> Any:
+    at = r.pos
+    if t == T_SET:
+        n = r.length()
+        if n == 0:
+            return _EMPTY
+        members = [r.string() for _ in range(n)]
+    elif t == T_SET_INTSET:
+        members = _intset_values(r, r.string(), at)
+    else:  # T_SET_LISTPACK (7.2+)
+        members = _lp_values(r, r.string(), at, "set")
+    if not members:
+        return _EMPTY
+    _check_dups(r, members, at, "set member")
+    return _build(r, b"set", members, at)
+
+
+def _read_hash(r: RdbReader, t: int) -> Any:
+    at = r.pos
+    if t == T_HASH:
+        n = r.length()
+        if n == 0:
+            return _EMPTY
+        pairs = [(r.string(), r.string()) for _ in range(n)]
+    elif t == T_HASH_ZIPMAP:
+        pairs = _zipmap_pairs(r, r.string(), at)
+    elif t == T_HASH_ZIPLIST:
+        pairs = _pairs_from(_ziplist_values(r, r.string(), at), r, at)
+    else:  # T_HASH_LISTPACK
+        pairs = _pairs_from(_lp_values(r, r.string(), at, "hash"), r, at)
+    if not pairs:
+        return _EMPTY
+    _check_dups(r, (f for f, _ in pairs), at, "hash field")
+    return _build(r, b"hash", pairs, at)
+
+
+def _score(r: RdbReader, s: bytes, at: int) -> float:
+    try:
+        v = float(s)
+    except ValueError:
+        raise r.fail("invalid sorted set score", at) from None
+    if math.isnan(v):
+        raise r.fail("sorted set score is NaN", at)
+    return v
+
+
+def _read_zset(r: RdbReader, t: int) -> Any:
+    at = r.pos
+    if t in (T_ZSET, T_ZSET_2):
+        n = r.length()
+        if n == 0:
+            return _EMPTY
+        pairs = []
+        for _ in range(n):
+            m = r.string()
+            sat = r.pos
+            score = r.double_binary() if t == T_ZSET_2 else r.double_string()
+            if math.isnan(score):
+                raise r.fail("sorted set score is NaN", sat)
+            pairs.append((m, score))
+    else:
+        values = (
+            _ziplist_values(r, r.string(), at)
+            if t == T_ZSET_ZIPLIST
+            else _lp_values(r, r.string(), at, "zset")
+        )
+        pairs = [(m, _score(r, s, at)) for m, s in _pairs_from(values, r, at)]
+    if not pairs:
+        return _EMPTY
+    _check_dups(r, (m for m, _ in pairs), at, "sorted set member")
+    return _build(r, b"zset", pairs, at)
+
+
+# -- streams --------------------------------------------------------------------------------------
+def _read_stream(r: RdbReader, t: int) -> Stream:
+    s = Stream()
+    nodes = r.length()
+    deep = r.deep
+    prev = -1
+    rax = s._rax  # bulk load: nodes arrive in key order, appended verbatim
+    for _ in range(nodes):
+        at = r.pos
+        nodekey = r.string()
+        if len(nodekey) != 16:
+            raise r.fail("stream node key entry is not the size of a stream ID", at)
+        at = r.pos
+        lp = r.string()
+        if deep:
+            ok = validate_node(lp, True)
+        else:
+            n = len(lp)
+            ok = n >= 7 and int.from_bytes(lp[0:4], "little") == n and lp[n - 1] == 0xFF
+        if not ok:
+            raise r.fail("stream listpack integrity check failed", at)
+        if lp[6] == 0xFF:
+            raise r.fail("empty listpack inside stream", at)
+        master = int.from_bytes(nodekey, "big")
+        if master > prev:
+            rax.insert(master, lp)
+            prev = master
+        elif master in rax:
+            raise r.fail("listpack re-added with existing key", at)
+        else:
+            rax.insert(master, lp)
+    s.length = r.length()
+    last_ms = r.length()
+    s.last_id = (last_ms << 64) | r.length()
+    if t == T_STREAM_LISTPACKS:
+        s.max_deleted_entry_id = 0
+        s.entries_added = s.length
+        s.first_id = s.edge_id(True, True) if s.length else 0
+    else:
+        first_ms = r.length()
+        s.first_id = (first_ms << 64) | r.length()
+        md_ms = r.length()
+        s.max_deleted_entry_id = (md_ms << 64) | r.length()
+        s.entries_added = r.length()
+    if s.length and not nodes:
+        raise r.fail("stream length inconsistent with rax entries")
+    ngroups = r.length()
+    for _ in range(ngroups):
+        at = r.pos
+        name = r.string()
+        g_ms = r.length()
+        g_last = (g_ms << 64) | r.length()
+        if t == T_STREAM_LISTPACKS:
+            entries_read = s.estimate_distance(g_last)
+        else:
+            entries_read = r.signed_length()
+        g = s.create_group(name, g_last, entries_read)
+        if g is None:
+            raise r.fail("duplicated consumer group name", at)
+        npel = r.length()
+        for _ in range(npel):
+            at = r.pos
+            sid = int.from_bytes(r.raw(16), "big")
+            delivery_time = r.ms_time()
+            delivery_count = r.length()
+            if not g.load_nack(sid, delivery_time, delivery_count):
+                raise r.fail("duplicated global PEL entry loading stream consumer group", at)
+        nconsumers = r.length()
+        for _ in range(nconsumers):
+            at = r.pos
+            cname = r.string()
+            seen = r.ms_time()
+            active = r.ms_time() if t == T_STREAM_LISTPACKS_3 else seen
+            consumer = g.load_consumer(cname, seen, active)
+            if consumer is None:
+                raise r.fail("duplicate stream consumer detected", at)
+            nown = r.length()
+            for _ in range(nown):
+                at = r.pos
+                sid = int.from_bytes(r.raw(16), "big")
+                if not g.load_owner(consumer, sid):
+                    if sid in g.pel:
+                        raise r.fail("duplicated consumer PEL entry loading a stream consumer group", at)
+                    raise r.fail("consumer entry not found in group global PEL", at)
+        if deep and g.unowned_nacks():
+            raise r.fail("stream CG PEL entry without consumer")
+    return s
+
+
+READERS: dict[int, Reader] = {
+    T_STRING: _read_string,
+    T_LIST: _read_list_plain,
+    T_SET: _read_set,
+    T_ZSET: _read_zset,
+    T_HASH: _read_hash,
+    T_ZSET_2: _read_zset,
+    T_HASH_ZIPMAP: _read_hash,
+    T_LIST_ZIPLIST: _read_list_ziplist,
+    T_SET_INTSET: _read_set,
+    T_ZSET_ZIPLIST: _read_zset,
+    T_HASH_ZIPLIST: _read_hash,
+    T_LIST_QUICKLIST: _read_quicklist,
+    T_STREAM_LISTPACKS: _read_stream,
+    T_HASH_LISTPACK: _read_hash,
+    T_ZSET_LISTPACK: _read_zset,
+    T_LIST_QUICKLIST_2: _read_quicklist,
+    T_STREAM_LISTPACKS_2: _read_stream,
+    T_SET_LISTPACK: _read_set,
+    T_STREAM_LISTPACKS_3: _read_stream,
+}
+
+# Type name -> constructor from decoded items: hash: [(field, value)], set: [member],
+# zset: [(member, score)].  Filled by _register_collections from rill.storage.
+BUILDERS: dict[bytes, Callable[[Any], Any]] = {}
+_registered = False
+
+
+def _register_collections() -> None:
+    """Hook hashes, sets and sorted sets into the codec once ``rill.storage`` has them.
+
+    The contract a storage module offers (checked by name, so a type that does not
+    exist yet simply is not registered):
+
+    * builders: ``from_rdb_pairs(pairs)`` for hash and zset, ``from_rdb_members(members)``
+      for set -- they return the value object;
+    * writers: the value's ``rdb_items()`` returns what the matching builder takes
+      (pairs or members), and the generic type 4/2/5 writer below emits them.
+    """
+    global _registered
+    if _registered:
+        return
+    _registered = True
+    import importlib
+
+    specs = (
+        (b"hash", ("hash", "hashes"), "from_rdb_pairs", _write_hash_pairs),
+        (b"set", ("set", "sets"), "from_rdb_members", _write_set_members),
+        (b"zset", ("zset", "zsets", "sorted_set"), "from_rdb_pairs", _write_zset_pairs),
+    )
+    for type_name, modules, builder_name, writer in specs:
+        for mod in modules:
+            try:
+                m = importlib.import_module(f"rill.storage.{mod}")
+            except ImportError:
+                continue
+            builder = getattr(m, builder_name, None)
+            if builder is None:
+                continue
+            BUILDERS.setdefault(type_name, builder)
+
+            def write(w: RdbWriter, value: Any, key: bytes | None, _writer: Any = writer) -> None:
+                _writer(w, list(value.rdb_items()), key)
+
+            WRITERS.setdefault(type_name, write)
+            break
+
+
+# --------------------------------------------------------------------------------------------
+# Whole files
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LoadResult:
+    """A fully parsed dataset, ready to be installed in place of the current one."""
+
+    dbs: dict[int, dict[bytes, Any]]
+    expires: dict[int, dict[bytes, int]]
+    aux: dict[bytes, bytes]
+    version: int
+    end: int  # offset just after the checksum (an AOF preamble continues there)
+    keys_loaded: int = 0
+    keys_expired: int = 0
+    empty_keys_skipped: int = 0
+    functions_skipped: int = 0
+
+
+def load(
+    data: bytes,
+    databases: int = 16,
+    *,
+    start: int = 0,
+    deep: bool = False,
+    keep_expired: bool = False,
+    allow_dup: bool = False,
+    verify_checksum: bool = True,
+    now_ms: int | None = None,
+) -> LoadResult:
+    """Parse an RDB image from ``data[start:]``; raise RdbError, installing nothing, if bad.
+
+    ``keep_expired`` keeps keys whose expiry has passed (the AOF preamble does);
+    otherwise they are dropped as a master drops them.  ``allow_dup`` lets a later
+    copy of a key replace an earlier one (DEBUG RELOAD MERGE) instead of failing.
+    """
+    _register_collections()
+    if now_ms is None:
+        now_ms = int(time.time() * 1000)
+    if len(data) - start < 9 or data[start : start + 5] != b"REDIS":
+        raise RdbError("wrong signature trying to load DB from file", start)
+    digits = data[start + 5 : start + 9]
+    if not digits.isdigit():
+        raise RdbError("wrong signature trying to load DB from file", start)
+    version = int(digits)
+    if version < 1 or version > MAX_LOADABLE_VERSION:
+        raise RdbError(f"can't handle RDB format version {version}", start + 5)
+    r = RdbReader(data, start + 9, deep, version)
+    dbs: dict[int, dict[bytes, Any]] = {}
+    expires: dict[int, dict[bytes, int]] = {}
+    aux: dict[bytes, bytes] = {}
+    result = LoadResult(dbs, expires, aux, version, 0)
+    db_id = 0
+    data_db = dbs.setdefault(0, {})
+    exp_db = expires.setdefault(0, {})
+    expire_at = -1
+    loaded = expired = empty = 0
+    read_object = r.object
+    string = r.string
+    buf = r.buf
+    end = r.end
+    while True:
+        at = r.pos
+        if at >= end:
+            raise r.fail("unexpected end of data (no EOF marker)")
+        op = buf[at]
+        r.pos = at + 1
+        if op == OP_EXPIRETIME_MS:
+            expire_at = r.ms_time()
+            continue
+        if op < OP_SLOT_INFO:
+            # Short raw strings (most keys and values) are sliced inline.
+            p = at + 1
+            b = buf[p] if p < end else 0xFF
+            q = p + 1 + b
+            if b < 64 and q <= end:
+                key = buf[p + 1 : q]
+                r.pos = q
+            else:
+                key = string()
+            if op == T_STRING:
+                p = r.pos
+                b = buf[p] if p < end else 0xFF
+                q = p + 1 + b
+                if b < 64 and q <= end:
+                    value = buf[p + 1 : q]
+                    r.pos = q
+                else:
+                    value = string()
+            else:
+                value = read_object(op)
+            if value is _EMPTY:
+                empty += 1
+                expire_at = -1
+                continue
+            if expire_at != -1 and not keep_expired and expire_at < now_ms:
+                expired += 1
+                expire_at = -1
+                continue
+            if key in data_db:
+                if not allow_dup:
+                    raise RdbError(f"duplicate key {key[:64]!r} found in RDB file", at)
+                exp_db.pop(key, None)
+            data_db[key] = value
+            if expire_at != -1:
+                exp_db[key] = expire_at
+                expire_at = -1
+            loaded += 1
+            continue
+        if op == OP_EOF:
+            break
+        if op == OP_SELECTDB:
+            db_id = r.length()
+            if db_id >= databases:
+                raise RdbError(
+                    f"the file was created with a server configured for more than {databases} databases",
+                    at,
+                )
+            data_db = dbs.setdefault(db_id, {})
+            exp_db = expires.setdefault(db_id, {})
+        elif op == OP_RESIZEDB:
+            r.length()
+            r.length()
+        elif op == OP_AUX:
+            k = string()
+            aux[k] = string()
+        elif op == OP_EXPIRETIME:
+            expire_at = _I32.unpack(r.raw(4))[0] * 1000
+        elif op == OP_IDLE:
+            r.length()
+        elif op == OP_FREQ:
+            r.byte()
+        elif op == OP_FUNCTION2:
+            string()  # a function library: functions are not supported, skip its code
+            result.functions_skipped += 1
+        elif op == OP_SLOT_INFO:
+            r.length()
+            r.length()
+            r.length()
+        elif op == OP_MODULE_AUX:
+            raise r.fail("the RDB holds module aux data (modules are not supported)", at)
+        elif op == OP_FUNCTION:
+            raise r.fail("pre-release function format not supported", at)
+        else:
+            raise r.fail(f"unknown RDB opcode {op}", at)
+    eof_at = r.pos - 1
+    if version >= 5:
+        at = r.pos
+        expected = _U64.unpack(r.raw(8))[0]
+        if verify_checksum and expected:
+            got = crc64(memoryview(data)[start : eof_at + 1])
+            if got != expected:
+                raise RdbError(
+                    f"wrong RDB checksum, expected {expected:016x} got {got:016x}", at
+                )
+    result.end = r.pos
+    result.keys_loaded = loaded
+    result.keys_expired = expired
+    result.empty_keys_skipped = empty
+    return result
+
+
+def load_file(path: str, databases: int = 16, **kwargs: Any) -> LoadResult:
+    """Read and parse a whole RDB file (see ``load``)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return load(data, databases, **kwargs)
+
+
+def save_file(
+    sink: BinaryIO,
+    databases: Iterable[tuple[int, dict[bytes, Any], dict[bytes, int]]],
+    options: SaveOptions | None = None,
+) -> RdbWriter:
+    """Write a complete RDB (header, every non-empty db, EOF, checksum) to ``sink``."""
+    _register_collections()
+    w = RdbWriter(sink, options)
+    w.header()
+    for db_id, data, expires in databases:
+        w.database(db_id, data, expires)
+    w.finish()
+    return w
+
+
+def iter_dbs(dbs: Iterable[Any]) -> Iterator[tuple[int, dict[bytes, Any], dict[bytes, int]]]:
+    """(id, data, expires) of each storage.keyspace.Database, for ``save_file``."""
+    for db in dbs:
+        yield db.id, db.data, db.expires
+
+
+# --------------------------------------------------------------------------------------------
+# DUMP / RESTORE payloads
+# --------------------------------------------------------------------------------------------
+
+
+def dump_payload(value: Any, compression: bool = True, list_fill: int = -2) -> bytes:
+    """DUMP: type byte + object + 2-byte RDB version + CRC-64 of all that, little-endian."""
+    _register_collections()
+    w = RdbWriter(None, SaveOptions(compression=compression, list_fill=list_fill))
+    w.value(value)
+    out = w.out
+    out += RDB_VERSION.to_bytes(2, "little")
+    out += _U64.pack(crc64(out))
+    return bytes(out)
+
+
+def verify_payload(payload: bytes, skip_checksum: bool = False) -> bool:
+    """verifyDumpPayload: footer present, version loadable, checksum right."""
+    n = len(payload)
+    if n < 10:
+        return False
+    version = payload[n - 10] | (payload[n - 9] << 8)
+    if version > MAX_LOADABLE_VERSION:
+        return False
+    if skip_checksum:
+        return True
+    return crc64(memoryview(payload)[: n - 8]) == _U64.unpack_from(payload, n - 8)[0]
+
+
+def restore_payload(payload: bytes, deep: bool = False) -> Any:
+    """The value a DUMP payload holds; RdbError if it does not parse (RESTORE's "Bad data format").
+
+    Call ``verify_payload`` first.  An empty collection is an error here.
+    """
+    _register_collections()
+    n = len(payload)
+    version = payload[n - 10] | (payload[n - 9] << 8)
+    r = RdbReader(payload[: n - 10], 0, deep, version)
+    t = r.byte()
+    if t >= OP_SLOT_INFO:
+        raise r.fail("not an object type")
+    value = r.object(t)
+    if value is _EMPTY:
+        raise r.fail("empty collection")
+    return value

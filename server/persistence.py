@@ -1,0 +1,1079 @@
+"""Persistence wired into the server: RDB snapshots, the multi-part AOF, replicas.
+
+``install(server)`` attaches one ``Persistence`` object to the server and hooks it
+in: start-up loading (the AOF wins when ``appendonly yes``), the final save at
+shutdown, the cron (save points, reaping children, auto-rewrite, everysec fsync),
+the before-write hook (appendfsync always: written and fsynced before any reply
+leaves), INFO persistence, DEBUG RELOAD / LOADAOF, and CONFIG SET appendonly /
+appendfsync.
+
+Background work forks, as Redis does: the child owns a copy-on-write snapshot of
+the dataset, writes a temp file, fsyncs and exits; the parent keeps serving and
+reaps it from the cron with a non-blocking ``waitpid``.  A BGREWRITEAOF opens a
+new incr file *before* forking, so the parent's appends during the rewrite land
+in a file that the new manifest keeps, and the only thing to do when the child
+is done is to rename its base and swap the manifest (atomically).
+
+``server.dirty`` is rill's monotonic change counter (the dispatcher compares it
+around each command to decide propagation), so it is never reset here; the
+"changes since the last save" that save points and INFO use are counted from
+``dirty_at_save``.
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from rill.persistence import aof as aofmod
+from rill.persistence import rdb
+from rill.persistence.aof import (
+    AofFormatError,
+    AofTruncated,
+    AofWriter,
+    CommandParser,
+    Manifest,
+    ManifestError,
+)
+from rill.protocol.reply import OK, ReplyError
+
+from .client import Client
+
+if TYPE_CHECKING:
+    from .server import Server
+
+log = logging.getLogger("rill")
+NOTICE = 25
+
+AOF_OFF = "off"
+AOF_ON = "on"
+AOF_WAIT_REWRITE = "wait_rewrite"
+
+BGSAVE_RETRY_DELAY = 5  # seconds before a failed save point is retried
+
+SHUTDOWN_ERR = ReplyError("ERR Errors trying to SHUTDOWN. Check logs.")
+
+
+def _notice(msg: str, *args: object) -> None:
+    log.log(NOTICE, msg, *args)
+
+
+class PersistenceError(Exception):
+    """A load or save that failed; the message is what the log says."""
+
+
+class Persistence:
+    """Snapshot, append-only-file and replica state of one server."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        # children
+        self.child_pid: int | None = None
+        self.child_type: str | None = None  # "rdb" or "aof"
+        self.child_start = 0.0
+        self.child_preamble = True  # what the running AOF child writes
+        # RDB
+        self.dirty_at_save = server.dirty
+        self.dirty_before_bgsave = 0
+        self.rdb_saves = 0
+        self.lastbgsave_ok = True
+        self.lastbgsave_try = 0.0
+        self.rdb_save_time_last = -1
+        self.bgsave_scheduled = False
+        self.rdb_last_load_keys_loaded = 0
+        self.rdb_last_load_keys_expired = 0
+        # AOF
+        self.aof_state = AOF_OFF
+        self.manifest: Manifest | None = None
+        self.writer: AofWriter | None = None
+        self.aof_base_file_size = 0
+        self.aof_rewrite_base_size = 0
+        self.aof_rewrite_scheduled = False
+        self.aof_rewrites = 0
+        self.aof_rewrite_failures = 0
+        self.aof_lastbgrewrite_ok = True
+        self.aof_rewrite_time_last = -1
+        self.aof_flush_scheduled = False
+        # replicas attached through SYNC/PSYNC
+        self.replicas: list[Client] = []
+        self.repl_selected_db = -1
+        self.repl_offset = 0
+        self.shutdown_prepared = False
+
+    # ------------------------------------------------------------------ config
+    @property
+    def config(self) -> Any:
+        return self.server.config
+
+    def rdb_path(self) -> str:
+        return os.path.join(self.config["dir"], self.config["dbfilename"])
+
+    def aof_dir(self) -> str:
+        return os.path.join(self.config["dir"], self.config["appenddirname"])
+
+    def aof_filename(self) -> str:
+        return self.config["appendfilename"]
+
+    def save_params(self) -> list[tuple[int, int]]:
+        parts = self.config["save"].split()
+        return [(int(parts[i]), int(parts[i + 1])) for i in range(0, len(parts) - 1, 2)]
+
+    def save_options(self, aof_base: bool = False) -> rdb.SaveOptions:
+        from .commands.introspection import used_memory
+
+        c = self.config
+        return rdb.SaveOptions(
+            compression=c.bool("rdbcompression"),
+            checksum=c.bool("rdbchecksum"),
+            list_fill=c.int("list-max-listpack-size"),
+            aof_base=aof_base,
+            redis_version=self.server.version,
+            used_mem=used_memory(),
+        )
+
+    def changes_since_save(self) -> int:
+        return self.server.dirty - self.dirty_at_save
+
+    # ------------------------------------------------------------------ installing
+    def install(self) -> None:
+        s = self.server
+        s.persistence = self
+        s.persistence_info = self.info
+        s.prepare_shutdown = self.prepare_shutdown
+        s.startup_hooks.append(self.load_at_startup)
+        s.shutdown_hooks.append(self.at_shutdown)
+        s.before_write_hooks.append(self.before_write)
+        cron_hooks = getattr(s, "cron_hooks", None)
+        if cron_hooks is not None:
+            cron_hooks.append(self.cron)
+        s.config_changed_hooks["appendonly"] = self._config_appendonly
+        s.config_changed_hooks["appendfsync"] = self._config_appendfsync
+        handlers = getattr(s, "debug_handlers", None)
+        if handlers is None:
+            handlers = s.debug_handlers = {}
+        handlers[b"reload"] = self.debug_reload
+        handlers[b"loadaof"] = self.debug_loadaof
+        hooks = getattr(s, "flushall_hooks", None)
+        if hooks is None:
+            hooks = s.flushall_hooks = []
+        hooks.append(self._after_flushall)
+
+    def _update_sinks(self) -> None:
+        sinks = self.server.propagation_sinks
+        want_aof = self.writer is not None and self.aof_state != AOF_OFF
+        for sink, wanted in ((self._feed_aof, want_aof), (self._feed_replicas, bool(self.replicas))):
+            present = sink in sinks
+            if wanted and not present:
+                sinks.append(sink)
+            elif present and not wanted:
+                sinks.remove(sink)
+
+    # ------------------------------------------------------------------ INFO
+    def info(self) -> list[tuple[str, object]]:
+        s = self.server
+        now = time.time()
+        rdb_child = self.child_type == "rdb"
+        aof_child = self.child_type == "aof"
+        fields: list[tuple[str, object]] = [
+            ("loading", int(s.loading)),
+            ("async_loading", 0),
+            ("current_cow_peak", 0),
+            ("current_cow_size", 0),
+            ("current_cow_size_age", 0),
+            ("current_fork_perc", "0.00"),
+            ("current_save_keys_processed", 0),
+            ("current_save_keys_total", 0),
+            ("rdb_changes_since_last_save", self.changes_since_save()),
+            ("rdb_bgsave_in_progress", int(rdb_child)),
+            ("rdb_last_save_time", s.lastsave),
+            ("rdb_last_bgsave_status", "ok" if self.lastbgsave_ok else "err"),
+            ("rdb_last_bgsave_time_sec", self.rdb_save_time_last),
+            ("rdb_current_bgsave_time_sec", int(now - self.child_start) if rdb_child else -1),
+            ("rdb_saves", self.rdb_saves),
+            ("rdb_last_cow_size", 0),
+            ("rdb_last_load_keys_expired", self.rdb_last_load_keys_expired),
+            ("rdb_last_load_keys_loaded", self.rdb_last_load_keys_loaded),
+            ("aof_enabled", int(self.aof_state != AOF_OFF)),
+            ("aof_rewrite_in_progress", int(aof_child)),
+            ("aof_rewrite_scheduled", int(self.aof_rewrite_scheduled)),
+            ("aof_last_rewrite_time_sec", self.aof_rewrite_time_last),
+            ("aof_current_rewrite_time_sec", int(now - self.child_start) if aof_child else -1),
+            ("aof_last_bgrewrite_status", "ok" if self.aof_lastbgrewrite_ok else "err"),
+            ("aof_rewrites", self.aof_rewrites),
+            ("aof_rewrites_consecutive_failures", self.aof_rewrite_failures),
+            ("aof_last_write_status", "ok" if self.writer is None or self.writer.write_error is None else "err"),
+            ("aof_last_cow_size", 0),
+            ("module_fork_in_progress", 0),
+            ("module_fork_last_cow_size", 0),
+        ]
+        if self.config.bool("appendonly"):
+            w = self.writer
+            fields += [
+                ("aof_current_size", self.aof_current_size()),
+                ("aof_base_size", self.aof_rewrite_base_size),
+                ("aof_pending_rewrite", int(self.aof_rewrite_scheduled)),
+                ("aof_buffer_length", len(w.buf) if w is not None else 0),
+                ("aof_pending_bio_fsync", int(aofmod._fsync_thread is not None and aofmod._fsync_thread.pending())),
+                ("aof_delayed_fsync", w.delayed_fsyncs if w is not None else 0),
+            ]
+        return fields
+
+    def aof_current_size(self) -> int:
+        w = self.writer
+        return self.aof_base_file_size + (w.size + len(w.buf) if w is not None else 0)
+
+    # ------------------------------------------------------------------ dataset install
+    def _install(self, result: rdb.LoadResult, flush: bool = True, merge: bool = False) -> None:
+        """Make a fully parsed dataset the live one (nothing is touched before this)."""
+        server = self.server
+        for db in server.keyspace.dbs:
+            incoming = result.dbs.get(db.id)
+            if flush:
+                if db.watched:
+                    server.touch_all_watched(db)
+                db.flush()
+            if not incoming:
+                continue
+            exp = result.expires.get(db.id, {})
+            if not db.data:
+                db.data = incoming
+                db.expires = exp
+            else:
+                for key in incoming:
+                    if key in db.data and not merge:
+                        raise PersistenceError(f"duplicate key {key[:64]!r} while merging into DB {db.id}")
+                for key, value in incoming.items():
+                    db.expires.pop(key, None)
+                    db.data[key] = value
+                    db.modified(key)
+                db.expires.update(exp)
+            db.reindex()
+            db.volatile_log = list(db.expires)
+        self.rdb_last_load_keys_loaded = result.keys_loaded
+        self.rdb_last_load_keys_expired = result.keys_expired
+
+    def _load_rdb_data(self, data: bytes, **kwargs: Any) -> rdb.LoadResult:
+        c = self.config
+        deep = c["sanitize-dump-payload"] == "yes"
+        return rdb.load(data, len(self.server.keyspace.dbs), deep=deep, **kwargs)
+
+    def load_rdb(self, path: str | None = None, flush: bool = True, merge: bool = False) -> rdb.LoadResult:
+        """Parse the RDB file and install it; PersistenceError (dataset untouched) if bad."""
+        path = path or self.rdb_path()
+        start = time.monotonic()
+        with open(path, "rb") as f:
+            data = f.read()
+        try:
+            result = self._load_rdb_data(data, allow_dup=merge)
+        except rdb.RdbError as e:
+            raise PersistenceError(f"Short read or corrupt RDB file {path}: {e}") from None
+        self._install(result, flush=flush, merge=merge)
+        if result.functions_skipped:
+            log.warning("Skipped %d function libraries in the RDB (functions are not supported)",
+                        result.functions_skipped)
+        _notice("Done loading RDB, keys loaded: %d, keys expired: %d.", result.keys_loaded, result.keys_expired)
+        _notice("DB loaded from disk: %.3f seconds", time.monotonic() - start)
+        return result
+
+    # ------------------------------------------------------------------ start-up / shutdown
+    def load_at_startup(self) -> None:
+        """Load the dataset before accepting clients; exit(1) on an unusable file."""
+        server = self.server
+        try:
+            if self.config.bool("appendonly"):
+                self.aof_state = AOF_ON
+                start = time.monotonic()
+                self.manifest = self._manifest_from_disk(upgrade=True)
+                status = self._load_aof(self.manifest)
+                if status != "not_exist":
+                    _notice("DB loaded from append only file: %.3f seconds", time.monotonic() - start)
+                self._open_aof_on_start()
+            elif os.path.exists(self.rdb_path()):
+                self.load_rdb()
+        except (PersistenceError, ManifestError, OSError) as e:
+            log.warning("Fatal error loading the DB: %s. Exiting.", e)
+            raise SystemExit(1) from None
+        self.dirty_at_save = server.dirty
+
+    def prepare_shutdown(self, save: bool | None) -> None:
+        """SHUTDOWN [SAVE|NOSAVE]: stop children, flush the AOF, final save; ReplyError to abort."""
+        self._finish(save)
+        self.shutdown_prepared = True
+
+    def at_shutdown(self) -> None:
+        """At exit (also after SIGTERM/SIGINT): the same duties unless SHUTDOWN did them."""
+        if not self.shutdown_prepared:
+            mode = self.config["shutdown-on-sigterm"]
+            save = True if "save" in mode.split() else False if "nosave" in mode.split() else None
+            try:
+                self._finish(save)
+            except ReplyError:
+                raise PersistenceError("final save failed") from None
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+    def _finish(self, save: bool | None) -> None:
+        if self.child_pid is not None:
+            kind = self.child_type
+            log.warning("There is a child %s. Killing it!",
+                        "saving an .rdb" if kind == "rdb" else "rewriting the AOF")
+            self.kill_child()
+        if self.writer is not None and self.aof_state != AOF_OFF:
+            _notice("Calling fsync() on the AOF file.")
+            self.writer.flush(force_sync=True)
+        if save is True or (save is None and self.save_params()):
+            _notice("Saving the final RDB snapshot before exiting.")
+            try:
+                self.save()
+            except PersistenceError as e:
+                log.warning("Error trying to save the DB, can't exit: %s", e)
+                raise SHUTDOWN_ERR from None
+
+    # ------------------------------------------------------------------ RDB saving
+    def _write_rdb(self, final: str, aof_base: bool = False, resp: bool = False) -> None:
+        """Write the dataset to ``final`` through a temp file: write, fsync, rename, fsync dir."""
+        dirname = os.path.dirname(final) or "."
+        tmp = os.path.join(self.config["dir"], f"temp-{os.getpid()}.rdb")
+        dbs = rdb.iter_dbs(self.server.keyspace.dbs)
+        try:
+            with open(tmp, "wb", buffering=0) as f:
+                if resp:
+                    aofmod.write_resp_base(f, dbs)
+                else:
+                    rdb.save_file(f, dbs, self.save_options(aof_base))
+                os.fsync(f.fileno())
+            os.rename(tmp, final)
+            aofmod.fsync_dir(dirname)
+        except (OSError, rdb.RdbError) as e:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise PersistenceError(f"Write error saving DB on disk: {e}") from None
+
+    def save(self) -> None:
+        """SAVE: a foreground snapshot."""
+        self.rdb_saves += 1
+        try:
+            self._write_rdb(self.rdb_path())
+        except PersistenceError as e:
+            log.warning("%s", e)
+            self.lastbgsave_ok = False
+            raise
+        _notice("DB saved on disk")
+        self.dirty_at_save = self.server.dirty
+        self.server.lastsave = int(time.time())
+        self.lastbgsave_ok = True
+
+    def rdb_bytes(self) -> bytes:
+        """The dataset as an in-memory RDB (replica full sync)."""
+        buf = io.BytesIO()
+        rdb.save_file(buf, rdb.iter_dbs(self.server.keyspace.dbs), self.save_options())
+        return buf.getvalue()
+
+    def bgsave(self) -> bool:
+        """Fork a child that writes the snapshot; False if it could not start."""
+        if self.child_pid is not None:
+            return False
+        self.rdb_saves += 1
+        self.dirty_before_bgsave = self.server.dirty
+        self.lastbgsave_try = time.time()
+        final = self.rdb_path()
+        try:
+            pid = self._fork(lambda: self._write_rdb(final))
+        except OSError as e:
+            self.lastbgsave_ok = False
+            log.warning("Can't save in background: fork: %s", e)
+            return False
+        _notice("Background saving started by pid %d", pid)
+        self.child_pid = pid
+        self.child_type = "rdb"
+        self.child_start = time.time()
+        return True
+
+    def _bgsave_done(self, exitcode: int, bysignal: int) -> None:
+        if not bysignal and exitcode == 0:
+            _notice("Background saving terminated with success")
+            self.dirty_at_save = self.dirty_before_bgsave
+            self.server.lastsave = int(time.time())
+            self.lastbgsave_ok = True
+        elif not bysignal:
+            log.warning("Background saving error")
+            self.lastbgsave_ok = False
+        else:
+            log.warning("Background saving terminated by signal %d", bysignal)
+            self._remove_temp(f"temp-{self.child_pid}.rdb")
+            if bysignal != signal.SIGUSR1:
+                self.lastbgsave_ok = False
+        self.rdb_save_time_last = int(time.time() - self.child_start)
+
+    # ------------------------------------------------------------------ children
+    def _fork(self, work: Callable[[], None]) -> int:
+        """Run ``work`` in a forked child that exits 0 on success, 1 on failure."""
+        if self.writer is not None:
+            self.writer.write()  # the child must not inherit (and never writes) a buffer
+        pid = os.fork()
+        if pid:
+            return pid
+        code = 1
+        try:
+            gc.disable()  # the collector would touch (and copy) every page of the snapshot
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
+                signal.signal(sig, signal.SIG_DFL)
+            work()
+            code = 0
+        except BaseException as e:  # noqa: BLE001 - whatever happens, the child must exit
+            try:
+                log.warning("Background child failed: %s", e)
+            except BaseException:  # noqa: BLE001
+                pass
+        finally:
+            os._exit(code)
+
+    def kill_child(self) -> None:
+        """Stop a running child (SIGUSR1, no error status) and clean its temp files."""
+        pid = self.child_pid
+        if pid is None:
+            return
+        kind = self.child_type
+        try:
+            os.kill(pid, signal.SIGUSR1)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        if kind == "rdb":
+            self._remove_temp(f"temp-{pid}.rdb")
+        else:
+            self._remove_temp(f"temp-rewriteaof-bg-{pid}.aof")
+            self._remove_temp(f"temp-{pid}.rdb")
+        self.child_pid = None
+        self.child_type = None
+
+    def _remove_temp(self, name: str) -> None:
+        try:
+            os.unlink(os.path.join(self.config["dir"], name))
+        except OSError:
+            pass
+
+    def _reap(self) -> None:
+        pid = self.child_pid
+        if pid is None:
+            return
+        try:
+            done, status = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            done, status = pid, 1 << 8
+        if not done:
+            return
+        if os.WIFSIGNALED(status):
+            exitcode, bysignal = 0, os.WTERMSIG(status)
+        else:
+            exitcode, bysignal = os.WEXITSTATUS(status), 0
+        kind = self.child_type
+        if kind == "rdb":
+            self._bgsave_done(exitcode, bysignal)
+        else:
+            self._rewrite_done(exitcode, bysignal)
+        self.child_pid = None
+        self.child_type = None
+
+    # ------------------------------------------------------------------ cron
+    def cron(self) -> None:
+        """Reap children, run save points and rewrites that are due, flush the AOF."""
+        if self.writer is not None:
+            self._flush_aof()
+        if self.child_pid is not None:
+            self._reap()
+        if self.child_pid is None:
+            if self.aof_rewrite_scheduled:
+                self.start_rewrite()
+            elif self.bgsave_scheduled:
+                self.bgsave_scheduled = False
+                self.bgsave()
+        if self.child_pid is None:
+            now = time.time()
+            changes = self.changes_since_save()
+            for seconds, needed in self.save_params():
+                if (
+                    changes >= needed
+                    and now - self.server.lastsave > seconds
+                    and (now - self.lastbgsave_try > BGSAVE_RETRY_DELAY or self.lastbgsave_ok)
+                ):
+                    _notice("%d changes in %d seconds. Saving...", needed, seconds)
+                    self.bgsave()
+                    break
+        if self.child_pid is None and self.aof_state == AOF_ON:
+            perc = self.config.int("auto-aof-rewrite-percentage")
+            current = self.aof_current_size()
+            if perc and current > self.config.int("auto-aof-rewrite-min-size"):
+                base = self.aof_rewrite_base_size or 1
+                growth = current * 100 // base - 100
+                if growth >= perc:
+                    _notice("Starting automatic rewriting of AOF on %d%% growth", growth)
+                    self.start_rewrite()
+
+    # ------------------------------------------------------------------ AOF appending
+    def _feed_aof(self, ops: list[tuple[int, list[bytes]]]) -> None:
+        if self.aof_state == AOF_ON or (self.aof_state == AOF_WAIT_REWRITE and self.child_type == "aof"):
+            w = self.writer
+            if w is not None:
+                w.feed(ops)
+
+    def _schedule_flush(self) -> None:
+        if self.aof_flush_scheduled:
+            return
+        loop = self.server.loop
+        if loop is None:
+            self._flush_aof()
+            return
+        self.aof_flush_scheduled = True
+        loop.call_soon(self._flush_aof)
+
+    def _flush_aof(self) -> None:
+        """Write the buffer once per loop iteration (beforeSleep); fsync per policy."""
+        self.aof_flush_scheduled = False
+        w = self.writer
+        if w is None:
+            return
+        if not w.flush() and w.policy == "always":
+            self._die_on_write_error(w)
+
+    def before_write(self) -> None:
+        """appendfsync always: what a reply acknowledges is on disk before it leaves."""
+        w = self.writer
+        if w is not None and (w.buf or w.unsynced) and w.policy == "always":
+            if not w.flush():
+                self._die_on_write_error(w)
+
+    def _die_on_write_error(self, w: AofWriter) -> None:
+        log.warning("Can't recover from AOF write error when the AOF fsync policy is 'always'. "
+                    "Exiting... (%s)", w.write_error)
+        os._exit(1)
+
+    def _new_writer(self, path: str, truncate: bool = False) -> AofWriter:
+        if truncate:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+        w = AofWriter(path, self.config["appendfsync"])
+        w.on_data = self._schedule_flush
+        return w
+
+    def _close_writer(self) -> None:
+        w = self.writer
+        if w is not None:
+            try:
+                w.close(sync=True)
+            except OSError as e:
+                log.warning("Fail to fsync the AOF file: %s", e)
+        self.writer = None
+
+    # ------------------------------------------------------------------ AOF files
+    def _manifest_path(self) -> str:
+        return os.path.join(self.aof_dir(), f"{self.aof_filename()}.manifest")
+
+    def _manifest_from_disk(self, upgrade: bool = False) -> Manifest:
+        """The manifest on disk, or an empty one; an old single-file AOF becomes a base."""
+        path = self._manifest_path()
+        if os.path.exists(path):
+            with open(path, encoding="utf-8", errors="surrogateescape") as f:
+                return Manifest.parse(f.read())
+        old = os.path.join(self.config["dir"], self.aof_filename())
+        m = Manifest()
+        if upgrade and os.path.isfile(old):
+            # Redis 7's upgrade of a pre-7 appendonly.aof: it becomes the base, as is.
+            os.makedirs(self.aof_dir(), exist_ok=True)
+            os.rename(old, os.path.join(self.aof_dir(), self.aof_filename()))
+            m.base = aofmod.AofFile(self.aof_filename(), 1, aofmod.BASE)
+            m.base_seq = 1
+            aofmod.write_manifest(self.aof_dir(), self.aof_filename(), m)
+            _notice("Successfully migrated an old-style AOF into the AOF directory")
+        return m
+
+    def _persist_manifest(self, m: Manifest) -> None:
+        aofmod.write_manifest(self.aof_dir(), self.aof_filename(), m)
+
+    def _open_aof_on_start(self) -> None:
+        """aofOpenIfNeededOnServerStart: a base for an empty start, then the last incr."""
+        d = self.aof_dir()
+        os.makedirs(d, exist_ok=True)
+        m = self.manifest or Manifest()
+        self.manifest = m
+        if m.base is None and not m.incrs:
+            preamble = self.config.bool("aof-use-rdb-preamble")
+            name = m.new_base(self.aof_filename(), preamble)
+            self._write_rdb(os.path.join(d, name), aof_base=True, resp=not preamble)
+            _notice("Creating AOF base file %s on server start", name)
+        if not m.incrs:
+            name = m.new_incr(self.aof_filename())
+            _notice("Creating AOF incr file %s on server start", name)
+        self.writer = self._new_writer(os.path.join(d, m.incrs[-1].name))
+        self._persist_manifest(m)
+        self.aof_base_file_size = self._file_size(m.base.name) if m.base else 0
+        for f in m.incrs[:-1]:
+            self.aof_base_file_size += self._file_size(f.name)
+        self.aof_rewrite_base_size = self.aof_current_size()
+        self._update_sinks()
+
+    def _file_size(self, name: str) -> int:
+        try:
+            return os.path.getsize(os.path.join(self.aof_dir(), name))
+        except OSError:
+            return 0
+
+    def _fake_client(self) -> Client:
+        c = Client(self.server, -1)
+        c.kind = "aof"
+        c.authenticated = True
+        c.reply_mode = 1  # replies are never read
+        return c
+
+    def _load_aof(self, m: Manifest) -> str:
+        """Replay base and incr files into the (emptied) dataset: "ok", "empty" or "not_exist".
+
+        Raises PersistenceError for a missing or corrupt file; a torn tail of the last
+        file is cut off (aof-load-truncated yes) and loading goes on.
+        """
+        files = m.files()
+        if not files:
+            return "not_exist"
+        server = self.server
+        saved_sinks = list(server.propagation_sinks)
+        server.propagation_sinks.clear()
+        keyspace = server.keyspace
+        expire_allowed = keyspace.expire_allowed
+        keyspace.expire_allowed = False
+        was_loading = server.loading
+        total = 0
+        try:
+            for i, f in enumerate(files):
+                path = os.path.join(self.aof_dir(), f.name)
+                if not os.path.exists(path):
+                    raise PersistenceError(f"The AOF file {f.name} doesn't exist")
+                total += self._load_aof_file(path, f.name, last=i == len(files) - 1, base=f.kind == aofmod.BASE)
+        finally:
+            keyspace.expire_allowed = expire_allowed
+            server.loading = was_loading
+            server.propagation_sinks[:] = saved_sinks
+        return "ok" if total else "empty"
+
+    def _load_aof_file(self, path: str, name: str, last: bool, base: bool) -> int:
+        """One file: an RDB preamble if it starts with REDIS, then RESP commands."""
+        with open(path, "rb") as fh:
+            data = fh.read()
+        if not data:
+            return 0
+        server = self.server
+        pos = 0
+        if data[:5] == b"REDIS":
+            try:
+                result = self._load_rdb_data(data, keep_expired=True)
+            except rdb.RdbError as e:
+                raise PersistenceError(f"Bad file format reading the append only file {name}: {e}") from None
+            self._install(result, flush=False, merge=True)
+            pos = result.end
+        client = self._fake_client()
+        parser = CommandParser(data, pos)
+        valid_before_multi = pos
+        lookup = server.table.lookup
+        execute = server.execute
+        truncated_at: int | None = None
+        try:
+            while True:
+                start = parser.pos
+                argv = parser.next()
+                if argv is None:
+                    if client.multi is not None:  # MULTI with no EXEC: a torn transaction
+                        truncated_at = valid_before_multi
+                    break
+                name0 = argv[0].lower()
+                if name0 == b"multi":
+                    valid_before_multi = start
+                cmd = lookup(argv)
+                if cmd is None:
+                    raise PersistenceError(
+                        f"Unknown command '{argv[0][:128].decode(errors='replace')}' "
+                        f"reading the append only file {name}"
+                    )
+                execute(client, argv)
+        except AofTruncated as e:
+            truncated_at = valid_before_multi if client.multi is not None else e.valid_up_to
+        except AofFormatError as e:
+            raise PersistenceError(
+                f"Bad file format reading the append only file {name}: make a backup of your AOF "
+                f"file, then use ./redis-check-aof --fix <filename.manifest> ({e})"
+            ) from None
+        if truncated_at is not None:
+            log.warning("!!! Warning: short read while loading the AOF file %s!!!", name)
+            if not last:
+                raise PersistenceError(f"The truncated file {name} is not the last file")
+            if not self.config.bool("aof-load-truncated"):
+                raise PersistenceError(
+                    f"Unexpected end of file reading the append only file {name}. You can: 1) Make "
+                    "a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. "
+                    "2) Alternatively you can set the 'aof-load-truncated' configuration option to "
+                    "yes and restart the server."
+                )
+            server.discard_transaction(client)
+            os.truncate(path, truncated_at)
+            log.warning("AOF %s loaded anyway because aof-load-truncated is enabled", name)
+        return len(data)
+
+    def delete_history(self) -> None:
+        m = self.manifest
+        if m is None or not m.history:
+            return
+        for f in m.history:
+            try:
+                os.unlink(os.path.join(self.aof_dir(), f.name))
+                _notice("Removing the history file %s in the background", f.name)
+            except OSError:
+                pass
+        m.history = []
+        try:
+            self._persist_manifest(m)
+        except OSError as e:
+            log.warning("Can't persist the AOF manifest after deleting history files: %s", e)
+
+    # ------------------------------------------------------------------ AOF rewrite
+    def _temp_incr_path(self) -> str:
+        return os.path.join(self.aof_dir(), f"temp-{self.aof_filename()}.incr")
+
+    def start_rewrite(self) -> bool:
+        """rewriteAppendOnlyFileBackground: switch appends to a new incr file, fork the base."""
+        if self.child_pid is not None:
+            return False
+        d = self.aof_dir()
+        try:
+            os.makedirs(d, exist_ok=True)
+        except OSError as e:
+            log.warning("Can't open or create append-only dir %s: %s", d, e)
+            self.aof_lastbgrewrite_ok = False
+            return False
+        w = self.writer
+        if w is not None:
+            w.selected_db = -1
+            w.flush(force_sync=True)
+        try:
+            if self.aof_state == AOF_WAIT_REWRITE:
+                self._close_writer()
+                self.writer = self._new_writer(self._temp_incr_path(), truncate=True)
+            elif self.aof_state == AOF_ON:
+                m = (self.manifest or Manifest()).copy()
+                name = m.new_incr(self.aof_filename())
+                new = self._new_writer(os.path.join(d, name), truncate=True)
+                try:
+                    self._persist_manifest(m)
+                except OSError:
+                    new.close(sync=False)
+                    raise
+                _notice("Creating AOF incr file %s on background rewrite", name)
+                old_size = self.writer.size if self.writer is not None else 0
+                self._close_writer()
+                self.aof_base_file_size += old_size
+                self.writer = new
+                self.manifest = m
+        except OSError as e:
+            log.warning("Can't open the append-only file: %s", e)
+            self.aof_lastbgrewrite_ok = False
+            return False
+        self._update_sinks()
+        self.aof_rewrites += 1
+        preamble = self.config.bool("aof-use-rdb-preamble")
+        tmp_dir = self.config["dir"]
+
+        def work() -> None:
+            tmp = os.path.join(tmp_dir, f"temp-rewriteaof-bg-{os.getpid()}.aof")
+            dbs = rdb.iter_dbs(self.server.keyspace.dbs)
+            with open(tmp, "wb", buffering=0) as f:
+                if preamble:
+                    rdb.save_file(f, dbs, self.save_options(aof_base=True))
+                else:
+                    aofmod.write_resp_base(f, dbs)
+                os.fsync(f.fileno())
+
+        try:
+            pid = self._fork(work)
+        except OSError as e:
+            self.aof_lastbgrewrite_ok = False
+            log.warning("Can't rewrite append only file in background: fork: %s", e)
+            return False
+        _notice("Background append only file rewriting started by pid %d", pid)
+        self.child_pid = pid
+        self.child_type = "aof"
+        self.child_start = time.time()
+        self.child_preamble = preamble
+        self.aof_rewrite_scheduled = False
+        return True
+
+    def _rewrite_done(self, exitcode: int, bysignal: int) -> None:
+        pid = self.child_pid
+        tmp = os.path.join(self.config["dir"], f"temp-rewriteaof-bg-{pid}.aof")
+        if not bysignal and exitcode == 0:
+            _notice("Background AOF rewrite terminated with success")
+            try:
+                self._install_rewrite(tmp)
+                self.aof_lastbgrewrite_ok = True
+                self.aof_rewrite_failures = 0
+                _notice("Background AOF rewrite finished successfully")
+            except OSError as e:
+                log.warning("Error finishing the AOF rewrite: %s", e)
+                self.aof_lastbgrewrite_ok = False
+                self.aof_rewrite_failures += 1
+        elif not bysignal:
+            log.warning("Background AOF rewrite terminated with error")
+            self.aof_lastbgrewrite_ok = False
+            self.aof_rewrite_failures += 1
+        else:
+            log.warning("Background AOF rewrite terminated by signal %d", bysignal)
+            if bysignal != signal.SIGUSR1:
+                self.aof_lastbgrewrite_ok = False
+                self.aof_rewrite_failures += 1
+        self._remove_temp(f"temp-rewriteaof-bg-{pid}.aof")
+        if self.aof_state == AOF_WAIT_REWRITE:
+            # Not switched on: drop what was gathered for the temp incr and try again.
+            self._close_writer()
+            try:
+                os.unlink(self._temp_incr_path())
+            except OSError:
+                pass
+            self.aof_rewrite_scheduled = True
+            self._update_sinks()
+        self.aof_rewrite_time_last = int(time.time() - self.child_start)
+
+    def _install_rewrite(self, tmp: str) -> None:
+        """backgroundRewriteDoneHandler: rename the base in, swap the manifest, drop history."""
+        d = self.aof_dir()
+        m = (self.manifest or Manifest()).copy()
+        name = m.new_base(self.aof_filename(), self.child_preamble)
+        base_path = os.path.join(d, name)
+        os.rename(tmp, base_path)
+        _notice("Successfully renamed the temporary AOF base file into %s", name)
+        incr_path = None
+        if self.aof_state == AOF_WAIT_REWRITE:
+            incr_name = m.new_incr(self.aof_filename())
+            incr_path = os.path.join(d, incr_name)
+            if self.writer is not None:
+                self.writer.flush()
+            os.rename(self._temp_incr_path(), incr_path)
+            if self.writer is not None:
+                self.writer.path = incr_path
+        m.rewritten()
+        try:
+            self._persist_manifest(m)
+        except OSError:
+            for p in (base_path, incr_path):
+                if p:
+                    try:
+                        os.unlink(p)
+                    except OSError:
+                        pass
+            raise
+        self.manifest = m
+        self.aof_base_file_size = os.path.getsize(base_path)
+        if self.aof_state != AOF_OFF:
+            self.aof_rewrite_base_size = self.aof_current_size()
+        self.delete_history()
+        if self.aof_state == AOF_WAIT_REWRITE:
+            self.aof_state = AOF_ON
+            self._update_sinks()
+
+    def bgrewriteaof(self, in_exec: bool = False) -> Any:
+        """BGREWRITEAOF's reply."""
+        if self.child_type == "aof":
+            raise ReplyError("ERR Background append only file rewriting already in progress")
+        if self.child_pid is not None or in_exec:
+            self.aof_rewrite_scheduled = True
+            self.aof_rewrite_failures = 0
+            return _status("Background append only file rewriting scheduled")
+        if self.start_rewrite():
+            return _status("Background append only file rewriting started")
+        raise ReplyError(
+            "ERR Can't execute an AOF background rewriting. Please check the server logs for more information."
+        )
+
+    # ------------------------------------------------------------------ appendonly on/off
+    def start_aof(self) -> bool:
+        """CONFIG SET appendonly yes: the dataset becomes a base through a rewrite."""
+        self.aof_state = AOF_WAIT_REWRITE
+        if self.manifest is None:
+            try:
+                self.manifest = self._manifest_from_disk()
+            except (ManifestError, OSError) as e:
+                log.warning("Can't read the AOF manifest: %s", e)
+                self.manifest = Manifest()
+        if self.child_pid is not None and self.child_type != "aof":
+            self.aof_rewrite_scheduled = True
+            log.warning("AOF was enabled but there is already another background operation. "
+                        "An AOF background was scheduled to start when possible.")
+            return True
+        if self.child_type == "aof":
+            log.warning("AOF was enabled but there is already an AOF rewriting in background. "
+                        "Stopping background AOF and starting a rewrite now.")
+            self.kill_child()
+        if not self.start_rewrite():
+            self.aof_state = AOF_OFF
+            self._close_writer()
+            self._update_sinks()
+            log.warning("Redis needs to enable the AOF but can't trigger a background AOF rewrite "
+                        "operation. Check the above logs for more info about the error.")
+            return False
+        return True
+
+    def stop_aof(self) -> None:
+        """CONFIG SET appendonly no."""
+        if self.child_type == "aof":
+            self.kill_child()
+            if self.aof_state == AOF_WAIT_REWRITE:
+                try:
+                    os.unlink(self._temp_incr_path())
+                except OSError:
+                    pass
+        self._close_writer()
+        self.aof_state = AOF_OFF
+        self.aof_rewrite_scheduled = False
+        self.aof_base_file_size = 0
+        self._update_sinks()
+
+    def _config_appendonly(self) -> None:
+        want = self.config.bool("appendonly")
+        if want and self.aof_state == AOF_OFF:
+            if not self.start_aof():
+                from .config import ConfigError
+
+                self.config.values["appendonly"] = "no"
+                err = ConfigError("Unable to turn on AOF. Check server logs.")
+                err.param = "appendonly"  # type: ignore[attr-defined]
+                raise err
+        elif not want and self.aof_state != AOF_OFF:
+            self.stop_aof()
+
+    def _config_appendfsync(self) -> None:
+        if self.writer is not None:
+            self.writer.policy = self.config["appendfsync"]
+
+    # ------------------------------------------------------------------ FLUSHALL
+    def _after_flushall(self, *args: Any) -> None:
+        """FLUSHALL kills a BGSAVE and, with save points, snapshots the empty dataset."""
+        if self.child_type == "rdb":
+            self.kill_child()
+        if self.save_params():
+            try:
+                self.save()
+            except PersistenceError:
+                pass
+
+    # ------------------------------------------------------------------ DEBUG
+    def debug_reload(self, c: Client, argv: list[bytes]) -> Any:
+        flush = save = True
+        merge = False
+        for opt in argv[2:]:
+            o = opt.lower()
+            if o == b"merge":
+                merge = True
+            elif o == b"noflush":
+                flush = False
+            elif o == b"nosave":
+                save = False
+            else:
+                raise ReplyError("ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.")
+        if save:
+            try:
+                self.save()
+            except PersistenceError:
+                raise ReplyError("ERR") from None
+        try:
+            self.load_rdb(flush=flush, merge=merge)
+        except (PersistenceError, OSError) as e:
+            log.warning("%s", e)
+            raise ReplyError("ERR Error trying to load the RDB dump") from None
+        log.warning("DB reloaded by DEBUG RELOAD")
+        return OK
+
+    def debug_loadaof(self, c: Client, argv: list[bytes]) -> Any:
+        if self.writer is not None and self.aof_state != AOF_OFF:
+            self.writer.flush(force_sync=True)
+        server = self.server
+        try:
+            m = self._manifest_from_disk()
+        except (ManifestError, OSError) as e:
+            raise ReplyError(f"ERR Error loading the AOF manifest: {e}") from None
+        for db in server.keyspace.dbs:
+            if db.watched:
+                server.touch_all_watched(db)
+            db.flush()
+        if self.aof_state != AOF_OFF:
+            self.manifest = m
+            self.delete_history()
+        try:
+            status = self._load_aof(m)
+        except (PersistenceError, OSError) as e:
+            log.warning("%s", e)
+            raise ReplyError(f"ERR Error loading the append only file: {e}") from None
+        if status == "not_exist":
+            raise ReplyError("ERR The append only file does not exist")
+        self.dirty_at_save = server.dirty
+        log.warning("Append Only File loaded by DEBUG LOADAOF")
+        return OK
+
+    # ------------------------------------------------------------------ replicas
+    def attach_replica(self, c: Client, psync: bool) -> None:
+        """SYNC / PSYNC: a full resync (snapshot as a bulk) then the propagated stream."""
+        payload = self.rdb_bytes()
+        out = []
+        if psync:
+            out.append(b"+FULLRESYNC %s %d\r\n" % (self.server.run_id.encode(), self.repl_offset))
+        out.append(b"$%d\r\n" % len(payload))
+        out.append(payload)
+        c.out.extend(out)
+        c.kind = "replica"
+        c.reply_mode = 1  # a replica's own commands (REPLCONF ACK) get no replies
+        self.replicas.append(c)
+        self.repl_selected_db = -1  # the next command tells every replica its db
+        self._update_sinks()
+
+    def _feed_replicas(self, ops: list[tuple[int, list[bytes]]]) -> None:
+        clients = self.server.clients
+        live = [r for r in self.replicas if clients.get(r.id) is r]
+        if len(live) != len(self.replicas):
+            self.replicas = live
+            if not live:
+                self._update_sinks()
+                return
+        parts = []
+        for db, argv in ops:
+            if db != self.repl_selected_db:
+                parts.append(aofmod.select_command(db))
+                self.repl_selected_db = db
+            parts.append(aofmod.encode_command(argv))
+        data = b"".join(parts)
+        self.repl_offset += len(data)
+        for r in live:
+            r.out.append(data)
+            r.on_output(r)
+
+
+def _status(text: str) -> Any:
+    from rill.protocol.reply import Status
+
+    return Status(text.encode())
+
+
+def install(server: Server) -> Persistence:
+    """Attach persistence to ``server`` (idempotent)."""
+    existing = getattr(server, "persistence", None)
+    if isinstance(existing, Persistence):
+        return existing
+    p = Persistence(server)
+    p.install()
+    return p
+
+
+def persistence_of(server: Server) -> Persistence:
+    """The server's Persistence, installing one if nobody did (in-process servers)."""
+    return install(server)
