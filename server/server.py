@@ -217,6 +217,25 @@ class Server:
             return self._reject(
                 client, cmd, ReplyError(f"ERR wrong number of arguments for '{cmd.fullname}' command")
             )
+        # The checks below concern states that are rare on the hot path; one
+        # combined test lets an ordinary command skip all of them.
+        if (
+            client.multi is not None
+            or not client.authenticated
+            or client.pubsub_channels
+            or client.pubsub_patterns
+            or self.loading
+            or self.maxmemory
+            or self.pause_until
+        ):
+            return self._gate(client, cmd, argv)
+        self.call(client, cmd, argv)
+        if self.blocking.ready:
+            self.serve_blocked()
+        return False
+
+    def _gate(self, client: Client, cmd: Command, argv: list[bytes]) -> bool:
+        """processCommand's checks for clients and servers in a special state."""
         if not client.authenticated and not cmd.flags & NO_AUTH:
             self._reject(client, cmd, NOAUTH)
             return False
@@ -341,10 +360,13 @@ class Server:
                 self.block(client, cmd, argv, reply)
                 reply = NO_REPLY
         if reply is not NO_REPLY:
-            if isinstance(reply, ReplyError):
-                cmd.failed_calls += 1
-                self.count_error(reply)
-            client.reply(reply)
+            if type(reply) is bytes and not client.reply_mode:
+                client.out.append(b"$%d\r\n%b\r\n" % (len(reply), reply))
+            else:
+                if isinstance(reply, ReplyError):
+                    cmd.failed_calls += 1
+                    self.count_error(reply)
+                client.reply(reply)
         if duration > self.slowlog_threshold >= 0 and not cmd.flags & SKIP_SLOWLOG:
             self.slowlog_add(client, argv, duration)
         if self.dirty != dirty or self._also:
