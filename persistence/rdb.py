@@ -1182,6 +1182,26 @@ def load(
     _register_collections()
     if now_ms is None:
         now_ms = int(time.time() * 1000)
+    r = RdbReader(data, start, deep)
+    try:
+        return _load(r, data, databases, start, keep_expired, allow_dup, verify_checksum, now_ms)
+    except RdbError:
+        raise
+    except (ValueError, IndexError, KeyError, TypeError, OverflowError, struct.error) as e:
+        # A structure that passed the framing checks but not the decoding of its parts.
+        raise RdbError(f"corrupt data: {e}", r.pos) from None
+
+
+def _load(
+    r: RdbReader,
+    data: bytes,
+    databases: int,
+    start: int,
+    keep_expired: bool,
+    allow_dup: bool,
+    verify_checksum: bool,
+    now_ms: int,
+) -> LoadResult:
     if len(data) - start < 9 or data[start : start + 5] != b"REDIS":
         raise RdbError("wrong signature trying to load DB from file", start)
     digits = data[start + 5 : start + 9]
@@ -1190,7 +1210,8 @@ def load(
     version = int(digits)
     if version < 1 or version > MAX_LOADABLE_VERSION:
         raise RdbError(f"can't handle RDB format version {version}", start + 5)
-    r = RdbReader(data, start + 9, deep, version)
+    r.pos = start + 9
+    r.version = version
     dbs: dict[int, dict[bytes, Any]] = {}
     expires: dict[int, dict[bytes, int]] = {}
     aux: dict[bytes, bytes] = {}
@@ -1371,10 +1392,15 @@ def restore_payload(payload: bytes, deep: bool = False) -> Any:
     n = len(payload)
     version = payload[n - 10] | (payload[n - 9] << 8)
     r = RdbReader(payload[: n - 10], 0, deep, version)
-    t = r.byte()
-    if t >= OP_SLOT_INFO:
-        raise r.fail("not an object type")
-    value = r.object(t)
+    try:
+        t = r.byte()
+        if t >= OP_SLOT_INFO:
+            raise r.fail("not an object type")
+        value = r.object(t)
+    except RdbError:
+        raise
+    except (ValueError, IndexError, KeyError, TypeError, OverflowError, struct.error) as e:
+        raise RdbError(f"corrupt data: {e}", r.pos) from None
     if value is _EMPTY:
         raise r.fail("empty collection")
     return value
