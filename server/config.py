@@ -248,26 +248,23 @@ def _norm_obuf(value: str) -> str:
     return " ".join(f"{c} {h} {s} {t}" for c, (h, s, t) in current.items())
 
 
-_NOTIFY_FLAGS = "gKE$lshzxetmdA"
+_NOTIFY_FLAGS = "Ag$lshzxeKEtmdn"
+_NOTIFY_ALL = "g$lshzxetd"
 
 
 def _norm_notify(value: str) -> str:
+    """Redis's keyspaceEventsFlagsToString(StringToFlags(value))."""
     for ch in value:
         if ch not in _NOTIFY_FLAGS:
-            raise ConfigError("Invalid event class character. Use 'Ag$lshzxeKEtmd'.")
+            raise ConfigError("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
     flags = set(value)
     if "A" in flags:
-        flags |= set("g$lshzxetd")
-    if not flags & set("KE"):
-        return ""
-    # Redis renders the classes in a fixed order, with 'A' standing for the set it names.
-    out = ""
-    if set("g$lshzxetd") <= flags:
-        out += "A"
+        flags |= set(_NOTIFY_ALL)
+    if set(_NOTIFY_ALL) <= flags:
+        out = "A"
     else:
-        out += "".join(c for c in "g$lshzxetd" if c in flags)
-    out += "".join(c for c in "KEm" if c in flags)
-    return out
+        out = "".join(c for c in "g$lshzxetdn" if c in flags)
+    return out + "".join(c for c in "KEm" if c in flags)
 
 
 def _norm_oom(value: str) -> str:

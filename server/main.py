@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> None:
 
 async def serve(config: Config) -> int:
     """Run a server until SHUTDOWN or a signal; the process exit code."""
-    from .commands import load_all
+    from .commands import load_all, setup_all
     from .connection import Connection
     from .persistence import install as install_persistence
     from .server import Server

@@ -603,6 +603,10 @@ class Server:
             self._touch_watched(db, key)
         # An expired stream must wake its XREADGROUP waiters with their error.
         self.blocking.signal(db.id, key)
+        from .commands import keys
+
+        if keys.notifier is not None:
+            keys.notifier(db.id, "x", b"expired", key)
         if self.propagation_sinks:
             # Lazy expiry inside a command travels with that command's effects;
             # the cron flushes what active expiry produced.

@@ -14,6 +14,7 @@ FAMILIES = (
     "transactions",
     "lists",
     "streams",
+    "stream_groups",
     "hashes",
     "sets",
     "zsets",
@@ -22,11 +23,21 @@ FAMILIES = (
 )
 
 
-def load_all() -> None:
+def load_all() -> list:
     """Import every family module that exists (families land one issue at a time)."""
+    modules = []
     for name in FAMILIES:
         try:
-            importlib.import_module(f"{__name__}.{name}")
+            modules.append(importlib.import_module(f"{__name__}.{name}"))
         except ModuleNotFoundError as e:
             if e.name != f"{__name__}.{name}":
                 raise
+    return modules
+
+
+def setup_all(server) -> None:
+    """Let each family attach its per-server state (a family may define ``setup(server)``)."""
+    for module in load_all():
+        setup = getattr(module, "setup", None)
+        if setup is not None:
+            setup(server)

@@ -1,0 +1,207 @@
+"""Pub/Sub: SUBSCRIBE, PSUBSCRIBE, their UNSUBSCRIBEs, PUBLISH, PUBSUB, and keyspace events.
+
+Subscriptions live in two registries on the server (channel -> clients,
+pattern -> clients, both insertion ordered like Redis's lists); messages are
+pushed to subscribers' output and their connections are woken to flush.
+"""
+
+from __future__ import annotations
+
+from rill.protocol.reply import Push, ReplyError
+from rill.storage.glob import compile_glob
+
+from ..client import Client
+from ..server import NO_REPLY, Server
+from . import keys as _keys
+from .admin import help_reply
+from .table import command
+
+
+class PubSub:
+    """channel -> subscribers and pattern -> subscribers, in subscription order."""
+
+    def __init__(self) -> None:
+        self.channels: dict[bytes, dict[Client, None]] = {}
+        self.patterns: dict[bytes, dict[Client, None]] = {}
+
+    def channel_count(self) -> int:
+        return len(self.channels)
+
+    def pattern_count(self) -> int:
+        return len(self.patterns)
+
+    def publish(self, channel: bytes, message: bytes) -> int:
+        receivers = 0
+        for client in list(self.channels.get(channel, ())):
+            client.push(Push([b"message", channel, message]))
+            receivers += 1
+        for pattern, clients in list(self.patterns.items()):
+            if compile_glob(pattern)(channel):
+                for client in list(clients):
+                    client.push(Push([b"pmessage", pattern, channel, message]))
+                    receivers += 1
+        return receivers
+
+    def drop_client(self, client: Client) -> None:
+        for ch in client.pubsub_channels:
+            _discard(self.channels, ch, client)
+        for pat in client.pubsub_patterns:
+            _discard(self.patterns, pat, client)
+        client.pubsub_channels.clear()
+        client.pubsub_patterns.clear()
+
+
+def _discard(registry: dict[bytes, dict[Client, None]], name: bytes, client: Client) -> None:
+    subs = registry.get(name)
+    if subs is not None:
+        subs.pop(client, None)
+        if not subs:
+            del registry[name]
+
+
+def pubsub_of(server: Server) -> PubSub:
+    ps = getattr(server, "pubsub", None)
+    if ps is None:
+        ps = server.pubsub = PubSub()
+        server.pubsub_client_gone = ps.drop_client
+        server.config_changed_hooks["notify-keyspace-events"] = lambda: _install_notifier(server)
+        _install_notifier(server)
+    return ps
+
+
+def _count(c: Client) -> int:
+    return len(c.pubsub_channels) + len(c.pubsub_patterns)
+
+
+@command("subscribe")
+def subscribe(c: Client, argv: list[bytes]):
+    if c.in_exec:
+        # Redis refuses SUBSCRIBE inside MULTI only when the client cannot take pushes.
+        if not c.resp3:
+            raise ReplyError("ERR SUBSCRIBE isn't allowed for a DENY BLOCKING client")
+    ps = pubsub_of(c.server)
+    for ch in argv[1:]:
+        if ch not in c.pubsub_channels:
+            c.pubsub_channels.add(ch)
+            ps.channels.setdefault(ch, {})[c] = None
+        c.reply(Push([b"subscribe", ch, _count(c)]))
+    return NO_REPLY
+
+
+@command("psubscribe")
+def psubscribe(c: Client, argv: list[bytes]):
+    if c.in_exec and not c.resp3:
+        raise ReplyError("ERR PSUBSCRIBE isn't allowed for a DENY BLOCKING client")
+    ps = pubsub_of(c.server)
+    for pat in argv[1:]:
+        if pat not in c.pubsub_patterns:
+            c.pubsub_patterns.add(pat)
+            ps.patterns.setdefault(pat, {})[c] = None
+        c.reply(Push([b"psubscribe", pat, _count(c)]))
+    return NO_REPLY
+
+
+def _unsubscribe(c: Client, argv: list[bytes], patterns: bool) -> None:
+    ps = pubsub_of(c.server)
+    mine = c.pubsub_patterns if patterns else c.pubsub_channels
+    registry = ps.patterns if patterns else ps.channels
+    kind = b"punsubscribe" if patterns else b"unsubscribe"
+    names = argv[1:] or list(mine)
+    if not names:
+        c.reply(Push([kind, None, _count(c)]))
+        return
+    for name in names:
+        if name in mine:
+            mine.discard(name)
+            _discard(registry, name, c)
+        c.reply(Push([kind, name, _count(c)]))
+
+
+@command("unsubscribe")
+def unsubscribe(c: Client, argv: list[bytes]):
+    _unsubscribe(c, argv, patterns=False)
+    return NO_REPLY
+
+
+@command("punsubscribe")
+def punsubscribe(c: Client, argv: list[bytes]):
+    _unsubscribe(c, argv, patterns=True)
+    return NO_REPLY
+
+
+@command("publish")
+def publish(c: Client, argv: list[bytes]):
+    return pubsub_of(c.server).publish(argv[1], argv[2])
+
+
+@command("pubsub|channels")
+def pubsub_channels(c: Client, argv: list[bytes]):
+    ps = pubsub_of(c.server)
+    if len(argv) == 3:
+        match = compile_glob(argv[2])
+        return [ch for ch in ps.channels if match(ch)]
+    return list(ps.channels)
+
+
+@command("pubsub|numsub")
+def pubsub_numsub(c: Client, argv: list[bytes]):
+    ps = pubsub_of(c.server)
+    out: list = []
+    for ch in argv[2:]:
+        out += [ch, len(ps.channels.get(ch, ()))]
+    return out
+
+
+@command("pubsub|numpat")
+def pubsub_numpat(c: Client, argv: list[bytes]):
+    return pubsub_of(c.server).pattern_count()
+
+
+@command("pubsub|help")
+def pubsub_help(c: Client, argv: list[bytes]):
+    return help_reply([
+        "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "CHANNELS [<pattern>]",
+        "    Return the currently active channels matching a <pattern> (default: '*').",
+        "NUMPAT",
+        "    Return number of subscriptions to patterns.",
+        "NUMSUB [<channel> ...]",
+        "    Return the number of subscribers for the specified channels, excluding",
+        "    pattern subscriptions(default: no channels).",
+        "SHARDCHANNELS [<pattern>]",
+        "    Return the currently active shard level channels matching a <pattern> (default: '*').",
+        "SHARDNUMSUB [<shardchannel> ...]",
+        "    Return the number of subscribers for the specified shard level channel(s)",
+    ])
+
+
+# -- keyspace notifications ------------------------------------------------------
+_ALL_CLASSES = "g$lshzxetd"
+
+
+def _install_notifier(server: Server) -> None:
+    """Publish keyspace events for the classes notify-keyspace-events enables."""
+    flags = server.config["notify-keyspace-events"]
+    if not flags or not ({"K", "E"} & set(flags)):
+        _keys.notifier = None
+        return
+    classes = set(flags)
+    if "A" in classes:
+        classes |= set(_ALL_CLASSES)
+    keyspace, keyevent = "K" in classes, "E" in classes
+    ps = server.pubsub
+
+    def notify(db_id: int, cls: str, event: bytes, key: bytes) -> None:
+        if cls not in classes:
+            return
+        if keyspace:
+            ps.publish(b"__keyspace@%d__:%s" % (db_id, key), event)
+        if keyevent:
+            ps.publish(b"__keyevent@%d__:%s" % (db_id, event), key)
+
+    _keys.notifier = notify
+
+
+def setup(server: Server) -> None:
+    """Attach the registry at start-up so keyspace events work before any SUBSCRIBE."""
+    pubsub_of(server)
