@@ -98,6 +98,7 @@ async def serve(config: Config) -> int:
                     "In order to specify a config file use rill-server /path/to/redis.conf")
     loop = asyncio.get_running_loop()
     server = Server(config)
+    setup_all(server)
     install_persistence(server)
     server.loop = loop
     server.shutdown_event = asyncio.Event()
