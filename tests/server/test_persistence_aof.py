@@ -1,0 +1,302 @@
+"""The multi-part AOF through a real rill-server: start-up, CONFIG SET appendonly, BGREWRITEAOF,
+automatic rewrites, DEBUG LOADAOF, torn tails, corrupt middles, and the SYNC stream."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from rill.persistence import aof
+
+from tests.server.persistence_helpers import (
+    files,
+    info_field,
+    populate,
+    rill_in,
+    snapshot,
+    start_expecting_failure,
+    wait_for,
+    wait_rewrite,
+)
+from tests.support import RawClient, encode_command
+
+
+@pytest.fixture
+def workdir(tmp_path):
+    return str(tmp_path)
+
+
+def aof_dir(workdir: str) -> str:
+    return os.path.join(workdir, "appendonlydir")
+
+
+def manifest(workdir: str) -> str:
+    return open(os.path.join(aof_dir(workdir), "appendonly.aof.manifest")).read()
+
+
+def incr_commands(workdir: str, name: str = "appendonly.aof.1.incr.aof") -> list[list[bytes]]:
+    return list(aof.CommandParser(open(os.path.join(aof_dir(workdir), name), "rb").read()))
+
+
+def test_fresh_start_creates_base_incr_and_manifest(workdir):
+    with rill_in(workdir, "--appendonly", "yes") as srv:
+        c = RawClient(srv.port)
+        assert files(aof_dir(workdir)) == [
+            "appendonly.aof.1.base.rdb", "appendonly.aof.1.incr.aof", "appendonly.aof.manifest"]
+        assert manifest(workdir) == (
+            "file appendonly.aof.1.base.rdb seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n")
+        base = open(os.path.join(aof_dir(workdir), "appendonly.aof.1.base.rdb"), "rb").read()
+        assert base.startswith(b"REDIS0010") and b"aof-base\xc0\x01" in base
+        c.call("SET", "k", "v")
+        c.call("SELECT", "2")
+        c.call("SET", "EX", "v", "EX", "1000")
+        c.call("INCR", "n")
+        c.call("SELECT", "0")
+        c.call("XADD", "s", "*", "f", "v")
+        c.close()
+    cmds = incr_commands(workdir)
+    assert cmds[:3] == [[b"SELECT", b"0"], [b"SET", b"k", b"v"], [b"SELECT", b"2"]]
+    assert cmds[3][:3] == [b"SET", b"EX", b"v"] and cmds[3][3] == b"PXAT"  # effects, not requests
+    assert cmds[5] == [b"SELECT", b"0"] and cmds[6][2] != b"*"  # XADD * -> the real ID
+    with rill_in(workdir, "--appendonly", "yes") as srv:
+        c = RawClient(srv.port)
+        assert c.call("GET", "k") == b"$1\r\nv\r\n"
+        c.call("SELECT", "2")
+        assert c.call("GET", "n") == b"$1\r\n1\r\n"
+        c.close()
+
+
+def test_config_set_appendonly_then_restart(workdir):
+    with rill_in(workdir) as srv:
+        c = RawClient(srv.port)
+        populate(c)
+        before = snapshot(c)
+        assert c.call("CONFIG", "SET", "appendonly", "yes") == b"+OK\r\n"
+        wait_rewrite(c)
+        assert info_field(c, "aof_enabled") == "1"
+        c.call("SET", "after", "on")
+        c.close()
+    with rill_in(workdir, "--appendonly", "yes") as srv:
+        c = RawClient(srv.port)
+        assert c.call("GET", "after") == b"$2\r\non\r\n"
+        c.call("DEL", "after")
+        assert snapshot(c, mask_seen=True) == [_mask(x) for x in before]
+        assert c.call("CONFIG", "SET", "appendonly", "no") == b"+OK\r\n"
+        c.call("SET", "not", "logged")
+        c.close()
+    with rill_in(workdir, "--appendonly", "yes") as srv:
+        c = RawClient(srv.port)
+        assert c.call("EXISTS", "not") == b":0\r\n"
+        c.close()
+
+
+def _mask(reply: bytes) -> bytes:
+    import re
+
+    reply = re.sub(rb"(\$9\r\nseen-time\r\n:)\d+", rb"\g<1>0", reply)
+    return re.sub(rb"(\$11\r\nactive-time\r\n:)-?\d+", rb"\g<1>0", reply)
+
+
+@pytest.mark.parametrize("preamble", ["yes", "no"])
+def test_bgrewriteaof_swaps_base_and_incr(workdir, preamble):
+    with rill_in(workdir, "--appendonly", "yes", "--aof-use-rdb-preamble", preamble) as srv:
+        c = RawClient(srv.port)
+        populate(c)
+        before = snapshot(c)
+        assert c.call("BGREWRITEAOF") == b"+Background append only file rewriting started\r\n"
+        c.call("SET", "during", "rewrite")
+        wait_rewrite(c)
+        ext = "rdb" if preamble == "yes" else "aof"
+        assert files(aof_dir(workdir)) == [
+            f"appendonly.aof.2.base.{ext}", "appendonly.aof.2.incr.aof", "appendonly.aof.manifest"]
+        assert manifest(workdir) == (
+            f"file appendonly.aof.2.base.{ext} seq 2 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\n")
+        assert info_field(c, "aof_rewrites") == "1"
+        assert info_field(c, "aof_last_bgrewrite_status") == "ok"
+        base = open(os.path.join(aof_dir(workdir), f"appendonly.aof.2.base.{ext}"), "rb").read()
+        if preamble == "no":
+            cmds = list(aof.CommandParser(base))
+            assert [b"SELECT", b"0"] in cmds and any(x[0] == b"XSETID" for x in cmds)
+        else:
+            assert base.startswith(b"REDIS")
+        assert [b"SET", b"during", b"rewrite"] in incr_commands(workdir, "appendonly.aof.2.incr.aof")
+        c.close()
+    with rill_in(workdir, "--appendonly", "yes") as srv:
+        c = RawClient(srv.port)
+        assert c.call("GET", "during") == b"$7\r\nrewrite\r\n"
+        c.call("DEL", "during")
+        assert snapshot(c, mask_seen=True) == [_mask(x) for x in before]
+        c.close()
+
+
+def test_bgrewriteaof_with_aof_off_and_errors(workdir):
+    with rill_in(workdir) as srv:
+        c = RawClient(srv.port)
+        c.call("SET", "k", "v")
+        assert c.call("BGREWRITEAOF") == b"+Background append only file rewriting started\r\n"
+        wait_rewrite(c)
+        # A base and a manifest, no incr file: nothing is being appended.
+        assert manifest(workdir) == "file appendonly.aof.1.base.rdb seq 1 type b\n"
+        for _ in range(30):
+            c.call("XADD", "big", "*", "f", "x" * 50000)
+        c.call("CONFIG", "SET", "rdbcompression", "no")
+        c.call("BGSAVE")
+        reply = c.call("BGREWRITEAOF")
+        assert reply in (b"+Background append only file rewriting scheduled\r\n",
+                         b"+Background append only file rewriting started\r\n")
+        wait_rewrite(c)
+        assert manifest(workdir).startswith("file appendonly.aof.")
+        c.close()
+
+
+def test_auto_rewrite_on_growth(workdir):
+    with rill_in(workdir, "--appendonly", "yes", "--auto-aof-rewrite-min-size", "10kb",
+                 "--auto-aof-rewrite-percentage", "100") as srv:
+        c = RawClient(srv.port)
+        for i in range(100):
+            c.call("SET", f"k{i}", "x" * 200)
+        assert wait_for(lambda: info_field(c, "aof_rewrites") == "1", timeout=5)
+        wait_rewrite(c)
+        assert "appendonly.aof.2.base.rdb" in files(aof_dir(workdir))
+        size = int(info_field(c, "aof_current_size"))
+        assert int(info_field(c, "aof_base_size")) <= size
+        c.close()
+
+
+def test_debug_loadaof(workdir):
+    with rill_in(workdir, "--appendonly", "yes", "--appendfsync", "always") as srv:
+        c = RawClient(srv.port)
+        populate(c)
+        before = snapshot(c)
+        assert c.call("DEBUG", "LOADAOF") == b"+OK\r\n"
+        # Replayed commands set consumers' seen-time to the replay time, in Redis too.
+        assert snapshot(c, mask_seen=True) == [_mask(x) for x in before]
+        c.call("BGREWRITEAOF")
+        wait_rewrite(c)
+        assert c.call("DEBUG", "LOADAOF") == b"+OK\r\n"
+        assert snapshot(c, mask_seen=True) == [_mask(x) for x in before]
+        c.close()
+
+
+def _write_incr(workdir: str, data: bytes, name: str = "appendonly.aof.1.incr.aof") -> str:
+    path = os.path.join(aof_dir(workdir), name)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def _fresh_aof(workdir: str) -> None:
+    with rill_in(workdir, "--appendonly", "yes") as srv:
+        RawClient(srv.port).call("PING")
+
+
+def test_torn_tail_is_repaired(workdir):
+    _fresh_aof(workdir)
+    good = encode_command([b"SET", b"a", b"1"]) + encode_command([b"SET", b"b", b"2"])
+    path = _write_incr(workdir, good + encode_command([b"SET", b"c", b"3"])[:-4])
+    with rill_in(workdir, "--appendonly", "yes") as srv:
+        c = RawClient(srv.port)
+        assert c.call("MGET", "a", "b", "c") == b"*3\r\n$1\r\n1\r\n$1\r\n2\r\n$-1\r\n"
+        assert "short read" in srv.log()
+        c.call("SET", "d", "4")
+        c.close()
+    data = open(path, "rb").read()
+    assert data.startswith(good) and list(aof.CommandParser(data))[-1] == [b"SET", b"d", b"4"]
+
+
+def test_unfinished_transaction_at_the_end_is_dropped(workdir):
+    _fresh_aof(workdir)
+    good = encode_command([b"SET", b"a", b"1"])
+    multi = encode_command([b"MULTI"]) + encode_command([b"SET", b"b", b"2"])
+    path = _write_incr(workdir, good + multi)
+    with rill_in(workdir, "--appendonly", "yes") as srv:
+        c = RawClient(srv.port)
+        assert c.call("MGET", "a", "b") == b"*2\r\n$1\r\n1\r\n$-1\r\n"
+        c.close()
+    assert open(path, "rb").read().startswith(good)
+    assert not list(aof.CommandParser(open(path, "rb").read()))[1:2] == [[b"MULTI"]]
+
+
+def test_truncation_refused_when_not_allowed_or_not_last(workdir):
+    _fresh_aof(workdir)
+    torn = encode_command([b"SET", b"a", b"1"]) + b"*3\r\n$3\r\nSET"
+    _write_incr(workdir, torn)
+    code, log = start_expecting_failure(["--appendonly", "yes", "--aof-load-truncated", "no"], workdir)
+    assert code == 1 and "Unexpected end of file" in log
+    # A torn file that is not the last one cannot be repaired.
+    _write_incr(workdir, encode_command([b"SET", b"b", b"2"]), "appendonly.aof.2.incr.aof")
+    with open(os.path.join(aof_dir(workdir), "appendonly.aof.manifest"), "a") as f:
+        f.write("file appendonly.aof.2.incr.aof seq 2 type i\n")
+    code, log = start_expecting_failure(["--appendonly", "yes"], workdir)
+    assert code == 1 and "not the last file" in log
+
+
+def test_corrupt_middle_is_refused(workdir):
+    _fresh_aof(workdir)
+    data = (encode_command([b"SET", b"a", b"1"]) + b"garbage\r\n" + encode_command([b"SET", b"b", b"2"]))
+    _write_incr(workdir, data)
+    code, log = start_expecting_failure(["--appendonly", "yes"], workdir)
+    assert code == 1 and "Bad file format" in log and "offset 27" in log
+
+
+def test_unknown_command_and_bad_manifest_are_refused(workdir):
+    _fresh_aof(workdir)
+    _write_incr(workdir, encode_command([b"NOSUCHCMD", b"x"]))
+    code, log = start_expecting_failure(["--appendonly", "yes"], workdir)
+    assert code == 1 and "Unknown command 'NOSUCHCMD'" in log
+    with open(os.path.join(aof_dir(workdir), "appendonly.aof.manifest"), "w") as f:
+        f.write("file a seq 1\n")
+    code, log = start_expecting_failure(["--appendonly", "yes"], workdir)
+    assert code == 1 and "manifest" in log.lower()
+
+
+def test_old_single_file_aof_is_upgraded(workdir):
+    with open(os.path.join(workdir, "appendonly.aof"), "wb") as f:
+        f.write(encode_command([b"SET", b"old", b"style"]))
+    with rill_in(workdir, "--appendonly", "yes") as srv:
+        c = RawClient(srv.port)
+        assert c.call("GET", "old") == b"$5\r\nstyle\r\n"
+        c.close()
+    assert "file appendonly.aof seq 1 type b\n" in manifest(workdir)
+
+
+def test_sync_streams_the_snapshot_then_the_effects(workdir):
+    with rill_in(workdir) as srv:
+        c = RawClient(srv.port)
+        c.call("SET", "before", "1")
+        repl = RawClient(srv.port)
+        repl.send_raw(b"SYNC\r\n")
+        header = b""
+        while not header.endswith(b"\r\n"):
+            header += repl.sock.recv(1)
+        n = int(header[1:-2])
+        payload = b""
+        while len(payload) < n:
+            payload += repl.sock.recv(n - len(payload))
+        from rill.persistence import rdb
+
+        assert rdb.load(payload).dbs[0] == {b"before": b"1"}
+        c.call("XADD", "s", "*", "f", "v")
+        c.call("SELECT", "1")
+        c.call("SET", "k", "v", "EX", "100")
+        c.call("MULTI")
+        c.call("INCR", "n")
+        c.call("INCR", "n")
+        c.call("EXEC")
+        expected = 8
+        parser_data = b""
+        got: list[list[bytes]] = []
+        repl.sock.settimeout(5)
+        while len(got) < expected:
+            parser_data += repl.sock.recv(65536)
+            try:
+                got = list(aof.CommandParser(parser_data))
+            except aof.AofTruncated:
+                continue
+        assert got[0] == [b"SELECT", b"0"]
+        assert got[1][:2] == [b"XADD", b"s"] and got[1][2] != b"*"
+        assert got[2] == [b"SELECT", b"1"]
+        assert got[3][:3] == [b"SET", b"k", b"v"] and got[3][3] == b"PXAT"
+        assert got[4:] == [[b"MULTI"], [b"INCR", b"n"], [b"INCR", b"n"], [b"EXEC"]]
+        repl.close()
+        c.close()
