@@ -546,11 +546,19 @@ class Persistence:
             self._die_on_write_error(w)
 
     def before_write(self) -> None:
-        """appendfsync always: what a reply acknowledges is on disk before it leaves."""
+        """Before replies leave, what they acknowledge is in the AOF (Redis's beforeSleep order).
+
+        always: written and fsynced; everysec / no: written (the kernel has it, so a
+        crash of the process loses nothing acknowledged; everysec fsyncs within a second).
+        """
         w = self.writer
-        if w is not None and (w.buf or w.unsynced) and w.policy == "always":
-            if not w.flush():
+        if w is None:
+            return
+        if w.policy == "always":
+            if (w.buf or w.unsynced) and not w.flush():
                 self._die_on_write_error(w)
+        elif w.buf:
+            w.flush()
 
     def _die_on_write_error(self, w: AofWriter) -> None:
         log.warning("Can't recover from AOF write error when the AOF fsync policy is 'always'. "

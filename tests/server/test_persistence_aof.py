@@ -300,3 +300,81 @@ def test_sync_streams_the_snapshot_then_the_effects(workdir):
         assert got[4:] == [[b"MULTI"], [b"INCR", b"n"], [b"INCR", b"n"], [b"EXEC"]]
         repl.close()
         c.close()
+
+
+# -- the ordering guarantee, checked deterministically in-process ----------------------------------
+class _Loop:
+    """Collects call_soon callbacks without running them (the 'next loop iteration')."""
+
+    def __init__(self) -> None:
+        self.callbacks = []
+
+    def call_soon(self, cb, *args):
+        self.callbacks.append((cb, args))
+
+    def call_at(self, *a):  # blocking timers: unused here
+        return None
+
+    def time(self) -> float:
+        return 0.0
+
+
+class _Transport:
+    def __init__(self, on_write) -> None:
+        self.on_write = on_write
+        self.closed = False
+
+    def get_extra_info(self, name, default=None):
+        return default
+
+    def write(self, data: bytes) -> None:
+        self.on_write(data)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("policy", ["always", "everysec", "no"])
+def test_the_aof_has_the_write_before_its_reply_leaves(tmp_path, monkeypatch, policy):
+    from rill.server.commands import load_all
+    from rill.server.config import Config
+    from rill.server.connection import Connection
+    from rill.server.persistence import install
+    from rill.server.server import Server
+
+    load_all()
+    cwd = os.getcwd()
+    config = Config()
+    for name, value in (("dir", str(tmp_path)), ("appendonly", "yes"), ("appendfsync", policy),
+                        ("protected-mode", "no")):
+        config.set(name, value, startup=True)
+    os.chdir(cwd)
+    server = Server(config)
+    server.loop = _Loop()
+    p = install(server)
+    p.load_at_startup()
+    synced = []
+    real_fdatasync = os.fdatasync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (synced.append(fd), real_fdatasync(fd)))
+    incr = os.path.join(str(tmp_path), "appendonlydir", "appendonly.aof.1.incr.aof")
+    seen = []
+
+    def on_write(data: bytes) -> None:
+        seen.append((data, open(incr, "rb").read(), len(synced)))
+
+    conn = Connection(server)
+    conn.connection_made(_Transport(on_write))
+    conn.data_received(encode_command([b"SET", b"a", b"1"]) + encode_command([b"INCR", b"n"]))
+    reply, on_disk, fsyncs = seen[0]
+    assert reply == b"+OK\r\n:1\r\n"
+    assert list(aof.CommandParser(on_disk)) == [[b"SELECT", b"0"], [b"SET", b"a", b"1"], [b"INCR", b"n"]]
+    assert fsyncs == (1 if policy == "always" else 0)
+    conn.data_received(encode_command([b"GET", b"a"]))  # a read: no AOF work at all
+    assert seen[1][2] == fsyncs
+    p.at_shutdown()
