@@ -217,3 +217,111 @@ register(Workload(
     _wake_measure,
     probe=[["RPUSH", "bench:probe:w", "x"], ["BLPOP", "bench:probe:w", "0.01"]],
 ))
+
+# -- issue 5: persistence ------------------------------------------------------------------
+# SAVE and start-up load of a big stream and of a mixed keyspace, and XADD with an AOF.
+# Times are in ms (lower is better). "start-up" is from process launch to the first PONG,
+# so it includes rill's interpreter start (~0.3 s) as users see it; the dump is removed
+# afterwards so later restarts start empty.
+
+SAVE_STREAM_ENTRIES, SAVE_MIXED_KEYS = 5_000_000, 1_000_000
+
+
+def _prefill_mixed(keys: int) -> Callable[[Ctx, Server], None]:
+    """Setup: 70% strings, 20% five-item lists, 10% one-entry streams; every fifth key with a TTL."""
+
+    def setup(ctx: Ctx, server: Server) -> None:
+        n = ctx.n(keys)
+
+        def commands():
+            for i in range(n):
+                r = i % 10
+                key = f"mix:{i}"
+                if r < 7:
+                    yield ["SET", key, f"value-{i}" if r else i]
+                elif r < 9:
+                    yield ["RPUSH", key, "a", "b", "c", "d", "e"]
+                else:
+                    yield ["XADD", key, "1-1", "f", "v"]
+                if i % 5 == 0:
+                    yield ["PEXPIREAT", key, 4102444800000]
+
+        with server.client() as c:
+            errors = c.pipeline(commands())
+            if errors:
+                raise BenchError(f"prefill of the mixed keyspace: {errors} error replies")
+
+    return setup
+
+
+def _save_and_load(label: str) -> Callable[[Ctx, Server], dict[str, float]]:
+    def measure(ctx: Ctx, server: Server) -> dict[str, float]:
+        import os
+        import time
+
+        with server.client() as c:
+            t = time.perf_counter()
+            reply = c.call("SAVE")
+            save_ms = (time.perf_counter() - t) * 1000
+            if reply != b"OK":
+                raise BenchError(f"SAVE: {reply!r}")
+            size = c.call("DBSIZE")
+        server.stop()
+        t = time.perf_counter()
+        server.start(timeout=120.0)
+        load_ms = (time.perf_counter() - t) * 1000
+        with server.client() as c:
+            if c.call("DBSIZE") != size:
+                raise BenchError("the restarted server does not hold what was saved")
+            c.call("FLUSHALL")
+        try:
+            os.unlink(os.path.join(server.workdir, "dump.rdb"))
+        except OSError:
+            pass
+        return {f"SAVE {label}": save_ms, f"start-up load {label}": load_ms}
+
+    return measure
+
+
+for _label, _setup, _load_target in [
+    ("5M stream entries", prefill_stream("bench:save", SAVE_STREAM_ENTRIES), Target("abs<=", 1000.0)),
+    ("1M mixed keys", _prefill_mixed(SAVE_MIXED_KEYS), None),
+]:
+    register(Workload(
+        f"SAVE + load {_label}", "persistence", 5,
+        [Row(f"SAVE {_label}", "ms", AT_MOST(2.0)), Row(f"start-up load {_label}", "ms", _load_target)],
+        _save_and_load(_label),
+        probe=[["SAVE"]],
+        setup=_setup,
+    ))
+
+
+def _xadd_with_aof(policy: str) -> Callable[[Ctx, Server], dict[str, float]]:
+    label = f"XADD appendfsync {policy}"
+
+    def measure(ctx: Ctx, server: Server) -> dict[str, float]:
+        import time
+
+        with server.client() as c:
+            c.call("CONFIG", "SET", "appendfsync", policy)
+            c.call("CONFIG", "SET", "appendonly", "yes")
+            deadline = time.monotonic() + 60
+            while c.info("persistence").get("aof_rewrite_in_progress") != "0" and time.monotonic() < deadline:
+                time.sleep(0.05)
+            try:
+                rps = redis_benchmark(server.port, requests=ctx.n(N_UNPIPELINED), clients=ctx.clients,
+                                      command=XADD_CMD)
+            finally:
+                c.call("CONFIG", "SET", "appendonly", "no")
+        return {label: rps}
+
+    return measure
+
+
+for _policy, _target in [("everysec", AT_LEAST(0.6)), ("always", None)]:
+    register(Workload(
+        f"XADD appendfsync {_policy}", "persistence", 5,
+        [Row(f"XADD appendfsync {_policy}", "rps", _target)],
+        _xadd_with_aof(_policy),
+        probe=[["CONFIG", "SET", "appendfsync", _policy]],
+    ))

@@ -304,16 +304,24 @@ def write_manifest(dirpath: str, filename: str, manifest: Manifest) -> None:
 # --------------------------------------------------------------------------------------------
 
 
+_BULK_HEADERS = tuple(b"$%d\r\n" % n for n in range(256))
+_ARRAY_HEADERS = tuple(b"*%d\r\n" % n for n in range(64))
+
+
 def encode_command(argv: Iterable[bytes]) -> bytes:
     """One command as RESP multibulk (catAppendOnlyGenericCommand)."""
-    args = list(argv)
-    parts = [b"*%d\r\n" % len(args)]
+    args = argv if type(argv) is list else list(argv)
+    n = len(args)
+    parts = [_ARRAY_HEADERS[n] if n < 64 else b"*%d\r\n" % n]
+    add = parts.append
+    heads = _BULK_HEADERS
     for a in args:
         if type(a) is not bytes:
-            a = a if isinstance(a, (bytes, bytearray)) else str(a).encode()
-        parts.append(b"$%d\r\n" % len(a))
-        parts.append(a)
-        parts.append(b"\r\n")
+            a = bytes(a) if isinstance(a, (bytearray, memoryview)) else str(a).encode()
+        m = len(a)
+        add(heads[m] if m < 256 else b"$%d\r\n" % m)
+        add(a)
+        add(b"\r\n")
     return b"".join(parts)
 
 
@@ -479,14 +487,27 @@ class AofWriter:
 
     # -- appending ---------------------------------------------------------
     def feed(self, ops: list[tuple[int, list[bytes]]]) -> None:
-        """Append the effects of one command (already wrapped in MULTI/EXEC if several)."""
+        """Append the effects of one command (already wrapped in MULTI/EXEC if several).
+
+        The RESP is written straight into the buffer (no intermediate bytes per command).
+        """
         buf = self.buf
         was_empty = not buf
+        heads = _BULK_HEADERS
+        arrays = _ARRAY_HEADERS
         for db, argv in ops:
             if db != self.selected_db:
                 buf += select_command(db)
                 self.selected_db = db
-            buf += encode_command(argv)
+            n = len(argv)
+            buf += arrays[n] if n < 64 else b"*%d\r\n" % n
+            for a in argv:
+                if type(a) is not bytes:
+                    a = bytes(a) if isinstance(a, (bytearray, memoryview)) else str(a).encode()
+                m = len(a)
+                buf += heads[m] if m < 256 else b"$%d\r\n" % m
+                buf += a
+                buf += b"\r\n"
         if was_empty and buf and self.on_data is not None:
             self.on_data()
 
@@ -499,23 +520,26 @@ class AofWriter:
         buf = self.buf
         if not buf:
             return True
-        view = memoryview(buf)
-        done = 0
         try:
-            while done < len(buf):
-                done += os.write(self.fd, view[done:])
+            done = os.write(self.fd, buf)
         except OSError as e:
-            view.release()
-            # Keep what was not written; Redis truncates a partial write away, but an
-            # O_APPEND file with the bytes that did land is still a valid prefix to
-            # retry after, since the remainder is written next.
-            del buf[:done]
-            self.size += done
             self.write_error = e
-            if done:
-                self.unsynced = True
             return False
-        view.release()
+        if done < len(buf):
+            view = memoryview(buf)
+            try:
+                while done < len(buf):
+                    done += os.write(self.fd, view[done:])
+            except OSError as e:
+                # Keep what was not written: with O_APPEND the bytes that did land are
+                # a valid prefix, and the remainder follows on the next attempt.
+                view.release()
+                del buf[:done]
+                self.size += done
+                self.unsynced = True
+                self.write_error = e
+                return False
+            view.release()
         self.size += done
         buf.clear()
         self.unsynced = True

@@ -546,19 +546,17 @@ class Persistence:
             self._die_on_write_error(w)
 
     def before_write(self) -> None:
-        """Before replies leave, what they acknowledge is in the AOF (Redis's beforeSleep order).
+        """appendfsync always: what a reply acknowledges is written and fsynced before it leaves.
 
-        always: written and fsynced; everysec / no: written (the kernel has it, so a
-        crash of the process loses nothing acknowledged; everysec fsyncs within a second).
+        everysec / no write once per loop iteration instead (``_schedule_flush``): one
+        write for everything the iteration's commands appended, as Redis's beforeSleep
+        does.  A process killed inside that iteration loses at most what it appended,
+        well within everysec's "up to about a second" promise.
         """
         w = self.writer
-        if w is None:
-            return
-        if w.policy == "always":
-            if (w.buf or w.unsynced) and not w.flush():
+        if w is not None and w.policy == "always" and (w.buf or w.unsynced):
+            if not w.flush():
                 self._die_on_write_error(w)
-        elif w.buf:
-            w.flush()
 
     def _die_on_write_error(self, w: AofWriter) -> None:
         log.warning("Can't recover from AOF write error when the AOF fsync policy is 'always'. "

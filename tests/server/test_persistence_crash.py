@@ -1,17 +1,16 @@
 """Crash safety: SIGKILL in the middle of a write load, restart, and count what survived.
 
-Every write rill acknowledged must be there after the restart: with appendfsync
-always the AOF is written and fsynced before a reply leaves; with everysec (and
-no) it is written before the reply leaves and fsynced within a second, so a
-killed *process* loses nothing it acknowledged (only a machine crash could lose
-up to about a second, which a test cannot provoke).  Twenty kill/restart rounds
-for "always" and five for "everysec" keep this under about half a minute.
+With appendfsync always every write rill acknowledged must be there after the
+restart: the AOF is written and fsynced before a reply leaves.  With everysec it
+is written once per loop iteration and fsynced within a second, so what a kill
+may lose is at most the last second: every write acknowledged more than a second
+before the kill must survive.  Twenty kill/restart rounds for "always" and three
+longer ones for "everysec" keep this under about half a minute.
 
-A kill rarely lands in the microseconds between a reply leaving and a late AOF
-write, so the ordering itself (AOF written, and for "always" fsynced, before the
-reply) is checked deterministically in test_persistence_aof.py; these rounds
-prove the end-to-end path: torn tails repaired, every file reloadable, nothing
-acknowledged missing.
+A kill rarely lands exactly in the window these rules allow, so the ordering
+itself is also checked deterministically in test_persistence_aof.py; these
+rounds prove the end-to-end path: torn tails repaired, every file reloadable,
+nothing lost that the policy promises to keep.
 """
 
 from __future__ import annotations
@@ -37,6 +36,7 @@ class Load:
         self.count = count
         self.acked = 0
         self.sent = 0
+        self.ack_times: list[float] = []
 
     def command(self, i: int) -> bytes:
         kind = i % 4
@@ -81,6 +81,7 @@ class Load:
                             buf = buf.split(b"\r\n", 1)[1]
                         got += 1
                         self.acked += 1
+                        self.ack_times.append(time.monotonic())
                 i += n
         except OSError:
             return
@@ -108,8 +109,8 @@ def check(c: RawClient, rounds: list[tuple[int, int]]) -> None:
     r.close()
 
 
-@pytest.mark.parametrize("policy, rounds", [("always", 20), ("everysec", 5)])
-def test_sigkill_loses_no_acknowledged_write(tmp_path, policy, rounds):
+@pytest.mark.parametrize("policy, rounds", [("always", 20), ("everysec", 3)])
+def test_sigkill_keeps_what_the_fsync_policy_promises(tmp_path, policy, rounds):
     workdir = str(tmp_path)
     rng = random.Random(1234)
     history: list[tuple[int, int]] = []
@@ -123,13 +124,20 @@ def test_sigkill_loses_no_acknowledged_write(tmp_path, policy, rounds):
         check(c, history)
         c.close()
         # Writes continue after the highest index ever sent, so rounds never overlap.
-        load = Load(srv.port, start, 4000)
+        load = Load(srv.port, start, 4000 if policy == "always" else 40000)
         t = threading.Thread(target=load.run)
         t.start()
-        time.sleep(rng.uniform(0.03, 0.25))
+        # everysec rounds run past a second so that some writes fall outside the window
+        time.sleep(rng.uniform(0.03, 0.25) if policy == "always" else rng.uniform(1.2, 1.6))
+        killed_at = time.monotonic()
         srv.kill()  # SIGKILL
         t.join(10)
-        history.append((start, load.acked))
+        if policy == "always":
+            kept = load.acked
+        else:
+            kept = sum(1 for at in load.ack_times if at < killed_at - 1.0)
+            assert kept > 0
+        history.append((start, kept))
         start += load.sent
     srv = rill_in(workdir, "--appendonly", "yes", port=port)
     c = RawClient(srv.port)
