@@ -26,6 +26,7 @@ adding a (reader, writer) pair rather than touching the loop.
 
 from __future__ import annotations
 
+import gc
 import math
 import struct
 import time
@@ -567,6 +568,20 @@ class RdbReader:
             return int.from_bytes(buf[p + 1 : p + 9], "big")
         raise self.fail(f"unknown length encoding 0x{b:02x}")
 
+    def lengths(self, n: int) -> list[int]:
+        """``n`` consecutive lengths (stream metadata); 6-bit ones without a method call."""
+        buf = self.buf
+        end = self.end
+        out = []
+        for _ in range(n):
+            p = self.pos
+            if p < end and buf[p] < 0x40:
+                out.append(buf[p])
+                self.pos = p + 1
+            else:
+                out.append(self.length())
+        return out
+
     def signed_length(self) -> int:
         """A C long long stored with rdbSaveLen (entries_read: -1 is all ones)."""
         v = self.length()
@@ -755,6 +770,16 @@ def _read_quicklist(r: RdbReader, t: int) -> Any:
     nodes = r.length()
     if nodes == 0:
         return _EMPTY
+    buf = r.buf
+    p = r.pos
+    if nodes == 1 and t == T_LIST_QUICKLIST_2 and p + 2 < r.end and buf[p] == QUICKLIST_PACKED:
+        # One packed node (every small list): decode its listpack straight into the value.
+        r.pos = p + 1
+        at = r.pos
+        values = _lp_decode(r.string())
+        if values is None:
+            raise r.fail("quicklist listpack integrity check failed", at)
+        return ListValue(values) if values else _EMPTY
     out = ListValue()
     for _ in range(nodes):
         container = QUICKLIST_PACKED
@@ -1016,22 +1041,24 @@ def _read_stream(r: RdbReader, t: int) -> Stream:
             raise r.fail("listpack re-added with existing key", at)
         else:
             rax.insert(master, lp)
-    s.length = r.length()
-    last_ms = r.length()
-    s.last_id = (last_ms << 64) | r.length()
     if t == T_STREAM_LISTPACKS:
+        s.length, last_ms, last_seq = r.lengths(3)
+        s.last_id = (last_ms << 64) | last_seq
         s.max_deleted_entry_id = 0
         s.entries_added = s.length
         s.first_id = s.edge_id(True, True) if s.length else 0
     else:
-        first_ms = r.length()
-        s.first_id = (first_ms << 64) | r.length()
-        md_ms = r.length()
-        s.max_deleted_entry_id = (md_ms << 64) | r.length()
-        s.entries_added = r.length()
+        length, last_ms, last_seq, first_ms, first_seq, md_ms, md_seq, added = r.lengths(8)
+        s.length = length
+        s.last_id = (last_ms << 64) | last_seq
+        s.first_id = (first_ms << 64) | first_seq
+        s.max_deleted_entry_id = (md_ms << 64) | md_seq
+        s.entries_added = added
     if s.length and not nodes:
         raise r.fail("stream length inconsistent with rax entries")
     ngroups = r.length()
+    if not ngroups:
+        return s
     for _ in range(ngroups):
         at = r.pos
         name = r.string()
@@ -1183,6 +1210,10 @@ def load(
     if now_ms is None:
         now_ms = int(time.time() * 1000)
     r = RdbReader(data, start, deep)
+    # Millions of new containers would trigger collection after collection, each
+    # walking everything loaded so far; nothing built here is garbage yet.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
     try:
         return _load(r, data, databases, start, keep_expired, allow_dup, verify_checksum, now_ms)
     except RdbError:
@@ -1190,6 +1221,9 @@ def load(
     except (ValueError, IndexError, KeyError, TypeError, OverflowError, struct.error) as e:
         # A structure that passed the framing checks but not the decoding of its parts.
         raise RdbError(f"corrupt data: {e}", r.pos) from None
+    finally:
+        if gc_was_enabled:
+            gc.enable()
 
 
 def _load(
@@ -1225,36 +1259,51 @@ def _load(
     string = r.string
     buf = r.buf
     end = r.end
+    unpack_ms = _I64.unpack_from
+    pos = r.pos  # kept in a local on the per-key path; synced to r.pos around calls
     while True:
-        at = r.pos
+        at = pos
         if at >= end:
+            r.pos = pos
             raise r.fail("unexpected end of data (no EOF marker)")
         op = buf[at]
-        r.pos = at + 1
+        pos = at + 1
         if op == OP_EXPIRETIME_MS:
-            expire_at = r.ms_time()
+            if pos + 8 > end:
+                r.pos = pos
+                raise r.fail("unexpected end of data")
+            expire_at = unpack_ms(buf, pos)[0]
+            pos += 8
             continue
         if op < OP_SLOT_INFO:
             # Short raw strings (most keys and values) are sliced inline.
-            p = at + 1
-            b = buf[p] if p < end else 0xFF
-            q = p + 1 + b
+            b = buf[pos] if pos < end else 0xFF
+            q = pos + 1 + b
             if b < 64 and q <= end:
-                key = buf[p + 1 : q]
-                r.pos = q
+                key = buf[pos + 1 : q]
+                pos = q
             else:
+                r.pos = pos
                 key = string()
+                pos = r.pos
             if op == T_STRING:
-                p = r.pos
-                b = buf[p] if p < end else 0xFF
-                q = p + 1 + b
+                b = buf[pos] if pos < end else 0xFF
+                q = pos + 1 + b
                 if b < 64 and q <= end:
-                    value = buf[p + 1 : q]
-                    r.pos = q
+                    value = buf[pos + 1 : q]
+                    pos = q
+                elif 0xC0 <= b <= 0xC2 and pos + (2, 3, 5)[b - 0xC0] <= end:
+                    w = (1, 2, 4)[b - 0xC0]
+                    value = b"%d" % int.from_bytes(buf[pos + 1 : pos + 1 + w], "little", signed=True)
+                    pos += 1 + w
                 else:
+                    r.pos = pos
                     value = string()
+                    pos = r.pos
             else:
+                r.pos = pos
                 value = read_object(op)
+                pos = r.pos
             if value is _EMPTY:
                 empty += 1
                 expire_at = -1
@@ -1273,6 +1322,7 @@ def _load(
                 expire_at = -1
             loaded += 1
             continue
+        r.pos = pos
         if op == OP_EOF:
             break
         if op == OP_SELECTDB:
@@ -1309,6 +1359,7 @@ def _load(
             raise r.fail("pre-release function format not supported", at)
         else:
             raise r.fail(f"unknown RDB opcode {op}", at)
+        pos = r.pos
     eof_at = r.pos - 1
     if version >= 5:
         at = r.pos
