@@ -58,6 +58,12 @@ AOF_WAIT_REWRITE = "wait_rewrite"
 BGSAVE_RETRY_DELAY = 5  # seconds before a failed save point is retried
 
 SHUTDOWN_ERR = ReplyError("ERR Errors trying to SHUTDOWN. Check logs.")
+MISCONF_RDB = ReplyError(
+    "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to "
+    "disk. Commands that may modify the data set are disabled, because this instance is configured "
+    "to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). "
+    "Please check the Redis logs for details about the RDB error."
+)
 
 
 def _notice(msg: str, *args: object) -> None:
@@ -139,6 +145,21 @@ class Persistence:
 
     def changes_since_save(self) -> int:
         return self.server.dirty - self.dirty_at_save
+
+    def _disk_error(self) -> ReplyError | None:
+        """writeCommandsDeniedByDiskError: the MISCONF reply writes get now, if any."""
+        if not self.lastbgsave_ok and self.config.bool("stop-writes-on-bgsave-error") and self.save_params():
+            return MISCONF_RDB
+        w = self.writer
+        if self.aof_state != AOF_OFF and w is not None and w.write_error is not None:
+            return ReplyError(f"MISCONF Errors writing to the AOF file: {w.write_error.strerror}")
+        return None
+
+    def _update_write_denied(self) -> None:
+        """Arm the dispatcher's MISCONF check only while an error is pending (free otherwise)."""
+        w = self.writer
+        failing = not self.lastbgsave_ok or (w is not None and w.write_error is not None)
+        self.server.write_denied = self._disk_error if failing else None
 
     # ------------------------------------------------------------------ installing
     def install(self) -> None:
@@ -366,11 +387,13 @@ class Persistence:
         except PersistenceError as e:
             log.warning("%s", e)
             self.lastbgsave_ok = False
+            self._update_write_denied()
             raise
         _notice("DB saved on disk")
         self.dirty_at_save = self.server.dirty
         self.server.lastsave = int(time.time())
         self.lastbgsave_ok = True
+        self._update_write_denied()
 
     def rdb_bytes(self) -> bytes:
         """The dataset as an in-memory RDB (replica full sync)."""
@@ -390,6 +413,7 @@ class Persistence:
             pid = self._fork(lambda: self._write_rdb(final))
         except OSError as e:
             self.lastbgsave_ok = False
+            self._update_write_denied()
             log.warning("Can't save in background: fork: %s", e)
             return False
         _notice("Background saving started by pid %d", pid)
@@ -413,6 +437,7 @@ class Persistence:
             if bysignal != signal.SIGUSR1:
                 self.lastbgsave_ok = False
         self.rdb_save_time_last = int(time.time() - self.child_start)
+        self._update_write_denied()
 
     # ------------------------------------------------------------------ children
     def _fork(self, work: Callable[[], None]) -> int:
@@ -542,8 +567,16 @@ class Persistence:
         w = self.writer
         if w is None:
             return
-        if not w.flush() and w.policy == "always":
-            self._die_on_write_error(w)
+        had_error = w.write_error is not None
+        if not w.flush():
+            if w.policy == "always":
+                self._die_on_write_error(w)
+            if not had_error:
+                log.warning("Error writing to the AOF file: %s", w.write_error)
+                self._update_write_denied()
+        elif had_error:
+            log.warning("AOF write error looks solved, Redis can write again.")
+            self._update_write_denied()
 
     def before_write(self) -> None:
         """appendfsync always: what a reply acknowledges is written and fsynced before it leaves.
@@ -945,6 +978,7 @@ class Persistence:
         self.aof_rewrite_scheduled = False
         self.aof_base_file_size = 0
         self._update_sinks()
+        self._update_write_denied()
 
     def _config_appendonly(self) -> None:
         want = self.config.bool("appendonly")

@@ -151,6 +151,8 @@ class Server:
         self.shutdown_hooks: list[Callable[[], None]] = []
         # Periodic duties of other subsystems (persistence: children, save points, fsync).
         self.cron_hooks: list[Callable[[], None]] = []
+        # Set by persistence while a failed save or AOF write must stop writes (MISCONF).
+        self.write_denied: Callable[[], ReplyError | None] | None = None
         self.shutdown_event: Any = None
         self.mem_peak = 0
         self.config.listeners.append(self._config_changed)
@@ -227,6 +229,7 @@ class Server:
             or self.loading
             or self.maxmemory
             or self.pause_until
+            or self.write_denied is not None
         ):
             return self._gate(client, cmd, argv)
         self.call(client, cmd, argv)
@@ -258,6 +261,8 @@ class Server:
         if self.maxmemory and self._rejects_for_memory(client, cmd, argv):
             self._reject(client, cmd, OOM_ERR)
             return False
+        if self.write_denied is not None and self._denied_for_disk(client, cmd, argv):
+            return False
         if self.pause_until and self._paused_for(client, cmd):
             return True
         if client.multi is not None and argv[0].lower() not in _MULTI_PASSTHROUGH:
@@ -280,6 +285,20 @@ class Server:
         from .commands.introspection import used_memory
 
         return used_memory() > self.maxmemory
+
+    def _denied_for_disk(self, client: Client, cmd: Command, argv: list[bytes]) -> bool:
+        """MISCONF: writes (and PING) are refused while persistence reports a disk error."""
+        if client.id < 0:
+            return False
+        name = argv[0].lower()
+        flags = cmd.flags | (client.multi_flags if name == b"exec" else 0)
+        if not flags & WRITE and name != b"ping":
+            return False
+        err = self.write_denied()
+        if err is None:
+            return False
+        self._reject(client, cmd, err)
+        return True
 
     def _paused_for(self, client: Client, cmd: Command) -> bool:
         if time.monotonic() >= self.pause_until:

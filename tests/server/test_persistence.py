@@ -139,6 +139,37 @@ def test_shutdown_refuses_when_the_final_save_fails(workdir):
         c.close()
 
 
+def test_failed_background_save_stops_writes_with_misconf(workdir):
+    with rill_in(workdir, "--save", "3600 100") as srv:
+        c = RawClient(srv.port)
+        c.call("SET", "k", "v")
+        c.call("CONFIG", "SET", "dbfilename", "no/such/dir/dump.rdb")
+        assert c.call("BGSAVE") == b"+Background saving started\r\n"
+        wait_bgsave(c)
+        assert info_field(c, "rdb_last_bgsave_status") == "err"
+        misconf = (
+            b"-MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist "
+            b"to disk. Commands that may modify the data set are disabled, because this instance is "
+            b"configured to report errors during writes if RDB snapshotting fails "
+            b"(stop-writes-on-bgsave-error option). Please check the Redis logs for details about the "
+            b"RDB error.\r\n"
+        )
+        assert c.call("SET", "k", "v2") == misconf
+        assert c.call("PING") == misconf
+        assert c.call("GET", "k") == b"$1\r\nv\r\n"  # reads still work
+        c.call("MULTI")
+        c.call("SET", "k", "v3")
+        assert c.call("EXEC").startswith(b"-EXECABORT")
+        c.call("CONFIG", "SET", "stop-writes-on-bgsave-error", "no")
+        assert c.call("SET", "k", "v4") == b"+OK\r\n"
+        c.call("CONFIG", "SET", "stop-writes-on-bgsave-error", "yes")
+        assert c.call("SET", "k", "v5") == misconf
+        c.call("CONFIG", "SET", "dbfilename", "dump.rdb")
+        assert c.call("SAVE") == b"+OK\r\n"
+        assert c.call("SET", "k", "v6") == b"+OK\r\n"
+        c.close()
+
+
 def test_debug_reload(workdir):
     with rill_in(workdir) as srv:
         c = RawClient(srv.port)
