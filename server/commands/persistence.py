@@ -13,12 +13,18 @@ from rill.persistence import rdb
 from rill.protocol.reply import OK, ReplyError, Status
 
 from ..client import Client
-from ..persistence import PersistenceError, persistence_of
+from ..persistence import PersistenceError, install, persistence_of
 from .args import SYNTAX_ERR, get_int
 from .keys import notify
 from .table import command
 
 BUSYKEY = ReplyError("BUSYKEY Target key name already exists.")
+
+
+def setup(server) -> None:
+    """Family hook: every server gets its Persistence (idempotent; serve() also installs it)."""
+    install(server)
+
 BAD_PAYLOAD = ReplyError("ERR DUMP payload version or checksum are wrong")
 BAD_FORMAT = ReplyError("ERR Bad data format")
 
