@@ -19,10 +19,11 @@ except ImportError:  # pragma: no cover
 import re
 
 INLINE_MAX_SIZE = 64 * 1024  # PROTO_INLINE_MAX_SIZE
-# hiredis allocates a reply list as soon as it reads a multibulk header, so a
-# header claiming millions of elements must never reach it; the reference
-# parser (like Redis) grows argv as elements actually arrive.
-_HUGE_MULTIBULK = re.compile(rb"\*\d{7}")
+# What hiredis must not see: a header claiming millions of elements (it
+# allocates the reply list as soon as it reads the header; the reference
+# parser, like Redis, grows argv as elements arrive), and simple-string or
+# verbatim lines, which it returns as bytes indistinguishable from bulk strings.
+_NOT_FOR_HIREDIS = re.compile(rb"\n[+=]|\*\d{7}")
 INT_MAX = 2**31 - 1
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -173,9 +174,7 @@ class RequestParser:
             and data[:1] == b"*"
             and not self.auth_required
             and len(data) <= self.max_bulk_len
-            and b"\n+" not in data
-            and b"\n=" not in data
-            and _HUGE_MULTIBULK.search(data) is None
+            and _NOT_FOR_HIREDIS.search(data) is None
         ):
             rest = self._feed_fast(data, out)
             if rest is None:
@@ -196,19 +195,20 @@ class RequestParser:
         """
         reader = self._reader
         reader.feed(data)
+        gets = reader.gets
         start = len(out)
         try:
-            while True:
-                cmd = reader.gets()
-                if cmd is False:
-                    break
-                if type(cmd) is not list or not cmd or not all(type(a) is bytes for a in cmd):
+            cmd = gets()
+            while cmd is not False:
+                # Only non-empty lists of bulk strings are commands hiredis may vouch for.
+                if type(cmd) is not list or not cmd or list(map(type, cmd)).count(bytes) != len(cmd):
                     return self._fallback(data, out, start)
                 out.append(cmd)
+                cmd = gets()
             if reader.has_data():
                 return self._fallback(data, out, start)
             reader.feed(b"*0\r\n")
-            if reader.gets() != []:
+            if gets() != []:
                 return self._fallback(data, out, start)
         except hiredis.ProtocolError:
             return self._fallback(data, out, start)
