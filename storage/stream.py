@@ -559,6 +559,10 @@ def _fwd_node(
                     elif b < 128:
                         fapp(_INTSTR[b])
                         p += 2
+                    elif b & 0xE0 == 0xC0:  # 13-bit integer
+                        u = ((b & 31) << 8) | lp[p + 1]
+                        fapp(_INTSTR[u] if u < 4096 else b"%d" % (u - 8192))
+                        p += 3
                     else:
                         v, p = _get_bytes(lp, p)
                         fapp(v)
@@ -572,6 +576,10 @@ def _fwd_node(
                     elif b < 128:
                         fapp(_INTSTR[b])
                         p += 2
+                    elif b & 0xE0 == 0xC0:  # 13-bit integer
+                        u = ((b & 31) << 8) | lp[p + 1]
+                        fapp(_INTSTR[u] if u < 4096 else b"%d" % (u - 8192))
+                        p += 3
                     else:
                         v, p = _get_bytes(lp, p)
                         fapp(v)
@@ -1343,6 +1351,64 @@ class Stream:
             self.first_id = sid
         return sid
 
+    def add_now(self, fields_values: list[bytes], now_ms: int) -> int:
+        """``XADD key * f v ...``: the same as ``add(fields_values, None, now_ms)``, faster
+        for the steady state of a producer -- an open tail node (cached header) taking a
+        SAMEFIELDS entry whose ID deltas are small -- which it encodes in one piece and
+        splices in with a single slice assignment. Anything else goes through :meth:`add`.
+        """
+        lp = self._t_lp
+        last = self.last_id
+        if lp is None or last >= ID_MAX or len(fields_values) != self._t_nf << 1:
+            return self.add(fields_values, None, now_ms)
+        count = self._t_count + 1
+        me = self.node_max_entries
+        mb = self.node_max_bytes
+        if (
+            count > 127
+            or lp[LP_HDR_SIZE] != count - 1
+            or (me > 0 and count + self._t_deleted > me)
+            or fields_values[0::2] != self._t_fields
+            or (_NC and id(lp) in _NC)
+        ):
+            return self.add(fields_values, None, now_ms)
+        tot = sum(map(len, fields_values))
+        if mb <= 0 or mb > STREAM_LISTPACK_MAX_SIZE:
+            mb = STREAM_LISTPACK_MAX_SIZE
+        if len(lp) + tot >= mb:
+            return self.add(fields_values, None, now_ms)
+        sid = (now_ms << 64) if now_ms > last >> 64 else last + 1
+        dms = (sid >> 64) - self._t_ms
+        dseq = (sid & MASK64) - self._t_seq
+        if not (_SMALL_MIN <= dms <= _SMALL_MAX and _SMALL_MIN <= dseq <= _SMALL_MAX):
+            return self.add(fields_values, None, now_ms)
+        nf = self._t_nf
+        parts = [_E_FLAGS_SAME, _SMALL_INT_ELEM[dms - _SMALL_MIN], _SMALL_INT_ELEM[dseq - _SMALL_MIN]]
+        app = parts.append
+        for v in fields_values[1::2]:
+            n = len(v)
+            if 0 < n < 64 and not _NUMSTART[v[0]]:
+                app(_STR6_HDR[n])
+                app(v)
+                app(_STR6_BL[n])
+            else:
+                app(element(v))
+        app(_SMALL_INT_ELEM[nf + 3 - _SMALL_MIN] if nf < 4000 else int_element(nf + 3))
+        app(b"\xff")
+        lp[LP_HDR_SIZE] = count  # 7-bit uint: same size, changed in place
+        del lp[-1]  # EOF, re-added at the end of the new entry
+        lp += b"".join(parts)
+        nele = self._t_nele + nf + 4
+        self._t_nele = nele
+        self._t_count = count
+        _HDR.pack_into(lp, 0, len(lp), nele if nele < LP_HDR_NUMELE_UNKNOWN else 0xFFFF)
+        self.length += 1
+        self.entries_added += 1
+        self.last_id = sid
+        if self.length == 1:
+            self.first_id = sid
+        return sid
+
     # ---------------------------------------------------------------------------- reading
 
     def _start_nodes(self, start: int) -> Iterator[tuple[int, bytes | bytearray]]:
@@ -1441,6 +1507,66 @@ class Stream:
                 if count and len(out) >= count:
                     return out
         return out
+
+    def range_segments(
+        self, start: int = 0, end: int = ID_MAX, count: int = 0, rev: bool = False
+    ) -> list[tuple[list[tuple[int, list[bytes]]], int, int, bool]]:
+        """What :meth:`range` returns, as ``(entries, lo, hi, cached)`` segments in reply
+        order. A ``cached`` segment is ``entries[lo:hi]`` of a decoded-node cache list,
+        ascending (read it backwards when ``rev``); that list stays the same object, only
+        ever appended to, while its node is cached, so a caller may keep per-node derived
+        data (encoded replies) keyed by its identity. Other segments are fresh lists
+        already in reply order."""
+        segs: list[tuple[list[tuple[int, list[bytes]]], int, int, bool]] = []
+        if start > end:
+            return segs
+        got = 0
+        if rev:
+            for key, lp in self._end_nodes(end):
+                c = _nc_get(key, lp, True)
+                if c is None:
+                    out: list[tuple[int, list[bytes]]] = []
+                    done = _rev_node(key, lp, start, end, count - got if count else 0, False, out)
+                    if out:
+                        segs.append((out, 0, len(out), False))
+                        got += len(out)
+                    if done:
+                        break
+                    continue
+                sids = c[1]
+                hi = bisect_right(sids, end)
+                lo = bisect_left(sids, start, 0, hi)
+                if count and hi - lo > count - got:
+                    lo = hi - (count - got)
+                if hi > lo:
+                    segs.append((c[2], lo, hi, True))
+                    got += hi - lo
+                if lo > 0 or (count and got >= count):
+                    break
+        else:
+            for key, lp in self._start_nodes(start):
+                c = _nc_get(key, lp, True)
+                if c is None:
+                    out = []
+                    done = _fwd_node(key, lp, start, end, count - got if count else 0, False, out)
+                    if out:
+                        segs.append((out, 0, len(out), False))
+                        got += len(out)
+                    if done:
+                        break
+                    continue
+                sids = c[1]
+                n = len(sids)
+                lo = bisect_left(sids, start)
+                hi = bisect_right(sids, end, lo, n)
+                if count and hi - lo > count - got:
+                    hi = lo + (count - got)
+                if hi > lo:
+                    segs.append((c[2], lo, hi, True))
+                    got += hi - lo
+                if hi < n or (count and got >= count):
+                    break
+        return segs
 
     def first_entry(self) -> tuple[int, list[bytes]] | None:
         """The first live entry or None."""
