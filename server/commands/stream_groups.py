@@ -1,0 +1,708 @@
+"""Stream commands, part two (Redis 7.0's t_stream.c): consumer groups -- XGROUP, XREADGROUP,
+XACK, XPENDING, XCLAIM, XAUTOCLAIM -- and XINFO.
+
+Replies and errors are Redis 7.0.15's, RESP2 and RESP3 (XINFO CONSUMERS has no "inactive"
+field and XINFO STREAM FULL no "active-time": those are 7.2's).
+
+Propagation follows Redis: XREADGROUP itself never goes out; each entry it delivers is
+propagated as ``XCLAIM key group consumer 0 id TIME ms RETRYCOUNT n FORCE JUSTID LASTID id``
+(with NOACK: ``XGROUP CREATECONSUMER`` for a new consumer and one ``XGROUP SETID ...
+ENTRIESREAD n``); XCLAIM and XAUTOCLAIM likewise propagate one XCLAIM per entry they touched
+(including entries found deleted, whose NACK goes away). Several effects travel as one
+MULTI/EXEC (the dispatcher wraps them).
+
+Blocking: XREADGROUP ... BLOCK waits with ``on_gone``, so a deleted key, a type change or a
+destroyed group reaches the waiter as Redis's served-waiter errors.
+"""
+
+from __future__ import annotations
+
+from rill.protocol.reply import NULL_ARRAY, OK, Map, Raw, ReplyError
+from rill.storage.stream import ID_MAX, SCG_INVALID_ENTRIES_READ, ConsumerGroup, Stream
+
+from ..blocking import Block
+from ..client import Client
+from .admin import help_reply
+from .args import NOT_INT, SYNTAX_ERR, string2ll
+from .streams import (
+    XREAD_BLOCKED_DEFAULT_COUNT,
+    encode_entry,
+    entries_bytes,
+    fmt_id,
+    is_quiet,
+    is_stream,
+    loud_write,
+    notify,
+    now_ms,
+    parse_id,
+    parse_range,
+    parse_read_args,
+    quiet_write,
+    read_reply,
+    stream_read,
+    stream_write,
+)
+from .table import command
+
+UNBLOCKED_GONE = ReplyError("UNBLOCKED the stream key no longer exists")
+NOGROUP_BLOCKED = ReplyError("NOGROUP the consumer group this client was blocked on no longer exists")
+DOLLAR_IN_GROUP = ReplyError(
+    "ERR The $ ID is meaningless in the context of XREADGROUP: you want to read the history of "
+    "this consumer by specifying a proper ID, or use the > ID to get new messages. The $ ID would "
+    "just return an empty result set."
+)
+KEY_MUST_EXIST = ReplyError(
+    "ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use "
+    "the MKSTREAM option to create an empty stream automatically."
+)
+BUSYGROUP = ReplyError("BUSYGROUP Consumer Group name already exists")
+
+_ZERO = b"0"
+
+
+def _nogroup(key: bytes, group: bytes, suffix: bytes = b"") -> ReplyError:
+    return ReplyError(b"NOGROUP No such key '%b' or consumer group '%b'%b" % (key, group, suffix))
+
+
+def _nogroup_for_key(group: bytes, key: bytes) -> ReplyError:
+    return ReplyError(b"NOGROUP No such consumer group '%b' for key name '%b'" % (group, key))
+
+
+def _subcommand_error(argv: list[bytes]) -> ReplyError:
+    """addReplySubcommandSyntaxError."""
+    return ReplyError(
+        b"ERR unknown subcommand or wrong number of arguments for '%b'. Try %b HELP."
+        % (argv[1][:128], argv[0].upper())
+    )
+
+
+def _consumer_created(c: Client, key: bytes, group: bytes, name: bytes, propagate: bool) -> None:
+    """streamCreateConsumer's side effects (SCC_DEFAULT): dirty, the keyspace event, and for
+    XREADGROUP NOACK an XGROUP CREATECONSUMER for replicas and the AOF."""
+    server = c.server
+    server.dirty += 1
+    notify(c, b"xgroup-createconsumer", key)
+    if propagate and server.propagation_sinks:
+        server.also_propagate(c.db.id, [b"XGROUP", b"CREATECONSUMER", key, group, name])
+
+
+def _xclaim_argv(key: bytes, group: ConsumerGroup, group_name: bytes, idb: bytes, nack) -> list[bytes]:
+    """streamPropagateXCLAIM: the idempotent form that recreates one NACK."""
+    return [
+        b"XCLAIM", key, group_name, nack.consumer.name, _ZERO, idb,
+        b"TIME", b"%d" % nack.delivery_time, b"RETRYCOUNT", b"%d" % nack.delivery_count,
+        b"FORCE", b"JUSTID", b"LASTID", fmt_id(group.last_id),
+    ]
+
+
+def _setid_argv(key: bytes, group: ConsumerGroup, group_name: bytes) -> list[bytes]:
+    """streamPropagateGroupID."""
+    return [
+        b"XGROUP", b"SETID", key, group_name, fmt_id(group.last_id),
+        b"ENTRIESREAD", b"%d" % group.entries_read,
+    ]
+
+
+# -- XREADGROUP ------------------------------------------------------------------------------
+
+
+def _deliver(
+    c: Client, key: bytes, s: Stream, g: ConsumerGroup, group_name: bytes, consumer_name: bytes,
+    count: int, noack: bool, now: int,
+) -> tuple[bytes, int]:
+    """Serve ``>``: new entries to the consumer (created if needed), with propagation;
+    the encoded entries and how many."""
+    consumer, created = g.get_or_create_consumer(consumer_name, now)
+    if created:
+        _consumer_created(c, key, group_name, consumer_name, noack)
+    items = s.read_group(g, consumer, count, now, noack)
+    server = c.server
+    if items and server.propagation_sinks:
+        db_id = c.db.id
+        also = server.also_propagate
+        if noack:
+            also(db_id, _setid_argv(key, g, group_name))
+        else:
+            t = b"%d" % now
+            for sid, _fv in items:
+                idb = fmt_id(sid)
+                # Each delivery moved last_id to this entry: LASTID is the entry itself.
+                also(db_id, [
+                    b"XCLAIM", key, group_name, consumer_name, _ZERO, idb, b"TIME", t,
+                    b"RETRYCOUNT", b"1", b"FORCE", b"JUSTID", b"LASTID", idb,
+                ])
+    return entries_bytes(items), len(items)
+
+
+def _history_bytes(items: list, resp3: bool) -> bytes:
+    """A consumer's history: entries, and ``[id, nil]`` for those deleted since delivery."""
+    n = len(items)
+    if not n:
+        return b"*0"
+    parts = [b"*%d" % n]
+    null = b"_" if resp3 else b"*-1"
+    for sid, fv in items:
+        if fv is None:
+            idb = fmt_id(sid)
+            parts.append(b"*2\r\n$%d\r\n%b\r\n%b" % (len(idb), idb, null))
+        else:
+            parts.append(encode_entry(sid, fv))
+    return b"\r\n".join(parts)
+
+
+@command("xreadgroup")
+def xreadgroup(c: Client, argv: list[bytes]):
+    server = c.server
+    serving = server.blocking.serving
+    r = parse_read_args(argv, True, serving is not None)
+    group_name = r.group
+    consumer_name = r.consumer
+    first = r.streams_arg
+    n = r.nstreams
+    keys = argv[first : first + n]
+    if serving is not None:
+        return _xreadgroup_served(c, keys, r, serving)
+    groups: list[ConsumerGroup] = []
+    ids: list[int] = []
+    for k in range(n):
+        key = keys[k]
+        s = stream_read(c, key)
+        g = s.get_group(group_name) if s is not None else None
+        if g is None:
+            raise _nogroup(key, group_name, b" in XREADGROUP with GROUP option")
+        groups.append(g)
+        arg = argv[first + n + k]
+        if arg == b"$":
+            raise DOLLAR_IN_GROUP
+        ids.append(ID_MAX if arg == b">" else parse_id(arg))
+    served: list[tuple[bytes, bytes]] = []
+    now = now_ms()
+    db = c.db
+    for k in range(n):
+        key = keys[k]
+        s = db.lookup_read(key)
+        if s is None:
+            continue
+        g = groups[k]
+        gt = ids[k]
+        if gt != ID_MAX:
+            consumer, created = g.get_or_create_consumer(consumer_name, now)
+            if created:
+                _consumer_created(c, key, group_name, consumer_name, r.noack)
+            items = s.read_group_history(consumer, gt + 1, r.count, now)
+            served.append((key, _history_bytes(items, c.resp3)))
+        elif s.length and s.last_valid_id() > g.last_id:
+            ents, _n = _deliver(c, key, s, g, group_name, consumer_name, r.count, r.noack, now)
+            served.append((key, ents))
+        else:
+            continue
+        server.dirty += 1
+    if served:
+        server.prevent_propagation()  # effects go out as XCLAIM / XGROUP, never as XREADGROUP
+        for key in keys:
+            quiet_write(c, key, db.data.get(key))
+        return read_reply(c, served)
+    if r.timeout < 0:
+        return NULL_ARRAY
+    return Block(keys, r.timeout, None, NULL_ARRAY, wake=b"stream", on_gone=True)
+
+
+def _xreadgroup_served(c: Client, keys: list[bytes], r, key: bytes):
+    """A blocked XREADGROUP retried for ``key``: Redis's served-waiter errors when the key
+    or the group went away, else new entries once the stream moved past the group."""
+    s = c.db.lookup(key)
+    if not is_stream(s):
+        raise UNBLOCKED_GONE
+    block = Block(keys, 0, None, NULL_ARRAY, wake=b"stream", on_gone=True)
+    if is_quiet(c, key, s):
+        return block
+    g = s.get_group(r.group)
+    if g is None:
+        raise NOGROUP_BLOCKED
+    if s.last_id <= g.last_id:
+        return block
+    count = r.count or XREAD_BLOCKED_DEFAULT_COUNT
+    server = c.server
+    dirty = server.dirty
+    ents, n = _deliver(c, key, s, g, r.group, r.consumer, count, r.noack, now_ms())
+    if server.dirty != dirty or (n and server.propagation_sinks):
+        # Only when effects were recorded: the flag is reset by their propagation.
+        server.prevent_propagation()
+    return read_reply(c, [(key, ents)])
+
+
+# -- XACK / XPENDING -----------------------------------------------------------------------------
+
+
+@command("xack")
+def xack(c: Client, argv: list[bytes]):
+    s = stream_read(c, argv[1])
+    g = s.get_group(argv[2]) if s is not None else None
+    if g is None:
+        return 0
+    ids = [parse_id(a) for a in argv[3:]]
+    acked = 0
+    ack = g.ack
+    for sid in ids:
+        if ack(sid):
+            acked += 1
+    if acked:
+        c.server.dirty += acked
+        quiet_write(c, argv[1], s)
+    return acked
+
+
+@command("xpending")
+def xpending(c: Client, argv: list[bytes]):
+    argc = len(argv)
+    if argc != 3 and (argc < 6 or argc > 9):
+        raise SYNTAX_ERR
+    key, group_name = argv[1], argv[2]
+    count = 0
+    minidle = 0
+    consumer_name = None
+    start = end = 0
+    if argc >= 6:
+        idx = 3
+        if argv[3].lower() == b"idle":
+            v = string2ll(argv[4])
+            if v is None:
+                raise NOT_INT
+            minidle = v
+            if argc < 8:
+                raise SYNTAX_ERR
+            idx += 2
+        v = string2ll(argv[idx + 2])
+        if v is None:
+            raise NOT_INT
+        count = v if v > 0 else 0
+        start, end = parse_range(argv[idx], argv[idx + 1])
+        if idx + 3 < argc:
+            consumer_name = argv[idx + 3]
+    s = stream_read(c, key)
+    g = s.get_group(group_name) if s is not None else None
+    if g is None:
+        raise _nogroup(key, group_name)
+    if argc == 3:
+        total, first, last, per = g.pending_summary()
+        if not total:
+            return [0, None, None, NULL_ARRAY]
+        return [
+            total, fmt_id(first), fmt_id(last),  # type: ignore[arg-type]
+            [[name, b"%d" % pending] for name, pending in per],
+        ]
+    consumer = None
+    if consumer_name is not None:
+        consumer = g.lookup_consumer(consumer_name)
+        if consumer is None:
+            return []
+    now = now_ms()
+    out = []
+    for sid, nack in g.pending_range(start, end, count, consumer, minidle, now):
+        elapsed = now - nack.delivery_time
+        out.append([fmt_id(sid), nack.consumer.name, elapsed if elapsed > 0 else 0, nack.delivery_count])
+    return out
+
+
+# -- XCLAIM / XAUTOCLAIM ---------------------------------------------------------------------------
+
+
+def _claim_int(arg: bytes, what: bytes) -> int:
+    v = string2ll(arg)
+    if v is None:
+        raise ReplyError(b"ERR Invalid %b argument for XCLAIM" % what)
+    return v
+
+
+@command("xclaim")
+def xclaim(c: Client, argv: list[bytes]):
+    key, group_name, consumer_name = argv[1], argv[2], argv[3]
+    s = stream_read(c, key)
+    g = s.get_group(group_name) if s is not None else None
+    if g is None:
+        raise _nogroup(key, group_name)
+    minidle = _claim_int(argv[4], b"min-idle-time")
+    if minidle < 0:
+        minidle = 0
+    argc = len(argv)
+    ids: list[int] = []
+    j = 5
+    while j < argc:
+        try:
+            ids.append(parse_id(argv[j]))
+        except ReplyError:
+            break
+        j += 1
+    id_args = argv[5:j]
+    now = now_ms()
+    deliverytime = -1
+    retrycount = -1
+    force = justid = False
+    lastid = 0
+    while j < argc:
+        more = argc - 1 - j
+        opt = argv[j].lower()
+        if opt == b"force":
+            force = True
+        elif opt == b"justid":
+            justid = True
+        elif opt == b"idle" and more:
+            j += 1
+            deliverytime = now - _claim_int(argv[j], b"IDLE option")
+        elif opt == b"time" and more:
+            j += 1
+            deliverytime = _claim_int(argv[j], b"TIME option")
+        elif opt == b"retrycount" and more:
+            j += 1
+            retrycount = _claim_int(argv[j], b"RETRYCOUNT option")
+        elif opt == b"lastid" and more:
+            j += 1
+            lastid = parse_id(argv[j])
+        else:
+            raise ReplyError(b"ERR Unrecognized XCLAIM option '%b'" % argv[j])
+        j += 1
+    dirty = c.server.dirty
+    res = s.claim(
+        g, consumer_name, ids, now, minidle,
+        None if deliverytime == -1 else deliverytime,
+        retrycount, force, justid, lastid,
+    )
+    server = c.server
+    if res.consumer_created:
+        _consumer_created(c, key, group_name, consumer_name, False)
+    sinks = server.propagation_sinks
+    db_id = c.db.id
+    # Each event is matched to the argument it came from (events keep argument order):
+    # Redis propagates the ID as the client typed it.
+    pos = 0
+    for sid, nack, _claimed in res.events:
+        while ids[pos] != sid:
+            pos += 1
+        if sinks:
+            server.also_propagate(db_id, _xclaim_argv(key, g, group_name, id_args[pos], nack))
+        pos += 1
+        server.dirty += 1
+    if res.propagate_last_id:
+        if sinks:
+            server.also_propagate(db_id, _setid_argv(key, g, group_name))
+        server.dirty += 1
+    if server.dirty != dirty:
+        server.prevent_propagation()  # the XCLAIMs above say it all
+        quiet_write(c, key, s)
+    if justid:
+        return [fmt_id(sid) for sid in res.claimed]
+    parts = [b"*%d" % len(res.claimed)]
+    for sid in res.claimed:
+        parts.append(encode_entry(sid, s.lookup(sid) or []))
+    return Raw(b"\r\n".join(parts) + b"\r\n")
+
+
+_XAUTOCLAIM_MAX_COUNT = (2**63 - 1) // 16
+
+
+@command("xautoclaim")
+def xautoclaim(c: Client, argv: list[bytes]):
+    key, group_name, consumer_name = argv[1], argv[2], argv[3]
+    minidle = string2ll(argv[4])
+    if minidle is None:
+        raise ReplyError("ERR Invalid min-idle-time argument for XAUTOCLAIM")
+    if minidle < 0:
+        minidle = 0
+    start, _end = parse_range(argv[5], b"+")
+    count = 100
+    justid = False
+    argc = len(argv)
+    j = 6
+    while j < argc:
+        more = argc - 1 - j
+        opt = argv[j].lower()
+        if opt == b"count" and more:
+            v = string2ll(argv[j + 1])
+            if v is None or v < 1 or v > _XAUTOCLAIM_MAX_COUNT:
+                raise ReplyError("ERR COUNT must be > 0")
+            count = v
+            j += 1
+        elif opt == b"justid":
+            justid = True
+        else:
+            raise SYNTAX_ERR
+        j += 1
+    s = stream_read(c, key)
+    g = s.get_group(group_name) if s is not None else None
+    if g is None:
+        raise _nogroup(key, group_name)
+    now = now_ms()
+    dirty = c.server.dirty
+    res = s.autoclaim(g, consumer_name, minidle, start, count, now, justid)
+    server = c.server
+    if res.consumer_created:
+        _consumer_created(c, key, group_name, consumer_name, False)
+    sinks = server.propagation_sinks
+    db_id = c.db.id
+    for sid, nack, _claimed in res.events:
+        if sinks:
+            server.also_propagate(db_id, _xclaim_argv(key, g, group_name, fmt_id(sid), nack))
+        server.dirty += 1
+    if server.dirty != dirty:
+        server.prevent_propagation()
+        quiet_write(c, key, s)
+    if justid:
+        claimed = b"*%d" % len(res.claimed) + b"".join(
+            b"\r\n" + _bulk(fmt_id(sid)) for sid in res.claimed
+        )
+    else:
+        claimed = b"\r\n".join(
+            [b"*%d" % len(res.claimed)] + [encode_entry(sid, s.lookup(sid) or []) for sid in res.claimed]
+        )
+    deleted = b"*%d" % len(res.deleted) + b"".join(b"\r\n" + _bulk(fmt_id(sid)) for sid in res.deleted)
+    return Raw(b"*3\r\n%b\r\n%b\r\n%b\r\n" % (_bulk(fmt_id(res.next_id)), claimed, deleted))
+
+
+def _bulk(b: bytes) -> bytes:
+    return b"$%d\r\n%b" % (len(b), b)
+
+
+# -- XGROUP --------------------------------------------------------------------------------------
+
+_XGROUP_HELP = [
+    "XGROUP <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CREATE <key> <groupname> <id|$> [option]",
+    "    Create a new consumer group. Options are:",
+    "    * MKSTREAM",
+    "      Create the empty stream if it does not exist.",
+    "    * ENTRIESREAD entries_read",
+    "      Set the group's entries_read counter (internal use).",
+    "CREATECONSUMER <key> <groupname> <consumer>",
+    "    Create a new consumer in the specified group.",
+    "DELCONSUMER <key> <groupname> <consumer>",
+    "    Remove the specified consumer.",
+    "DESTROY <key> <groupname>",
+    "    Remove the specified group.",
+    "SETID <key> <groupname> <id|$> [ENTRIESREAD entries_read]",
+    "    Set the current group ID and entries_read counter.",
+]
+
+
+@command("xgroup|help")
+def xgroup_help(c: Client, argv: list[bytes]):
+    return help_reply(_XGROUP_HELP)
+
+
+def _xgroup(c: Client, argv: list[bytes]):
+    """xgroupCommand: the checks every subcommand shares, in Redis's order, then dispatch."""
+    argc = len(argv)
+    sub = argv[1].lower()
+    key = argv[2]
+    group_name = argv[3]
+    create = sub == b"create"
+    setid = sub == b"setid"
+    mkstream = False
+    entries_read = SCG_INVALID_ENTRIES_READ
+    i = 5
+    while i < argc:
+        opt = argv[i].lower()
+        if create and opt == b"mkstream":
+            mkstream = True
+            i += 1
+        elif (create or setid) and opt == b"entriesread" and i + 1 < argc:
+            v = string2ll(argv[i + 1])
+            if v is None:
+                raise NOT_INT
+            if v < 0 and v != SCG_INVALID_ENTRIES_READ:
+                raise ReplyError("ERR value for ENTRIESREAD must be positive or -1")
+            entries_read = v
+            i += 2
+        else:
+            raise _subcommand_error(argv)
+    s = stream_write(c, key)
+    g = None
+    if not mkstream:
+        if s is None:
+            raise KEY_MUST_EXIST
+        g = s.get_group(group_name)
+        if g is None and sub in (b"setid", b"createconsumer", b"delconsumer"):
+            raise _nogroup_for_key(group_name, key)
+    server = c.server
+    if create and 5 <= argc <= 8:
+        arg = argv[4]
+        if arg == b"$":
+            sid = s.last_id if s is not None else 0
+        else:
+            sid = parse_id(arg)
+        created = s is None
+        if created:
+            s = Stream()
+            c.db.set(key, s)
+            c.db.modified(key)
+        if s.create_group(group_name, sid, entries_read) is None:
+            raise BUSYGROUP
+        if not created:
+            quiet_write(c, key, s)  # a new key wakes waiters; a new group alone does not
+        server.dirty += 1
+        notify(c, b"xgroup-create", key)
+        return OK
+    if setid and (argc == 5 or argc == 7):
+        arg = argv[4]
+        sid = s.last_id if arg == b"$" else parse_id(arg, 0, False)
+        g.last_id = sid
+        g.entries_read = entries_read
+        quiet_write(c, key, s)
+        server.dirty += 1
+        notify(c, b"xgroup-setid", key)
+        return OK
+    if sub == b"destroy" and argc == 4:
+        if g is None:
+            return 0
+        s.destroy_group(group_name)
+        server.dirty += 1
+        notify(c, b"xgroup-destroy", key)
+        loud_write(c, key)  # wakes XREADGROUP waiters with -NOGROUP
+        return 1
+    if sub == b"createconsumer" and argc == 5:
+        if g.create_consumer(argv[4], now_ms()) is None:
+            return 0
+        quiet_write(c, key, s)
+        server.dirty += 1
+        notify(c, b"xgroup-createconsumer", key)
+        return 1
+    if sub == b"delconsumer" and argc == 5:
+        pending = g.delete_consumer(argv[4])
+        if pending is None:
+            return 0
+        quiet_write(c, key, s)
+        server.dirty += 1
+        notify(c, b"xgroup-delconsumer", key)
+        return pending
+    raise _subcommand_error(argv)
+
+
+for _sub in ("create", "setid", "destroy", "createconsumer", "delconsumer"):
+    command(f"xgroup|{_sub}")(_xgroup)
+
+
+# -- XINFO ---------------------------------------------------------------------------------------
+
+_XINFO_HELP = [
+    "XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "CONSUMERS <key> <groupname>",
+    "    Show consumers of <groupname>.",
+    "GROUPS <key>",
+    "    Show the stream consumer groups.",
+    "STREAM <key> [FULL [COUNT <count>]",
+    "    Show information about the stream.",
+]
+
+
+@command("xinfo|help")
+def xinfo_help(c: Client, argv: list[bytes]):
+    return help_reply(_XINFO_HELP)
+
+
+def _xinfo_stream_read(c: Client, key: bytes) -> Stream:
+    s = stream_read(c, key)
+    if s is None:
+        raise ReplyError("ERR no such key")
+    return s
+
+
+def _opt_int(v: int) -> int | None:
+    return None if v == SCG_INVALID_ENTRIES_READ else v
+
+
+@command("xinfo|consumers")
+def xinfo_consumers(c: Client, argv: list[bytes]):
+    key = argv[2]
+    s = _xinfo_stream_read(c, key)
+    g = s.get_group(argv[3])
+    if g is None:
+        raise _nogroup_for_key(argv[3], key)
+    now = now_ms()
+    out = []
+    for cons in g.consumers_sorted():
+        idle = now - cons.seen_time
+        out.append(Map(((b"name", cons.name), (b"pending", len(cons.pel)), (b"idle", idle if idle > 0 else 0))))
+    return out
+
+
+@command("xinfo|groups")
+def xinfo_groups(c: Client, argv: list[bytes]):
+    s = _xinfo_stream_read(c, argv[2])
+    out = []
+    for g in s.groups():
+        out.append(Map((
+            (b"name", g.name),
+            (b"consumers", len(g.consumers)),
+            (b"pending", len(g.pel)),
+            (b"last-delivered-id", fmt_id(g.last_id)),
+            (b"entries-read", _opt_int(g.entries_read)),
+            (b"lag", s.group_lag(g)),
+        )))
+    return out
+
+
+@command("xinfo|stream")
+def xinfo_stream(c: Client, argv: list[bytes]):
+    key = argv[2]
+    s = _xinfo_stream_read(c, key)
+    opts = argv[3:]
+    full = False
+    count = 10
+    if opts:
+        if len(opts) not in (1, 3) or opts[0].lower() != b"full":
+            raise _subcommand_error(argv)
+        full = True
+        if len(opts) == 3:
+            if opts[1].lower() != b"count":
+                raise _subcommand_error(argv)
+            v = string2ll(opts[2])
+            if v is None:
+                raise NOT_INT
+            count = v if v >= 0 else 10
+    info = Map((
+        (b"length", s.length),
+        (b"radix-tree-keys", s.node_count()),
+        (b"radix-tree-nodes", s.rax_node_count()),
+        (b"last-generated-id", fmt_id(s.last_id)),
+        (b"max-deleted-entry-id", fmt_id(s.max_deleted_entry_id)),
+        (b"entries-added", s.entries_added),
+        (b"recorded-first-entry-id", fmt_id(s.first_id)),
+    ))
+    if not full:
+        info[b"groups"] = s.group_count()
+        first = s.first_entry()
+        last = s.last_entry()
+        info[b"first-entry"] = Raw(encode_entry(*first) + b"\r\n") if first else None
+        info[b"last-entry"] = Raw(encode_entry(*last) + b"\r\n") if last else None
+        return info
+    info[b"entries"] = Raw(entries_bytes(s.range(0, ID_MAX, count)) + b"\r\n")
+    groups = []
+    for g in s.groups():
+        pending = []
+        for sid, nack in g.pel.items():
+            if count and len(pending) >= count:
+                break
+            pending.append([fmt_id(sid), nack.consumer.name, nack.delivery_time, nack.delivery_count])
+        consumers = []
+        for cons in g.consumers_sorted():
+            cpel = []
+            for sid, nack in cons.pel.items():
+                if count and len(cpel) >= count:
+                    break
+                cpel.append([fmt_id(sid), nack.delivery_time, nack.delivery_count])
+            consumers.append(Map((
+                (b"name", cons.name),
+                (b"seen-time", cons.seen_time),
+                (b"pel-count", len(cons.pel)),
+                (b"pending", cpel),
+            )))
+        groups.append(Map((
+            (b"name", g.name),
+            (b"last-delivered-id", fmt_id(g.last_id)),
+            (b"entries-read", _opt_int(g.entries_read)),
+            (b"lag", s.group_lag(g)),
+            (b"pel-count", len(g.pel)),
+            (b"pending", pending),
+            (b"consumers", consumers),
+        )))
+    info[b"groups"] = groups
+    return info

@@ -1,0 +1,871 @@
+"""Stream commands, part one (Redis 7.0's t_stream.c): XADD, XRANGE, XREVRANGE, XLEN, XDEL,
+XTRIM, XSETID and XREAD, plus what the consumer-group family (stream_groups.py) shares:
+ID parsing, reply encoding, keyspace events and the blocking helpers.
+
+Replies and errors are Redis 7.0.15's, RESP2 and RESP3. Where rill follows a later Redis
+on purpose it says so: XREAD accepts ``+`` (the last entry, as 7.4 does; 7.0 answers
+"Invalid stream ID").
+
+Propagation (Redis's rules, reference section 4): XADD goes out with the real ID in place
+of ``*``/``ms-*`` and any ``~`` trim rewritten as ``= <length>`` / ``= <first id>``; XTRIM and
+XDEL only when something was removed; XREAD is a read.
+
+Blocking: XREAD BLOCK returns a ``Block`` whose argv has ``$`` (and ``+``) resolved to IDs,
+so a retry waits for entries after what the stream held when the client blocked. A
+retry serves only the key that became ready, as Redis does, at most COUNT entries (1000
+when no COUNT was given, Redis's XREAD_BLOCKED_DEFAULT_COUNT).
+
+Entries are encoded straight into RESP bytes (identical in RESP2 and RESP3): an XRANGE of
+100 entries is the hot read path, and the encodings of entries in the storage's
+decoded-node cache are kept per node (see ``_NODE_ENC``), so repeated reads of the same
+entries cost a list slice.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rill.protocol.reply import NULL_ARRAY, OK, Raw, ReplyError
+from rill.storage.stream import ID_MAX, MASK64, Stream, StreamIDError, StreamSizeError
+
+from ..blocking import Block, parse_timeout
+from ..client import Client
+from . import keys as _keys
+from .args import NO_SUCH_KEY, NOT_INT, SYNTAX_ERR, WRONGTYPE, string2ll
+from .table import command
+
+INVALID_ID = ReplyError("ERR Invalid stream ID specified as stream command argument")
+ID_TOO_SMALL = ReplyError(
+    "ERR The ID specified in XADD is equal or smaller than the target stream top item"
+)
+ID_ZERO = ReplyError("ERR The ID specified in XADD must be greater than 0-0")
+EXHAUSTED = ReplyError("ERR The stream has exhausted the last possible ID, unable to add more items")
+TOO_LARGE = ReplyError("ERR Elements are too large to be stored")
+BAD_START = ReplyError("ERR invalid start ID for the interval")
+BAD_END = ReplyError("ERR invalid end ID for the interval")
+MAXLEN_NEG = ReplyError("ERR The MAXLEN argument must be >= 0.")
+LIMIT_NEG = ReplyError("ERR The LIMIT argument must be >= 0.")
+BOTH_STRATEGIES = ReplyError(
+    "ERR syntax error, MAXLEN and MINID options at the same time are not compatible"
+)
+LIMIT_NO_STRATEGY = ReplyError(
+    "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy"
+)
+XTRIM_NO_STRATEGY = ReplyError("ERR syntax error, XTRIM must be called with a trimming strategy")
+LIMIT_NO_TILDE = ReplyError("ERR syntax error, LIMIT cannot be used without the special ~ option")
+UNBALANCED = ReplyError(
+    "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified."
+)
+XADD_ARITY = ReplyError("ERR wrong number of arguments for 'xadd' command")
+
+XREAD_BLOCKED_DEFAULT_COUNT = 1000
+
+
+# -- small helpers ---------------------------------------------------------------------------
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def fmt_id(sid: int) -> bytes:
+    """``ms-seq``: the reply and propagation form of an ID."""
+    return b"%d-%d" % (sid >> 64, sid & MASK64)
+
+
+def notify(c: Client, event: bytes, key: bytes) -> None:
+    """A stream keyspace event (class 't')."""
+    notifier = _keys.notifier
+    if notifier is not None:
+        notifier(c.db.id, "t", event, key)
+
+
+def is_stream(value: Any) -> bool:
+    return type(value) is Stream or isinstance(value, Stream)
+
+
+def stream_read(c: Client, key: bytes) -> Stream | None:
+    """lookupKeyRead + checkType: counts a keyspace hit or miss."""
+    v = c.db.lookup_read(key)
+    if v is None or type(v) is Stream or isinstance(v, Stream):
+        return v
+    raise WRONGTYPE
+
+
+def stream_write(c: Client, key: bytes) -> Stream | None:
+    """lookupKeyWrite + checkType (no hit/miss stats)."""
+    v = c.db.lookup(key)
+    if v is None or type(v) is Stream or isinstance(v, Stream):
+        return v
+    raise WRONGTYPE
+
+
+def must_obey(c: Client) -> bool:
+    """Redis's mustObeyClient: the AOF loader (an internal client other than a script)
+    replays trims without LIMIT and accepts LIMIT after a rewritten ``=``."""
+    return c.id < 0 and c.kind != "lua"
+
+
+def sync_node_limits(c: Client) -> None:
+    """Node limits are server-wide CONFIG values; the storage keeps them on the class."""
+    server = c.server
+    if Stream.node_max_bytes != server.stream_node_max_bytes:
+        Stream.node_max_bytes = server.stream_node_max_bytes
+    if Stream.node_max_entries != server.stream_node_max_entries:
+        Stream.node_max_entries = server.stream_node_max_entries
+
+
+# -- IDs -------------------------------------------------------------------------------------
+
+_SPACES = b" \t\n\v\f\r"
+
+
+def _u64(s: bytes) -> int | None:
+    """Redis's string2ull: string2ll when it parses (negatives rejected), else strtoull
+    (leading spaces, one sign, leading zeros; a '-' wraps modulo 2**64)."""
+    if s.isdigit():
+        v = int(s)
+        return v if v <= MASK64 else None
+    if not s or string2ll(s) is not None:
+        return None  # empty, or a plain negative number
+    t = s.lstrip(_SPACES)
+    neg = False
+    if t[:1] == b"-" or t[:1] == b"+":
+        neg = t[:1] == b"-"
+        t = t[1:]
+    if not t.isdigit():
+        return None
+    v = int(t)
+    if v > MASK64:
+        return None
+    return (-v) & MASK64 if neg else v
+
+
+def _parse_id_slow(arg: bytes, missing_seq: int, strict: bool, auto_seq: bool) -> tuple[int, bool]:
+    """streamGenericParseIDOrReply: ``(id, seq_given)``; raises INVALID_ID."""
+    if len(arg) > 127:
+        raise INVALID_ID
+    nul = arg.find(b"\0")
+    if nul >= 0:
+        arg = arg[:nul]  # C string semantics
+    if arg == b"-" or arg == b"+":
+        if strict:
+            raise INVALID_ID
+        return (0 if arg == b"-" else ID_MAX), True
+    ms_s, dash, seq_s = arg.partition(b"-")
+    ms = _u64(ms_s)
+    if ms is None:
+        raise INVALID_ID
+    if not dash:
+        return (ms << 64) | missing_seq, True
+    if auto_seq and seq_s == b"*":
+        return ms << 64, False
+    seq = _u64(seq_s)
+    if seq is None:
+        raise INVALID_ID
+    return (ms << 64) | seq, True
+
+
+def parse_id(arg: bytes, missing_seq: int = 0, strict: bool = True) -> int:
+    """A stream ID argument: ``ms-seq`` or ``ms`` (seq = ``missing_seq``); ``-`` and ``+``
+    only when not ``strict``."""
+    ms, dash, seq = arg.partition(b"-")
+    if ms.isdigit() and len(arg) < 128:
+        if dash:
+            if seq.isdigit():
+                m = int(ms)
+                q = int(seq)
+                if m <= MASK64 and q <= MASK64:
+                    return (m << 64) | q
+        else:
+            m = int(ms)
+            if m <= MASK64:
+                return (m << 64) | missing_seq
+    return _parse_id_slow(arg, missing_seq, strict, False)[0]
+
+
+def parse_interval(arg: bytes, missing_seq: int) -> tuple[int, bool]:
+    """streamParseIntervalIDOrReply: ``(id, exclusive)``; ``(`` makes it exclusive (and strict)."""
+    if len(arg) > 1 and arg[0] == 40:
+        return parse_id(arg[1:], missing_seq, True), True
+    return parse_id(arg, missing_seq, False), False
+
+
+def parse_range(start_arg: bytes, end_arg: bytes) -> tuple[int, int]:
+    """Start and end of an XRANGE-like interval, exclusive bounds applied, Redis's errors."""
+    start, ex = parse_interval(start_arg, 0)
+    if ex:
+        if start >= ID_MAX:
+            raise BAD_START
+        start += 1
+    end, ex = parse_interval(end_arg, MASK64)
+    if ex:
+        if end <= 0:
+            raise BAD_END
+        end -= 1
+    return start, end
+
+
+# -- reply encoding ----------------------------------------------------------------------------
+
+_HDR = [b"$%d" % n for n in range(1024)]
+_ARR = [b"*%d" % n for n in range(1024)]
+_E2 = b"*2\r\n$%d\r\n%b\r\n*2\r\n$%d\r\n%b\r\n$%d\r\n%b"
+_E4 = b"*2\r\n$%d\r\n%b\r\n*4\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n$%d\r\n%b"
+
+
+def encode_entry(sid: int, fv: list[bytes]) -> bytes:
+    """``*2 [id, *2n [f, v, ...]]`` as RESP bytes, without the trailing CRLF."""
+    idb = b"%d-%d" % (sid >> 64, sid & MASK64)
+    n = len(fv)
+    if n == 4:
+        a, b, c, d = fv
+        return _E4 % (len(idb), idb, len(a), a, len(b), b, len(c), c, len(d), d)
+    if n == 2:
+        a, b = fv
+        return _E2 % (len(idb), idb, len(a), a, len(b), b)
+    parts = [b"*2", _HDR[len(idb)], idb, _ARR[n] if n < 1024 else b"*%d" % n]
+    ext = parts.extend
+    for x in fv:
+        m = len(x)
+        ext((_HDR[m] if m < 1024 else b"$%d" % m, x))
+    return b"\r\n".join(parts)
+
+
+def entries_bytes(ents: list) -> bytes:
+    """An array of entries (no trailing CRLF), encoded afresh."""
+    n = len(ents)
+    if not n:
+        return b"*0"
+    parts = [_ARR[n] if n < 1024 else b"*%d" % n]
+    parts += [encode_entry(sid, fv) for sid, fv in ents]
+    return b"\r\n".join(parts)
+
+
+# Encoded entries of the storage's decoded-node cache lists: id(list) -> (list, encodings).
+# A cached node's list is only ever appended to while cached (a changed node gets a new
+# list), so an encoding made once serves every later read of that entry -- repeated
+# XRANGEs, and the XREAD fan-out of new entries to many readers -- as a list slice.
+_NODE_ENC: dict[int, tuple[list, list]] = {}
+_NODE_ENC_MAX = 512
+
+
+def range_bytes(s: Stream, start: int, end: int, count: int, rev: bool = False) -> bytes:
+    """XRANGE/XREVRANGE's array (no trailing CRLF): ``s.range(...)`` encoded."""
+    parts: list[bytes] = [b""]
+    ext = parts.extend
+    for ents, lo, hi, cached in s.range_segments(start, end, count, rev):
+        if not cached:
+            ext([encode_entry(sid, fv) for sid, fv in ents])
+            continue
+        rec = _NODE_ENC.get(id(ents))
+        if rec is None or rec[0] is not ents:
+            if len(_NODE_ENC) >= _NODE_ENC_MAX:
+                del _NODE_ENC[next(iter(_NODE_ENC))]
+            rec = (ents, [])
+            _NODE_ENC[id(ents)] = rec
+        encs = rec[1]
+        if len(encs) < len(ents):
+            encs.extend([None] * (len(ents) - len(encs)))
+        chunk = encs[lo:hi]
+        if None in chunk:
+            for k in range(lo, hi):
+                if encs[k] is None:
+                    sid, fv = ents[k]
+                    encs[k] = encode_entry(sid, fv)
+            chunk = encs[lo:hi]
+        if rev:
+            chunk.reverse()
+        ext(chunk)
+    n = len(parts) - 1
+    if not n:
+        return b"*0"
+    parts[0] = _ARR[n] if n < 1024 else b"*%d" % n
+    return b"\r\n".join(parts)
+
+
+def entry_reply(ent: tuple[int, list[bytes]]) -> Raw:
+    return Raw(encode_entry(ent[0], ent[1]) + b"\r\n")
+
+
+def bulk(b: bytes) -> bytes:
+    """A bulk string (no trailing CRLF)."""
+    return b"$%d\r\n%b" % (len(b), b)
+
+
+def read_reply(c: Client, served: list[tuple[bytes, bytes]]) -> Raw:
+    """XREAD/XREADGROUP's top level: per stream its key and entries (already encoded);
+    an array of pairs in RESP2, a map in RESP3."""
+    n = len(served)
+    if c.resp3:
+        parts = [b"%%%d" % n]
+        for key, ents in served:
+            parts.append(bulk(key))
+            parts.append(ents)
+    else:
+        parts = [b"*%d" % n]
+        for key, ents in served:
+            parts.append(b"*2")
+            parts.append(bulk(key))
+            parts.append(ents)
+    return Raw(b"\r\n".join(parts) + b"\r\n")
+
+
+# -- XADD / XTRIM argument parsing ------------------------------------------------------------
+
+TRIM_NONE = 0
+TRIM_MAXLEN = 1
+TRIM_MINID = 2
+
+
+class TrimArgs:
+    """streamAddTrimArgs: the parsed options of XADD or XTRIM."""
+
+    __slots__ = (
+        "strategy", "arg_idx", "approx", "maxlen", "minid", "limit", "nomkstream",
+        "id", "id_given", "seq_given", "id_pos",
+    )
+
+    def __init__(self) -> None:
+        self.strategy = TRIM_NONE
+        self.arg_idx = 0
+        self.approx = False
+        self.maxlen = 0
+        self.minid = 0
+        self.limit = 0
+        self.nomkstream = False
+        self.id = 0
+        self.id_given = False
+        self.seq_given = True
+        self.id_pos = 0
+
+
+def parse_trim_args(c: Client, argv: list[bytes], xadd: bool) -> TrimArgs:
+    """streamParseAddOrTrimArgsOrReply: options in order, then the LIMIT rules."""
+    a = TrimArgs()
+    argc = len(argv)
+    i = 2
+    limit_given = False
+    while i < argc:
+        more = argc - 1 - i
+        opt = argv[i]
+        low = opt.lower()
+        if xadd and opt == b"*":
+            break
+        if low == b"maxlen" and more:
+            if a.strategy != TRIM_NONE:
+                raise BOTH_STRATEGIES
+            a.approx = False
+            nxt = argv[i + 1]
+            if more >= 2 and nxt == b"~":
+                a.approx = True
+                i += 1
+            elif more >= 2 and nxt == b"=":
+                i += 1
+            v = string2ll(argv[i + 1])
+            if v is None:
+                raise NOT_INT
+            if v < 0:
+                raise MAXLEN_NEG
+            a.maxlen = v
+            i += 1
+            a.strategy = TRIM_MAXLEN
+            a.arg_idx = i
+        elif low == b"minid" and more:
+            if a.strategy != TRIM_NONE:
+                raise BOTH_STRATEGIES
+            a.approx = False
+            nxt = argv[i + 1]
+            if more >= 2 and nxt == b"~":
+                a.approx = True
+                i += 1
+            elif more >= 2 and nxt == b"=":
+                i += 1
+            a.minid = parse_id(argv[i + 1])
+            i += 1
+            a.strategy = TRIM_MINID
+            a.arg_idx = i
+        elif low == b"limit" and more:
+            v = string2ll(argv[i + 1])
+            if v is None:
+                raise NOT_INT
+            if v < 0:
+                raise LIMIT_NEG
+            a.limit = v
+            limit_given = True
+            i += 1
+        elif xadd and low == b"nomkstream":
+            a.nomkstream = True
+        elif xadd:
+            a.id, a.seq_given = _xadd_id(opt)
+            a.id_given = True
+            break
+        else:
+            raise SYNTAX_ERR
+        i += 1
+    a.id_pos = i
+    if a.limit and a.strategy == TRIM_NONE:
+        raise LIMIT_NO_STRATEGY
+    if not xadd and a.strategy == TRIM_NONE:
+        raise XTRIM_NO_STRATEGY
+    if must_obey(c):
+        a.limit = 0
+    elif limit_given:
+        if not a.approx:
+            raise LIMIT_NO_TILDE
+    elif a.approx:
+        limit = 100 * c.server.stream_node_max_entries
+        if limit <= 0:
+            limit = 10000
+        a.limit = min(limit, 1000000)
+    else:
+        a.limit = 0
+    return a
+
+
+def _xadd_id(arg: bytes) -> tuple[int, bool]:
+    """XADD's explicit ID: ``ms-seq``, ``ms`` or ``ms-*``; ``(id, seq_given)``."""
+    ms, dash, seq = arg.partition(b"-")
+    if ms.isdigit() and seq.isdigit() and len(arg) < 128:
+        m = int(ms)
+        q = int(seq)
+        if m <= MASK64 and q <= MASK64:
+            return (m << 64) | q, True
+    return _parse_id_slow(arg, 0, True, True)
+
+
+def trim(s: Stream, a: TrimArgs) -> int:
+    """streamTrim with parsed arguments; entries removed."""
+    if a.strategy == TRIM_MAXLEN:
+        return s.trim_maxlen(a.maxlen, a.approx, a.limit)
+    if a.strategy == TRIM_MINID:
+        return s.trim_minid(a.minid, a.approx, a.limit)
+    return 0
+
+
+def rewrite_trim(argv: list[bytes], s: Stream, a: TrimArgs) -> None:
+    """streamRewriteApproxSpecifier + streamRewriteTrimArgument: ``~ N`` becomes ``= <what
+    the stream now holds>`` so replicas and the AOF trim exactly as we did."""
+    argv[a.arg_idx - 1] = b"="
+    if a.strategy == TRIM_MAXLEN:
+        argv[a.arg_idx] = b"%d" % s.length
+    else:
+        argv[a.arg_idx] = fmt_id(s.edge_id(True, False))
+
+
+# -- XADD ------------------------------------------------------------------------------------
+
+
+@command("xadd")
+def xadd(c: Client, argv: list[bytes]):
+    argc = len(argv)
+    if argv[2] == b"*" and argc & 1:
+        # The common form, XADD key * f v [f v ...]: no options to parse.
+        db = c.db
+        key = argv[1]
+        s = db.data.get(key)
+        if s is not None and db.expires:
+            s = db.lookup(key)
+        if s is None:
+            s = Stream()
+            db.set(key, s)
+        elif type(s) is not Stream and not isinstance(s, Stream):
+            raise WRONGTYPE
+        server = c.server
+        if Stream.node_max_bytes != server.stream_node_max_bytes or (
+            Stream.node_max_entries != server.stream_node_max_entries
+        ):
+            sync_node_limits(c)
+        if s.last_id >= ID_MAX:
+            raise EXHAUSTED
+        try:
+            sid = s.add_now(argv[3:], int(time.time() * 1000))
+        except StreamIDError:
+            raise ID_TOO_SMALL from None
+        except StreamSizeError:
+            raise TOO_LARGE from None
+        idb = b"%d-%d" % (sid >> 64, sid & MASK64)
+        if db.watched and key in db.watched:
+            db.modified(key)
+        if _QUIET:
+            loud_write(c, key)
+        if _keys.notifier is not None:
+            notify(c, b"xadd", key)
+        server.dirty += 1
+        if server.propagation_sinks:
+            new = list(argv)
+            new[2] = idb
+            server.rewrite_propagation(new)
+        return idb
+    return _xadd_general(c, argv)
+
+
+def _xadd_general(c: Client, argv: list[bytes]):
+    a = parse_trim_args(c, argv, True)
+    argc = len(argv)
+    nfv = argc - (a.id_pos + 1)
+    if nfv < 2 or nfv & 1:
+        raise XADD_ARITY
+    if a.id_given and a.seq_given and a.id == 0:
+        raise ID_ZERO
+    key = argv[1]
+    s = stream_write(c, key)
+    if s is None:
+        if a.nomkstream:
+            return None
+        s = Stream()
+        c.db.set(key, s)
+    sync_node_limits(c)
+    if s.last_id >= ID_MAX:
+        raise EXHAUSTED
+    fv = argv[a.id_pos + 1 :]
+    try:
+        if not a.id_given:
+            sid = s.add(fv, None, now_ms())
+        elif a.seq_given:
+            sid = s.add(fv, a.id)
+        else:
+            auto = s.auto_seq_id(a.id >> 64)
+            if auto is None:
+                raise TOO_LARGE
+            sid = s.add(fv, auto)
+    except StreamIDError:
+        raise ID_TOO_SMALL from None
+    except StreamSizeError:
+        raise TOO_LARGE from None
+    idb = fmt_id(sid)
+    c.db.modified(key)
+    loud_write(c, key)
+    notify(c, b"xadd", key)
+    server = c.server
+    server.dirty += 1
+    rewritten = None
+    if a.strategy != TRIM_NONE:
+        if trim(s, a):
+            notify(c, b"xtrim", key)
+        if a.approx:
+            rewritten = list(argv)
+            rewrite_trim(rewritten, s, a)
+    if not a.id_given or not a.seq_given:
+        if rewritten is None:
+            rewritten = list(argv)
+        rewritten[a.id_pos] = idb
+    if rewritten is not None and server.propagation_sinks:
+        server.rewrite_propagation(rewritten)
+    return idb
+
+
+# -- XRANGE / XREVRANGE / XLEN -------------------------------------------------------------------
+
+
+def _xrange(c: Client, argv: list[bytes], rev: bool):
+    if rev:
+        start, end = parse_range(argv[3], argv[2])
+    else:
+        start, end = parse_range(argv[2], argv[3])
+    count = -1
+    argc = len(argv)
+    if argc > 4:
+        j = 4
+        while j < argc:
+            if argv[j].lower() == b"count" and argc - j - 1 >= 1:
+                v = string2ll(argv[j + 1])
+                if v is None:
+                    raise NOT_INT
+                count = v if v > 0 else 0
+                j += 1
+            else:
+                raise SYNTAX_ERR
+            j += 1
+    s = stream_read(c, argv[1])
+    if s is None:
+        return Raw(b"*0\r\n")
+    if count == 0:
+        return NULL_ARRAY
+    return Raw(range_bytes(s, start, end, count if count > 0 else 0, rev) + b"\r\n")
+
+
+@command("xrange")
+def xrange_(c: Client, argv: list[bytes]):
+    return _xrange(c, argv, False)
+
+
+@command("xrevrange")
+def xrevrange(c: Client, argv: list[bytes]):
+    return _xrange(c, argv, True)
+
+
+@command("xlen")
+def xlen(c: Client, argv: list[bytes]):
+    s = stream_read(c, argv[1])
+    return 0 if s is None else s.length
+
+
+# -- XDEL / XTRIM / XSETID -------------------------------------------------------------------------
+
+
+@command("xdel")
+def xdel(c: Client, argv: list[bytes]):
+    key = argv[1]
+    s = stream_write(c, key)
+    if s is None:
+        return 0
+    ids = [parse_id(a) for a in argv[2:]]
+    deleted = 0
+    for sid in ids:
+        if s.delete(sid):
+            deleted += 1
+    if deleted:
+        c.db.modified(key)
+        notify(c, b"xdel", key)
+        quiet_write(c, key, s)
+        c.server.dirty += deleted
+    return deleted
+
+
+@command("xtrim")
+def xtrim(c: Client, argv: list[bytes]):
+    a = parse_trim_args(c, argv, False)
+    key = argv[1]
+    s = stream_write(c, key)
+    if s is None:
+        return 0
+    deleted = trim(s, a)
+    if deleted:
+        notify(c, b"xtrim", key)
+        if a.approx and c.server.propagation_sinks:
+            rewritten = list(argv)
+            rewrite_trim(rewritten, s, a)
+            c.server.rewrite_propagation(rewritten)
+        c.db.modified(key)
+        quiet_write(c, key, s)
+        c.server.dirty += deleted
+    return deleted
+
+
+@command("xsetid")
+def xsetid(c: Client, argv: list[bytes]):
+    sid = parse_id(argv[2])
+    entries_added = -1
+    max_xdel = 0
+    argc = len(argv)
+    i = 3
+    while i < argc:
+        more = argc - 1 - i
+        opt = argv[i].lower()
+        if opt == b"entriesadded" and more:
+            v = string2ll(argv[i + 1])
+            if v is None:
+                raise NOT_INT
+            if v < 0:
+                raise ReplyError("ERR entries_added must be positive")
+            entries_added = v
+            i += 2
+        elif opt == b"maxdeletedid" and more:
+            max_xdel = parse_id(argv[i + 1])
+            if sid < max_xdel:
+                raise ReplyError(
+                    "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id"
+                )
+            i += 2
+        else:
+            raise SYNTAX_ERR
+    key = argv[1]
+    s = stream_write(c, key)
+    if s is None:
+        raise NO_SUCH_KEY
+    if s.length > 0:
+        if sid < s.last_valid_id():
+            raise ReplyError("ERR The ID specified in XSETID is smaller than the target stream top item")
+        if entries_added != -1 and s.length > entries_added:
+            raise ReplyError(
+                "ERR The entries_added specified in XSETID is smaller than the target stream length"
+            )
+    s.last_id = sid
+    if entries_added != -1:
+        s.entries_added = entries_added
+    if max_xdel:
+        s.max_deleted_entry_id = max_xdel
+    quiet_write(c, key, s)
+    c.server.dirty += 1
+    notify(c, b"xsetid", key)
+    return OK
+
+
+# -- blocking helpers ----------------------------------------------------------------------------
+#
+# Redis 7.0 wakes stream waiters only from XADD, XGROUP DESTROY and key creation, overwrite
+# or deletion; rill's dispatcher signals every key a write command names. So the stream
+# writes Redis does not signal (XDEL, XTRIM, XSETID, XACK, XCLAIM, XAUTOCLAIM, XREADGROUP and
+# XGROUP other than DESTROY) mark their key quiet until the current batch of commands has
+# been served, and retries skip a quiet key while it still holds the stream that was
+# marked: a waiter is never served because of a write that would not have woken it in
+# Redis (XSETID raising last_id, XGROUP SETID moving a group back, ...). XADD and XGROUP
+# DESTROY clear the mark; any other command that replaces the key changes the object.
+
+_QUIET: dict[tuple[int, bytes], Any] = {}
+
+
+def quiet_write(c: Client, key: bytes, s: Stream) -> None:
+    """A write Redis does not signal: keep it from waking this key's stream waiters."""
+    server = c.server
+    blocking = server.blocking
+    slot = (c.db.id, key)
+    if (
+        slot not in blocking.waiters
+        or slot in blocking.ready
+        or blocking.serving is not None
+        or server.loop is None
+        or _QUIET.get(slot) is s
+    ):
+        return
+    _QUIET[slot] = s
+    server.loop.call_soon(_QUIET.pop, slot, None)
+
+
+def loud_write(c: Client, key: bytes) -> None:
+    """A write Redis signals (XADD, XGROUP DESTROY): it wakes waiters even after a quiet one."""
+    if _QUIET:
+        _QUIET.pop((c.db.id, key), None)
+
+
+def is_quiet(c: Client, key: bytes, value: Any) -> bool:
+    q = _QUIET.get((c.db.id, key))
+    return q is not None and q is value
+
+
+class ReadArgs:
+    """Parsed XREAD / XREADGROUP options."""
+
+    __slots__ = ("timeout", "count", "streams_arg", "nstreams", "group", "consumer", "noack")
+
+    def __init__(self) -> None:
+        self.timeout = -1.0  # -1: no BLOCK
+        self.count = 0
+        self.streams_arg = 0
+        self.nstreams = 0
+        self.group: bytes | None = None
+        self.consumer: bytes | None = None
+        self.noack = False
+
+
+def parse_read_args(argv: list[bytes], xreadgroup: bool, serving: bool) -> ReadArgs:
+    """The option loop of xreadCommand (errors in Redis's order). A retry (``serving``)
+    skips the timeout: its deadline was fixed when the client blocked."""
+    r = ReadArgs()
+    argc = len(argv)
+    i = 1
+    while i < argc:
+        more = argc - i - 1
+        o = argv[i].lower()
+        if o == b"block" and more:
+            i += 1
+            r.timeout = 0.0 if serving else parse_timeout(argv[i], unit_ms=True)
+        elif o == b"count" and more:
+            i += 1
+            v = string2ll(argv[i])
+            if v is None:
+                raise NOT_INT
+            r.count = v if v > 0 else 0
+        elif o == b"streams" and more:
+            r.streams_arg = i + 1
+            n = argc - r.streams_arg
+            if n & 1:
+                raise UNBALANCED
+            r.nstreams = n >> 1
+            break
+        elif o == b"group" and more >= 2:
+            if not xreadgroup:
+                raise ReplyError("ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.")
+            r.group = argv[i + 1]
+            r.consumer = argv[i + 2]
+            i += 2
+        elif o == b"noack":
+            if not xreadgroup:
+                raise ReplyError("ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.")
+            r.noack = True
+        else:
+            raise SYNTAX_ERR
+        i += 1
+    if r.streams_arg == 0:
+        raise SYNTAX_ERR
+    if xreadgroup and r.group is None:
+        raise ReplyError("ERR Missing GROUP option for XREADGROUP")
+    return r
+
+
+# -- XREAD -----------------------------------------------------------------------------------------
+
+
+@command("xread")
+def xread(c: Client, argv: list[bytes]):
+    serving = c.server.blocking.serving
+    r = parse_read_args(argv, False, serving is not None)
+    if serving is not None:
+        return _xread_served(c, argv, r, serving)
+    db = c.db
+    first = r.streams_arg
+    n = r.nstreams
+    ids: list[int] = []
+    resolved: list[tuple[int, bytes]] = []
+    for k in range(n):
+        key = argv[first + k]
+        arg = argv[first + n + k]
+        s = stream_read(c, key)
+        if arg == b"$":
+            sid = s.last_id if s is not None else 0
+            resolved.append((first + n + k, fmt_id(sid)))
+        elif arg == b"+":
+            # Redis 7.4: the last entry (entries after last_id - 1).
+            if s is not None:
+                if s.last_id == 0:
+                    raise ReplyError("ERR the stream last element ID is 0-0")
+                sid = s.last_id - 1
+            else:
+                sid = 0
+            resolved.append((first + n + k, fmt_id(sid)))
+        elif arg == b">":
+            raise ReplyError(
+                "ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option."
+            )
+        else:
+            sid = parse_id(arg)
+        ids.append(sid)
+    served: list[tuple[bytes, bytes]] = []
+    count = r.count
+    for k in range(n):
+        key = argv[first + k]
+        v = db.lookup_read(key)
+        if v is None:
+            continue
+        gt = ids[k]
+        if v.length and v.last_valid_id() > gt:
+            served.append((key, range_bytes(v, gt + 1, ID_MAX, count)))
+    if served:
+        return read_reply(c, served)
+    if r.timeout < 0:
+        return NULL_ARRAY
+    block_argv = argv
+    if resolved:
+        block_argv = list(argv)
+        for pos, idb in resolved:
+            block_argv[pos] = idb
+    return Block(argv[first : first + n], r.timeout, block_argv, NULL_ARRAY, wake=b"stream")
+
+
+def _xread_served(c: Client, argv: list[bytes], r: ReadArgs, key: bytes):
+    """A blocked XREAD retried because ``key`` was signalled (serveClientsBlockedOnStreamKey):
+    served when the stream's last ID passed the one the client waits after, with that
+    key's entries only."""
+    first = r.streams_arg
+    n = r.nstreams
+    keys = argv[first : first + n]
+    s = c.db.lookup(key)
+    if not is_stream(s) or is_quiet(c, key, s):
+        return Block(keys, 0, None, NULL_ARRAY, wake=b"stream")
+    gt = parse_id(argv[first + n + keys.index(key)])
+    if s.last_id <= gt:
+        return Block(keys, 0, None, NULL_ARRAY, wake=b"stream")
+    count = r.count or XREAD_BLOCKED_DEFAULT_COUNT
+    return read_reply(c, [(key, range_bytes(s, gt + 1, ID_MAX, count))])
