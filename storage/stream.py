@@ -1456,20 +1456,23 @@ class Stream:
                 return
 
     def range(
-        self, start: int = 0, end: int = ID_MAX, count: int = 0, rev: bool = False
+        self, start: int = 0, end: int = ID_MAX, count: int = 0, rev: bool = False,
+        admit: bool = True,
     ) -> list[tuple[int, list[bytes]]]:
         """Entries with start <= id <= end as ``[(id, [f1, v1, ...]), ...]``, at most
         ``count`` (0 = all), ascending, or descending with ``rev`` (XRANGE / XREVRANGE).
 
         O(log nodes) to find the first node, then the entries returned plus at most about
-        half a node walked to find the boundary.
+        half a node walked to find the boundary. ``admit=False`` reads without putting
+        nodes into the decoded-node cache (bookkeeping reads such as the first entry after
+        a trim, which would otherwise decode the whole head node after every XADD MAXLEN).
         """
         out: list[tuple[int, list[bytes]]] = []
         if start > end:
             return out
         if rev:
             for key, lp in self._end_nodes(end):
-                c = _nc_get(key, lp, True)
+                c = _nc_get(key, lp, admit)
                 if c is None:
                     if _rev_node(key, lp, start, end, count, False, out):
                         break
@@ -1486,7 +1489,7 @@ class Stream:
                     j -= 1
         else:
             for key, lp in self._start_nodes(start):
-                c = _nc_get(key, lp, True)
+                c = _nc_get(key, lp, admit)
                 if c is None:
                     if _fwd_node(key, lp, start, end, count, False, out):
                         break
@@ -1570,12 +1573,12 @@ class Stream:
 
     def first_entry(self) -> tuple[int, list[bytes]] | None:
         """The first live entry or None."""
-        r = self.range(0, ID_MAX, 1)
+        r = self.range(0, ID_MAX, 1, admit=False)
         return r[0] if r else None
 
     def last_entry(self) -> tuple[int, list[bytes]] | None:
         """The last live entry or None."""
-        r = self.range(0, ID_MAX, 1, rev=True)
+        r = self.range(0, ID_MAX, 1, rev=True, admit=False)
         return r[0] if r else None
 
     def lookup(self, sid: int) -> list[bytes] | None:
