@@ -657,3 +657,25 @@ def test_keyspace_events_match_redis(oracle_server, inproc, monkeypatch):
         sub.close()
         cmd.close()
     assert mine == theirs
+
+
+def test_keyspace_hits_and_misses_match_redis(sbs):
+    """Which stream commands count hits/misses (XREAD looks each key up twice, as Redis does)."""
+    sbs.check("XADD", "s", "1-1", "a", "b")
+    sbs.check("XGROUP", "CREATE", "s", "g", "0")
+    for c in (sbs.rill, sbs.oracle):
+        c.call("CONFIG", "RESETSTAT")
+    for args in (
+        ("XREAD", "STREAMS", "s", "nokey", "0", "0"), ("XRANGE", "s", "-", "+"), ("XLEN", "nokey"),
+        ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"), ("XACK", "s", "g", "1-1"),
+        ("XPENDING", "s", "g"), ("XINFO", "STREAM", "s"), ("XCLAIM", "s", "g", "c", "0", "1-1"),
+        ("XAUTOCLAIM", "s", "g", "c", "0", "0"), ("XADD", "s", "2-2", "a", "b"), ("XDEL", "s", "9-9"),
+        ("XTRIM", "nokey", "MAXLEN", "1"), ("XSETID", "s", "5-5"), ("XREVRANGE", "nokey", "+", "-"),
+    ):
+        sbs.check(*args)
+
+    def counters(c) -> list[str]:
+        info = c.call("INFO", "stats").decode().split("\r\n")
+        return [x for x in info if x.startswith(("keyspace_hits:", "keyspace_misses:"))]
+
+    assert counters(sbs.rill) == counters(sbs.oracle)
