@@ -390,6 +390,11 @@ class Server:
             self.slowlog_add(client, argv, duration)
         if self.dirty != dirty or self._also:
             self._after_write(client, cmd, argv, self.dirty != dirty)
+        elif self._rewritten is not None or self._prevent_propagation:
+            # A command that changed nothing must not leave its propagation
+            # choices behind for the next one.
+            self._rewritten = None
+            self._prevent_propagation = False
         if self.monitors and not cmd.flags & (SKIP_MONITOR | ADMIN):
             self.feed_monitors(client, argv)
         return reply

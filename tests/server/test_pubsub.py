@@ -26,8 +26,9 @@ def test_subscribe_publish_side_by_side(rill_server, oracle_server):
         t.append(pub.call("PUBSUB", "NUMPAT"))
         t.append(sub.call("GET", "x"))
         t.append(sub.call("PING"))
+        # Redis unsubscribes "all" in its dict's order: leave one channel so the order is fixed.
+        t.append(sub.call("UNSUBSCRIBE", "a"))
         t.append(sub.call("UNSUBSCRIBE"))
-        t.append(sub.read_reply())
         t.append(sub.call("PUNSUBSCRIBE"))
         t.append(sub.call("UNSUBSCRIBE"))
         t.append(sub.call("PING"))
