@@ -30,6 +30,19 @@ def oracle_server():
 
 
 @pytest.fixture
+def inproc():
+    """An in-process Server (no sockets); every propagated (db, argv) lands in one list."""
+    from rill.server.commands import load_all
+    from rill.server.server import Server
+
+    load_all()
+    server = Server()
+    effects: list = []
+    server.propagation_sinks.append(effects.extend)
+    return server, server.new_client(), effects
+
+
+@pytest.fixture
 def r(rill_server):
     """A redis-py client on a flushed rill."""
     client = redis.Redis(port=rill_server.port)

@@ -186,3 +186,10 @@ class RawClient:
             return True
         except TimeoutError:
             return False
+
+
+def run_inproc(server, client, *args) -> bytes:
+    """Run one command on an in-process Server and return the reply bytes it queued."""
+    client.out.clear()
+    server.execute(client, [a if isinstance(a, bytes) else str(a).encode() for a in args])
+    return b"".join(client.out)

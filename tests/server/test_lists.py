@@ -8,11 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rill.protocol.reply import encode
-from rill.server.commands import keys, load_all
+from rill.server.commands import keys
 from rill.server.commands.lists import _bulk_array
-from rill.server.server import Server
 
 from tests.support import RawClient, encode_command
+from tests.support import run_inproc as _run
 
 
 @pytest.fixture(params=["resp2", "resp3"])
@@ -289,20 +289,8 @@ def test_large_lists_match_redis(sbs):
 
 
 # -- propagation (in-process: a Server with a sink, no sockets) -------------------
-@pytest.fixture
-def inproc():
-    load_all()
-    server = Server()
-    effects: list = []
-    server.propagation_sinks.append(effects.extend)
-    client = server.new_client()
-    return server, client, effects
 
 
-def _run(server, client, *args):
-    client.out.clear()
-    server.execute(client, [a if isinstance(a, bytes) else str(a).encode() for a in args])
-    return b"".join(client.out)
 
 
 def test_propagation_of_immediate_pops(inproc):

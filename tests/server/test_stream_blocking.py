@@ -12,6 +12,7 @@ from rill.server.commands import load_all
 from rill.server.server import Server
 
 from tests.support import RawClient, encode_command
+from tests.support import run_inproc as run
 
 
 class Side:
@@ -365,10 +366,6 @@ def inproc():
     return server, client, effects
 
 
-def run(server, client, *args) -> bytes:
-    client.out.clear()
-    server.execute(client, [a if isinstance(a, bytes) else str(a).encode() for a in args])
-    return b"".join(client.out)
 
 
 def test_served_xreadgroup_is_propagated_after_the_xadd(inproc):

@@ -14,6 +14,8 @@ import pytest
 from rill.server.commands import load_all
 from rill.server.server import Server
 
+from tests.support import run_inproc as run
+
 MAX = "18446744073709551615"
 
 
@@ -528,10 +530,6 @@ def inproc():
     return server, client, effects
 
 
-def run(server, client, *args) -> bytes:
-    client.out.clear()
-    server.execute(client, [a if isinstance(a, bytes) else str(a).encode() for a in args])
-    return b"".join(client.out)
 
 
 def xclaim(key, group, consumer, sid, t, count, lastid):

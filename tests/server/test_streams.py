@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rill.server.commands import keys, load_all
-from rill.server.server import Server
+from rill.server.commands import keys
 
 from tests.support import RawClient
+from tests.support import run_inproc as run
 
 MAX = "18446744073709551615"
 
@@ -512,20 +512,8 @@ def test_random_sequences_match_redis(sbs, ops):
 # -- propagation and dirty (in-process) ---------------------------------------------------------------
 
 
-@pytest.fixture
-def inproc():
-    load_all()
-    server = Server()
-    effects: list = []
-    server.propagation_sinks.append(effects.extend)
-    client = server.new_client()
-    return server, client, effects
 
 
-def run(server, client, *args) -> bytes:
-    client.out.clear()
-    server.execute(client, [a if isinstance(a, bytes) else str(a).encode() for a in args])
-    return b"".join(client.out)
 
 
 def test_xadd_propagates_the_real_id_and_exact_trims(inproc):
