@@ -84,7 +84,6 @@ async def serve(config: Config) -> int:
     """Run a server until SHUTDOWN or a signal; the process exit code."""
     from .commands import load_all, setup_all
     from .connection import Connection
-    from .persistence import install as install_persistence
     from .server import Server
 
     load_all()
@@ -98,10 +97,13 @@ async def serve(config: Config) -> int:
                     "In order to specify a config file use rill-server /path/to/redis.conf")
     loop = asyncio.get_running_loop()
     server = Server(config)
-    setup_all(server)
-    install_persistence(server)
+    setup_all(server)  # every family, persistence included, attaches its state
     server.loop = loop
     server.shutdown_event = asyncio.Event()
+    # Before any listener exists: a client can be served as soon as the first
+    # one does, and a SIGTERM from then on must shut down cleanly.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, _on_signal, server, sig)
     server.executable = os.path.abspath(sys.argv[0])
     server.tcp_port = config.int("port")
     listeners = []
@@ -150,8 +152,6 @@ async def serve(config: Config) -> int:
     notice("Server initialized")
     for hook in server.startup_hooks:
         hook()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, _on_signal, server, sig)
     cron = loop.create_task(_cron(server))
     notice("Running mode=standalone, port=%d.", server.tcp_port)
     if port:
