@@ -18,6 +18,7 @@ FAMILIES = (
     "hashes",
     "sets",
     "zsets",
+    "sort",
     "pubsub",
     "persistence",
 )

@@ -83,6 +83,7 @@ class Command:
         "rejected_calls",
         "failed_calls",
         "key_specs",
+        "getkeys",
     )
 
     def __init__(self, fullname: str, spec: dict, handler: Handler | None) -> None:
@@ -96,6 +97,9 @@ class Command:
             self.flags |= _FLAG_BITS.get(f, 0)
         self.first_key, self.last_key, self.key_step = info[3], info[4], info[5]
         self.key_specs: list = _plain(info[8]) if len(info) > 8 else []
+        # Redis's getkeys_proc: a command whose key specs are incomplete (SORT's STORE)
+        # finds its keys itself, returning what keys_with_specs returns.
+        self.getkeys: Callable[[list[bytes]], list[tuple[int, dict]]] | None = None
         self.info = info
         self.docs = spec.get("docs")
         self.subcommands: dict[bytes, Command] = {}
@@ -132,6 +136,8 @@ class Command:
 
     def keys_with_specs(self, argv: list[bytes]) -> list[tuple[int, dict]]:
         """(argument index, key spec) for every key argument, in key-spec order."""
+        if self.getkeys is not None:
+            return self.getkeys(argv)
         found: list[tuple[int, dict]] = []
         for spec in self.key_specs:
             positions: list[int] = []
