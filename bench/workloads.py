@@ -8,7 +8,8 @@ command line for redis-benchmark, e.g. XADD). Anything else is a function taking
 
 Targets (rill / redis-server): issue 2: unpipelined >= 0.7x, -P 16 >= 0.6x; issue 3:
 XADD >= 0.7x / 0.6x, XRANGE COUNT 100 >= 0.35x, consumer loop >= 0.5x, memory per entry
-<= 1.2x; issue 4: list commands >= 0.7x, LRANGE_100 >= 0.35x, wake p99 <= 10 ms.
+<= 1.2x; issue 4: list commands >= 0.7x, LRANGE_100 >= 0.35x, wake p99 <= 10 ms; issue 6:
+HSET/SADD/ZADD/ZPOPMIN >= 0.7x, ZRANGE 0 99 WITHSCORES >= 0.35x.
 """
 
 from __future__ import annotations
@@ -377,3 +378,34 @@ for _policy, _target in [("everysec", AT_LEAST(0.6)), ("always", None)]:
         _xadd_with_aof(_policy),
         probe=[["CONFIG", "SET", "appendfsync", _policy]],
     ))
+
+# -- issue 6: hashes, sets and sorted sets -------------------------------------------------
+
+
+def prefill_zset(key: str, members: int) -> Callable[[Ctx, Server], None]:
+    """Setup: a sorted set of ``members`` members with distinct integer scores."""
+
+    def setup(ctx: Ctx, server: Server) -> None:
+        with server.client() as c:
+            c.call("DEL", key)
+            errors = c.pipeline(
+                ["ZADD", key, *(x for i in range(j, min(j + 1000, members)) for x in (i, f"m:{i}"))]
+                for j in range(0, members, 1000)
+            )
+            if errors:
+                raise BenchError(f"prefill of {key}: {errors} error replies")
+
+    return setup
+
+
+rb_test("HSET", "hset", group="collections", issue=6, target=UNPIPELINED,
+        probe=[["HSET", "bench:probe:h", "f", "v"]])
+rb_test("SADD", "sadd", group="collections", issue=6, target=UNPIPELINED,
+        probe=[["SADD", "bench:probe:s", "m"]])
+rb_test("ZADD", "zadd", group="collections", issue=6, target=UNPIPELINED,
+        probe=[["ZADD", "bench:probe:z", "1", "m"]])
+# redis-benchmark pops from "myzset"; fill it first so every pop finds a member.
+rb_test("ZPOPMIN", "zpopmin", group="collections", issue=6, target=UNPIPELINED,
+        probe=[["ZPOPMIN", "bench:probe:z"]], setup=prefill_zset("myzset", N_UNPIPELINED))
+rb_command("ZRANGE 0 99 WITHSCORES", ["ZRANGE", "bench:zr", "0", "99", "WITHSCORES"], group="collections",
+           issue=6, target=AT_LEAST(0.35), requests=N_HEAVY, setup=prefill_zset("bench:zr", 1000))
