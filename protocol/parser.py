@@ -47,7 +47,7 @@ class ProtocolError:
         return f"ProtocolError({self.message!r})"
 
 
-def _string2ll(s: bytes) -> int | None:
+def string2ll(s: bytes) -> int | None:
     """Redis's string2ll: optional '-', no '+', no leading zeros, no spaces, int64 range."""
     n = len(s)
     if n == 0 or n > 20:
@@ -247,7 +247,7 @@ class RequestParser:
                         break
                     if nl > n - 2:
                         break
-                    ll = _string2ll(bytes(buf[pos + 1 : nl]))
+                    ll = string2ll(bytes(buf[pos + 1 : nl]))
                     if ll is None or ll > INT_MAX:
                         return self._error(out, b"invalid multibulk length")
                     if ll > UNAUTH_MAX_MULTIBULK and self.auth_required:
@@ -285,7 +285,7 @@ class RequestParser:
                         break
                     if buf[pos] != 36:  # '$'
                         return self._error(out, b"expected '$', got '%c'" % buf[pos])
-                    ll = _string2ll(bytes(buf[pos + 1 : nl]))
+                    ll = string2ll(bytes(buf[pos + 1 : nl]))
                     if ll is None or ll < 0 or ll > self.max_bulk_len:
                         return self._error(out, b"invalid bulk length")
                     if ll > UNAUTH_MAX_BULK and self.auth_required:

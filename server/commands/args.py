@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import math
 
+# One string2ll for the whole server: the request parser's (re-exported here).
+from rill.protocol.parser import INT64_MAX as INT64_MAX
+from rill.protocol.parser import INT64_MIN as INT64_MIN
+from rill.protocol.parser import string2ll as string2ll
 from rill.protocol.reply import ReplyError
 
 SYNTAX_ERR = ReplyError("ERR syntax error")
@@ -13,26 +17,6 @@ NOT_FLOAT = ReplyError("ERR value is not a valid float")
 OVERFLOW = ReplyError("ERR increment or decrement would overflow")
 NO_SUCH_KEY = ReplyError("ERR no such key")
 DB_RANGE = ReplyError("ERR DB index is out of range")
-
-INT64_MIN = -(2**63)
-INT64_MAX = 2**63 - 1
-
-
-def string2ll(s: bytes) -> int | None:
-    """Redis's string2ll: optional '-', digits, no leading zeros or '+', int64 range."""
-    n = len(s)
-    if n == 0 or n > 20:
-        return None
-    if s.isdigit():
-        if s[0] == 48 and n > 1:
-            return None
-    elif not (s[0] == 45 and n > 1 and s[1] != 48 and s[1:].isdigit()):
-        return None
-    v = int(s)
-    if v < INT64_MIN or v > INT64_MAX:
-        return None
-    return v
-
 
 def get_int(arg: bytes, err: ReplyError | str | None = None) -> int:
     """An int64 argument, or the given error (Redis's default: not an integer)."""
