@@ -1,0 +1,150 @@
+"""The set type: a Python set of byte strings that reports Redis 7.0's encodings.
+
+Redis 7.0 keeps a set of integers as an intset (sorted int64s, so reading it
+yields members in ascending numeric order) until a non-integer member arrives
+or it grows past ``set-max-intset-entries``; then it becomes a hash table and
+never goes back. (Listpack-encoded sets only arrived in 7.2.) The value is a
+plain ``set`` plus an ``intset`` flag flipped at those moments; members of an
+intset are read back sorted by value, exactly as Redis returns them.
+
+"Integer" means what Redis's string2ll accepts: an optional '-', no leading
+zeros or '+', within int64 -- so "01" or "-0" make a set a hash table.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Iterator
+
+from .keyspace import ScanOrder
+from .list import _jemalloc_size
+
+max_intset_entries = 512
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+
+def set_limits(entries: int) -> None:
+    """set-max-intset-entries (capped at 2**30 as Redis caps it)."""
+    global max_intset_entries
+    max_intset_entries = min(entries, 1 << 30)
+
+
+def is_int(s: bytes) -> bool:
+    """Whether an intset may hold ``s`` (Redis's string2ll over the whole string)."""
+    n = len(s)
+    if n == 0 or n > 20:
+        return False
+    if s.isdigit():
+        if s[0] == 48 and n > 1:
+            return False
+    elif not (s[0] == 45 and n > 1 and s[1] != 48 and s[1:].isdigit()):
+        return False
+    return n < 19 or _INT64_MIN <= int(s) <= _INT64_MAX
+
+
+def all_ints(members: Iterable[bytes]) -> bool:
+    for m in members:
+        if not is_int(m):
+            return False
+    return True
+
+
+_ROBJ = 16
+_DICT = 56
+_DICT_ENTRY = 24
+_SDS_HDR = 3
+
+
+class SetValue(set):
+    """A Redis set; ``intset`` is True while Redis would keep it as an intset."""
+
+    __slots__ = ("intset", "scan")
+
+    type_name = b"set"
+
+    def __init__(self, members: Iterable[bytes] = ()) -> None:
+        super().__init__(members)
+        self.intset = True
+        self.scan: ScanOrder | None = None
+
+    def encoding(self) -> bytes:
+        return b"intset" if self.intset else b"hashtable"
+
+    def add_member(self, member: bytes) -> int:
+        """setTypeAdd: 1 when ``member`` is new; converts as Redis does."""
+        if member in self:
+            return 0
+        self.add(member)
+        if self.intset:
+            if len(self) > max_intset_entries or not is_int(member):
+                self.intset = False
+        elif self.scan is not None:
+            self.scan.added(member, self)
+        return 1
+
+    def ordered(self) -> list[bytes]:
+        """Members in Redis's iteration order: ascending values for an intset."""
+        if self.intset:
+            return sorted(self, key=int)
+        return list(self)
+
+    def random_member(self) -> bytes:
+        return random.choice(tuple(self))
+
+    def scan_page(self, cursor: int, count: int) -> tuple[int, list[bytes]]:
+        """SSCAN over a hashtable-encoded set: (next cursor, members)."""
+        if self.scan is None:
+            self.scan = ScanOrder()
+            self.scan.log = list(self)
+        return self.scan.scan(self, cursor, count)  # type: ignore[arg-type]
+
+    def copy(self) -> SetValue:
+        s = SetValue(self)
+        s.intset = self.intset
+        return s
+
+    def digest_parts(self) -> Iterator[bytes]:
+        return iter(sorted(self))
+
+    def rdb_items(self) -> list[bytes]:
+        return self.ordered()
+
+    def memory_usage(self, samples: int = 5) -> int:
+        """MEMORY USAGE's estimate: the intset blob, or dict + entries + sds members."""
+        n = len(self)
+        if self.intset:
+            width = 2
+            for m in self:
+                v = int(m)
+                if v < -(2**31) or v > 2**31 - 1:
+                    width = 8
+                    break
+                if v < -32768 or v > 32767:
+                    width = 4
+            return _ROBJ + _jemalloc_size(8 + width * n)
+        buckets = 1 << max(2, (n - 1).bit_length()) if n else 0
+        size = _ROBJ + _DICT + buckets * 8
+        if not n:
+            return size
+        taken = total = 0
+        for m in self:
+            total += _DICT_ENTRY + _jemalloc_size(len(m) + _SDS_HDR)
+            taken += 1
+            if samples and taken >= samples:
+                break
+        return size + total * n // taken
+
+
+def from_members(members: Iterable[bytes]) -> SetValue:
+    """A set holding ``members`` in the encoding a fresh Redis set of them would have."""
+    s = SetValue(members)
+    if len(s) > max_intset_entries or not all_ints(s):
+        s.intset = False
+    return s
+
+
+def from_rdb_members(members: Iterable[bytes]) -> SetValue:
+    """A set loaded from RDB/RESTORE (same rule: intset if it fits)."""
+    return from_members(members)
