@@ -615,6 +615,18 @@ def _rewrite_stream(key: bytes, s: Stream) -> Iterator[list[bytes]]:
         b"ENTRIESADDED", b"%d" % s.entries_added,
         b"MAXDELETEDID", format_sid(s.max_deleted_entry_id),
     ]
+    st = s.idmp
+    if st is not None:
+        # Redis 8.6 IDMP state: settings, then every tracked iid (XIDMPRECORD, which the
+        # AOF loader accepts for entries deleted since). Insertion times restart at load.
+        if st.configured:
+            yield [
+                b"XCFGSET", key, b"IDMP-DURATION", b"%d" % st.duration,
+                b"IDMP-MAXSIZE", b"%d" % st.maxsize,
+            ]
+        for pid, iids in st.producers.items():
+            for iid, (sid, _at) in iids.items():
+                yield [b"XIDMPRECORD", key, pid, iid, format_sid(sid)]
     for g in s.groups():
         yield [
             b"XGROUP", b"CREATE", key, g.name, format_sid(g.last_id),
@@ -631,6 +643,15 @@ def _rewrite_stream(key: bytes, s: Stream) -> Iterator[list[bytes]]:
                     b"RETRYCOUNT", b"%d" % nack.delivery_count,
                     b"JUSTID", b"FORCE",
                 ]
+        if g.nacked:
+            # XNACKed entries (Redis 8.8), in release order.
+            for sid in g.nacked:
+                nack = g.pel.get(sid)
+                if nack is not None:
+                    yield [
+                        b"XNACK", key, g.name, b"FAIL", b"IDS", b"1", format_sid(sid),
+                        b"RETRYCOUNT", b"%d" % nack.delivery_count, b"FORCE",
+                    ]
 
 
 def _rewrite_hash(key: bytes, value: Any) -> Iterator[list[bytes]]:

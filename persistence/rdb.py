@@ -17,6 +17,21 @@ CRC, and builds the whole dataset off to the side: a file that fails a check
 raises ``RdbError`` naming the offset, and the caller installs nothing.  Each
 type is one reader function in ``READERS`` keyed by the RDB type byte.
 
+Streams carrying state newer than Redis 7 (Redis 8.6 IDMP settings and producer
+history, Redis 8.8 XNACK's released-entry order) keep their ordinary type-19 record
+and add, right after it, one AUX field ``rill-stream-ext`` -- written only when such
+state exists. redis-server skips unknown AUX fields, so the file still loads there
+(without that state); rill's loader applies it to the key just read.  Its value::
+
+    version (1 byte, = 1) | key (string)
+    has-idmp (1 byte) [duration | maxsize | configured | iids-added | iids-duplicates
+                       | producers n | n x (pid | iids m | m x (iid | 16-byte ID | int64 ms))]
+    groups-with-released k | k x (group name | ids m | m x 16-byte ID)   (release order)
+
+(lengths and strings in RDB length/string encoding).  Released entries themselves are
+ordinary owner-less group-PEL NACKs of the type-19 record (delivery time 0).  DUMP
+payloads carry only the type-19 record.
+
 Hashes, sets and sorted sets are decoded into plain pairs/members and handed to
 the builder registered in ``BUILDERS`` under the type name; writers for them
 live in ``WRITERS``.  Both are filled in from ``rill.storage`` modules when those
@@ -457,6 +472,73 @@ def _write_stream(w: RdbWriter, s: Stream, key: bytes | None) -> None:
         if spill and len(out) > _SPILL:
             w.spill()
             out = w.out
+    if key is not None:
+        ext = stream_ext(s, key)
+        if ext is not None:
+            w.aux(STREAM_EXT_AUX, ext)
+
+
+STREAM_EXT_AUX = b"rill-stream-ext"
+
+
+def stream_ext(s: Stream, key: bytes) -> bytes | None:
+    """The ``rill-stream-ext`` AUX value of a stream, None when it has no such state."""
+    st = s.idmp
+    released = [(g.name, [sid for sid in g.nacked if sid in g.pel]) for g in s.groups() if g.nacked]
+    if st is None and not released:
+        return None
+    ln = encode_len
+    out = bytearray(b"\x01")
+    out += encode_string(key)
+    if st is None:
+        out.append(0)
+    else:
+        out.append(1)
+        out += ln(st.duration) + ln(st.maxsize) + ln(1 if st.configured else 0)
+        out += ln(st.iids_added) + ln(st.iids_duplicates) + ln(len(st.producers))
+        for pid, iids in st.producers.items():
+            out += encode_string(pid) + ln(len(iids))
+            for iid, (sid, at) in iids.items():
+                out += encode_string(iid) + sid.to_bytes(16, "big") + _I64.pack(at)
+    out += ln(len(released))
+    for name, ids in released:
+        out += encode_string(name) + ln(len(ids))
+        for sid in ids:
+            out += sid.to_bytes(16, "big")
+    return bytes(out)
+
+
+def apply_stream_ext(db: dict[bytes, Any], blob: bytes) -> None:
+    """Install a ``rill-stream-ext`` value on its key (ignored if the key was skipped)."""
+    from rill.storage.stream import IdmpState
+
+    r = RdbReader(blob)
+    try:
+        if r.byte() != 1:
+            raise RdbError("unknown rill-stream-ext version")
+        key = r.string()
+        s = db.get(key)
+        if not isinstance(s, Stream):
+            return
+        if r.byte():
+            st = IdmpState(r.length(), r.length())
+            st.configured = bool(r.length())
+            st.iids_added = r.length()
+            st.iids_duplicates = r.length()
+            for _ in range(r.length()):
+                pid = r.string()
+                for _ in range(r.length()):
+                    iid = r.string()
+                    sid = int.from_bytes(r.raw(16), "big")
+                    st.restore(pid, iid, sid, _I64.unpack(r.raw(8))[0])
+            s.idmp = st
+        for _ in range(r.length()):
+            g = s.get_group(r.string())
+            ids = [int.from_bytes(r.raw(16), "big") for _ in range(r.length())]
+            if g is not None:
+                g.nacked = {sid: None for sid in ids if sid in g.pel} or None
+    except (IndexError, struct.error) as e:
+        raise RdbError(f"corrupt rill-stream-ext: {e}") from None
 
 
 def _write_hash_pairs(w: RdbWriter, pairs: list[tuple[bytes, bytes]], key: bytes | None) -> None:
@@ -1339,7 +1421,10 @@ def _load(
             r.length()
         elif op == OP_AUX:
             k = string()
-            aux[k] = string()
+            if k == STREAM_EXT_AUX:
+                apply_stream_ext(data_db, string())
+            else:
+                aux[k] = string()
         elif op == OP_EXPIRETIME:
             expire_at = _I32.unpack(r.raw(4))[0] * 1000
         elif op == OP_IDLE:

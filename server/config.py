@@ -168,6 +168,8 @@ PARAMS: list[Param] = [
     P('latency-monitor-threshold', 'int', '0', lo=0, hi=9223372036854775807),
     P('proto-max-bulk-len', 'memory', '536870912', lo=1048576, hi=9223372036854775807),
     P('stream-node-max-entries', 'int', '100', lo=0, hi=9223372036854775807),
+    # rill: rewrite a stream node without its tombstones once they are this percent of it (0 = never, as Redis)
+    P('stream-node-gc-percent', 'int', '50', lo=0, hi=100),
     P('repl-backlog-size', 'memory', '1048576', lo=1, hi=9223372036854775807),
     P('maxmemory', 'memory', '0', lo=0, hi=18446744073709551615, unsigned=True),
     P('cluster-link-sendbuf-limit', 'memory', '0', lo=0, hi=18446744073709551615, unsigned=True),

@@ -31,6 +31,7 @@ Returned ``[f1, v1, ...]`` lists may be shared with that cache: treat them as re
 
 from __future__ import annotations
 
+import heapq
 import struct
 import sys
 from bisect import bisect_left, bisect_right
@@ -83,6 +84,11 @@ __all__ = [
     "validate_node",
     "clear_node_cache",
     "node_counts",
+    "REF_KEEP",
+    "REF_DEL",
+    "REF_ACKED",
+    "GCStats",
+    "IdmpState",
     "NACK",
     "Consumer",
     "ConsumerGroup",
@@ -102,6 +108,17 @@ FLAG_SAMEFIELDS = 2
 
 STREAM_LISTPACK_MAX_SIZE = 1 << 30
 SCG_INVALID_ENTRIES_READ = -1
+
+# Consumer-group reference policies of deletions and trims (Redis 8.2).
+REF_KEEP = 0  # KEEPREF: PELs keep the IDs (Redis 7's only behaviour)
+REF_DEL = 1  # DELREF: PEL references go with the entry
+REF_ACKED = 2  # ACKED: only entries no group references are removed
+
+# IDMP defaults and bounds (Redis 8.6 docs: XCFGSET).
+IDMP_DURATION_DEFAULT = 100
+IDMP_MAXSIZE_DEFAULT = 100
+IDMP_DURATION_MAX = 86400
+IDMP_MAXSIZE_MAX = 10000
 
 _SMALL_MIN = -4096
 _SMALL_MAX = 4095
@@ -675,6 +692,81 @@ def _find_live(key: int, lp: bytes | bytearray, sid: int) -> tuple[int, int] | N
 
 
 # --------------------------------------------------------------------------------------------
+# Node rewriting (garbage collection of tombstones)
+# --------------------------------------------------------------------------------------------
+#
+# Redis never reclaims the bytes of deleted entries: XDEL only sets a flag, and a node goes
+# away only when its last live entry does. The seed's plan was to rewrite a node once enough
+# of it is tombstones and to glue small neighbours together. A rewritten node keeps its rax
+# key (its master ID) and its master fields, so the live entries' bytes -- flags, ID deltas,
+# fields or SAMEFIELDS values, lp-count -- are copied verbatim; only entries moved into
+# another node are re-encoded against that node's master. Either way the result is an
+# ordinary Redis stream node (count/deleted/master fields/terminator, lp-count back-links)
+# that redis-server loads and iterates like any other.
+
+
+def _entry_bytes(key: int, lp: bytes | bytearray, nf: int) -> list[tuple[bytes, int]]:
+    """``(raw_bytes, element_count)`` of every live entry of a node, in order."""
+    out: list[tuple[bytes, int]] = []
+    mms = key >> 64
+    mseq = key & MASK64
+    _c, _d, _nf, _f, p = _master(lp)
+    end = len(lp) - 1
+    while p < end:
+        flags, _sid, q = _entry_head(lp, p, mms, mseq)
+        nxt = _skip_entry_data(lp, q, flags, nf)
+        if not flags & FLAG_DELETED:
+            lc, _ = _get_int(lp, _prev(lp, nxt))
+            out.append((bytes(lp[p:nxt]), lc + 1))
+        p = nxt
+    return out
+
+
+def _encode_entry(mkey: int, mfields: list[bytes], sid: int, fv: list[bytes]) -> tuple[bytes, int]:
+    """One live entry encoded for a node whose master is ``mkey``/``mfields``:
+    ``(bytes, element_count)``, as streamAppendItem lays it out."""
+    nf = len(fv) >> 1
+    same = nf == len(mfields) and fv[0::2] == mfields
+    parts = [
+        int_element(FLAG_SAMEFIELDS if same else FLAG_NONE),
+        int_element(_to_int64((sid >> 64) - (mkey >> 64))),
+        int_element(_to_int64((sid & MASK64) - (mkey & MASK64))),
+    ]
+    if same:
+        parts += [element(v) for v in fv[1::2]]
+        lc = nf + 3
+    else:
+        parts.append(int_element(nf))
+        parts += [element(x) for x in fv]
+        lc = nf + nf + 4
+    parts.append(int_element(lc))
+    return b"".join(parts), lc + 1
+
+
+def _build_node(fields: list[bytes], entries: list[tuple[bytes, int]]) -> bytes:
+    """A node listpack: master entry (count = len(entries), deleted 0) plus the entries."""
+    parts = [b"\x00" * LP_HDR_SIZE, int_element(len(entries)), _E_ZERO, int_element(len(fields))]
+    parts += [element(f) for f in fields]
+    parts.append(_E_ZERO)
+    nele = 4 + len(fields)
+    for raw, n in entries:
+        parts.append(raw)
+        nele += n
+    parts.append(b"\xff")
+    lp = bytearray(b"".join(parts))
+    _HDR.pack_into(lp, 0, len(lp), nele if nele < LP_HDR_NUMELE_UNKNOWN else LP_HDR_NUMELE_UNKNOWN)
+    return bytes(lp)
+
+
+class GCStats:
+    """Process-wide garbage-collection counters (INFO memory)."""
+
+    runs = 0  # nodes rewritten without their tombstones
+    merges = 0  # neighbour nodes glued together
+    reclaimed_bytes = 0  # listpack bytes given back by both
+
+
+# --------------------------------------------------------------------------------------------
 # Decoded-node cache
 # --------------------------------------------------------------------------------------------
 #
@@ -870,7 +962,7 @@ class ConsumerGroup:
     XPENDING ranges and XAUTOCLAIM cursors are ordered seeks.
     """
 
-    __slots__ = ("name", "last_id", "entries_read", "pel", "consumers")
+    __slots__ = ("name", "last_id", "entries_read", "pel", "consumers", "nacked")
 
     def __init__(
         self, name: bytes, last_id: int = 0, entries_read: int = SCG_INVALID_ENTRIES_READ
@@ -880,6 +972,37 @@ class ConsumerGroup:
         self.entries_read = entries_read
         self.pel: Rax = Rax()
         self.consumers: dict[bytes, Consumer] = {}
+        # XNACKed IDs in release order (the PEL's "NACKed portion"); None while empty.
+        self.nacked: dict[int, None] | None = None
+
+    def release(self, sid: int, count: int) -> bool:
+        """XNACK one pending ID: no owner, delivery time 0, delivery count ``count``, and
+        to the back of the released FIFO. False if ``sid`` is not pending."""
+        nack = self.pel.get(sid)
+        if nack is None:
+            return False
+        if nack.consumer is not None:
+            nack.consumer.pel.discard(sid)
+            nack.consumer = None
+        nack.delivery_time = 0
+        nack.delivery_count = count
+        nacked = self.nacked
+        if nacked is None:
+            nacked = self.nacked = {}
+        else:
+            nacked.pop(sid, None)
+        nacked[sid] = None
+        return True
+
+    def unrelease(self, sid: int) -> None:
+        """``sid`` was delivered, claimed or acknowledged: it leaves the released FIFO."""
+        nacked = self.nacked
+        if nacked and nacked.pop(sid, 1) is None and not nacked:
+            self.nacked = None
+
+    def is_released(self, sid: int) -> bool:
+        nacked = self.nacked
+        return nacked is not None and sid in nacked
 
     def __repr__(self) -> str:
         return (
@@ -948,6 +1071,8 @@ class ConsumerGroup:
             nack.consumer = consumer
             nack.delivery_time = now_ms
             nack.delivery_count = 1
+            if self.nacked:
+                self.unrelease(sid)
         consumer.pel.insert(sid, nack)
         consumer.active_time = now_ms
         return nack
@@ -959,6 +1084,8 @@ class ConsumerGroup:
             return False
         if nack.consumer is not None:
             nack.consumer.pel.discard(sid)
+        if self.nacked:
+            self.unrelease(sid)
         return True
 
     def add_nack(
@@ -1049,6 +1176,8 @@ class ConsumerGroup:
             g.pel.insert(sid, nn)
             if owner is not None:
                 owner.pel.insert(sid, nn)
+        if self.nacked:
+            g.nacked = dict(self.nacked)
         return g
 
 
@@ -1078,6 +1207,87 @@ class AutoClaimResult(NamedTuple):
     consumer_created: bool
 
 
+class IdmpState:
+    """Idempotent-producer bookkeeping of one stream (Redis 8.6's IDMP map).
+
+    Per producer ID, its recent idempotent IDs in insertion order with the entry ID each
+    produced and when (ms). An iid is forgotten after ``duration`` seconds or when the
+    producer holds more than ``maxsize`` of them (oldest first).  ``configured`` records
+    that XCFGSET was used (XINFO shows the IDMP fields once there is any IDMP state).
+    """
+
+    __slots__ = ("duration", "maxsize", "configured", "producers", "iids_added", "iids_duplicates")
+
+    def __init__(
+        self, duration: int = IDMP_DURATION_DEFAULT, maxsize: int = IDMP_MAXSIZE_DEFAULT
+    ) -> None:
+        self.duration = duration
+        self.maxsize = maxsize
+        self.configured = False
+        self.producers: dict[bytes, OrderedDict[bytes, tuple[int, int]]] = {}
+        self.iids_added = 0
+        self.iids_duplicates = 0
+
+    def _expire(self, pid: bytes, now_ms: int) -> OrderedDict[bytes, tuple[int, int]] | None:
+        iids = self.producers.get(pid)
+        if iids is None:
+            return None
+        horizon = now_ms - self.duration * 1000
+        while iids:
+            _iid, (_sid, at) = next(iter(iids.items()))
+            if at > horizon:
+                break
+            iids.popitem(last=False)
+        if not iids:
+            del self.producers[pid]
+            return None
+        return iids
+
+    def expire_all(self, now_ms: int) -> None:
+        for pid in list(self.producers):
+            self._expire(pid, now_ms)
+
+    def lookup(self, pid: bytes, iid: bytes, now_ms: int) -> int | None:
+        """The entry ID recorded for (pid, iid), or None (expired iids are dropped first)."""
+        iids = self._expire(pid, now_ms)
+        if iids is None:
+            return None
+        hit = iids.get(iid)
+        return None if hit is None else hit[0]
+
+    def record(self, pid: bytes, iid: bytes, sid: int, now_ms: int) -> None:
+        """Remember that (pid, iid) produced entry ``sid``; evict past ``maxsize``."""
+        iids = self.producers.get(pid)
+        if iids is None:
+            iids = self.producers[pid] = OrderedDict()
+        iids.pop(iid, None)
+        iids[iid] = (sid, now_ms)
+        while len(iids) > self.maxsize:
+            iids.popitem(last=False)
+        self.iids_added += 1
+
+    def restore(self, pid: bytes, iid: bytes, sid: int, at_ms: int) -> None:
+        """Re-insert a tracked iid as persisted (no counters, no eviction)."""
+        iids = self.producers.get(pid)
+        if iids is None:
+            iids = self.producers[pid] = OrderedDict()
+        iids[iid] = (sid, at_ms)
+
+    def pids_tracked(self) -> int:
+        return len(self.producers)
+
+    def iids_tracked(self) -> int:
+        return sum(len(v) for v in self.producers.values())
+
+    def copy(self) -> IdmpState:
+        n = IdmpState(self.duration, self.maxsize)
+        n.configured = self.configured
+        n.iids_added = self.iids_added
+        n.iids_duplicates = self.iids_duplicates
+        n.producers = {k: OrderedDict(v) for k, v in self.producers.items()}
+        return n
+
+
 # --------------------------------------------------------------------------------------------
 # Stream
 # --------------------------------------------------------------------------------------------
@@ -1100,6 +1310,9 @@ class Stream:
 
     node_max_bytes: int = 4096
     node_max_entries: int = 100
+    # Tombstone share of a node at which it is rewritten without them (0 = never: Redis's
+    # layout, the storage default); the server sets it from CONFIG stream-node-gc-percent.
+    gc_ratio: float = 0.0
 
     # TYPE and OBJECT ENCODING both say "stream" (Redis has one stream encoding).
     type_name = b"stream"
@@ -1123,6 +1336,7 @@ class Stream:
         "entries_added",
         "_rax",
         "_cgroups",
+        "idmp",
         # tail-node cache (valid iff _t_lp is not None)
         "_t_lp",
         "_t_key",
@@ -1143,6 +1357,7 @@ class Stream:
         self.entries_added = 0
         self._rax = Rax()
         self._cgroups: dict[bytes, ConsumerGroup] | None = None
+        self.idmp: IdmpState | None = None
         self._t_lp: bytearray | None = None
         self._t_key = 0
         self._t_ms = 0
@@ -1623,11 +1838,13 @@ class Stream:
 
     # ---------------------------------------------------------------------------- deletion
 
-    def delete(self, sid: int) -> bool:
+    def delete(self, sid: int, track_max: bool = True) -> bool:
         """XDEL one ID: flag the entry deleted in place; True if a live entry was deleted.
 
         Updates the node's master counters (freeing the node when its last live entry
-        goes), ``length``, ``max_deleted_entry_id`` and ``first_id``; never ``last_id``.
+        goes), ``length``, ``max_deleted_entry_id`` (unless ``track_max`` is False: trims
+        leave it alone) and ``first_id``; never ``last_id``.  The node may then be
+        garbage-collected (see :meth:`_gc_node`).
         """
         rax = self._rax
         hit = self._node_for(sid)
@@ -1648,14 +1865,131 @@ class Stream:
                 rax.insert(key, lp)
             replace_int(lp, found[0], found[1] | FLAG_DELETED)
             _set_counts(lp, count - 1, deleted + 1)
+            if self.gc_ratio > 0:
+                self._gc_node(key)
         self.length -= 1
-        if sid > self.max_deleted_entry_id:
+        if track_max and sid > self.max_deleted_entry_id:
             self.max_deleted_entry_id = sid
         if self.length == 0:
             self.first_id = 0
         elif sid == self.first_id:
             self.first_id = self.edge_id(True, True)
         return True
+
+    # ---------------------------------------------------------------------------- GC
+
+    def _gc_node(self, key: int) -> None:
+        """Rewrite node ``key`` without its tombstones once they reach ``gc_ratio`` of its
+        entries, then glue it to a neighbour when the two fit in one node."""
+        ratio = self.gc_ratio
+        rax = self._rax
+        lp = rax.get(key)
+        if ratio <= 0 or lp is None:
+            return
+        count, deleted = node_counts(lp)
+        if not deleted or deleted < ratio * (count + deleted):
+            return
+        self._touch(key)
+        _nc_drop(lp)
+        before = len(lp)
+        GCStats.runs += 1
+        if count == 0:
+            rax.remove(key)
+            GCStats.reclaimed_bytes += before
+            return
+        _c, _d, nf, fields, _p = _master(lp)
+        new = _build_node(fields, _entry_bytes(key, lp, nf))
+        rax.insert(key, new)
+        GCStats.reclaimed_bytes += before - len(new)
+        self._merge_around(key)
+
+    def _fits(self, entries: int, nbytes: int) -> bool:
+        """Whether one node may hold this much (the limits XADD applies)."""
+        mb = self.node_max_bytes
+        if mb <= 0 or mb > STREAM_LISTPACK_MAX_SIZE:
+            mb = STREAM_LISTPACK_MAX_SIZE
+        me = self.node_max_entries
+        return (me <= 0 or entries <= me) and nbytes < mb
+
+    def _merge_around(self, key: int) -> None:
+        """Glue node ``key`` to its previous and then its next neighbour where they fit."""
+        rax = self._rax
+        lp = rax[key]
+        count, deleted = node_counts(lp)
+        prev = rax.seek_lt(key)
+        if prev is not None:
+            pc, pd = node_counts(prev[1])
+            if self._fits(pc + count, len(prev[1]) + len(lp)):
+                key = self._merge(prev[0], prev[1], key, lp)
+                lp = rax[key]
+                count, deleted = node_counts(lp)
+        nxt = rax.seek_gt(key)
+        if nxt is not None:
+            nc, nd = node_counts(nxt[1])
+            if self._fits(count + deleted + nc, len(lp) + len(nxt[1])):
+                self._merge(key, lp, nxt[0], nxt[1])
+
+    def _merge(self, ak: int, alp: bytes | bytearray, bk: int, blp: bytes | bytearray) -> int:
+        """Replace nodes ``ak`` < ``bk`` by one node under ``ak`` holding the live entries of
+        both (``bk``'s re-encoded against ``ak``'s master); returns ``ak``."""
+        rax = self._rax
+        self._touch(ak)
+        self._touch(bk)
+        _nc_drop(alp)
+        _nc_drop(blp)
+        _c, _d, nf, fields, _p = _master(alp)
+        entries = _entry_bytes(ak, alp, nf)
+        live: list[tuple[int, list[bytes]]] = []
+        _fwd_node(bk, blp, 0, ID_MAX, 0, False, live)
+        for sid, fv in live:
+            entries.append(_encode_entry(ak, fields, sid, fv))
+        new = _build_node(fields, entries)
+        rax.remove(bk)
+        rax.insert(ak, new)
+        GCStats.merges += 1
+        GCStats.reclaimed_bytes += len(alp) + len(blp) - len(new)
+        return ak
+
+    def gc(self) -> None:
+        """Collect every node past the ratio (tests and tools; deletions do it as they go)."""
+        for key in list(self._rax.keys()):
+            if key in self._rax:
+                self._gc_node(key)
+
+    # ------------------------------------------------------------- consumer-group references
+
+    def entry_referenced(self, sid: int) -> bool:
+        """Whether some group still needs entry ``sid``: it is pending there, or the group
+        has not delivered that far yet (what ACKED deletion and trimming respect)."""
+        groups = self._cgroups
+        if not groups:
+            return False
+        for g in groups.values():
+            if g.last_id < sid or sid in g.pel:
+                return True
+        return False
+
+    def drop_refs(self, sid: int) -> None:
+        """Remove ``sid`` from every group's PEL (DELREF)."""
+        groups = self._cgroups
+        if groups:
+            for g in groups.values():
+                g.ack(sid)
+
+    def delete_ex(self, sid: int, policy: int) -> int:
+        """XDELEX for one ID: -1 no such entry, 1 deleted, 2 kept because a group still
+        references it (ACKED).  DELREF also drops dangling references of a missing entry."""
+        if policy == REF_ACKED:
+            if not self.exists(sid):
+                return -1
+            if self.entry_referenced(sid):
+                return 2
+            self.delete(sid)
+            return 1
+        deleted = self.delete(sid)
+        if policy == REF_DEL:
+            self.drop_refs(sid)
+        return 1 if deleted else -1
 
     def delete_many(self, ids: Iterable[int]) -> int:
         """XDEL several IDs; return how many live entries were deleted."""
@@ -1665,20 +1999,64 @@ class Stream:
                 n += 1
         return n
 
-    def trim_maxlen(self, maxlen: int, approx: bool = False, limit: int = 0) -> int:
-        """XTRIM MAXLEN [~] maxlen [LIMIT limit]; returns entries removed (streamTrim)."""
-        return self._trim(True, maxlen, 0, approx, limit)
+    def trim_maxlen(
+        self, maxlen: int, approx: bool = False, limit: int = 0, policy: int = 0
+    ) -> int:
+        """XTRIM MAXLEN [~] maxlen [LIMIT limit]; returns entries removed (streamTrim).
+        ``policy`` is REF_KEEP (Redis 7), REF_DEL or REF_ACKED (Redis 8.2)."""
+        if policy == REF_ACKED:
+            return self._trim_acked(True, maxlen, 0, limit)[0]
+        return self._trim(True, maxlen, 0, approx, limit, policy == REF_DEL)
 
-    def trim_minid(self, minid: int, approx: bool = False, limit: int = 0) -> int:
+    def trim_minid(
+        self, minid: int, approx: bool = False, limit: int = 0, policy: int = 0
+    ) -> int:
         """XTRIM MINID [~] minid [LIMIT limit]; returns entries removed (streamTrim)."""
-        return self._trim(False, 0, minid, approx, limit)
+        if policy == REF_ACKED:
+            return self._trim_acked(False, 0, minid, limit)[0]
+        return self._trim(False, 0, minid, approx, limit, policy == REF_DEL)
 
-    def _trim(self, by_len: bool, maxlen: int, minid: int, approx: bool, limit: int) -> int:
+    def _trim_acked(self, by_len: bool, maxlen: int, minid: int, limit: int) -> tuple[int, int]:
+        """ACKED trimming: oldest first, remove the entries no group still references,
+        stepping over those that one does, until the strategy is met or ``limit`` entries
+        (0 = none) went. Entry by entry, so ``~`` changes nothing but the default limit.
+        Returns ``(removed, last_removed_id)``."""
+        removed = 0
+        last = 0
+        groups = self._cgroups
+        # Entries after the least-advanced group's last_id are all referenced.
+        horizon = min((g.last_id for g in groups.values()), default=ID_MAX) if groups else ID_MAX
+        for sid, _fv in list(self.iter_range(0, horizon)):
+            if by_len:
+                if self.length <= maxlen:
+                    break
+            elif sid >= minid:
+                break
+            if limit and removed >= limit:
+                break
+            if self.entry_referenced(sid):
+                continue
+            self.delete(sid, track_max=False)
+            removed += 1
+            last = sid
+        return removed, last
+
+    def trim_acked_last(self, by_len: bool, maxlen: int, minid: int, limit: int) -> tuple[int, int]:
+        """ACKED trim returning ``(removed, last_removed_id)`` (for exact propagation)."""
+        return self._trim_acked(by_len, maxlen, minid, limit)
+
+    def _trim(
+        self, by_len: bool, maxlen: int, minid: int, approx: bool, limit: int,
+        delref: bool = False,
+    ) -> int:
         """Whole nodes go from the head while they can; then an exact trim flags entries
         deleted inside that one node, while ``~`` stops.  ``limit`` (0 = none) caps the
-        entries removed, checked per whole node before it is touched."""
+        entries removed, checked per whole node before it is touched.  ``delref`` also
+        drops the removed entries from every group's PEL."""
         rax = self._rax
         removed = 0
+        if delref and not any(len(g.pel) for g in (self._cgroups or {}).values()):
+            delref = False
         while rax:
             if by_len and self.length <= maxlen:
                 break
@@ -1694,6 +2072,10 @@ class Stream:
             if remove_node:
                 self._touch(key)
                 _nc_drop(lp)
+                if delref:
+                    for e in _walk(key, lp):
+                        if not e.flags & FLAG_DELETED:
+                            self.drop_refs(e.sid)
                 rax.pop_first()
                 self.length -= entries
                 removed += entries
@@ -1716,8 +2098,12 @@ class Stream:
                     replace_int(lp, e.p_flags, e.flags | FLAG_DELETED)
                     from_lp += 1
                     self.length -= 1
+                    if delref:
+                        self.drop_refs(e.sid)
             removed += from_lp
             _set_counts(lp, entries - from_lp, marked + from_lp)
+            if from_lp and self.gc_ratio > 0:
+                self._gc_node(key)
             break
         if self.length == 0:
             self.first_id = 0
@@ -1868,6 +2254,7 @@ class Stream:
         count: int = 0,
         now_ms: int = 0,
         noack: bool = False,
+        accept=None,
     ) -> list[tuple[int, list[bytes]]]:
         """XREADGROUP ``>``: entries after the group's last_id (at most ``count``, 0 = all).
 
@@ -1878,12 +2265,73 @@ class Stream:
         if group.last_id >= ID_MAX:
             return out
         out = self.range(group.last_id + 1, ID_MAX, count)
+        if accept is not None:
+            for k, (sid, fv) in enumerate(out):
+                if not accept(sid, fv):
+                    del out[k:]
+                    break
         for sid, _fv in out:
             if sid > group.last_id:
                 self._advance_group(group, sid)
             if not noack and consumer is not None:
                 group.deliver(sid, consumer, now_ms)
         return out
+
+    def claim_idle(
+        self,
+        group: ConsumerGroup,
+        consumer: Consumer,
+        min_idle: int,
+        count: int,
+        now_ms: int,
+        accept=None,
+    ) -> tuple[list[tuple[int, list[bytes], int, int]], list[int]]:
+        """XREADGROUP ... CLAIM (Redis 8.4): take over pending entries idle for at least
+        ``min_idle`` ms -- XNACKed ones first in release order, then longest idle first --
+        at most ``count`` (0 = all). Returns ``([(id, fields, idle_ms, previous_deliveries)],
+        dropped_ids)``: NACKs whose entries are gone are dropped (as XAUTOCLAIM does)."""
+        pel = group.pel
+        order: list[int] = []
+        nacked = group.nacked
+        if nacked:
+            order.extend(sid for sid in nacked if sid in pel)
+        rest = [
+            (nack.delivery_time, sid)
+            for sid, nack in pel.items()
+            if now_ms - nack.delivery_time >= min_idle and not (nacked and sid in nacked)
+        ]
+        if count:
+            rest = heapq.nsmallest(count + len(order), rest)
+        else:
+            rest.sort()
+        order.extend(sid for _t, sid in rest)
+        out: list[tuple[int, list[bytes], int, int]] = []
+        dropped: list[int] = []
+        for sid in order:
+            if count and len(out) >= count:
+                break
+            nack = pel.get(sid)
+            fv = self.lookup(sid)
+            if fv is None:
+                group.ack(sid)
+                dropped.append(sid)
+                continue
+            if accept is not None and not accept(sid, fv):
+                break
+            idle = now_ms - nack.delivery_time
+            prev = nack.delivery_count
+            old = nack.consumer
+            if old is not consumer:
+                if old is not None:
+                    old.pel.discard(sid)
+                consumer.pel.insert(sid, nack)
+                nack.consumer = consumer
+            group.unrelease(sid)
+            nack.delivery_time = now_ms
+            nack.delivery_count = prev + 1
+            consumer.active_time = now_ms
+            out.append((sid, fv, idle if idle > 0 else 0, prev))
+        return out, dropped
 
     def read_group_history(
         self,
@@ -1892,6 +2340,7 @@ class Stream:
         count: int = 0,
         now_ms: int = 0,
         end: int | None = None,
+        accept=None,
     ) -> list[tuple[int, list[bytes] | None]]:
         """XREADGROUP with an explicit ID: the consumer's own pending entries from
         ``start`` (streamReplyWithRangeFromConsumerPEL).  Entries that no longer exist come
@@ -1903,6 +2352,8 @@ class Stream:
             if end is not None and sid > end:
                 break
             fv = self.lookup(sid)
+            if accept is not None and not accept(sid, fv):
+                break
             if fv is not None:
                 nack.delivery_time = now_ms
                 nack.delivery_count += 1
@@ -1950,6 +2401,7 @@ class Stream:
                     events.append((sid, nack, False))
                     propagate_last_id = False
                     pel.remove(sid)
+                    group.unrelease(sid)
                     if nack.consumer is not None:
                         nack.consumer.pel.discard(sid)
                 continue
@@ -1966,6 +2418,8 @@ class Stream:
             old = nack.consumer
             if old is not consumer and old is not None:
                 old.pel.discard(sid)
+            if group.nacked:
+                group.unrelease(sid)
             nack.delivery_time = delivery_time
             if retrycount is not None and retrycount >= 0:
                 nack.delivery_count = retrycount
@@ -2020,6 +2474,7 @@ class Stream:
             if not self.exists(sid):
                 events.append((sid, nack, False))
                 pel.remove(sid)
+                group.unrelease(sid)
                 if nack.consumer is not None:
                     nack.consumer.pel.discard(sid)
                 deleted.append(sid)
@@ -2032,6 +2487,8 @@ class Stream:
             old = nack.consumer
             if old is not consumer and old is not None:
                 old.pel.discard(sid)
+            if group.nacked:
+                group.unrelease(sid)
             nack.delivery_time = now_ms
             if not justid:
                 nack.delivery_count += 1
@@ -2063,6 +2520,8 @@ class Stream:
             s._rax.insert(key, bytes(lp))
         if self._cgroups:
             s._cgroups = {name: g.copy() for name, g in self._cgroups.items()}
+        if self.idmp is not None:
+            s.idmp = self.idmp.copy()
         return s
 
     def memory_usage(self, samples: int = 5) -> int:

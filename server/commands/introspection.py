@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 
 from rill.protocol.reply import OK, Map, ReplyError, Set, Status, Verbatim
+from rill.storage.stream import GCStats
 
 from .. import REDIS_VERSION, __version__
 from ..blocking import parse_timeout
@@ -123,6 +124,10 @@ def _memory(c: Client) -> list[tuple[str, object]]:
         ("mem_fragmentation_bytes", 0),
         ("mem_not_counted_for_evict", 0),
         ("mem_replication_backlog", 0),
+        # rill: what stream-node garbage collection gave back (listpack bytes).
+        ("stream_gc_runs", GCStats.runs),
+        ("stream_gc_merges", GCStats.merges),
+        ("stream_gc_reclaimed_bytes", GCStats.reclaimed_bytes),
         ("mem_clients_slaves", 0),
         ("mem_clients_normal", 0),
         ("mem_aof_buffer", 0),

@@ -25,7 +25,18 @@ from ..client import Client
 from .admin import help_reply
 from .args import NOT_INT, SYNTAX_ERR, string2ll
 from .streams import (
+    KEY_ARG,
+    REF_ACKED,
+    REF_DEL,
     XREAD_BLOCKED_DEFAULT_COUNT,
+    Budget,
+    arg,
+    deleted_effects,
+    ids_arg,
+    make_spec,
+    parse_ids_block,
+    parse_policy_and_ids,
+    policy_arg,
     encode_entry,
     entries_bytes,
     fmt_id,
@@ -108,14 +119,40 @@ def _setid_argv(key: bytes, group: ConsumerGroup, group_name: bytes) -> list[byt
 
 def _deliver(
     c: Client, key: bytes, s: Stream, g: ConsumerGroup, group_name: bytes, consumer_name: bytes,
-    count: int, noack: bool, now: int,
+    count: int, noack: bool, now: int, claim: int = -1, budget: Budget | None = None,
 ) -> tuple[bytes, int]:
-    """Serve ``>``: new entries to the consumer (created if needed), with propagation;
-    the encoded entries and how many."""
+    """Serve ``>``: with CLAIM first the idle pending entries, then new entries, to the
+    consumer (created if needed), with propagation; the encoded entries and how many."""
     consumer, created = g.get_or_create_consumer(consumer_name, now)
     if created:
         _consumer_created(c, key, group_name, consumer_name, noack)
-    items = s.read_group(g, consumer, count, now, noack)
+    accept = budget.accept if budget is not None else None
+    claimed_parts: list[bytes] = []
+    if claim >= 0:
+        claimed, dropped = s.claim_idle(g, consumer, claim, count, now, accept)
+        server = c.server
+        if server.propagation_sinks:
+            for sid in dropped:
+                server.also_propagate(c.db.id, [b"XACK", key, group_name, fmt_id(sid)])
+            for sid, _fv, _idle, _prev in claimed:
+                server.also_propagate(
+                    c.db.id, _xclaim_argv(key, g, group_name, fmt_id(sid), g.pel.get(sid))
+                )
+        server.dirty += len(claimed) + len(dropped)
+        # Claimed entries carry their delivery metadata (8.4: as integers): ms idle
+        # before this delivery and the deliveries before it. New entries keep 2 fields.
+        for sid, fv, idle, prev in claimed:
+            ent = encode_entry(sid, fv)
+            claimed_parts.append(b"*4" + ent[2:] + b"\r\n:%d\r\n:%d" % (idle, prev))
+        if count:
+            count -= len(claimed)
+            if count <= 0:
+                n = len(claimed_parts)
+                return (b"*%d\r\n" % n + b"\r\n".join(claimed_parts)) if n else b"*0", n
+    if budget is not None and budget.spent():
+        items = []
+    else:
+        items = s.read_group(g, consumer, count, now, noack, accept)
     server = c.server
     if items and server.propagation_sinks:
         db_id = c.db.id
@@ -131,6 +168,9 @@ def _deliver(
                     b"XCLAIM", key, group_name, consumer_name, _ZERO, idb, b"TIME", t,
                     b"RETRYCOUNT", b"1", b"FORCE", b"JUSTID", b"LASTID", idb,
                 ])
+    if claimed_parts:
+        parts = claimed_parts + [encode_entry(sid, fv) for sid, fv in items]
+        return b"*%d\r\n" % len(parts) + b"\r\n".join(parts), len(parts)
     return entries_bytes(items), len(items)
 
 
@@ -178,21 +218,32 @@ def xreadgroup(c: Client, argv: list[bytes]):
     served: list[tuple[bytes, bytes]] = []
     now = now_ms()
     db = c.db
+    budget = r.budget()
     for k in range(n):
         key = keys[k]
         s = db.lookup_read(key)
         if s is None:
             continue
+        if budget is not None and budget.spent():
+            break
         g = groups[k]
         gt = ids[k]
         if gt != ID_MAX:
             consumer, created = g.get_or_create_consumer(consumer_name, now)
             if created:
                 _consumer_created(c, key, group_name, consumer_name, r.noack)
-            items = s.read_group_history(consumer, gt + 1, r.count, now)
+            items = s.read_group_history(
+                consumer, gt + 1, r.count, now, accept=budget.accept if budget else None
+            )
+            if budget is not None and not items:
+                continue
             served.append((key, _history_bytes(items, c.resp3)))
-        elif s.length and s.last_valid_id() > g.last_id:
-            ents, _n = _deliver(c, key, s, g, group_name, consumer_name, r.count, r.noack, now)
+        elif (s.length and s.last_valid_id() > g.last_id) or (r.claim >= 0 and _has_idle(g, r.claim, now)):
+            ents, got = _deliver(
+                c, key, s, g, group_name, consumer_name, r.count, r.noack, now, r.claim, budget
+            )
+            if not got and (budget is not None or r.claim >= 0):
+                continue
             served.append((key, ents))
         else:
             continue
@@ -219,16 +270,31 @@ def _xreadgroup_served(c: Client, keys: list[bytes], r, key: bytes):
     g = s.get_group(r.group)
     if g is None:
         raise NOGROUP_BLOCKED
-    if s.last_id <= g.last_id:
+    now = now_ms()
+    if s.last_id <= g.last_id and not (r.claim >= 0 and _has_idle(g, r.claim, now)):
         return block
     count = r.count or XREAD_BLOCKED_DEFAULT_COUNT
     server = c.server
     dirty = server.dirty
-    ents, n = _deliver(c, key, s, g, r.group, r.consumer, count, r.noack, now_ms())
+    ents, n = _deliver(
+        c, key, s, g, r.group, r.consumer, count, r.noack, now, r.claim, r.budget()
+    )
+    if not n:
+        return block
     if server.dirty != dirty or (n and server.propagation_sinks):
         # Only when effects were recorded: the flag is reset by their propagation.
         server.prevent_propagation()
     return read_reply(c, [(key, ents)])
+
+
+def _has_idle(g: ConsumerGroup, min_idle: int, now: int) -> bool:
+    """Whether CLAIM would find something: a released entry or one idle long enough."""
+    if g.nacked:
+        return True
+    for _sid, nack in g.pel.items():
+        if now - nack.delivery_time >= min_idle:
+            return True
+    return False
 
 
 # -- XACK / XPENDING -----------------------------------------------------------------------------
@@ -300,7 +366,12 @@ def xpending(c: Client, argv: list[bytes]):
     out = []
     for sid, nack in g.pending_range(start, end, count, consumer, minidle, now):
         elapsed = now - nack.delivery_time
-        out.append([fmt_id(sid), nack.consumer.name, elapsed if elapsed > 0 else 0, nack.delivery_count])
+        if g.is_released(sid):
+            # XNACKed (Redis 8.8): no owner and no delivery time, shown as "" and -1.
+            out.append([fmt_id(sid), b"", -1, nack.delivery_count])
+            continue
+        owner = nack.consumer.name if nack.consumer is not None else b""
+        out.append([fmt_id(sid), owner, elapsed if elapsed > 0 else 0, nack.delivery_count])
     return out
 
 
@@ -667,6 +738,16 @@ def xinfo_stream(c: Client, argv: list[bytes]):
         (b"entries-added", s.entries_added),
         (b"recorded-first-entry-id", fmt_id(s.first_id)),
     ))
+    st = s.idmp
+    if st is not None:
+        # Redis 8.6: shown once the stream has IDMP state (XCFGSET or an IDMP XADD).
+        st.expire_all(now_ms())
+        info[b"idmp-duration"] = st.duration
+        info[b"idmp-maxsize"] = st.maxsize
+        info[b"pids-tracked"] = st.pids_tracked()
+        info[b"iids-tracked"] = st.iids_tracked()
+        info[b"iids-added"] = st.iids_added
+        info[b"iids-duplicates"] = st.iids_duplicates
     if not full:
         info[b"groups"] = s.group_count()
         first = s.first_entry()
@@ -681,7 +762,8 @@ def xinfo_stream(c: Client, argv: list[bytes]):
         for sid, nack in g.pel.items():
             if count and len(pending) >= count:
                 break
-            pending.append([fmt_id(sid), nack.consumer.name, nack.delivery_time, nack.delivery_count])
+            owner = nack.consumer.name if nack.consumer is not None else b""
+            pending.append([fmt_id(sid), owner, nack.delivery_time, nack.delivery_count])
         consumers = []
         for cons in g.consumers_sorted():
             cpel = []
@@ -706,3 +788,134 @@ def xinfo_stream(c: Client, argv: list[bytes]):
         )))
     info[b"groups"] = groups
     return info
+
+
+# -- XACKDEL / XNACK (Redis 8.2 / 8.8) ------------------------------------------------------------
+
+XACKDEL_SPEC = make_spec(
+    "xackdel", -6, ["write", "fast"], ["@write", "@stream", "@fast"], ["RW", "update", "delete"],
+    "Acknowledges and conditionally deletes one or multiple entries for a stream consumer group.",
+    "8.2.0", "O(1) for each entry ID processed.",
+    [KEY_ARG, arg("group", "string"), policy_arg(), ids_arg()],
+)
+
+
+@command("xackdel", spec=XACKDEL_SPEC)
+def xackdel(c: Client, argv: list[bytes]):
+    """Per ID: -1 no such entry, 1 acknowledged and deleted, 2 acknowledged but kept
+    (ACKED: another group still references it). A missing key answers -1 for every ID;
+    a missing group is NOGROUP, as the other group commands answer."""
+    key, group_name = argv[1], argv[2]
+    policy, ids = parse_policy_and_ids(c, argv, 3)
+    s = stream_write(c, key)
+    if s is None:
+        return [-1] * len(ids)
+    g = s.get_group(group_name)
+    if g is None:
+        raise _nogroup(key, group_name)
+    out = []
+    acked = 0
+    for sid in ids:
+        if g.ack(sid):
+            acked += 1
+        if policy == REF_ACKED:
+            if not s.exists(sid):
+                out.append(-1)
+            elif s.entry_referenced(sid):
+                out.append(2)
+            else:
+                s.delete(sid)
+                out.append(1)
+            continue
+        deleted = s.delete(sid)
+        if policy == REF_DEL:
+            s.drop_refs(sid)
+        out.append(1 if deleted else -1)
+    n = out.count(1)
+    deleted_effects(c, key, s, n)
+    if acked and not n:
+        c.server.dirty += acked
+        quiet_write(c, key, s)
+    return out
+
+
+XNACK_SPEC = make_spec(
+    "xnack", -7, ["write", "fast"], ["@write", "@stream", "@fast"], ["RW", "update"],
+    "Releases pending messages back to the group's PEL without acknowledging them, making them "
+    "available for re-delivery.",
+    "8.8.0", "O(1) for each message ID processed.",
+    [KEY_ARG, arg("group", "string"),
+     arg("mode", "oneof", args=[arg("silent", "pure-token", "SILENT"),
+                                arg("fail", "pure-token", "FAIL"),
+                                arg("fatal", "pure-token", "FATAL")]),
+     ids_arg(), arg("count", "integer", "RETRYCOUNT", optional=True),
+     arg("force", "pure-token", "FORCE", optional=True)],
+)
+
+LLONG_MAX = (1 << 63) - 1
+
+
+@command("xnack", spec=XNACK_SPEC)
+def xnack(c: Client, argv: list[bytes]):
+    """XNACK key group SILENT|FAIL|FATAL IDS n id.. [RETRYCOUNT c] [FORCE]: release pending
+    entries (no owner, delivery time 0, to the back of the released FIFO) with the
+    delivery counter decremented / kept / set to LLONG_MAX; RETRYCOUNT overrides, FORCE
+    creates unowned entries for existing IDs not pending. Replies how many were
+    released. The docs give no error texts; ours follow the other group commands'."""
+    key, group_name = argv[1], argv[2]
+    mode = argv[3].lower()
+    if mode not in (b"silent", b"fail", b"fatal"):
+        raise SYNTAX_ERR
+    # IDS block, then the optional RETRYCOUNT/FORCE after it.
+    if argv[4].lower() != b"ids":
+        raise SYNTAX_ERR
+    n = string2ll(argv[5])
+    if n is None or n <= 0:
+        raise ReplyError("ERR Number of IDs must be a positive integer")
+    if 6 + n > len(argv):
+        raise ReplyError("ERR The `numids` parameter must match the number of arguments")
+    ids = parse_ids_block(c, argv[: 6 + n], 4)
+    retry = None
+    force = False
+    j = 6 + n
+    while j < len(argv):
+        opt = argv[j].lower()
+        if opt == b"retrycount" and j + 1 < len(argv):
+            v = string2ll(argv[j + 1])
+            if v is None or v < 0:
+                raise ReplyError("ERR Invalid RETRYCOUNT option argument for XNACK")
+            retry = v
+            j += 2
+        elif opt == b"force":
+            force = True
+            j += 1
+        else:
+            raise SYNTAX_ERR
+    s = stream_write(c, key)
+    g = s.get_group(group_name) if s is not None else None
+    if g is None:
+        raise _nogroup(key, group_name)
+    released = 0
+    for sid in ids:
+        nack = g.pel.get(sid)
+        if nack is None:
+            if not force or not s.exists(sid):
+                continue
+            g.load_nack(sid, 0, 0)
+            base = 0
+        else:
+            base = nack.delivery_count
+        if retry is not None:
+            newc = retry
+        elif mode == b"fatal":
+            newc = LLONG_MAX
+        elif mode == b"silent":
+            newc = base - 1 if base > 0 else 0
+        else:
+            newc = base
+        g.release(sid, newc)
+        released += 1
+    if released:
+        c.server.dirty += released
+        quiet_write(c, key, s)
+    return released
