@@ -118,7 +118,34 @@ def _hset(c: Client, argv: list[bytes]) -> int:
 
 @command("hset")
 def hset(c: Client, argv: list[bytes]):
-    return _hset(c, argv)
+    if len(argv) != 4:
+        return _hset(c, argv)
+    # One field: the hot path of every producer, kept to a few dict operations.
+    key, field, value = argv[1], argv[2], argv[3]
+    db = c.db
+    h = db.data.get(key)
+    if h is not None and db.expires:
+        h = db.lookup(key)
+    if h is None:
+        h = HashValue()
+        db.set(key, h)
+    elif type(h) is not HashValue:
+        raise WRONGTYPE
+    if field in h:
+        if h.listpack and (len(field) > _hash.max_listpack_value or len(value) > _hash.max_listpack_value):
+            h.listpack = False
+        h[field] = value
+        created = 0
+    else:
+        if h.listpack and (len(field) > _hash.max_listpack_value or len(value) > _hash.max_listpack_value):
+            h.listpack = False
+        created = h.put(field, value)
+    if db.watched and key in db.watched:
+        db.modified(key)
+    if _keys.notifier is not None:
+        _notify(c, b"hset", key)
+    c.server.dirty += 1
+    return created
 
 
 @command("hmset")
