@@ -226,7 +226,8 @@ def test_encoding_thresholds(oracle):
         ("OBJECT", "ENCODING", "j"),
         ("CONFIG", "SET", "hash-max-ziplist-entries", "512"),
         ("CONFIG", "SET", "hash-max-ziplist-value", "64"),
-        ("CONFIG", "GET", "hash-max-listpack-*"),
+        ("CONFIG", "GET", "hash-max-listpack-entries"),
+        ("CONFIG", "GET", "hash-max-listpack-value"),
     ])
 
 
