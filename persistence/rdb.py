@@ -26,11 +26,12 @@ state exists. redis-server skips unknown AUX fields, so the file still loads the
     version (1 byte, = 1) | key (string)
     has-idmp (1 byte) [duration | maxsize | configured | iids-added | iids-duplicates
                        | producers n | n x (pid | iids m | m x (iid | 16-byte ID | int64 ms))]
-    groups-with-released k | k x (group name | ids m | m x 16-byte ID)   (release order)
+    groups-with-released k | k x (group name | m | m x (16-byte ID | int64 delivery ms
+                                                          | delivery count))  (release order)
 
-(lengths and strings in RDB length/string encoding).  Released entries themselves are
-ordinary owner-less group-PEL NACKs of the type-19 record (delivery time 0).  DUMP
-payloads carry only the type-19 record.
+(lengths and strings in RDB length/string encoding).  Released entries have no owner,
+which Redis's deep check refuses in a group PEL, so the type-19 record leaves them out
+and only the AUX field has them.  DUMP payloads carry only the type-19 record.
 
 Hashes, sets and sorted sets are decoded into plain pairs/members and handed to
 the builder registered in ``BUILDERS`` under the type name; writers for them
@@ -456,8 +457,16 @@ def _write_stream(w: RdbWriter, s: Stream, key: bytes | None) -> None:
         w.string(g.name)
         out += ln(g.last_id >> 64) + ln(g.last_id & MASK64)
         out += ln(g.entries_read & MASK64)
-        out += ln(len(g.pel))
-        for sid, nack in g.pel.items():
+        if g.nacked:
+            # Owner-less (XNACKed) entries travel in the rill-stream-ext AUX field only:
+            # Redis's deep check rejects a PEL entry without a consumer.
+            owned = [(sid, nack) for sid, nack in g.pel.items() if nack.consumer is not None]
+            out += ln(len(owned))
+            pel_items = iter(owned)
+        else:
+            out += ln(len(g.pel))
+            pel_items = g.pel.items()
+        for sid, nack in pel_items:
             out += sid.to_bytes(16, "big")
             out += pack_ms(nack.delivery_time)
             out += ln(nack.delivery_count)
@@ -484,7 +493,7 @@ STREAM_EXT_AUX = b"rill-stream-ext"
 def stream_ext(s: Stream, key: bytes) -> bytes | None:
     """The ``rill-stream-ext`` AUX value of a stream, None when it has no such state."""
     st = s.idmp
-    released = [(g.name, [sid for sid in g.nacked if sid in g.pel]) for g in s.groups() if g.nacked]
+    released = [(g, [sid for sid in g.nacked if sid in g.pel]) for g in s.groups() if g.nacked]
     if st is None and not released:
         return None
     ln = encode_len
@@ -501,10 +510,12 @@ def stream_ext(s: Stream, key: bytes) -> bytes | None:
             for iid, (sid, at) in iids.items():
                 out += encode_string(iid) + sid.to_bytes(16, "big") + _I64.pack(at)
     out += ln(len(released))
-    for name, ids in released:
-        out += encode_string(name) + ln(len(ids))
+    pack_ms = _I64.pack
+    for g, ids in released:
+        out += encode_string(g.name) + ln(len(ids))
         for sid in ids:
-            out += sid.to_bytes(16, "big")
+            nack = g.pel[sid]
+            out += sid.to_bytes(16, "big") + pack_ms(nack.delivery_time) + ln(nack.delivery_count)
     return bytes(out)
 
 
@@ -534,9 +545,13 @@ def apply_stream_ext(db: dict[bytes, Any], blob: bytes) -> None:
             s.idmp = st
         for _ in range(r.length()):
             g = s.get_group(r.string())
-            ids = [int.from_bytes(r.raw(16), "big") for _ in range(r.length())]
-            if g is not None:
-                g.nacked = {sid: None for sid in ids if sid in g.pel} or None
+            for _ in range(r.length()):
+                sid = int.from_bytes(r.raw(16), "big")
+                at = _I64.unpack(r.raw(8))[0]
+                count = r.length()
+                if g is not None and g.load_nack(sid, at, 0):
+                    g.release(sid, count)
+                    g.pel[sid].delivery_time = at
     except (IndexError, struct.error) as e:
         raise RdbError(f"corrupt rill-stream-ext: {e}") from None
 
