@@ -453,3 +453,26 @@ def test_random_ops_match_redis(sbs, ops):
             check_unordered(sbs, "SMEMBERS", key)
         else:
             sbs.check("SMEMBERS", key)
+
+
+def test_copy_rename_type_and_encoding(oracle):
+    oracle.run([
+        ("SADD", "i", "3", "1", "2"),
+        ("SADD", "h", "a", "b"),
+        ("HSET", "hs", "f", "v", "g", "w"),
+        ("COPY", "i", "i2"),
+        ("COPY", "h", "h2"),
+        ("COPY", "hs", "hs2"),
+        ("OBJECT", "ENCODING", "i2"),
+        ("OBJECT", "ENCODING", "h2"),
+        ("OBJECT", "ENCODING", "hs2"),
+        ("SMEMBERS", "i2"),
+        ("HGETALL", "hs2"),
+        ("SADD", "i2", "4"),
+        ("SCARD", "i"),  # the copy is independent
+        ("RENAME", "i2", "i3"),
+        ("SMEMBERS", "i3"),
+        ("TYPE", "i3"),
+        ("TYPE", "h2"),
+        ("TYPE", "hs2"),
+    ])
