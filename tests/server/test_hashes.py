@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -380,7 +381,7 @@ def test_watch_sees_hash_writes(r):
             write()
             pipe.multi()
             pipe.hget("h", "a")
-            with pytest.raises(Exception):
+            with pytest.raises(redis.WatchError):
                 pipe.execute()
 
 

@@ -8,6 +8,7 @@ compared sorted.
 from __future__ import annotations
 
 import pytest
+import redis
 from hiredis import Reader
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -426,7 +427,7 @@ def test_watch_sees_set_writes(r):
             write()
             pipe.multi()
             pipe.scard("s")
-            with pytest.raises(Exception):
+            with pytest.raises(redis.WatchError):
                 pipe.execute()
         r.sadd("s", "a", "b", "c")
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from rill.storage import hash as h_mod
 from rill.storage.hash import HashValue, from_rdb_pairs
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from rill.storage import set as s_mod
 from rill.storage.set import SetValue, from_members, from_rdb_members, is_int
 
