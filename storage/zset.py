@@ -104,6 +104,16 @@ class SortedSet:
         if not self.listpack and len(self.dict) <= max_listpack_entries:
             if all(len(m) <= max_listpack_value for m in self.dict):
                 self.listpack = True
+                self._drop_negative_zeros()
+
+    def _drop_negative_zeros(self) -> None:
+        """A listpack stores -0 as the integer 0: a score of -0.0 becomes 0.0 there."""
+        d = self.dict
+        for m, s in d.items():
+            if s == 0 and math.copysign(1.0, s) < 0:
+                d[m] = 0.0
+        self._lists = [[(0.0, m) if s == 0 else (s, m) for s, m in b] for b in self._lists]
+        self._maxes = [b[-1] for b in self._lists]
 
     # -- writes ---------------------------------------------------------------------
     def add(self, member: bytes, score: float) -> None:
@@ -112,11 +122,15 @@ class SortedSet:
         old = d.get(member)
         if old is None:
             self._admit(member)
+            if score == 0 and self.listpack:
+                score = 0.0  # the listpack keeps -0 as the integer 0
             d[member] = score
             self._insert((score, member))
             if self._scan is not None:
                 self._scan.added(member, d)
         elif old != score:
+            if score == 0 and self.listpack:
+                score = 0.0
             d[member] = score
             self._remove((old, member))
             self._insert((score, member))

@@ -173,17 +173,50 @@ def _parse_lex_range(min_arg: bytes, max_arg: bytes) -> tuple:
     return _lex_bound(min_arg), _lex_bound(max_arg)
 
 
-def _lex_ranks(zs: SortedSet, spec: tuple) -> tuple[int, int]:
+def _lex_ranks(zs: SortedSet, spec: tuple, reverse: bool = False) -> tuple[int, int]:
+    """Ranks [start, stop) of a lex range.
+
+    Redis assumes one score for the whole set: then the order is lexicographic
+    and both ends are found by bisection. With mixed scores it walks from the
+    head (from the tail for a reverse range) to the first member inside the
+    range and takes members while they stay inside; that walk is reproduced.
+    """
     (mn, mnex, mninf), (mx, mxex, mxinf) = spec
-    # Empty by construction (zslIsInLexRange's checks)
     if mninf > 0 or mxinf < 0:
         return 0, 0
     if not mninf and not mxinf:
         if mn > mx or (mn == mx and (mnex or mxex)):
             return 0, 0
-    start = zs.lex_rank(mn, mnex, False, mninf)
-    stop = zs.lex_rank(mx, mxex, True, mxinf)
-    return start, max(start, stop)
+    n = len(zs)
+    if not n:
+        return 0, 0
+    first = zs.range(0, 1)[0]
+    last = zs.range(n - 1, n)[0]
+    if first[0] == last[0]:
+        start = zs.lex_rank(mn, mnex, False, mninf)
+        stop = zs.lex_rank(mx, mxex, True, mxinf)
+        return start, max(start, stop)
+
+    def gte(m: bytes) -> bool:
+        return mninf < 0 or (mninf == 0 and (m > mn if mnex else m >= mn))
+
+    def lte(m: bytes) -> bool:
+        return mxinf > 0 or (mxinf == 0 and (m < mx if mxex else m <= mx))
+
+    if not gte(last[1]) or not lte(first[1]):
+        return 0, 0
+    members = [m for _s, m in zs.range(0, n)]
+    if not reverse:
+        lo = next((i for i, m in enumerate(members) if gte(m)), n)
+        hi = lo
+        while hi < n and lte(members[hi]):
+            hi += 1
+    else:
+        hi = next((i + 1 for i in range(n - 1, -1, -1) if lte(members[i])), 0)
+        lo = hi
+        while lo > 0 and gte(members[lo - 1]):
+            lo -= 1
+    return lo, hi
 
 
 def _bulk(items: list[bytes]) -> Raw:
@@ -445,7 +478,7 @@ def _select(zs: SortedSet, rangetype: int, reverse: bool, a: bytes, b: bytes, sp
             items.reverse()
             return items
         return zs.range(start, end + 1)
-    lo, hi = _score_ranks(zs, spec) if rangetype == _SCORE else _lex_ranks(zs, spec)
+    lo, hi = _score_ranks(zs, spec) if rangetype == _SCORE else _lex_ranks(zs, spec, reverse)
     if offset < 0 or hi <= lo:
         return []
     count = hi - lo
@@ -954,7 +987,7 @@ def zrandmember(c: Client, argv: list[bytes]):
             raise SYNTAX_ERR
         if len(argv) == 4:
             withscores = True
-            if v < -LONG_MAX // 2 or v > LONG_MAX // 2:
+            if v < -(LONG_MAX // 2) or v > LONG_MAX // 2:
                 raise OUT_OF_RANGE
         return _randmember_count(c, argv[1], v, withscores)
     zs = _zread(c, argv[1])
@@ -983,7 +1016,10 @@ def _randmember_count(c: Client, key: bytes, count: int, withscores: bool):
             items = [allitems[i] for i in picks]
         return _scored(items, withscores, resp3)
     if count >= size:
-        return _scored(zs.range(0, size), withscores, resp3)
+        # the whole set, walked from the tail as Redis's zset iterator does
+        items = zs.range(0, size)
+        items.reverse()
+        return _scored(items, withscores, resp3)
     chosen = sorted(random.sample(range(size), count))
     random.shuffle(chosen)
     items = [zs.range(i, i + 1)[0] for i in chosen]
