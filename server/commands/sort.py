@@ -98,14 +98,7 @@ def _lookup_by_pattern(c: Client, pattern: bytes, subst: bytes) -> bytes | None:
         return None
     if getattr(value, "type_name", None) != b"hash":
         return None
-    return _hash_field(value, field)
-
-
-def _hash_field(value: Any, field: bytes) -> bytes | None:
-    for f, v in value.rdb_items():
-        if f == field:
-            return v
-    return None
+    return value.get(field)
 
 
 def _elements(value: Any) -> list[bytes]:
@@ -116,10 +109,8 @@ def _elements(value: Any) -> list[bytes]:
     if kind == b"list":
         return list(value)
     if kind == b"set":
-        return list(value.rdb_items())
-    # A sorted set: members in (score, member) order, as its skiplist holds them.
-    pairs = sorted(value.rdb_items(), key=lambda p: (p[1], p[0]))
-    return [m for m, _ in pairs]
+        return list(value.rdb_items())  # an intset's numeric order, as Redis iterates it
+    return [m for m, _ in value.items()]  # a sorted set: score order
 
 
 def _sort(c: Client, argv: list[bytes], readonly: bool) -> Any:
