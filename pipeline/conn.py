@@ -19,7 +19,7 @@ class Conn:
     """One connection from a URL (``redis://host:port/db``, ``rediss://``, ``unix://``)."""
 
     def __init__(self, url: str, timeout: float | None = 60.0) -> None:
-        self.pool = redis.ConnectionPool.from_url(url, socket_timeout=timeout, socket_connect_timeout=10)
+        self.pool = redis.ConnectionPool.from_url(url, socket_timeout=timeout, socket_connect_timeout=10, protocol=2)
         self.conn = self.pool.get_connection()
 
     def close(self) -> None:

@@ -120,9 +120,7 @@ def iter_pages(conn: Conn, part: StreamRange) -> Iterator[list[Any]]:
         while True:
             reply = conn.call("XREADGROUP", "GROUP", part.group, part.consumer, "COUNT", part.page,
                               "STREAMS", part.key, cursor)
-            entries = reply[0][1] if reply else []
-            if isinstance(reply, dict):  # RESP3 servers
-                entries = next(iter(reply.values()), [])
+            entries = reply[0][1] if reply else []  # RESP2 (Conn pins protocol 2)
             if not entries:
                 return
             last = fast_parse(entries[-1][0])
@@ -413,8 +411,6 @@ class RillStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 reply = self.conn.call("XREADGROUP", "GROUP", self.group, self.consumer, "COUNT", count,
                                        "STREAMS", k, ">")
                 entries = reply[0][1] if reply else []
-                if isinstance(reply, dict):
-                    entries = next(iter(reply.values()), [])
                 if not entries:
                     break
                 got += len(entries)
