@@ -153,6 +153,29 @@ class SortedSet:
             items = self._delete_range(0, count)
         return [(m, s) for s, m in items]
 
+    def pop_end(self, from_max: bool) -> tuple[float, bytes]:
+        """Remove and return the lowest (or highest) (score, member) item of a non-empty set."""
+        lists = self._lists
+        if from_max:
+            i = len(lists) - 1
+            block = lists[i]
+            item = block.pop()
+        else:
+            i = 0
+            block = lists[0]
+            item = block.pop(0)
+        if not block:
+            del lists[i]
+            del self._maxes[i]
+            self._fen = None
+        else:
+            if from_max:
+                self._maxes[i] = block[-1]
+            if self._fen is not None:
+                self._fen_add(i, -1)
+        del self.dict[item[1]]
+        return item
+
     def remove_rank_range(self, start: int, stop: int) -> int:
         """Delete ranks [start, stop); return how many went."""
         return len(self._delete_range(start, stop))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import math
 import random
+from operator import itemgetter
 
 from rill.protocol.reply import EMPTY_ARRAY, NULL_ARRAY, ZERO, Double, Raw, ReplyError
 from rill.storage import zset as _zset
@@ -120,6 +121,8 @@ def _out_of_range(s: bytes, v: float) -> bool:
 
 def get_double(arg: bytes, err: ReplyError = NOT_FLOAT) -> float:
     """getDoubleFromObject (string2d): whole string, no leading space, no NaN, no overflow."""
+    if arg.isdigit() and len(arg) < 16:
+        return float(int(arg))  # the common case: a plain integer score, exact
     if not arg or arg[0] in _C_SPACE:
         raise err
     v = _strtod(arg)
@@ -225,24 +228,65 @@ def _bulk(items: list[bytes]) -> Raw:
     return Raw(b"*%d\r\n" % len(items) + b"".join([b"$%d\r\n%b\r\n" % (len(m), m) for m in items]))
 
 
+_BULK_HEADERS = [b"$%d" % n for n in range(4096)]
+_bulk_header = _BULK_HEADERS.__getitem__
+_score_of = itemgetter(0)
+_member_of = itemgetter(1)
+# Formatted scores, shared by every reply (scores repeat: ranks, counters, timestamps).
+_FORMATTED: dict[float, bytes] = {}
+_formatted = _FORMATTED.get
+
+
+def _format(score: float) -> bytes:
+    if score == 0:
+        return format_score(score)  # 0.0 and -0.0 are one dict key but print differently
+    f = _FORMATTED.get(score)
+    if f is None:
+        if len(_FORMATTED) >= 1 << 16:
+            _FORMATTED.clear()
+        f = _FORMATTED[score] = format_score(score)
+    return f
+
+
+def _formatted_scores(items: list[tuple[float, bytes]]) -> list[bytes]:
+    out = list(map(_formatted, map(_score_of, items)))
+    if None in out:
+        for i, f in enumerate(out):
+            if f is None:
+                out[i] = _format(items[i][0])
+    return out
+
+
+def _join_bulks(count_header: bytes, values: list[bytes]) -> Raw:
+    """``count_header`` then every value as a bulk string, joined in C."""
+    try:
+        heads = list(map(_bulk_header, map(len, values)))
+    except IndexError:  # a value of 4 kB or more
+        heads = [b"$%d" % len(v) for v in values]
+    parts: list = [None] * (2 * len(values))
+    parts[0::2] = heads
+    parts[1::2] = values
+    return Raw(count_header + b"\r\n".join(parts) + b"\r\n")
+
+
 def _scored(items: list[tuple[float, bytes]], withscores: bool, resp3: bool) -> Raw:
     """A range reply from (score, member) items, already in reply order."""
     n = len(items)
     if not n:
         return EMPTY_ARRAY
+    members = list(map(_member_of, items))
     if not withscores:
-        return Raw(b"*%d\r\n" % n + b"".join([b"$%d\r\n%b\r\n" % (len(m), m) for _s, m in items]))
-    fmt = format_score
+        return _join_bulks(b"*%d\r\n" % n, members)
+    scores = _formatted_scores(items)
     if resp3:
         return Raw(
             b"*%d\r\n" % n
-            + b"".join([b"*2\r\n$%d\r\n%b\r\n,%b\r\n" % (len(m), m, fmt(s)) for s, m in items])
+            + b"".join([b"*2\r\n$%d\r\n%b\r\n,%b\r\n" % (len(m), m, f) for m, f in zip(members, scores)])
         )
-    parts = [b"*%d\r\n" % (2 * n)]
-    for s, m in items:
-        f = fmt(s)
-        parts.append(b"$%d\r\n%b\r\n$%d\r\n%b\r\n" % (len(m), m, len(f), f))
-    return Raw(b"".join(parts))
+    flat: list = [None] * (2 * n)
+    flat[0::2] = members
+    flat[1::2] = scores
+    return _join_bulks(b"*%d\r\n" % (2 * n), flat)
 
 
 def _pairs_reply(pairs: list[tuple[bytes, float]], nested: bool) -> list:
@@ -352,8 +396,35 @@ def _zadd(c: Client, argv: list[bytes], incr: bool):
     return added + updated if ch else added
 
 
+def _zadd_one(c: Client, key: bytes, score: float, member: bytes) -> int:
+    """ZADD key score member without options: the producers' hot path."""
+    db = c.db
+    zs = db.data.get(key)
+    if zs is not None and db.expires:
+        zs = db.lookup(key)
+    if zs is None:
+        zs = _zset.new_for(len(member))
+        db.set(key, zs)
+    elif type(zs) is not SortedSet:
+        raise WRONGTYPE
+    cur = zs.dict.get(member)
+    if cur is not None and cur == score:
+        return 0
+    zs.add(member, score)
+    c.server.dirty += 1
+    if db.watched and key in db.watched:
+        db.modified(key)
+    if _keys.notifier is not None:
+        _notify(c, b"zadd", key)
+    return 1 if cur is None else 0
+
+
 @command("zadd")
 def zadd(c: Client, argv: list[bytes]):
+    if len(argv) == 4:
+        arg = argv[2]
+        if arg.isdigit() and len(arg) < 16:
+            return _zadd_one(c, argv[1], float(int(arg)), argv[3])
     return _zadd(c, argv, False)
 
 
@@ -695,13 +766,42 @@ def _zpop(c: Client, argv: list[bytes], from_max: bool):
     return _pairs_reply(pairs, c.resp3 and count != -1)
 
 
+def _zpop_one(c: Client, key: bytes, from_max: bool):
+    """ZPOPMIN/ZPOPMAX key: the consumers' hot path, reply encoded at once."""
+    db = c.db
+    zs = db.data.get(key)
+    if zs is not None and db.expires:
+        zs = db.lookup(key)
+    if zs is None:
+        return EMPTY_ARRAY
+    if type(zs) is not SortedSet:
+        raise WRONGTYPE
+    score, member = zs.pop_end(from_max)
+    c.server.dirty += 1
+    if _keys.notifier is not None:
+        _notify(c, b"zpopmax" if from_max else b"zpopmin", key)
+    if db.watched and key in db.watched:
+        db.modified(key)
+    if not zs.dict:
+        db.delete(key)
+        _notify(c, b"del", key, "g")
+    f = _format(score)
+    if c.resp3:
+        return Raw(b"*2\r\n$%d\r\n%b\r\n,%b\r\n" % (len(member), member, f))
+    return Raw(b"*2\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n" % (len(member), member, len(f), f))
+
+
 @command("zpopmin")
 def zpopmin(c: Client, argv: list[bytes]):
+    if len(argv) == 2:
+        return _zpop_one(c, argv[1], False)
     return _zpop(c, argv, False)
 
 
 @command("zpopmax")
 def zpopmax(c: Client, argv: list[bytes]):
+    if len(argv) == 2:
+        return _zpop_one(c, argv[1], True)
     return _zpop(c, argv, True)
 
 

@@ -22,6 +22,7 @@ ops = st.lists(
         st.tuples(st.just("rem"), members, scores),
         st.tuples(st.just("pop"), st.integers(0, 30), st.booleans()),
         st.tuples(st.just("remrange"), st.integers(0, 40), st.integers(0, 40)),
+        st.tuples(st.just("popend"), st.booleans(), st.just(0)),
     ),
     max_size=300,
 )
@@ -73,6 +74,12 @@ def test_against_model(script):
             assert got == [(m, s) for s, m in want]
             for _s, m in want:
                 del model[m]
+        elif op[0] == "popend":
+            order = _model_order(model)
+            if order:
+                want = order[-1] if op[1] else order[0]
+                assert z.pop_end(op[1]) == want
+                del model[want[1]]
         else:
             _, a, b = op
             order = _model_order(model)
