@@ -16,7 +16,7 @@ import math
 import random
 from operator import itemgetter
 
-from rill.protocol.reply import EMPTY_ARRAY, NULL_ARRAY, ZERO, Double, Raw, ReplyError
+from rill.protocol.reply import EMPTY_ARRAY, NULL_ARRAY, Double, Raw, ReplyError
 from rill.storage import zset as _zset
 from rill.storage.glob import compile_glob
 from rill.storage.zset import SortedSet, d2string, format_score
@@ -281,7 +281,7 @@ def _scored(items: list[tuple[float, bytes]], withscores: bool, resp3: bool) -> 
     if resp3:
         return Raw(
             b"*%d\r\n" % n
-            + b"".join([b"*2\r\n$%d\r\n%b\r\n,%b\r\n" % (len(m), m, f) for m, f in zip(members, scores)])
+            + b"".join([b"*2\r\n$%d\r\n%b\r\n,%b\r\n" % (len(m), m, f) for m, f in zip(members, scores, strict=True)])
         )
     flat: list = [None] * (2 * n)
     flat[0::2] = members

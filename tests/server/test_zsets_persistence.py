@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.server.persistence_helpers import rill_in, redis_in, wait_bgsave, wait_rewrite
+from tests.server.persistence_helpers import redis_in, rill_in, wait_bgsave, wait_rewrite
 from tests.support import RawClient
 
 SCORES = ["1", "-inf", "+inf", "0.1", "-0", "1e300", "-2.5", "123456789012345", "3"]

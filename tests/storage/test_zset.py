@@ -7,7 +7,6 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from rill.storage import zset as Z
 from rill.storage.zset import SortedSet, d2string, format_score, from_pairs, from_rdb_pairs
 
