@@ -409,3 +409,6 @@ rb_test("ZPOPMIN", "zpopmin", group="collections", issue=6, target=UNPIPELINED,
         probe=[["ZPOPMIN", "bench:probe:z"]], setup=prefill_zset("myzset", N_UNPIPELINED))
 rb_command("ZRANGE 0 99 WITHSCORES", ["ZRANGE", "bench:zr", "0", "99", "WITHSCORES"], group="collections",
            issue=6, target=AT_LEAST(0.35), requests=N_HEAVY, setup=prefill_zset("bench:zr", 1000))
+
+# -- issues 7 and 8: their modules register their own workloads ------------------------------
+from . import streams8  # noqa: E402,F401  (issue 8: memory after deleting most of a stream)
