@@ -9,6 +9,7 @@ Values are UTF-8 text; bytes that are not UTF-8 are replaced (U+FFFD) rather tha
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any
 
 import pyarrow as pa
@@ -65,74 +66,74 @@ class BatchBuilder:
         self.reset()
 
     def reset(self) -> None:
-        self.streams: list[str] = []
-        self.ids: list[bytes] = []
-        self.offsets: list[int] = [0]
-        self.keys: list[bytes] = []
-        self.vals: list[bytes] = []
-        self.cols: dict[str, list[Any]] = {n: [] for n in self.extra}
+        self.pages: list[tuple[str, list[Any]]] = []
+        self.n = 0
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return self.n
 
     def add(self, stream: str, entries: list[Any]) -> None:
-        """One XRANGE/XREADGROUP page; entries whose body is nil (deleted while pending) are skipped."""
-        ids = self.ids
-        self.streams.extend([stream] * len(entries))
-        if self.want_fields:
-            keys, vals, offsets = self.keys, self.vals, self.offsets
-            for eid, fv in entries:
-                if fv is None:
-                    self.streams.pop()
-                    continue
-                ids.append(eid)
-                keys.extend(fv[0::2])
-                vals.extend(fv[1::2])
-                offsets.append(len(keys))
-        else:
-            for eid, fv in entries:
-                if fv is None:
-                    self.streams.pop()
-                    continue
-                ids.append(eid)
-        if self.extra:
-            for eid, fv in entries:
-                if fv is None:
-                    continue
-                d = dict(zip(fv[0::2], fv[1::2], strict=False))
-                for n, nb in zip(self.extra, self.extra_b, strict=True):
-                    self.cols[n].append(d.get(nb))
+        """One page of ``[id, [f1, v1, ...]]`` entries (no nil bodies: the caller drops those)."""
+        self.pages.append((stream, entries))
+        self.n += len(entries)
 
     def flush(self) -> pa.RecordBatch:
-        arrays = []
-        n = len(self.ids)
-        ms_list: list[int | None] | None = None
-        seq_list: list[int | None] | None = None
+        """Everything added so far as one record batch; the per-entry work stays in C where it can."""
+        streams: list[str] = []
+        entries: list[Any] = []
+        for stream, page in self.pages:
+            streams += [stream] * len(page)
+            entries += page
+        self.reset()
+        ids = [e[0] for e in entries]
+        fvs = [e[1] for e in entries]
+        id_text = _text(ids)
+        ms_arr = seq_arr = None
         if "ms" in self.names or "seq" in self.names:
-            ms_list, seq_list = [], []
-            for eid in self.ids:
-                a, _, b = eid.partition(b"-")
-                m, s = int(a), int(b)
-                ms_list.append(m if m <= LONG_MAX else None)
-                seq_list.append(s if s <= LONG_MAX else None)
+            ms_arr, seq_arr = _split_ids(id_text, ids)
+        arrays = []
         for name in self.names:
             typ = self.types[name]
             if name == "stream":
-                arr = pa.array(self.streams, pa.string())
+                arr = pa.array(streams, pa.string())
             elif name == "id":
-                arr = _text(self.ids)
+                arr = id_text
             elif name == "ms":
-                arr = pa.array(ms_list, pa.int64())
+                arr = ms_arr
             elif name == "seq":
-                arr = pa.array(seq_list, pa.int64())
+                arr = seq_arr
             elif name == "fields":
-                arr = pa.MapArray.from_arrays(pa.array(self.offsets, pa.int32()), _text(self.keys),
-                                              _text(self.vals))
+                flat = list(chain.from_iterable(fvs))
+                lens = pa.array(list(map(len, fvs)), pa.int32())
+                ends = pc.divide(pc.cumulative_sum(lens), 2) if len(lens) else pa.array([], pa.int32())
+                offsets = pa.concat_arrays([pa.array([0], pa.int32()), ends.cast(pa.int32())])
+                arr = pa.MapArray.from_arrays(offsets, _text(flat[0::2]), _text(flat[1::2]))
             else:
-                arr = _cast(self.cols[name], typ)
+                nb = name.encode()
+                arr = _cast([_field(fv, nb) for fv in fvs], typ)
             if arr.type != typ:
                 arr = arr.cast(typ)
             arrays.append(arr)
-        batch = pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema) if n or arrays else None
-        self.reset()
-        return batch
+        return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+
+
+def _field(fv: list[bytes], name: bytes) -> bytes | None:
+    for i in range(0, len(fv), 2):
+        if fv[i] == name:
+            return fv[i + 1]
+    return None
+
+
+def _split_ids(id_text: pa.Array, ids: list[bytes]) -> tuple[pa.Array, pa.Array]:
+    """``ms`` and ``seq`` as int64 columns; a part beyond a signed long becomes null."""
+    parts = pc.split_pattern(id_text, "-")
+    ms = pc.cast(pc.list_element(parts, 0), pa.uint64())
+    seq = pc.cast(pc.list_element(parts, 1), pa.uint64())
+    limit = pa.scalar(LONG_MAX, pa.uint64())
+    out = []
+    for col in (ms, seq):
+        big = pc.greater(col, limit)
+        if len(col) and pc.any(big).as_py():
+            col = pc.if_else(big, pa.scalar(None, pa.uint64()), col)
+        out.append(col.cast(pa.int64()))
+    return out[0], out[1]

@@ -104,16 +104,20 @@ class StreamRange(InputPartition):
 def iter_pages(conn: Conn, part: StreamRange) -> Iterator[list[Any]]:
     """XRANGE (or XREADGROUP history) pages of one partition, in ID order."""
     if part.group is None:
-        start = format_id(part.lo)
+        # The next page is requested as soon as this one's last ID is known, so the server
+        # produces it while this task turns the current page into Arrow columns.
         end = format_id(part.hi)
+        c = conn.conn
+        c.send_command("XRANGE", part.key, format_id(part.lo), end, "COUNT", part.page)
         while True:
-            entries = conn.call("XRANGE", part.key, start, end, "COUNT", part.page)
-            if not entries:
+            entries = c.read_response()
+            more = len(entries) >= part.page
+            if more:
+                c.send_command("XRANGE", part.key, "(" + entries[-1][0].decode(), end, "COUNT", part.page)
+            if entries:
+                yield entries
+            if not more:
                 return
-            yield entries
-            if len(entries) < part.page:
-                return
-            start = "(" + entries[-1][0].decode()
     else:
         after = part.lo - 1 if part.lo > 0 else 0
         cursor = format_id(after)
@@ -124,13 +128,15 @@ def iter_pages(conn: Conn, part: StreamRange) -> Iterator[list[Any]]:
             if not entries:
                 return
             last = fast_parse(entries[-1][0])
+            full = len(entries)
+            # A pending entry deleted from the stream comes back with a nil body: skip it
+            # (commit still acks it).
+            live = [e for e in entries if e[1] is not None and (last <= part.hi or fast_parse(e[0]) <= part.hi)]
+            if live:
+                yield live
             if last > part.hi:
-                entries = [e for e in entries if fast_parse(e[0]) <= part.hi]
-                if entries:
-                    yield entries
                 return
-            yield entries
-            if len(entries) < part.page:
+            if full < part.page:
                 return
             cursor = format_id(last)
 
