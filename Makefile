@@ -12,7 +12,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.rill-installed
-EXTRAS ?= test,bench,lint,lzf
+EXTRAS ?= test,bench,lint,lzf,spark
 
 # `make run` serves the address and port Redis uses by default, loopback only.
 # Extra redis-server style options: make run RUN_ARGS="--port 7000 --save ''"

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-
 from rill.persistence import rdb as codec
 
 RDB_SCHEMA = ("db int, key string, type string, expire_at long, id string, ms long, seq long, "

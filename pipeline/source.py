@@ -43,7 +43,11 @@ from .plan import plan_ranges
 from .rows import DEFAULT_SCHEMA, BatchBuilder
 
 try:  # Spark >= 4.2: admission control and Trigger.AvailableNow
-    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
 except ImportError:  # Spark 4.0/4.1
     ReadAllAvailable = ReadMaxRows = None  # type: ignore[assignment,misc]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from rill.pipeline.conn import Conn
 from rill.pipeline.ids import ID_MAX, format_id, parse_id
 from rill.pipeline.plan import plan_ranges
@@ -21,7 +20,7 @@ def collect(df) -> list[tuple]:
 def test_batch_read_equals_xrange(spark, store):
     url, client = store
     a = fill(client, "a", 3000, burst=True)
-    b = fill(client, "b", 50, start_ms=7)
+    fill(client, "b", 50, start_ms=7)
     client.xdel("a", a[5][0], a[2000][0])
     df = spark.read.format("rill").option("url", url).option("streams", "a,b").option("partitions", "4").load()
     assert df.rdd.getNumPartitions() >= 3

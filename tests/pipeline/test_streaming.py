@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import glob
 import os
-import threading
 import time
-
-import pytest
 
 from rill.pipeline.ids import parse_id
 
