@@ -34,10 +34,11 @@ which Redis's deep check refuses in a group PEL, so the type-19 record leaves th
 and only the AUX field has them.  DUMP payloads carry only the type-19 record.
 
 Hashes, sets and sorted sets are decoded into plain pairs/members and handed to
-the builder registered in ``BUILDERS`` under the type name; writers for them
-live in ``WRITERS``.  Both are filled in from ``rill.storage`` modules when those
-types exist (see ``_register_collections``), so a later type extends the codec by
-adding a (reader, writer) pair rather than touching the loop.
+the builder in ``BUILDERS`` (the storage module's ``from_rdb_*``), which picks the
+encoding Redis would for that content.  They are written in the encoding they
+have, as Redis 7.0 writes them: a listpack hash or sorted set as type 16/17 (the
+listpack Redis would hold), an intset set as type 11, the others as types 4, 2
+and 5 (a skiplist highest score first) -- so DUMP payloads match Redis's bytes.
 """
 
 from __future__ import annotations
@@ -50,7 +51,10 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+from rill.storage import hash as hashmod
 from rill.storage import listpack as lpmod
+from rill.storage import set as setmod
+from rill.storage import zset as zsetmod
 from rill.storage.list import ListValue, packed_threshold
 from rill.storage.stream import MASK64, Stream, validate_node
 
@@ -122,6 +126,7 @@ QUICKLIST_PACKED = 2
 _I64 = struct.Struct("<q")
 _U64 = struct.Struct("<Q")
 _I32 = struct.Struct("<i")
+_U32 = struct.Struct("<I")
 _F64 = struct.Struct("<d")
 _SPILL = 1 << 20  # bytes buffered before a write to the file
 _LP_HDR = struct.Struct("<IH")
@@ -556,20 +561,41 @@ def apply_stream_ext(db: dict[bytes, Any], blob: bytes) -> None:
         raise RdbError(f"corrupt rill-stream-ext: {e}") from None
 
 
-def _write_hash_pairs(w: RdbWriter, pairs: list[tuple[bytes, bytes]], key: bytes | None) -> None:
-    """RDB_TYPE_HASH: field/value pairs (Redis 7.0 loads it into whatever encoding fits)."""
+def _write_hash(w: RdbWriter, value: Any, key: bytes | None) -> None:
     out = w.out
+    if value.encoding() == b"listpack":
+        out.append(T_HASH_LISTPACK)
+        if key is not None:
+            w.string(key)
+        w.string(_lp_encode([x for pair in value.rdb_items() for x in pair]))
+        return
     out.append(T_HASH)
     if key is not None:
         w.string(key)
-    out += encode_len(len(pairs))
-    for f, v in pairs:
+    out += encode_len(len(value))
+    for f, v in value.rdb_items():
         w.string(f)
         w.string(v)
 
 
-def _write_set_members(w: RdbWriter, members: list[bytes], key: bytes | None) -> None:
+def _intset_blob(members: list[bytes]) -> bytes:
+    """An intset: width (2, 4 or 8), count, then the values ascending, little-endian."""
+    values = sorted(int(m) for m in members)
+    lo, hi = values[0], values[-1]
+    width = 2 if -(1 << 15) <= lo and hi < (1 << 15) else 4 if -(1 << 31) <= lo and hi < (1 << 31) else 8
+    body = b"".join(v.to_bytes(width, "little", signed=True) for v in values)
+    return _U32.pack(width) + _U32.pack(len(values)) + body
+
+
+def _write_set(w: RdbWriter, value: Any, key: bytes | None) -> None:
     out = w.out
+    members = value.rdb_items()
+    if value.encoding() == b"intset":
+        out.append(T_SET_INTSET)
+        if key is not None:
+            w.string(key)
+        w.string(_intset_blob(members))
+        return
     out.append(T_SET)
     if key is not None:
         w.string(key)
@@ -578,15 +604,22 @@ def _write_set_members(w: RdbWriter, members: list[bytes], key: bytes | None) ->
         w.string(m)
 
 
-def _write_zset_pairs(w: RdbWriter, pairs: list[tuple[bytes, float]], key: bytes | None) -> None:
-    """RDB_TYPE_ZSET_2, highest score first as Redis writes its skiplist."""
+def _write_zset(w: RdbWriter, value: Any, key: bytes | None) -> None:
     out = w.out
+    if value.encoding() == b"listpack":
+        # The listpack Redis holds: member, score (an integer when the score is one).
+        out.append(T_ZSET_LISTPACK)
+        if key is not None:
+            w.string(key)
+        d2s = zsetmod.d2string
+        w.string(_lp_encode([x for m, sc in value.items() for x in (m, d2s(sc))]))
+        return
     out.append(T_ZSET_2)
     if key is not None:
         w.string(key)
-    out += encode_len(len(pairs))
+    out += encode_len(len(value))
     pack = _F64.pack
-    for m, score in pairs:
+    for m, score in value.rdb_items():  # highest score first, as Redis walks its skiplist
         w.string(m)
         out += pack(score)
 
@@ -594,6 +627,9 @@ def _write_zset_pairs(w: RdbWriter, pairs: list[tuple[bytes, float]], key: bytes
 WRITERS: dict[bytes, Writer] = {
     b"list": _write_list,
     b"stream": _write_stream,
+    b"hash": _write_hash,
+    b"set": _write_set,
+    b"zset": _write_zset,
 }
 
 
@@ -1009,17 +1045,7 @@ def _zipmap_pairs(r: RdbReader, zm: bytes, at: int) -> list[tuple[bytes, bytes]]
         raise r.fail("zipmap integrity check failed", at) from None
 
 
-# -- hashes, sets, zsets: decoded generically, built by the registered type -----------------------
-def _build(r: RdbReader, type_name: bytes, items: Any, at: int) -> Any:
-    builder = BUILDERS.get(type_name)
-    if builder is None:
-        _register_collections()
-        builder = BUILDERS.get(type_name)
-    if builder is None:
-        raise r.fail(f"the RDB holds a {type_name.decode()} but this server has no such type", at)
-    return builder(items)
-
-
+# -- hashes, sets, zsets: decoded generically, built by their storage module -----------------------
 def _pairs_from(values: list[bytes], r: RdbReader, at: int) -> list[tuple[bytes, bytes]]:
     if len(values) % 2:
         raise r.fail("odd number of elements in a pairs encoding", at)
@@ -1048,7 +1074,7 @@ def _read_set(r: RdbReader, t: int) -> Any:
     if not members:
         return _EMPTY
     _check_dups(r, members, at, "set member")
-    return _build(r, b"set", members, at)
+    return BUILDERS[b"set"](members)
 
 
 def _read_hash(r: RdbReader, t: int) -> Any:
@@ -1067,7 +1093,7 @@ def _read_hash(r: RdbReader, t: int) -> Any:
     if not pairs:
         return _EMPTY
     _check_dups(r, (f for f, _ in pairs), at, "hash field")
-    return _build(r, b"hash", pairs, at)
+    return BUILDERS[b"hash"](pairs)
 
 
 def _score(r: RdbReader, s: bytes, at: int) -> float:
@@ -1104,7 +1130,7 @@ def _read_zset(r: RdbReader, t: int) -> Any:
     if not pairs:
         return _EMPTY
     _check_dups(r, (m for m, _ in pairs), at, "sorted set member")
-    return _build(r, b"zset", pairs, at)
+    return BUILDERS[b"zset"](pairs)
 
 
 # -- streams --------------------------------------------------------------------------------------
@@ -1221,49 +1247,12 @@ READERS: dict[int, Reader] = {
 }
 
 # Type name -> constructor from decoded items: hash: [(field, value)], set: [member],
-# zset: [(member, score)].  Filled by _register_collections from rill.storage.
-BUILDERS: dict[bytes, Callable[[Any], Any]] = {}
-_registered = False
-
-
-def _register_collections() -> None:
-    """Hook hashes, sets and sorted sets into the codec once ``rill.storage`` has them.
-
-    The contract a storage module offers (checked by name, so a type that does not
-    exist yet simply is not registered):
-
-    * builders: ``from_rdb_pairs(pairs)`` for hash and zset, ``from_rdb_members(members)``
-      for set -- they return the value object;
-    * writers: the value's ``rdb_items()`` returns what the matching builder takes
-      (pairs or members), and the generic type 4/2/5 writer below emits them.
-    """
-    global _registered
-    if _registered:
-        return
-    _registered = True
-    import importlib
-
-    specs = (
-        (b"hash", ("hash", "hashes"), "from_rdb_pairs", _write_hash_pairs),
-        (b"set", ("set", "sets"), "from_rdb_members", _write_set_members),
-        (b"zset", ("zset", "zsets", "sorted_set"), "from_rdb_pairs", _write_zset_pairs),
-    )
-    for type_name, modules, builder_name, writer in specs:
-        for mod in modules:
-            try:
-                m = importlib.import_module(f"rill.storage.{mod}")
-            except ImportError:
-                continue
-            builder = getattr(m, builder_name, None)
-            if builder is None:
-                continue
-            BUILDERS.setdefault(type_name, builder)
-
-            def write(w: RdbWriter, value: Any, key: bytes | None, _writer: Any = writer) -> None:
-                _writer(w, list(value.rdb_items()), key)
-
-            WRITERS.setdefault(type_name, write)
-            break
+# zset: [(member, score)].
+BUILDERS: dict[bytes, Callable[[Any], Any]] = {
+    b"hash": hashmod.from_rdb_pairs,
+    b"set": setmod.from_rdb_members,
+    b"zset": zsetmod.from_rdb_pairs,
+}
 
 
 # --------------------------------------------------------------------------------------------
@@ -1303,7 +1292,6 @@ def load(
     otherwise they are dropped as a master drops them.  ``allow_dup`` lets a later
     copy of a key replace an earlier one (DEBUG RELOAD MERGE) instead of failing.
     """
-    _register_collections()
     if now_ms is None:
         now_ms = int(time.time() * 1000)
     r = RdbReader(data, start, deep)
@@ -1490,7 +1478,6 @@ def save_file(
     options: SaveOptions | None = None,
 ) -> RdbWriter:
     """Write a complete RDB (header, every non-empty db, EOF, checksum) to ``sink``."""
-    _register_collections()
     w = RdbWriter(sink, options)
     w.header()
     for db_id, data, expires in databases:
@@ -1512,7 +1499,6 @@ def iter_dbs(dbs: Iterable[Any]) -> Iterator[tuple[int, dict[bytes, Any], dict[b
 
 def dump_payload(value: Any, compression: bool = True, list_fill: int = -2) -> bytes:
     """DUMP: type byte + object + 2-byte RDB version + CRC-64 of all that, little-endian."""
-    _register_collections()
     w = RdbWriter(None, SaveOptions(compression=compression, list_fill=list_fill))
     w.value(value)
     out = w.out
@@ -1539,7 +1525,6 @@ def restore_payload(payload: bytes, deep: bool = False) -> Any:
 
     Call ``verify_payload`` first.  An empty collection is an error here.
     """
-    _register_collections()
     n = len(payload)
     version = payload[n - 10] | (payload[n - 9] << 8)
     r = RdbReader(payload[: n - 10], 0, deep, version)
