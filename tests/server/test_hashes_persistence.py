@@ -167,3 +167,21 @@ def test_aof_replays_propagated_forms_and_rewrite(tmp_path, preamble):
         assert _snapshot(c) == before
         assert c.call("SMEMBERS", "s:pop") == extra[0]
         c.close()
+
+
+def test_dump_payloads_match_redis_byte_for_byte(sbs):
+    """Compact encodings are written as Redis holds them (listpack hash, intset)."""
+    sbs.run([
+        ("HSET", "h", "f1", "v1", "n", "12345", "neg", "-7", "big", "9223372036854775807", "e", ""),
+        ("SADD", "s16", "5", "-3", "100"),
+        ("SADD", "s32", "5", "100000"),
+        ("SADD", "s64", "1", "-9223372036854775808"),
+        ("DUMP", "h"),
+        ("DUMP", "s16"),
+        ("DUMP", "s32"),
+        ("DUMP", "s64"),
+        ("HSET", "one", "a", "b"),
+        ("SADD", "st", "only"),
+        ("DUMP", "one"),
+        ("DUMP", "st"),
+    ])
