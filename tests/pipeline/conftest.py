@@ -36,7 +36,6 @@ def spark():
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
-
     from rill.pipeline import register
 
     session = (SparkSession.builder.master("local[2]").appName("rill-tests")
