@@ -411,4 +411,6 @@ rb_command("ZRANGE 0 99 WITHSCORES", ["ZRANGE", "bench:zr", "0", "99", "WITHSCOR
            issue=6, target=AT_LEAST(0.35), requests=N_HEAVY, setup=prefill_zset("bench:zr", 1000))
 
 # -- issues 7 and 8: their modules register their own workloads ------------------------------
-from . import streams8  # noqa: E402,F401  (issue 8: memory after deleting most of a stream)
+# issue 7: Spark reads with rill vs redis-server as the store; issue 8: memory after deleting
+# most of a stream.
+from . import spark, streams8  # noqa: E402,F401

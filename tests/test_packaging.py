@@ -123,7 +123,7 @@ def test_make_targets(target, expected):
     out = _make("-n", "-W", "pyproject.toml", target)
     assert out.returncode == 0, out.stderr
     # Whatever the state of the venv, the target (re)installs when pyproject.toml changed ...
-    assert "pip install --quiet -e '.[test,bench,lint,lzf]'" in out.stdout
+    assert "pip install --quiet -e '.[test,bench,lint,lzf,spark]'" in out.stdout
     assert re.search(expected, out.stdout), out.stdout
 
 

@@ -5,8 +5,8 @@ redis-check-rdb accepts) and an AOF rewrite replayed by the AOF loader client.""
 from __future__ import annotations
 
 import io
-import subprocess
 import shutil
+import subprocess
 
 import pytest
 from rill.persistence import aof, rdb

@@ -30,7 +30,7 @@ def fields(info):
     """A map reply (XINFO) as (ordered key list, dict), RESP2 or RESP3."""
     if isinstance(info, dict):
         return list(info), info
-    return list(info[::2]), dict(zip(info[::2], info[1::2]))
+    return list(info[::2]), dict(zip(info[::2], info[1::2], strict=True))
 
 
 def xadd_n(r, key, n, start=1):
