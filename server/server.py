@@ -51,6 +51,11 @@ _PUBSUB_ALLOWED = {
 }
 
 
+# Commands that may lazily expire keys they were not asked about (Redis's hidden
+# CMD_TOUCHES_ARBITRARY_KEYS flag): their DELs are propagated unwrapped.
+_TOUCHES_ARBITRARY_KEYS = frozenset({"scan", "randomkey"})
+
+
 class NoReply:
     """A handler's way to say it queued its replies itself (or none at all)."""
 
@@ -407,7 +412,9 @@ class Server:
             if changed and not self._prevent_propagation and cmd.flags & WRITE:
                 ops.append((client.db.id, self._rewritten or argv))
             if ops:
-                self.propagate(ops)
+                # Lazy expiry during SCAN/RANDOMKEY deletes unrelated keys: Redis sends
+                # those DELs on their own, not wrapped as one transaction.
+                self.propagate(ops, wrap=cmd.fullname not in _TOUCHES_ARBITRARY_KEYS)
         self._also = []
         self._rewritten = None
         self._prevent_propagation = False
@@ -425,15 +432,16 @@ class Server:
     def prevent_propagation(self) -> None:
         self._prevent_propagation = True
 
-    def propagate(self, ops: list[tuple[int, list[bytes]]]) -> None:
+    def propagate(self, ops: list[tuple[int, list[bytes]]], wrap: bool = True) -> None:
         """Hand the effects of one command (or one EXEC) to every sink.
 
-        Several effects travel wrapped in MULTI/EXEC so they apply atomically.
+        Several effects travel wrapped in MULTI/EXEC so they apply atomically
+        (unless ``wrap`` is False).
         """
         if self._exec_ops is not None:
             self._exec_ops.extend(ops)
             return
-        if len(ops) > 1:
+        if wrap and len(ops) > 1:
             ops = [(ops[0][0], [b"MULTI"]), *ops, (ops[-1][0], [b"EXEC"])]
         for sink in self.propagation_sinks:
             sink(ops)

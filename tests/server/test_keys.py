@@ -724,3 +724,20 @@ def test_keyspace_events_match_redis(oracle_server, local):
         sub.close()
         oracle.flushall()
         oracle.close()
+
+
+def test_lazy_expiry_in_scan_and_randomkey_is_not_wrapped(local):
+    """SCAN/RANDOMKEY may expire keys nobody named: Redis propagates those DELs bare."""
+    for cmd in (("SCAN", "0", "COUNT", "100"), ("RANDOMKEY",)):
+        local("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+        for k in ("a", "b", "c"):
+            local("SET", k, "v", "PX", "1")
+        time.sleep(0.01)
+        effects = local.effects(*cmd)
+        assert effects and all(op[0] == b"DEL" for op in effects), (cmd, effects)
+    # A command that names its keys still wraps several effects in one transaction.
+    local("SET", "x", "v", "PX", "1")
+    local("SET", "y", "v", "PX", "1")
+    time.sleep(0.01)
+    effects = local.effects("MGET", "x", "y")
+    assert effects[0] == [b"MULTI"] and effects[-1] == [b"EXEC"]
