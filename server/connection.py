@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from time import time as _time
 from typing import TYPE_CHECKING
 
 from rill.protocol.parser import ProtocolError, RequestParser
@@ -88,20 +89,26 @@ class Connection(asyncio.Protocol):
         client = self.client
         if client is None or self.closed:
             return
-        client.net_in += len(data)
+        n = len(data)
+        client.net_in += n
         server = self.server
-        server.stats.net_input_bytes += len(data)
-        client.last_interaction = time.time()
-        commands = self.parser.feed(data)
-        qlen = self.parser.pending_bytes()
-        client.querybuf_len = qlen
-        if qlen > client.querybuf_peak:
-            client.querybuf_peak = qlen
-        if qlen > server.query_buffer_limit:
-            log.warning("Closing client that reached max query buffer length: id=%d addr=%s (qbuf initial bytes: %r)",
-                        client.id, client.addr, b"")
-            self._close()
-            return
+        server.stats.net_input_bytes += n
+        # One clock reading per read, as Redis samples it once per event.
+        client.last_interaction = _time()
+        parser = self.parser
+        commands = parser.feed(data)
+        qlen = parser.pending_bytes()
+        if qlen:
+            client.querybuf_len = qlen
+            if qlen > client.querybuf_peak:
+                client.querybuf_peak = qlen
+            if qlen > server.query_buffer_limit:
+                log.warning("Closing client that reached max query buffer length: id=%d addr=%s (qbuf initial bytes: %r)",
+                            client.id, client.addr, b"")
+                self._close()
+                return
+        else:
+            client.querybuf_len = 0
         if client.blocked is not None or client.pending:
             client.pending.extend(commands)
             return

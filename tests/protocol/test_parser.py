@@ -133,3 +133,43 @@ def test_unauthenticated_limits():
 )
 def test_split_args(line, args):
     assert split_args(line) == args
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [b"SET", b"k", b"+OK"],  # '+' and '=' inside data are not simple-string lines
+        [b"SET", b"a=b", b"x+y"],
+        [b"SET", b"k", b"x\n+OK\r\n"],  # a line start inside data only costs the fast path
+        [b"SET", b"k", b"*1234567"],
+        [b"SET", b"k", b"1234567890"],
+    ],
+)
+def test_guarded_bytes_inside_data_parse_the_same(args):
+    data = enc(*args) + enc(b"GET", b"k")
+    for hiredis in (True, False):
+        p = RequestParser()
+        if not hiredis:
+            p._reader = None
+        assert p.feed(data) == [args, [b"GET", b"k"]]
+        assert p.pending_bytes() == 0
+
+
+@pytest.mark.parametrize("tail", [b"*1\r\n:5\r\n", b"*2\r\n$3\r\nGET\r\n$-1\r\n", b"*1\r\n*1\r\n$1\r\nx\r\n",
+                                  b"*1\r\n-ERR\r\n", b"*1\r\n+PING\r\n", b"*1\r\n_\r\n"])
+@pytest.mark.parametrize("size", [10, 100_000])
+def test_non_bulk_elements_after_good_commands(tail, size):
+    # Small and big chunks take different element checks on the hiredis path;
+    # both hand the odd command to the reference parser at its first byte.
+    good = enc(b"SET", b"k", b"v" * size)
+    out = RequestParser().feed(good + tail)
+    assert out[0] == [b"SET", b"k", b"v" * size]
+    assert len(out) == 2 and isinstance(out[1], ProtocolError)
+
+
+def test_huge_multibulk_header_waits_without_allocating():
+    p = RequestParser()
+    assert p.feed(enc(b"PING") + b"*2000000000\r\n$3\r\nSET\r\n") == [[b"PING"]]
+    # the reference parser holds the partial command (hiredis would have sized a
+    # two-billion-slot list for it)
+    assert p._argv == [b"SET"] and p._remaining == 2_000_000_000 - 1
