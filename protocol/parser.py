@@ -178,63 +178,57 @@ class RequestParser:
         return len(self._buf)
 
     def feed(self, data: bytes) -> list:
-        """Parse ``data``; return the complete commands, possibly ending with a ProtocolError."""
-        if self.failed:
-            return []
-        out: list = []
-        if (
-            not self._buf
-            and self._reader is not None
-            and data[:1] == b"*"
-            and not self.auth_required
-            and len(data) <= self.max_bulk_len
-            and _HUGE_HEADER.search(data) is None
-            and not ((b"+" in data or b"=" in data) and _SIMPLE_LINE.search(data))
-        ):
-            rest = self._feed_fast(data, out)
-            if rest is None:
-                return out
-            data = rest
-        self._buf += data
-        self._parse(out)
-        return out
+        """Parse ``data``; return the complete commands, possibly ending with a ProtocolError.
 
-    def _feed_fast(self, data: bytes, out: list) -> bytes | None:
-        """hiredis path; returns the unparsed remainder for the reference parser, or None.
-
+        The hiredis path is written out here rather than in a helper: it runs
+        once per read, and the extra call was a visible share of a lone command.
         hiredis cannot say whether it stopped between commands or inside one
         whose remaining elements have not arrived (``*3\r\n$3\r\nSET\r\n``):
         both leave no unread bytes. A probe tells them apart: ``*0\r\n`` fed
         at a command boundary comes back as an empty command of its own, while
         inside a command it is swallowed as an element.
         """
+        if self.failed:
+            return []
+        out: list = []
         reader = self._reader
-        reader.feed(data)
-        gets = reader.gets
-        start = len(out)
-        # Only non-empty lists of bulk strings are commands hiredis may vouch for.
-        # Joining them is the cheapest test (it raises TypeError for an integer,
-        # a null, a nested array or an error element), but it copies the
-        # arguments: big chunks test each element's type instead.
-        join = b"".join if len(data) <= _JOIN_CHECK_MAX else _join_by_type
-        try:
-            cmd = gets()
-            while cmd is not False:
-                if type(cmd) is not list or not cmd:
-                    return self._fallback(data, out, start)
-                join(cmd)
-                out.append(cmd)
+        if (
+            reader is not None
+            and not self._buf
+            and data[:1] == b"*"
+            and not self.auth_required
+            and len(data) <= self.max_bulk_len
+            and _HUGE_HEADER.search(data) is None
+            and not ((b"+" in data or b"=" in data) and _SIMPLE_LINE.search(data))
+        ):
+            reader.feed(data)
+            gets = reader.gets
+            # Only non-empty lists of bulk strings are commands hiredis may vouch for.
+            # Joining them is the cheapest test (it raises TypeError for an integer,
+            # a null, a nested array or an error element), but it copies the
+            # arguments: big chunks test each element's type instead.
+            join = b"".join if len(data) <= _JOIN_CHECK_MAX else _join_by_type
+            try:
                 cmd = gets()
-            if reader.has_data():
-                return self._fallback(data, out, start)
-            reader.feed(b"*0\r\n")
-            if gets() != []:
-                return self._fallback(data, out, start)
-        except (hiredis.ProtocolError, TypeError):
-            return self._fallback(data, out, start)
-        return None
+                while cmd is not False:
+                    if type(cmd) is not list or not cmd:
+                        break
+                    join(cmd)
+                    out.append(cmd)
+                    cmd = gets()
+                else:
+                    if not reader.has_data():
+                        reader.feed(b"*0\r\n")
+                        if gets() == []:
+                            return out
+            except (hiredis.ProtocolError, TypeError):
+                pass
+            data = self._fallback(data, out)
+        self._buf += data
+        self._parse(out)
+        return out
 
-    def _fallback(self, data: bytes, out: list, start: int) -> bytes:
+    def _fallback(self, data: bytes, out: list) -> bytes:
         """Drop hiredis's state and return ``data`` past the commands it fully parsed.
 
         hiredis accepted those commands only if their lengths were canonical
@@ -242,7 +236,7 @@ class RequestParser:
         """
         self._reader = hiredis.Reader()
         offset = 0
-        for cmd in out[start:]:
+        for cmd in out:
             offset += 3 + len(str(len(cmd)))
             for arg in cmd:
                 offset += 5 + len(str(len(arg))) + len(arg)

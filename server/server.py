@@ -405,11 +405,11 @@ class Server:
                 client.reply(reply)
         if duration > self.slowlog_threshold >= 0 and not cmd.flags & SKIP_SLOWLOG:
             self.slowlog_add(client, argv, duration)
-        if self.dirty != dirty or self._also:
+        if self._also or (self.dirty != dirty and (self.blocking.waiters or self.propagation_sinks)):
             self._after_write(client, cmd, argv, self.dirty != dirty)
         elif self._rewritten is not None or self._prevent_propagation:
-            # A command that changed nothing must not leave its propagation
-            # choices behind for the next one.
+            # A command that changed nothing (or whose change nobody waits for or
+            # records) must not leave its propagation choices behind for the next one.
             self._rewritten = None
             self._prevent_propagation = False
         if self.monitors and not cmd.flags & (SKIP_MONITOR | ADMIN):
