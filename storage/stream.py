@@ -673,6 +673,195 @@ def _rev_node(
     return False
 
 
+# --------------------------------------------------------------------------------------------
+# Reply-ready reads: listpack node -> RESP in one pass
+# --------------------------------------------------------------------------------------------
+#
+# XRANGE/XREAD replies are arrays of ``[id, [f1, v1, ...]]``. Decoding a node into tuples and
+# then encoding those costs two Python passes per entry; reading the node straight into RESP
+# pieces costs one, and most per-value work becomes a table lookup: 7-bit and 13-bit integer
+# elements map to their ready ``$len\r\ndigits`` bulk string, a 6-bit string element becomes
+# a precomputed ``$len\r\n`` header plus a slice of the node, and the master fields of a
+# SAMEFIELDS entry are encoded once per node. Arrays of bulk strings are the same bytes in
+# RESP2 and RESP3. The general decoder (_fwd_node/_rev_node) stays the reference; tests
+# compare the two on random nodes.
+
+_RESP_U7 = tuple(b"$%d\r\n%d" % (len(b"%d" % i), i) for i in range(128))
+# Indexed by the 13 payload bits of a 13-bit integer element (two's complement).
+_RESP_I13 = tuple(
+    b"$%d\r\n%d" % (len(b"%d" % v), v) for v in (u - 8192 if u >= 4096 else u for u in range(8192))
+)
+_RESP_SHDR = tuple(b"$%d\r\n" % n for n in range(64))
+# "\r\n*2\r\n$<len>\r\n": what precedes an entry's ID (IDs are at most 41 bytes).
+_RESP_ENTRY = tuple(b"\r\n*2\r\n$%d\r\n" % n for n in range(48))
+
+
+def _resp_fields(fields: list[bytes]) -> list[bytes]:
+    """What precedes each value of a SAMEFIELDS entry: ``\r\n$len\r\nfield\r\n``, the first
+    one also carrying the entry's ``\r\n*2n`` array header."""
+    pre = [b"\r\n$%d\r\n%b\r\n" % (len(f), f) for f in fields]
+    hdr = b"\r\n*%d" % (2 * len(fields))
+    if pre:
+        pre[0] = hdr + pre[0]
+    else:
+        pre.append(hdr)
+    return pre
+
+
+def _resp_entry_at(
+    lp: bytes, p: int, flags: int, ms: int, seq: int, nf: int, pre: list[bytes], app
+) -> int:
+    """Append the RESP pieces of the live entry whose data starts at ``p`` (just after its
+    IDs); returns the offset of the next entry. Handles every element encoding."""
+    idb = b"%d-%d" % (ms & MASK64, seq & MASK64)
+    app(_RESP_ENTRY[len(idb)])
+    app(idb)
+    if flags & FLAG_SAMEFIELDS:
+        if not nf:
+            app(pre[0])
+        for f in pre[:nf]:
+            app(f)
+            v, p = _get_bytes(lp, p)
+            app(b"$%d\r\n" % len(v))
+            app(v)
+    else:
+        n, p = _get_int(lp, p)
+        app(b"\r\n*%d" % (n << 1))
+        for _ in range(n << 1):
+            v, p = _get_bytes(lp, p)
+            app(b"\r\n$%d\r\n" % len(v))
+            app(v)
+    b = lp[p]
+    return p + 2 if b < 128 else skip(lp, p)  # lp-count
+
+
+def _fwd_node_resp(
+    key: int, lp: bytes | bytearray, start: int, end: int, limit: int, out: list[bytes]
+) -> tuple[int, bool]:
+    """What ``_fwd_node`` (without tombstones) finds, as RESP: appends to ``out`` pieces
+    that join into the entries' replies, each preceded by CRLF. Returns ``(entries, done)``,
+    ``done`` meaning an entry past ``end`` or the ``limit`` (0 = none) was reached."""
+    if type(lp) is not bytes:
+        lp = bytes(lp)
+    mms = key >> 64
+    mseq = key & MASK64
+    nf, fields, p = _master_fast(lp)
+    if start > key:
+        p = _seek_start(lp, key, start, p)
+    endp = len(lp) - 1
+    if p >= endp:
+        return 0, False
+    # Live IDs ascend inside a node and none exceeds the last entry's, so the start bound is
+    # checked only until the first emitted entry and the end bound only if it cuts the node.
+    check_start = start > key
+    pl = _last_entry(lp)
+    check_end = pl is not None and end < _entry_head(lp, pl, mms, mseq)[1]
+    pre = _resp_fields(fields)
+    # ID deltas are int64 casts of uint64 differences, so the sum can leave the uint64
+    # range: 7-bit deltas only near its top (then every entry takes the masked, general
+    # path); wider deltas are masked where they are read.
+    wrap = mms > MASK64 - 128 or mseq > MASK64 - 128
+    # The table-driven path: SAMEFIELDS entries whose lp-count (nf + 3) is one byte.
+    fast = 0 < nf < 125 and not wrap
+    app = out.append
+    rshdr = _RESP_SHDR
+    ru7 = _RESP_U7
+    ri13 = _RESP_I13
+    rent = _RESP_ENTRY
+    n = 0
+    while p < endp:
+        flags = lp[p]
+        if flags < 128:
+            p += 2
+        else:
+            flags, p = _get_int(lp, p)
+        b = lp[p]
+        if b < 128:
+            ms = mms + b
+            p += 2
+        elif 0xC0 <= b < 0xE0:
+            u = ((b & 31) << 8) | lp[p + 1]
+            ms = (mms + (u - 8192 if u >= 4096 else u)) & MASK64
+            p += 3
+        else:
+            d, p = _get_int(lp, p)
+            ms = (mms + d) & MASK64
+        b = lp[p]
+        if b < 128:
+            seq = mseq + b
+            p += 2
+        else:
+            d, p = _get_int(lp, p)
+            seq = (mseq + d) & MASK64
+        if flags & FLAG_DELETED:
+            p = _skip_entry_data(lp, p, flags, nf)
+            continue
+        if check_start or check_end or wrap:
+            sid = ((ms & MASK64) << 64) | (seq & MASK64)
+            if sid < start:
+                p = _skip_entry_data(lp, p, flags, nf)
+                continue
+            check_start = False
+            if sid > end:
+                return n, True
+        if flags != FLAG_SAMEFIELDS or not fast:
+            p = _resp_entry_at(lp, p, flags, ms, seq, nf, pre, app)
+        else:
+            idb = b"%d-%d" % (ms, seq)
+            app(rent[len(idb)])
+            app(idb)
+            for f in pre:
+                app(f)
+                b = lp[p]
+                if b < 128:
+                    app(ru7[b])
+                    p += 2
+                elif b < 192:
+                    q = p + 1 + (b & 63)
+                    app(rshdr[b & 63])
+                    app(lp[p + 1 : q])
+                    p = q + 1
+                elif b < 224:
+                    app(ri13[((b & 31) << 8) | lp[p + 1]])
+                    p += 3
+                else:
+                    v, p = _get_bytes(lp, p)
+                    app(b"$%d\r\n" % len(v))
+                    app(v)
+            p += 2  # lp-count
+        n += 1
+        if n == limit:
+            return n, True
+    return n, False
+
+
+def _rev_node_resp(
+    key: int, lp: bytes | bytearray, start: int, end: int, limit: int, out: list[bytes]
+) -> tuple[int, bool]:
+    """:func:`_fwd_node_resp` from the node's end backwards (as ``_rev_node``)."""
+    if type(lp) is not bytes:
+        lp = bytes(lp)
+    mms = key >> 64
+    mseq = key & MASK64
+    nf, fields, p0 = _master_fast(lp)
+    pf = _last_entry(lp) if end >= ID_MAX else _seek_end(lp, key, end, p0, nf)
+    pre = _resp_fields(fields)
+    app = out.append
+    n = 0
+    while pf is not None:
+        flags, sid, p = _entry_head(lp, pf, mms, mseq)
+        if not flags & FLAG_DELETED:
+            if sid <= end:
+                if sid < start:
+                    return n, True
+                _resp_entry_at(lp, p, flags, sid >> 64, sid & MASK64, nf, pre, app)
+                n += 1
+                if n == limit:
+                    return n, True
+        pf = _prev_entry(lp, pf)
+    return n, False
+
+
 def _find_live(key: int, lp: bytes | bytearray, sid: int) -> tuple[int, int] | None:
     """``(flags_offset, flags)`` of live entry ``sid`` in this node, or None."""
     if type(lp) is not bytes:
@@ -1727,15 +1916,18 @@ class Stream:
         return out
 
     def range_segments(
-        self, start: int = 0, end: int = ID_MAX, count: int = 0, rev: bool = False
-    ) -> list[tuple[list[tuple[int, list[bytes]]], int, int, bool]]:
+        self, start: int = 0, end: int = ID_MAX, count: int = 0, rev: bool = False,
+        resp: bool = False,
+    ) -> list[tuple[list, int, int, bool]]:
         """What :meth:`range` returns, as ``(entries, lo, hi, cached)`` segments in reply
         order. A ``cached`` segment is ``entries[lo:hi]`` of a decoded-node cache list,
         ascending (read it backwards when ``rev``); that list stays the same object, only
         ever appended to, while its node is cached, so a caller may keep per-node derived
         data (encoded replies) keyed by its identity. Other segments are fresh lists
-        already in reply order."""
-        segs: list[tuple[list[tuple[int, list[bytes]]], int, int, bool]] = []
+        already in reply order: of ``(id, fields_values)`` tuples, or with ``resp`` of
+        RESP pieces joining into ``hi`` entry replies, each preceded by CRLF (``lo`` is 0),
+        read straight from the node without decoding it into tuples."""
+        segs: list[tuple[list, int, int, bool]] = []
         if start > end:
             return segs
         got = 0
@@ -1743,6 +1935,17 @@ class Stream:
             for key, lp in self._end_nodes(end):
                 c = _nc_get(key, lp, True)
                 if c is None:
+                    if resp:
+                        pieces: list[bytes] = []
+                        k, done = _rev_node_resp(
+                            key, lp, start, end, count - got if count else 0, pieces
+                        )
+                        if k:
+                            segs.append((pieces, 0, k, False))
+                            got += k
+                        if done:
+                            break
+                        continue
                     out: list[tuple[int, list[bytes]]] = []
                     done = _rev_node(key, lp, start, end, count - got if count else 0, False, out)
                     if out:
@@ -1765,6 +1968,17 @@ class Stream:
             for key, lp in self._start_nodes(start):
                 c = _nc_get(key, lp, True)
                 if c is None:
+                    if resp:
+                        pieces = []
+                        k, done = _fwd_node_resp(
+                            key, lp, start, end, count - got if count else 0, pieces
+                        )
+                        if k:
+                            segs.append((pieces, 0, k, False))
+                            got += k
+                        if done:
+                            break
+                        continue
                     out = []
                     done = _fwd_node(key, lp, start, end, count - got if count else 0, False, out)
                     if out:

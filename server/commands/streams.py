@@ -261,17 +261,22 @@ def entries_bytes(ents: list) -> bytes:
 # A cached node's list is only ever appended to while cached (a changed node gets a new
 # list), so an encoding made once serves every later read of that entry -- repeated
 # XRANGEs, and the XREAD fan-out of new entries to many readers -- as a list slice.
+# Each encoding is kept with a leading CRLF, the form range_bytes joins.
 _NODE_ENC: dict[int, tuple[list, list]] = {}
 _NODE_ENC_MAX = 512
 
 
 def range_bytes(s: Stream, start: int, end: int, count: int, rev: bool = False) -> bytes:
     """XRANGE/XREVRANGE's array (no trailing CRLF): ``s.range(...)`` encoded."""
+    # Uncached nodes come back as RESP pieces (each entry preceded by CRLF); cached ones
+    # as decoded entries whose encodings are kept in _NODE_ENC.
     parts: list[bytes] = [b""]
+    n = 0
     ext = parts.extend
-    for ents, lo, hi, cached in s.range_segments(start, end, count, rev):
+    for ents, lo, hi, cached in s.range_segments(start, end, count, rev, resp=True):
+        n += hi - lo
         if not cached:
-            ext([encode_entry(sid, fv) for sid, fv in ents])
+            ext(ents)
             continue
         rec = _NODE_ENC.get(id(ents))
         if rec is None or rec[0] is not ents:
@@ -287,16 +292,15 @@ def range_bytes(s: Stream, start: int, end: int, count: int, rev: bool = False) 
             for k in range(lo, hi):
                 if encs[k] is None:
                     sid, fv = ents[k]
-                    encs[k] = encode_entry(sid, fv)
+                    encs[k] = b"\r\n" + encode_entry(sid, fv)
             chunk = encs[lo:hi]
         if rev:
             chunk.reverse()
         ext(chunk)
-    n = len(parts) - 1
     if not n:
         return b"*0"
     parts[0] = _ARR[n] if n < 1024 else b"*%d" % n
-    return b"\r\n".join(parts)
+    return b"".join(parts)
 
 
 def entry_reply(ent: tuple[int, list[bytes]]) -> Raw:
