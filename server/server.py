@@ -157,12 +157,64 @@ class Server:
         self.shutdown_hooks: list[Callable[[], None]] = []
         # Periodic duties of other subsystems (persistence: children, save points, fsync).
         self.cron_hooks: list[Callable[[], None]] = []
-        # Set by persistence while a failed save or AOF write must stop writes (MISCONF).
-        self.write_denied: Callable[[], ReplyError | None] | None = None
+        self.write_denied = None
         self.shutdown_event: Any = None
         self.mem_peak = 0
         self.config.listeners.append(self._config_changed)
         self._refresh_config()
+
+    # -- server states that gate every command -----------------------------
+    # loading, maxmemory, CLIENT PAUSE and MISCONF are each rare, but execute()
+    # asks about all of them for every command: their setters keep one combined
+    # flag so the ordinary case costs a single test.
+    _special = False
+    _loading = False
+    _maxmemory = 0
+    _pause_until = 0.0
+    _write_denied: Callable[[], ReplyError | None] | None = None
+
+    def _update_special(self) -> None:
+        self._special = bool(
+            self._loading or self._maxmemory or self._pause_until or self._write_denied is not None
+        )
+
+    @property
+    def loading(self) -> bool:
+        return self._loading
+
+    @loading.setter
+    def loading(self, value: bool) -> None:
+        self._loading = value
+        self._update_special()
+
+    @property
+    def maxmemory(self) -> int:
+        return self._maxmemory
+
+    @maxmemory.setter
+    def maxmemory(self, value: int) -> None:
+        self._maxmemory = value
+        self._update_special()
+
+    @property
+    def pause_until(self) -> float:
+        """CLIENT PAUSE's end (a time.monotonic() reading), 0 when not paused."""
+        return self._pause_until
+
+    @pause_until.setter
+    def pause_until(self, value: float) -> None:
+        self._pause_until = value
+        self._update_special()
+
+    @property
+    def write_denied(self) -> Callable[[], ReplyError | None] | None:
+        """Set by persistence while a failed save or AOF write must stop writes (MISCONF)."""
+        return self._write_denied
+
+    @write_denied.setter
+    def write_denied(self, value: Callable[[], ReplyError | None] | None) -> None:
+        self._write_denied = value
+        self._update_special()
 
     # -- config ----------------------------------------------------------
     def _refresh_config(self) -> None:
@@ -228,14 +280,11 @@ class Server:
         # The checks below concern states that are rare on the hot path; one
         # combined test lets an ordinary command skip all of them.
         if (
-            client.multi is not None
+            self._special
+            or client.multi is not None
             or not client.authenticated
             or client.pubsub_channels
             or client.pubsub_patterns
-            or self.loading
-            or self.maxmemory
-            or self.pause_until
-            or self.write_denied is not None
         ):
             return self._gate(client, cmd, argv)
         self.call(client, cmd, argv)
