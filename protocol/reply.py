@@ -148,6 +148,8 @@ def encode_into(value: Any, out: list[bytes], resp3: bool) -> None:
         out.append(value)
     elif t is int:
         out.append(b":%d\r\n" % value)
+    elif value is None:
+        out.append(b"_\r\n" if resp3 else b"$-1\r\n")
     else:
         _encode_into(value, out, resp3)
 

@@ -181,14 +181,15 @@ class Connection(asyncio.Protocol):
             return
         out = client.out
         if out:
-            if self.server.before_write_hooks:
-                for hook in self.server.before_write_hooks:
-                    hook()
+            server = self.server
+            for hook in server.before_write_hooks:
+                hook()
             data = b"".join(out) if len(out) > 1 else out[0]
             out.clear()
             transport.write(data)
-            client.net_out += len(data)
-            self.server.stats.net_output_bytes += len(data)
+            n = len(data)
+            client.net_out += n
+            server.stats.net_output_bytes += n
             if self._paused:
                 self._check_output_limits()
         if client.kill_requested or client.close_after_reply:

@@ -430,8 +430,8 @@ class Server:
         self.stats.total_commands_processed += 1
         client.last_cmd = cmd
         t = type(reply)
-        # The replies almost every command gives (bulk, integer, +OK and the other
-        # ready-made constants) are encoded right here; the rest, errors and any
+        # The replies almost every command gives (bulk, integer, null, +OK and the
+        # other ready-made constants) are encoded right here; the rest, errors and any
         # client with CLIENT REPLY OFF/SKIP take the general path.
         if t is bytes and not client.reply_mode:
             client.out.append(b"$%d\r\n%b\r\n" % (len(reply), reply))
@@ -439,6 +439,8 @@ class Server:
             client.out.append(reply)
         elif t is int and not client.reply_mode:
             client.out.append(b":%d\r\n" % reply)
+        elif reply is None and not client.reply_mode:
+            client.out.append(b"_\r\n" if client.resp3 else b"$-1\r\n")
         elif reply is not NO_REPLY:
             if t is Block:
                 if client.in_exec or client.id < 0:

@@ -15,6 +15,7 @@ from rill.protocol.reply import (
     Status,
     Verbatim,
     encode,
+    encode_into,
 )
 
 
@@ -48,6 +49,11 @@ from rill.protocol.reply import (
 def test_encodings(value, resp2, resp3):
     assert encode(value, resp3=False) == resp2
     assert encode(value, resp3=True) == resp3
+    # the client's entry point takes shortcuts for the common types
+    for resp3_, expected in ((False, resp2), (True, resp3)):
+        out: list[bytes] = []
+        encode_into(value, out, resp3_)
+        assert b"".join(out) == expected
 
 
 def test_error_text_never_breaks_framing():

@@ -9,7 +9,7 @@ import redis
 import redis.asyncio
 
 from tests.conftest import SideBySide
-from tests.support import RawClient, start_redis, start_rill
+from tests.support import RawClient, encode_command, start_redis, start_rill
 
 
 def test_ping_echo_side_by_side(sbs):
@@ -141,3 +141,33 @@ async def test_redis_py_asyncio(rill_server):
         results = await asyncio.gather(*(r.echo(f"m{i}") for i in range(50)))
         assert results == [f"m{i}".encode() for i in range(50)]
         await r.aclose()
+
+
+@pytest.mark.parametrize("resp3", [False, True])
+def test_pipelined_reply_shapes_side_by_side(rill_server, oracle_server, resp3):
+    # One write carrying every reply shape the dispatcher encodes inline (bulk,
+    # integer, null, +OK) next to errors, arrays and CLIENT REPLY OFF/SKIP: the
+    # byte stream must be Redis's.
+    script = [
+        ("SET", "k", "v"), ("GET", "k"), ("GET", "missing"), ("INCR", "n"), ("INCR", "k"),
+        ("LPUSH", "l", "a", "b"), ("LRANGE", "l", "0", "-1"), ("HSET", "h", "f", "1"), ("HGET", "h", "nope"),
+        ("CLIENT", "REPLY", "SKIP"), ("GET", "k"), ("INCR", "n"), ("GET", "missing"),
+        ("CLIENT", "REPLY", "OFF"), ("SET", "k", "w"), ("GET", "k"), ("INCR", "k"), ("GET", "missing"),
+        ("CLIENT", "REPLY", "ON"), ("GET", "k"), ("GET", "n"), ("NOSUCH",), ("GET",),
+        ("ECHO", "end-of-script"),
+    ]
+    data = b"".join(encode_command(args) for args in script)
+    streams = []
+    for port in (rill_server.port, oracle_server.port):
+        c = RawClient(port)
+        c.call("FLUSHALL")
+        if resp3:
+            c.call("HELLO", "3")
+        c.send_raw(data)
+        replies = []
+        while not replies or replies[-1] != b"$13\r\nend-of-script\r\n":
+            replies.append(c.read_reply())
+        c.close()
+        streams.append(replies)
+    assert streams[0] == streams[1]
+    assert len(streams[0]) == len(script) - 7  # SKIP silences itself and one more, OFF itself and four
