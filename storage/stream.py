@@ -974,7 +974,12 @@ _NC: OrderedDict[int, tuple[bytes | bytearray, list[int], list[tuple[int, list[b
 _NC_MAX_NODES = 256
 _NC_MAX_ENTRIES = 1000  # nodes holding more entries are never cached
 _NC_MAX_NODE_BYTES = 1 << 16  # nor nodes larger than this (their decoded copy would be big)
-_NC_SEEN: dict[int, None] = {}
+# Nodes touched once lately (ids, oldest first). Only a second touch within this window
+# admits a node, so re-reading a stream far bigger than the cache (a Spark batch read, a
+# second full scan) keeps the cheap one-pass reads instead of decoding every node into a
+# cache entry that is evicted before it is used again.
+_NC_SEEN: OrderedDict[int, None] = OrderedDict()
+_NC_SEEN_MAX = 2 * _NC_MAX_NODES
 
 
 def _nc_get(key: int, lp: bytes | bytearray, admit: bool):
@@ -984,17 +989,16 @@ def _nc_get(key: int, lp: bytes | bytearray, admit: bool):
     if c is not None:
         _NC.move_to_end(i)
         return c
-    if not admit or len(lp) > _NC_MAX_NODE_BYTES:
+    if not admit or len(lp) > _NC_MAX_NODE_BYTES or node_counts(lp)[0] > _NC_MAX_ENTRIES:
         return None
     if i not in _NC_SEEN:
-        if len(_NC_SEEN) >= 4096:
-            _NC_SEEN.clear()
+        if len(_NC_SEEN) >= _NC_SEEN_MAX:
+            _NC_SEEN.popitem(last=False)
         _NC_SEEN[i] = None
         return None
+    del _NC_SEEN[i]
     ents: list[tuple[int, list[bytes]]] = []
     _fwd_node(key, lp, 0, ID_MAX, 0, False, ents)
-    if len(ents) > _NC_MAX_ENTRIES:
-        return None
     c = (lp, [e[0] for e in ents], ents)
     _NC[i] = c
     if len(_NC) > _NC_MAX_NODES:

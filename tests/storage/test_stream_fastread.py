@@ -190,3 +190,40 @@ def test_id_deltas_that_wrap_around_uint64(ids):
     for rev in (False, True):
         check(s, 0, ID_MAX, 0, rev)
         check(s, make_id(*ids[1]), ID_MAX, 1, rev)
+
+
+def _cached_nodes(s: Stream) -> int:
+    return sum(1 for ents, lo, hi, cached in s.range_segments(0, ID_MAX, resp=True) if cached)
+
+
+def test_rescanning_a_stream_bigger_than_the_cache_window_does_not_fill_the_cache():
+    """A second touch admits a node only within the recent-touch window, so repeated full
+    scans of a big stream stay on the one-pass path; a small hot set is still cached."""
+    from rill.storage import stream as st_mod
+
+    Stream.node_max_entries = 2
+    big = Stream()
+    nodes = st_mod._NC_SEEN_MAX + 10
+    for i in range(1, 2 * nodes + 1):
+        big.add([b"f", b"%d" % i], make_id(i, 0))
+    for _ in range(3):
+        assert _cached_nodes(big) == 0
+    check(big, 0, ID_MAX, 0, False)
+    small = Stream()
+    for i in range(1, 7):
+        small.add([b"f", b"%d" % i], make_id(i, 0))
+    small.range_segments(0, ID_MAX, resp=True)
+    assert _cached_nodes(small) == 3
+    assert _cached_nodes(small) == 3
+
+
+def test_nodes_with_more_entries_than_the_cache_takes_are_never_decoded_into_it():
+    from rill.storage import stream as st_mod
+
+    Stream.node_max_entries, Stream.node_max_bytes = 0, 0
+    s = Stream()
+    for i in range(1, st_mod._NC_MAX_ENTRIES + 2):
+        s.add([b"f", b"1"], make_id(i, 0))
+    for _ in range(3):
+        assert _cached_nodes(s) == 0
+    assert not st_mod._NC
