@@ -737,10 +737,11 @@ def _resp_entry_at(
 
 def _fwd_node_resp(
     key: int, lp: bytes | bytearray, start: int, end: int, limit: int, out: list[bytes]
-) -> tuple[int, bool]:
+) -> tuple[int, bool, int]:
     """What ``_fwd_node`` (without tombstones) finds, as RESP: appends to ``out`` pieces
-    that join into the entries' replies, each preceded by CRLF. Returns ``(entries, done)``,
-    ``done`` meaning an entry past ``end`` or the ``limit`` (0 = none) was reached."""
+    that join into the entries' replies, each preceded by CRLF. Returns ``(entries, done,
+    served)``: ``done`` means an entry past ``end`` or the ``limit`` (0 = none) was reached;
+    no entry of the node after ``start`` and up to ``served`` is left unread."""
     if type(lp) is not bytes:
         lp = bytes(lp)
     mms = key >> 64
@@ -750,12 +751,13 @@ def _fwd_node_resp(
         p = _seek_start(lp, key, start, p)
     endp = len(lp) - 1
     if p >= endp:
-        return 0, False
+        return 0, False, end
     # Live IDs ascend inside a node and none exceeds the last entry's, so the start bound is
     # checked only until the first emitted entry and the end bound only if it cuts the node.
     check_start = start > key
     pl = _last_entry(lp)
-    check_end = pl is not None and end < _entry_head(lp, pl, mms, mseq)[1]
+    last = _entry_head(lp, pl, mms, mseq)[1] if pl is not None else 0
+    check_end = end < last
     pre = _resp_fields(fields)
     # ID deltas are int64 casts of uint64 differences, so the sum can leave the uint64
     # range: 7-bit deltas only near its top (then every entry takes the masked, general
@@ -803,7 +805,7 @@ def _fwd_node_resp(
                 continue
             check_start = False
             if sid > end:
-                return n, True
+                return n, True, end
         if flags != FLAG_SAMEFIELDS or not fast:
             p = _resp_entry_at(lp, p, flags, ms, seq, nf, pre, app)
         else:
@@ -831,8 +833,8 @@ def _fwd_node_resp(
             p += 2  # lp-count
         n += 1
         if n == limit:
-            return n, True
-    return n, False
+            return n, True, ((ms & MASK64) << 64) | (seq & MASK64)
+    return n, False, min(end, last)
 
 
 def _rev_node_resp(
@@ -978,12 +980,16 @@ _NC_MAX_NODE_BYTES = 1 << 16  # nor nodes larger than this (their decoded copy w
 # admits a node, so re-reading a stream far bigger than the cache (a Spark batch read, a
 # second full scan) keeps the cheap one-pass reads instead of decoding every node into a
 # cache entry that is evicted before it is used again.
-_NC_SEEN: OrderedDict[int, None] = OrderedDict()
+# A forward read that resumes exactly where the previous touch of the node stopped (paging
+# with COUNT) is not a re-read and does not admit it either: each value is the ID up to
+# which the node's last forward reply-ready read went (-1: unknown).
+_NC_SEEN: OrderedDict[int, int] = OrderedDict()
 _NC_SEEN_MAX = 2 * _NC_MAX_NODES
 
 
-def _nc_get(key: int, lp: bytes | bytearray, admit: bool):
-    """Cached ``(lp, sids, entries)`` for a node, decoding it on its second touch."""
+def _nc_get(key: int, lp: bytes | bytearray, admit: bool, start: int = -1):
+    """Cached ``(lp, sids, entries)`` for a node, decoding it on its second touch (unless
+    that touch is a forward read from ``start`` past what the previous one served)."""
     i = id(lp)
     c = _NC.get(i)
     if c is not None:
@@ -991,10 +997,14 @@ def _nc_get(key: int, lp: bytes | bytearray, admit: bool):
         return c
     if not admit or len(lp) > _NC_MAX_NODE_BYTES or node_counts(lp)[0] > _NC_MAX_ENTRIES:
         return None
-    if i not in _NC_SEEN:
+    served = _NC_SEEN.get(i)
+    if served is None:
         if len(_NC_SEEN) >= _NC_SEEN_MAX:
             _NC_SEEN.popitem(last=False)
-        _NC_SEEN[i] = None
+        _NC_SEEN[i] = -1
+        return None
+    if 0 <= served < start:
+        _NC_SEEN[i] = -1
         return None
     del _NC_SEEN[i]
     ents: list[tuple[int, list[bytes]]] = []
@@ -1004,6 +1014,13 @@ def _nc_get(key: int, lp: bytes | bytearray, admit: bool):
     if len(_NC) > _NC_MAX_NODES:
         _NC.popitem(last=False)
     return c
+
+
+def _nc_served(lp: object, served: int) -> None:
+    """Record how far a forward read of a not-yet-cached node went (see _NC_SEEN)."""
+    i = id(lp)
+    if i in _NC_SEEN:
+        _NC_SEEN[i] = served
 
 
 def _nc_drop(lp: object) -> None:
@@ -1970,13 +1987,14 @@ class Stream:
                     break
         else:
             for key, lp in self._start_nodes(start):
-                c = _nc_get(key, lp, True)
+                c = _nc_get(key, lp, True, start if resp else -1)
                 if c is None:
                     if resp:
                         pieces = []
-                        k, done = _fwd_node_resp(
+                        k, done, served = _fwd_node_resp(
                             key, lp, start, end, count - got if count else 0, pieces
                         )
+                        _nc_served(lp, served)
                         if k:
                             segs.append((pieces, 0, k, False))
                             got += k

@@ -227,3 +227,28 @@ def test_nodes_with_more_entries_than_the_cache_takes_are_never_decoded_into_it(
     for _ in range(3):
         assert _cached_nodes(s) == 0
     assert not st_mod._NC
+
+
+def test_paging_through_a_node_does_not_admit_it_but_rereading_does():
+    """A forward read resuming after what the previous touch served is a continuation
+    (COUNT paging), not a re-read; reading from an earlier start again is."""
+    s = Stream()
+    for i in range(1, 101):
+        s.add([b"f", b"%d" % i], make_id(i, 0))
+    clear_node_cache()
+    got = []
+    start = 0
+    while True:
+        segs = s.range_segments(start, ID_MAX, 7, resp=True)
+        if not segs:
+            break
+        assert all(not cached for *_, cached in segs)
+        got.append(b"".join(p for ents, *_ in segs for p in ents))
+        start = make_id(7 * len(got) + 1, 0)
+    ref = s.range(0, ID_MAX, admit=False)
+    assert b"".join(got) == b"".join(ref_entry(sid, fv) for sid, fv in ref)
+    from rill.storage import stream as st_mod
+
+    assert not st_mod._NC  # not even by the final, empty page
+    (ents, lo, hi, cached), = s.range_segments(make_id(50, 0), ID_MAX, 7, resp=True)
+    assert cached and ents[lo][0] == make_id(50, 0) and hi - lo == 7
