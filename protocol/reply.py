@@ -125,6 +125,14 @@ ZERO = Raw(b":0\r\n")
 ONE = Raw(b":1\r\n")
 
 
+# Ready-made encodings for the short bulk strings and small integers most
+# replies are: a table lookup and one concatenation cost less than formatting.
+# Longer values keep the one-copy formatting path.
+SMALL = 1024
+BULK_HEADERS = tuple(b"$%d\r\n" % n for n in range(SMALL))
+SMALL_INTS = tuple(b":%d\r\n" % n for n in range(SMALL))
+
+
 def format_double(d: float) -> bytes:
     """Redis 7.0's ``%.17g`` rendering of a double (``inf``/``-inf`` spelled out)."""
     if math.isinf(d):
@@ -143,11 +151,15 @@ def encode_into(value: Any, out: list[bytes], resp3: bool) -> None:
     """Append the encoding of ``value`` to ``out`` (the client's output chunks)."""
     t = type(value)
     if t is bytes:
-        out.append(b"$%d\r\n%b\r\n" % (len(value), value))
+        n = len(value)
+        if n < SMALL:
+            out.append(BULK_HEADERS[n] + value + b"\r\n")
+        else:
+            out.append(b"$%d\r\n%b\r\n" % (n, value))
     elif t is Raw:
         out.append(value)
     elif t is int:
-        out.append(b":%d\r\n" % value)
+        out.append(SMALL_INTS[value] if 0 <= value < SMALL else b":%d\r\n" % value)
     elif value is None:
         out.append(b"_\r\n" if resp3 else b"$-1\r\n")
     else:

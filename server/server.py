@@ -16,7 +16,7 @@ from collections.abc import Callable
 from time import perf_counter_ns
 from typing import Any
 
-from rill.protocol.reply import QUEUED, Raw, ReplyError
+from rill.protocol.reply import BULK_HEADERS, QUEUED, SMALL, SMALL_INTS, Raw, ReplyError
 from rill.storage.keyspace import Database, Keyspace
 
 from . import REDIS_VERSION
@@ -434,11 +434,15 @@ class Server:
         # other ready-made constants) are encoded right here; the rest, errors and any
         # client with CLIENT REPLY OFF/SKIP take the general path.
         if t is bytes and not client.reply_mode:
-            client.out.append(b"$%d\r\n%b\r\n" % (len(reply), reply))
+            n = len(reply)
+            if n < SMALL:
+                client.out.append(BULK_HEADERS[n] + reply + b"\r\n")
+            else:
+                client.out.append(b"$%d\r\n%b\r\n" % (n, reply))
         elif t is Raw and not client.reply_mode:
             client.out.append(reply)
         elif t is int and not client.reply_mode:
-            client.out.append(b":%d\r\n" % reply)
+            client.out.append(SMALL_INTS[reply] if 0 <= reply < SMALL else b":%d\r\n" % reply)
         elif reply is None and not client.reply_mode:
             client.out.append(b"_\r\n" if client.resp3 else b"$-1\r\n")
         elif reply is not NO_REPLY:

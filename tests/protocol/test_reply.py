@@ -44,6 +44,15 @@ from rill.protocol.reply import (
         (Verbatim(b"hi"), b"$2\r\nhi\r\n", b"=6\r\ntxt:hi\r\n"),
         (BigNumber(b"123"), b"$3\r\n123\r\n", b"(123\r\n"),
         ([[b"a"], []], b"*2\r\n*1\r\n$1\r\na\r\n*0\r\n", b"*2\r\n*1\r\n$1\r\na\r\n*0\r\n"),
+        # both sides of the ready-made small encodings' bounds
+        (b"", b"$0\r\n\r\n", b"$0\r\n\r\n"),
+        (b"y" * 1023, b"$1023\r\n" + b"y" * 1023 + b"\r\n", b"$1023\r\n" + b"y" * 1023 + b"\r\n"),
+        (b"y" * 1024, b"$1024\r\n" + b"y" * 1024 + b"\r\n", b"$1024\r\n" + b"y" * 1024 + b"\r\n"),
+        (0, b":0\r\n", b":0\r\n"),
+        (1023, b":1023\r\n", b":1023\r\n"),
+        (1024, b":1024\r\n", b":1024\r\n"),
+        (-1024, b":-1024\r\n", b":-1024\r\n"),
+        (2**63 - 1, b":9223372036854775807\r\n", b":9223372036854775807\r\n"),
     ],
 )
 def test_encodings(value, resp2, resp3):

@@ -171,3 +171,11 @@ def test_pipelined_reply_shapes_side_by_side(rill_server, oracle_server, resp3):
         streams.append(replies)
     assert streams[0] == streams[1]
     assert len(streams[0]) == len(script) - 7  # SKIP silences itself and one more, OFF itself and four
+
+
+def test_small_reply_table_bounds_side_by_side(sbs, sbs3):
+    # bulk strings and integers around the size of the ready-made encodings
+    for s in (sbs, sbs3):
+        s.run([("SET", "a", "y" * 1023), ("GET", "a"), ("SET", "b", "y" * 1024), ("GET", "b"),
+               ("SET", "e", ""), ("GET", "e"), ("INCRBY", "n", "1023"), ("INCR", "n"), ("DECRBY", "n", "3000"),
+               ("INCRBY", "m", "9223372036854775807"), ("STRLEN", "a"), ("STRLEN", "b")])
