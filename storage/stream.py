@@ -736,12 +736,14 @@ def _resp_entry_at(
 
 
 def _fwd_node_resp(
-    key: int, lp: bytes | bytearray, start: int, end: int, limit: int, out: list[bytes]
+    key: int, lp: bytes | bytearray, start: int, end: int, limit: int, out: list[bytes],
+    marks: list[int] | None = None,
 ) -> tuple[int, bool, int]:
     """What ``_fwd_node`` (without tombstones) finds, as RESP: appends to ``out`` pieces
     that join into the entries' replies, each preceded by CRLF. Returns ``(entries, done,
     served)``: ``done`` means an entry past ``end`` or the ``limit`` (0 = none) was reached;
-    no entry of the node after ``start`` and up to ``served`` is left unread."""
+    no entry of the node after ``start`` and up to ``served`` is left unread. ``marks``
+    gets the index in ``out`` where each entry's pieces begin."""
     if type(lp) is not bytes:
         lp = bytes(lp)
     mms = key >> 64
@@ -806,6 +808,8 @@ def _fwd_node_resp(
             check_start = False
             if sid > end:
                 return n, True, end
+        if marks is not None:
+            marks.append(len(out))
         if flags != FLAG_SAMEFIELDS or not fast:
             p = _resp_entry_at(lp, p, flags, ms, seq, nf, pre, app)
         else:
@@ -843,23 +847,62 @@ def _rev_node_resp(
     """:func:`_fwd_node_resp` from the node's end backwards (as ``_rev_node``)."""
     if type(lp) is not bytes:
         lp = bytes(lp)
+    if not limit or limit >= node_counts(lp)[0]:
+        # The limit cannot cut the node: encode it forwards (cheaper than walking the
+        # backlens entry by entry) and emit the entries last first. No node before this
+        # one holds an ID >= its master ID, so the iteration is over if start is past it.
+        pieces: list[bytes] = []
+        marks: list[int] = []
+        n = _fwd_node_resp(key, lp, start, end, 0, pieces, marks)[0]
+        marks.append(len(pieces))
+        ext = out.extend
+        for j in range(n - 1, -1, -1):
+            ext(pieces[marks[j] : marks[j + 1]])
+        return n, start > key or n == limit > 0
     mms = key >> 64
     mseq = key & MASK64
     nf, fields, p0 = _master_fast(lp)
     pf = _last_entry(lp) if end >= ID_MAX else _seek_end(lp, key, end, p0, nf)
     pre = _resp_fields(fields)
+    fast = 0 < nf < 125
     app = out.append
+    rshdr = _RESP_SHDR
+    ru7 = _RESP_U7
+    ri13 = _RESP_I13
+    rent = _RESP_ENTRY
     n = 0
     while pf is not None:
         flags, sid, p = _entry_head(lp, pf, mms, mseq)
-        if not flags & FLAG_DELETED:
-            if sid <= end:
-                if sid < start:
-                    return n, True
+        if not flags & FLAG_DELETED and sid <= end:
+            if sid < start:
+                return n, True
+            if flags != FLAG_SAMEFIELDS or not fast:
                 _resp_entry_at(lp, p, flags, sid >> 64, sid & MASK64, nf, pre, app)
-                n += 1
-                if n == limit:
-                    return n, True
+            else:  # as in _fwd_node_resp
+                idb = b"%d-%d" % (sid >> 64, sid & MASK64)
+                app(rent[len(idb)])
+                app(idb)
+                for f in pre:
+                    app(f)
+                    b = lp[p]
+                    if b < 128:
+                        app(ru7[b])
+                        p += 2
+                    elif b < 192:
+                        q = p + 1 + (b & 63)
+                        app(rshdr[b & 63])
+                        app(lp[p + 1 : q])
+                        p = q + 1
+                    elif b < 224:
+                        app(ri13[((b & 31) << 8) | lp[p + 1]])
+                        p += 3
+                    else:
+                        v, p = _get_bytes(lp, p)
+                        app(b"$%d\r\n" % len(v))
+                        app(v)
+            n += 1
+            if n == limit:
+                return n, True
         pf = _prev_entry(lp, pf)
     return n, False
 

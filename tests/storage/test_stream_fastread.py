@@ -160,6 +160,22 @@ def test_node_of_tombstones_only_and_empty_ranges():
     assert resp_read(s, make_id(3, 0), make_id(4, 0), 0, False) == (0, b"")
 
 
+@pytest.mark.parametrize("count", [0, 1, 2, 3, 10])
+def test_reverse_read_through_a_node_with_nothing_in_range(count):
+    """The node holding ``end`` (by master ID) has no live entry <= end: the reverse read
+    must go on to the node before it."""
+    Stream.node_max_entries = 2
+    s = Stream()
+    for i in range(1, 7):
+        s.add([b"f", b"%d" % i], make_id(i, 0))
+    s.delete(make_id(3, 0))  # node (3, 4) keeps master ID 3 with only 4 live
+    for end in (make_id(3, 0), make_id(3, 5)):
+        for start in (0, make_id(2, 0), make_id(3, 0)):
+            check(s, start, end, count, True)
+    n, _ = resp_read(s, 0, make_id(3, 0), count, True)
+    assert n == (min(count, 2) if count else 2)
+
+
 def test_cached_nodes_still_come_back_decoded():
     """resp=True changes only uncached segments: cached ones keep their shared list."""
     s = Stream()
