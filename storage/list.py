@@ -24,6 +24,8 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from itertools import islice
 
+from .ranges import index_span
+
 # Node-size limits of quicklist.c for negative fill values -1..-5.
 _OPTIMIZATION_LEVEL = (4096, 8192, 16384, 32768, 65536)
 _SIZE_SAFETY_LIMIT = 8192  # bytes, for positive fills (element-count limits)
@@ -179,16 +181,10 @@ class ListValue(deque):
     def range(self, start: int, end: int) -> list[bytes]:
         """Elements ``start..end`` inclusive (Redis index rules, negatives from the tail)."""
         n = len(self)
-        if start < 0:
-            start += n
-        if end < 0:
-            end += n
-        if start < 0:
-            start = 0
-        if start > end or start >= n:
+        span = index_span(start, end, n)
+        if span is None:
             return []
-        if end >= n:
-            end = n - 1
+        start, end = span
         if start == 0 and end == n - 1:
             return list(self)
         if start <= n - 1 - end:
@@ -311,17 +307,11 @@ class ListValue(deque):
     def trim(self, start: int, end: int) -> int:
         """LTRIM: keep ``start..end``; how many elements were removed."""
         n = len(self)
-        if start < 0:
-            start += n
-        if end < 0:
-            end += n
-        if start < 0:
-            start = 0
-        if start > end or start >= n:
+        span = index_span(start, end, n)
+        if span is None:
             self.clear()
             return n
-        if end >= n:
-            end = n - 1
+        start, end = span
         ltrim, rtrim = start, n - 1 - end
         removed = ltrim + rtrim
         if removed <= end - start + 1:

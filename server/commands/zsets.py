@@ -19,6 +19,7 @@ from operator import itemgetter
 from rill.protocol.reply import EMPTY_ARRAY, NULL_ARRAY, Double, Raw, ReplyError
 from rill.storage import zset as _zset
 from rill.storage.glob import compile_glob
+from rill.storage.ranges import index_span
 from rill.storage.zset import SortedSet, d2string, format_score
 
 from ..blocking import Block, parse_timeout
@@ -533,17 +534,10 @@ def _select(zs: SortedSet, rangetype: int, reverse: bool, a: bytes, b: bytes, sp
     """The (score, member) items a ZRANGE form selects, in reply order."""
     n = len(zs)
     if rangetype == _RANK:
-        start, end = spec
-        if start < 0:
-            start += n
-        if end < 0:
-            end += n
-        if start < 0:
-            start = 0
-        if start > end or start >= n:
+        span = index_span(spec[0], spec[1], n)
+        if span is None:
             return []
-        if end >= n:
-            end = n - 1
+        start, end = span
         if reverse:
             items = zs.range(n - 1 - end, n - start)
             items.reverse()
@@ -704,18 +698,10 @@ def _zremrange(c: Client, argv: list[bytes], rangetype: int):
     if zs is None:
         return 0
     if rangetype == _RANK:
-        n = len(zs)
-        if start < 0:
-            start += n
-        if end < 0:
-            end += n
-        if start < 0:
-            start = 0
-        if start > end or start >= n:
+        span = index_span(start, end, len(zs))
+        if span is None:
             return 0
-        if end >= n:
-            end = n - 1
-        lo, hi = start, end + 1
+        lo, hi = span[0], span[1] + 1
     elif rangetype == _SCORE:
         lo, hi = _score_ranks(zs, spec)
     else:
