@@ -864,42 +864,15 @@ def _rev_node_resp(
     nf, fields, p0 = _master_fast(lp)
     pf = _last_entry(lp) if end >= ID_MAX else _seek_end(lp, key, end, p0, nf)
     pre = _resp_fields(fields)
-    fast = 0 < nf < 125
     app = out.append
-    rshdr = _RESP_SHDR
-    ru7 = _RESP_U7
-    ri13 = _RESP_I13
-    rent = _RESP_ENTRY
     n = 0
     while pf is not None:
         flags, sid, p = _entry_head(lp, pf, mms, mseq)
         if not flags & FLAG_DELETED and sid <= end:
             if sid < start:
                 return n, True
-            if flags != FLAG_SAMEFIELDS or not fast:
-                _resp_entry_at(lp, p, flags, sid >> 64, sid & MASK64, nf, pre, app)
-            else:  # as in _fwd_node_resp
-                idb = b"%d-%d" % (sid >> 64, sid & MASK64)
-                app(rent[len(idb)])
-                app(idb)
-                for f in pre:
-                    app(f)
-                    b = lp[p]
-                    if b < 128:
-                        app(ru7[b])
-                        p += 2
-                    elif b < 192:
-                        q = p + 1 + (b & 63)
-                        app(rshdr[b & 63])
-                        app(lp[p + 1 : q])
-                        p = q + 1
-                    elif b < 224:
-                        app(ri13[((b & 31) << 8) | lp[p + 1]])
-                        p += 3
-                    else:
-                        v, p = _get_bytes(lp, p)
-                        app(b"$%d\r\n" % len(v))
-                        app(v)
+            # At most ``limit`` entries of one node come this way: the general encoder.
+            _resp_entry_at(lp, p, flags, sid >> 64, sid & MASK64, nf, pre, app)
             n += 1
             if n == limit:
                 return n, True
