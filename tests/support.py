@@ -188,6 +188,32 @@ class RawClient:
             return False
 
 
+class Waiter(RawClient):
+    """A connection that sends a blocking command and reads its reply later."""
+
+    def send(self, *args) -> None:
+        self.sock.sendall(encode_command(args))
+
+    def reply(self, timeout: float = 5.0) -> bytes:
+        self.sock.settimeout(timeout)
+        try:
+            return self.read_reply()
+        finally:
+            self.sock.settimeout(10.0)
+
+    def silent(self, wait: float = 0.1) -> bool:
+        """Nothing arrives for ``wait`` seconds."""
+        self.sock.settimeout(wait)
+        try:
+            data = self.sock.recv(65536)
+        except TimeoutError:
+            return True
+        finally:
+            self.sock.settimeout(10.0)
+        self.buf += data
+        return False
+
+
 def run_inproc(server, client, *args) -> bytes:
     """Run one command on an in-process Server and return the reply bytes it queued."""
     client.out.clear()

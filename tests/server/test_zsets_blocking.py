@@ -6,30 +6,7 @@ import time
 
 import pytest
 
-from tests.support import RawClient, encode_command
-
-
-class Waiter(RawClient):
-    def send(self, *args) -> None:
-        self.sock.sendall(encode_command(args))
-
-    def reply(self, timeout: float = 5.0) -> bytes:
-        self.sock.settimeout(timeout)
-        try:
-            return self.read_reply()
-        finally:
-            self.sock.settimeout(10.0)
-
-    def silent(self, wait: float = 0.1) -> bool:
-        self.sock.settimeout(wait)
-        try:
-            data = self.sock.recv(65536)
-        except TimeoutError:
-            return True
-        finally:
-            self.sock.settimeout(10.0)
-        self.buf += data
-        return False
+from tests.support import RawClient, Waiter
 
 
 def _on_both(rill_server, oracle_server, scenario) -> None:
