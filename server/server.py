@@ -16,7 +16,7 @@ from collections.abc import Callable
 from time import perf_counter_ns
 from typing import Any
 
-from rill.protocol.reply import BULK_HEADERS, QUEUED, SMALL, SMALL_INTS, Raw, ReplyError
+from rill.protocol.reply import QUEUED, Raw, ReplyError, encode_into
 from rill.storage.keyspace import Database, Keyspace
 
 from . import REDIS_VERSION
@@ -429,35 +429,20 @@ class Server:
         cmd.usec += duration
         self.stats.total_commands_processed += 1
         client.last_cmd = cmd
-        t = type(reply)
-        # The replies almost every command gives (bulk, integer, null, +OK and the
-        # other ready-made constants) are encoded right here; the rest, errors and any
-        # client with CLIENT REPLY OFF/SKIP take the general path.
-        if t is bytes and not client.reply_mode:
-            n = len(reply)
-            if n < SMALL:
-                client.out.append(BULK_HEADERS[n] + reply + b"\r\n")
+        if type(reply) is Block:
+            if client.in_exec or client.id < 0:
+                # Inside MULTI (or for internal clients) a blocking command never blocks.
+                reply = reply.timeout_reply
             else:
-                client.out.append(b"$%d\r\n%b\r\n" % (n, reply))
-        elif t is Raw and not client.reply_mode:
-            client.out.append(reply)
-        elif t is int and not client.reply_mode:
-            client.out.append(SMALL_INTS[reply] if 0 <= reply < SMALL else b":%d\r\n" % reply)
-        elif reply is None and not client.reply_mode:
-            client.out.append(b"_\r\n" if client.resp3 else b"$-1\r\n")
-        elif reply is not NO_REPLY:
-            if t is Block:
-                if client.in_exec or client.id < 0:
-                    # Inside MULTI (or for internal clients) a blocking command never blocks.
-                    reply = reply.timeout_reply
-                else:
-                    self.block(client, cmd, argv, reply)
-                    reply = NO_REPLY
-            if reply is not NO_REPLY:
-                if isinstance(reply, ReplyError):
-                    cmd.failed_calls += 1
-                    self.count_error(reply)
-                client.reply(reply)
+                self.block(client, cmd, argv, reply)
+                reply = NO_REPLY
+        if reply is not NO_REPLY:
+            if type(reply) is ReplyError:
+                cmd.failed_calls += 1
+                self.count_error(reply)
+            if not client.reply_mode:
+                # The one reply encoder; its first branches are the common replies.
+                encode_into(reply, client.out, client.resp3)
         if duration > self.slowlog_threshold >= 0 and not cmd.flags & SKIP_SLOWLOG:
             self.slowlog_add(client, argv, duration)
         if self._also or (self.dirty != dirty and (self.blocking.waiters or self.propagation_sinks)):
