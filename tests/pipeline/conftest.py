@@ -12,8 +12,6 @@ import sys
 import pytest
 import redis
 
-from tests.support import redis_server_binary, start_redis
-
 
 def pytest_collection_modifyitems(config, items):
     here = os.path.dirname(__file__)
@@ -51,21 +49,10 @@ def spark():
     session.stop()
 
 
-@pytest.fixture(scope="session")
-def redis_oracle():
-    if redis_server_binary() is None:
-        if os.environ.get("CI"):
-            pytest.fail("redis-server is required in CI")
-        pytest.skip("redis-server not installed")
-    server = start_redis()
-    yield server
-    server.stop()
-
-
 @pytest.fixture(params=["rill", "redis"])
 def store(request, rill_server):
     """(url, client) on a flushed server: rill, then a real redis-server >= 7.0."""
-    server = rill_server if request.param == "rill" else request.getfixturevalue("redis_oracle")
+    server = rill_server if request.param == "rill" else request.getfixturevalue("oracle_server")
     client = redis.Redis(port=server.port)
     client.flushall()
     yield f"redis://127.0.0.1:{server.port}", client
