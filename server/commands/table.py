@@ -13,6 +13,7 @@ rill.protocol.reply for reply values). It never touches a transport.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -286,6 +287,11 @@ class CommandTable:
             out.append(cmd)
             out.extend(cmd.subcommands.values())
         return out
+
+
+def spec_copy(name: str) -> dict:
+    """A private copy of Redis 7.0's facts for ``name``, for a command that extends them."""
+    return copy.deepcopy(_SPECS[name])
 
 
 def spec_or_container(name: str) -> dict:

@@ -11,7 +11,6 @@ ZPOPMIN key, BZMPOP -> ZPOPMIN/ZPOPMAX key count (served or immediate).
 
 from __future__ import annotations
 
-import copy
 import math
 import random
 from operator import itemgetter
@@ -27,7 +26,7 @@ from ..client import Client
 from . import keys as _keys
 from .args import NOT_FLOAT, NOT_INT, SYNTAX_ERR, WRONGTYPE, get_positive, string2ll
 from .keys import parse_cursor
-from .table import _SPECS, command
+from .table import command, spec_copy
 
 NOT_FLOAT_RANGE = ReplyError("ERR min or max is not a float")
 NOT_LEX_RANGE = ReplyError("ERR min or max not valid string range item")
@@ -462,9 +461,9 @@ def zmscore(c: Client, argv: list[bytes]):
     return out
 
 
-_ZRANK_SPEC = copy.deepcopy(_SPECS["zrank"])
+_ZRANK_SPEC = spec_copy("zrank")
 _ZRANK_SPEC["info"][1] = -3
-_ZREVRANK_SPEC = copy.deepcopy(_SPECS["zrevrank"])
+_ZREVRANK_SPEC = spec_copy("zrevrank")
 _ZREVRANK_SPEC["info"][1] = -3
 
 
