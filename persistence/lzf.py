@@ -14,7 +14,7 @@ Format, token by token: a control byte ``c``; ``c < 32`` is a literal run of
 
 from __future__ import annotations
 
-__all__ = ["LZFError", "decompress", "decompress_py", "compress", "HAVE_C"]
+__all__ = ["LZFError", "decompress", "decompress_py", "compress", "compress_bytes", "HAVE_C"]
 
 
 class LZFError(ValueError):
@@ -95,3 +95,11 @@ def compress(data: bytes | bytearray, max_len: int) -> bytes | None:
     if _lzf is None or max_len <= 0:
         return None
     return _lzf.compress(bytes(data), max_len)
+
+
+def _no_compress(data: bytes, max_len: int) -> None:
+    return None
+
+
+# The RDB writer's per-string call: ``bytes`` only and ``max_len`` > 0, no checks.
+compress_bytes = _lzf.compress if _lzf is not None else _no_compress

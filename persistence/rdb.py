@@ -133,6 +133,7 @@ _LP_HDR = struct.Struct("<IH")
 _NUMSTART = lpmod._NUMSTART  # first bytes that may start an integer ("-" and digits)
 _STR6_HDR = lpmod._STR6_HDR
 _STR6_BL = lpmod._STR6_BL
+_lzf_compress = lzf.compress_bytes
 _INTSTR = lpmod._INTSTR
 _QL_LIMITS = (4096, 8192, 16384, 32768, 65536)  # quicklist node bytes for fill -1..-5
 
@@ -188,12 +189,13 @@ def _int_encoding(s: bytes) -> bytes | None:
 def encode_string(s: bytes | bytearray, compress: bool = False) -> bytes:
     """rdbSaveRawString: int-encoded if it can be, LZF if asked and it saves 4+ bytes, else raw."""
     n = len(s)
-    if n <= 11 and n:
-        enc = _int_encoding(s)
-        if enc is not None:
-            return enc
+    if n <= 11:
+        if n and _NUMSTART[s[0]]:
+            enc = _int_encoding(s)
+            if enc is not None:
+                return enc
     elif compress and n > 20:
-        z = lzf.compress(s, n - 4)
+        z = _lzf_compress(s if type(s) is bytes else bytes(s), n - 4)
         if z:
             return b"\xc3" + encode_len(len(z)) + encode_len(n) + z
     if n < 64:
@@ -390,26 +392,39 @@ def _lp_encode(values: list[bytes]) -> bytes:
     return _LP_HDR.pack(len(body) + 7, count if count < 65535 else 65535) + body + b"\xff"
 
 
-def _single_node(value: ListValue, fill: int, threshold: int) -> bool:
-    """Whether quicklist would keep the whole list in one node (a conservative test).
+def _single_node_lp(value: ListValue, fill: int, threshold: int) -> bytes | None:
+    """The one listpack quicklist would keep ``value`` in, or None if it may need more.
 
-    Each element costs at most its length plus 12 bytes of encoding, backlen and
-    quicklist's insert estimate, so staying under the node size limit for the sum
-    means no insert was ever refused.
+    A conservative test made in the same pass as the encoding: each element costs
+    at most its length plus 12 bytes of encoding, backlen and quicklist's insert
+    estimate, so staying under the node size limit for the sum means no insert was
+    ever refused.
     """
-    if fill >= 0 or fill < -5 or len(value) >= 65535:
-        return False
-    limit = _QL_LIMITS[-fill - 1]
-    budget = limit - 7 - 12 * len(value)
+    count = len(value)
+    if fill >= 0 or fill < -5 or count >= 65535:
+        return None
+    budget = _QL_LIMITS[-fill - 1] - 7 - 12 * count
     if budget < 0:
-        return False
+        return None
+    parts: list[bytes] = []
+    add = parts.append
+    numstart = _NUMSTART
+    hdr = _STR6_HDR
+    bl = _STR6_BL
     total = 0
-    for e in value:
-        n = len(e)
+    for v in value:
+        n = len(v)
         total += n
         if total > budget or n >= threshold:
-            return False
-    return True
+            return None
+        if n < 64 and (not n or not numstart[v[0]]):
+            add(hdr[n])
+            add(v)
+            add(bl[n])
+        else:
+            add(lpmod.element(v))
+    body = b"".join(parts)
+    return _LP_HDR.pack(len(body) + 7, count) + body + b"\xff"
 
 
 def _write_list(w: RdbWriter, value: ListValue, key: bytes | None) -> None:
@@ -419,9 +434,10 @@ def _write_list(w: RdbWriter, value: ListValue, key: bytes | None) -> None:
         w.string(key)
     fill = w.options.list_fill
     threshold = packed_threshold()
-    if _single_node(value, fill, threshold):
+    lp = _single_node_lp(value, fill, threshold)
+    if lp is not None:
         out += b"\x01\x02"  # one node, PACKED
-        w.string(_lp_encode(value))
+        w.string(lp)
         return
     nodes = list(value.nodes(fill, threshold))
     out += encode_len(len(nodes))
@@ -442,21 +458,25 @@ def _write_stream(w: RdbWriter, s: Stream, key: bytes | None) -> None:
     out += encode_len(s.node_count())
     compress = w.compress
     spill = w.sink is not None
-    for i, (master, lp) in enumerate(s.nodes()):
+    i = 0
+    for master, lp in s.raw_nodes():
         out += b"\x10"  # the 16-byte node key is always stored raw
         out += master.to_bytes(16, "big")
         out += encode_string(lp, compress)
+        i += 1
         if spill and not i & 255 and len(out) > _SPILL:
             w.spill()
             out = w.out
     ln = encode_len
-    out += ln(s.length)
-    out += ln(s.last_id >> 64) + ln(s.last_id & MASK64)
-    out += ln(s.first_id >> 64) + ln(s.first_id & MASK64)
-    out += ln(s.max_deleted_entry_id >> 64) + ln(s.max_deleted_entry_id & MASK64)
-    out += ln(s.entries_added)
+    last, first, maxdel = s.last_id, s.first_id, s.max_deleted_entry_id
+    out += (ln(s.length) + ln(last >> 64) + ln(last & MASK64) + ln(first >> 64) + ln(first & MASK64)
+            + ln(maxdel >> 64) + ln(maxdel & MASK64) + ln(s.entries_added))
     groups = s.groups()
-    out += ln(len(groups))
+    out += encode_len(len(groups))
+    if not groups:
+        if key is not None and s.idmp is not None:
+            w.aux(STREAM_EXT_AUX, stream_ext(s, key))
+        return
     pack_ms = _I64.pack
     for g in groups:
         w.string(g.name)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
 __all__ = ["Rax"]
@@ -347,7 +348,12 @@ class Rax:
 
     def items(self, reverse: bool = False) -> Iterator[tuple[Any, Any]]:
         """All ``(key, value)`` pairs in key order (or reversed)."""
-        return self.iterate("$" if reverse else "^", None, reverse)
+        if reverse:
+            return self.iterate("$", None, True)
+        # Whole-map forward walks (RDB saves, AOF rewrites) pair the blocks up in C.
+        if len(self._kb) == 1:
+            return zip(self._kb[0], self._vb[0], strict=True)
+        return zip(chain.from_iterable(self._kb), chain.from_iterable(self._vb), strict=True)
 
     def keys(self) -> Iterator[Any]:
         """All keys in order."""

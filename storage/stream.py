@@ -2371,6 +2371,11 @@ class Stream:
         for key, lp in self._rax.items():
             yield key, lp if type(lp) is bytes else bytes(lp)
 
+    def raw_nodes(self) -> Iterator[tuple[int, bytes | bytearray]]:
+        """``(master_id, listpack)`` per node in order, the open tail node being the live
+        bytearray: for writers that copy out what they read before anything else runs."""
+        return self._rax.items()
+
     def node_count(self) -> int:
         """Number of nodes (XINFO's radix-tree-keys)."""
         return len(self._rax)
