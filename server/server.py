@@ -151,6 +151,8 @@ class Server:
         self._rewritten: list[bytes] | None = None
         self._prevent_propagation = False
         self.before_write_hooks: list[Callable[[], None]] = []
+        # The connection layer's reply batch (see server.connection.ReplyBatch).
+        self.reply_batch: Any = None
         self.active_expire_enabled = True
         # Persistence and other subsystems attach here (load at start, save at exit).
         self.startup_hooks: list[Callable[[], None]] = []

@@ -368,9 +368,17 @@ def test_when_the_aof_is_written_relative_to_replies(tmp_path, monkeypatch, poli
     def on_write(data: bytes) -> None:
         seen.append((data, open(incr, "rb").read(), len(synced)))
 
+    def run_loop_iteration() -> None:
+        callbacks = list(server.loop.callbacks)
+        server.loop.callbacks.clear()
+        for cb, args in callbacks:
+            cb(*args)
+
     conn = Connection(server)
     conn.connection_made(_Transport(on_write))
     conn.data_received(encode_command([b"SET", b"a", b"1"]) + encode_command([b"INCR", b"n"]))
+    assert seen == []  # replies leave with the loop iteration's batch, not inline
+    run_loop_iteration()
     reply, on_disk, fsyncs = seen[0]
     assert reply == b"+OK\r\n:1\r\n"
     written = [[b"SELECT", b"0"], [b"SET", b"a", b"1"], [b"INCR", b"n"]]
@@ -380,9 +388,8 @@ def test_when_the_aof_is_written_relative_to_replies(tmp_path, monkeypatch, poli
     else:
         # Written once for the whole loop iteration (Redis's beforeSleep), never fsynced inline.
         assert fsyncs == 0
-        for cb, args in server.loop.callbacks:
-            cb(*args)
         assert list(aof.CommandParser(open(incr, "rb").read())) == written
     conn.data_received(encode_command([b"GET", b"a"]))  # a read: no AOF work at all
+    run_loop_iteration()
     assert seen[1][2] == fsyncs
     p.at_shutdown()
