@@ -152,6 +152,7 @@ class RdbError(Exception):
 # --------------------------------------------------------------------------------------------
 
 _LEN6 = tuple(bytes((i,)) for i in range(64))
+_STRING_KEY6 = tuple(bytes((T_STRING, i)) for i in range(64))  # type byte + 6-bit key length
 
 
 def encode_len(n: int) -> bytes:
@@ -254,7 +255,12 @@ class RdbWriter:
         self.out = bytearray()
 
     def string(self, s: bytes | bytearray) -> None:
-        self.out += encode_string(s, self.compress)
+        n = len(s)
+        if n and n <= 20 and not _NUMSTART[s[0]]:
+            # Neither an integer nor long enough to compress: length byte and bytes.
+            self.out += _LEN6[n] + s
+        else:
+            self.out += encode_string(s, self.compress)
 
     # -- file structure ----------------------------------------------------
     def header(self) -> None:
@@ -292,6 +298,7 @@ class RdbWriter:
         writers = WRITERS
         pack_ms = _I64.pack
         len6 = _LEN6
+        string_key6 = _STRING_KEY6
         numstart = _NUMSTART
         enc = encode_string
         n = 0
@@ -303,12 +310,12 @@ class RdbWriter:
                     out += pack_ms(when)
             t = type(value)
             if t is bytes or t is bytearray:
-                out.append(T_STRING)
                 k = len(key)
                 if k and k <= 20 and not numstart[key[0]]:
-                    out += len6[k]
+                    out += string_key6[k]
                     out += key
                 else:
+                    out.append(T_STRING)
                     out += enc(key, compress)
                 k = len(value)
                 if k and k <= 20 and not numstart[value[0]]:
