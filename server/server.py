@@ -122,6 +122,7 @@ class Server:
         self.keyspace.on_expired = self._expired
         self.table = TABLE
         self.commands = TABLE.commands
+        self.dispatch = TABLE.dispatch
         self.clients: dict[int, Client] = {}
         self.next_client_id = 1
         self.stats = Stats()
@@ -267,7 +268,9 @@ class Server:
         Returns True when CLIENT PAUSE postponed the command: the caller keeps
         it (and what follows) until the pause ends.
         """
-        cmd = self.commands.get(argv[0].lower())
+        cmd = self.dispatch.get(argv[0])
+        if cmd is None:
+            cmd = self.commands.get(argv[0].lower())
         if cmd is None or cmd.subcommands:
             cmd = self.table.lookup(argv)
             if cmd is None:

@@ -245,6 +245,14 @@ class CommandTable:
 
     def __init__(self) -> None:
         self.commands: dict[bytes, Command] = {}
+        # The same top-level commands under their lower- and upper-case spellings, which
+        # is how clients send them: dispatch finds those without lower-casing argv[0].
+        self.dispatch: dict[bytes, Command] = {}
+
+    def _set_top(self, name: bytes, cmd: Command) -> None:
+        self.commands[name] = cmd
+        self.dispatch[name] = cmd
+        self.dispatch[name.upper()] = cmd
 
     def register(self, fullname: str, handler: Handler, spec: dict | None = None) -> Command:
         spec = spec or _spec_for(fullname)
@@ -256,12 +264,12 @@ class CommandTable:
             existing = self.commands.get(parent_name.encode())
             if existing is not None:
                 cmd.subcommands = existing.subcommands
-            self.commands[parent_name.encode()] = cmd
+            self._set_top(parent_name.encode(), cmd)
             return cmd
         parent = self.commands.get(parent_name.encode())
         if parent is None:
             parent = Command(parent_name, spec_or_container(parent_name), None)
-            self.commands[parent_name.encode()] = parent
+            self._set_top(parent_name.encode(), parent)
         cmd.parent = parent
         parent.subcommands[sub.encode()] = cmd
         return cmd
