@@ -280,20 +280,29 @@ class RdbWriter:
         self.string(value)
 
     def database(self, db_id: int, data: dict[bytes, Any], expires: dict[bytes, int]) -> None:
-        """One non-empty database: SELECTDB, RESIZEDB, then every key.
+        """One non-empty database: SELECTDB, RESIZEDB, then every key."""
+        if not data:
+            return
+        self.db_header(db_id, len(data), len(expires))
+        self.write_keys(data.items(), expires)
+
+    def db_header(self, db_id: int, nkeys: int, nexpires: int) -> None:
+        """SELECTDB and RESIZEDB: what precedes a database's keys."""
+        out = self.out
+        out.append(OP_SELECTDB)
+        out += encode_len(db_id)
+        out.append(OP_RESIZEDB)
+        out += encode_len(nkeys)
+        out += encode_len(nexpires)
+
+    def write_keys(self, items: Iterable[tuple[bytes, Any]], expires: dict[bytes, int]) -> None:
+        """Every ``(key, value)`` of ``items``, each preceded by its expiry if it has one.
 
         Strings (most keys) are encoded inline: a short key or value that cannot be
         an integer is just its 6-bit length and bytes, the rest go through
         ``encode_string``.
         """
-        if not data:
-            return
         out = self.out
-        out.append(OP_SELECTDB)
-        out += encode_len(db_id)
-        out.append(OP_RESIZEDB)
-        out += encode_len(len(data))
-        out += encode_len(len(expires))
         compress = self.compress
         writers = WRITERS
         pack_ms = _I64.pack
@@ -302,7 +311,7 @@ class RdbWriter:
         numstart = _NUMSTART
         enc = encode_string
         n = 0
-        for key, value in data.items():
+        for key, value in items:
             if expires:
                 when = expires.get(key)
                 if when is not None:
@@ -335,6 +344,12 @@ class RdbWriter:
                 self.spill()
                 out = self.out
         self.keys += n
+
+    def raw(self, data: bytes) -> None:
+        """Bytes already in RDB form (a section another writer encoded)."""
+        self.out += data
+        if len(self.out) > _SPILL:
+            self.spill()
 
     def key_value(self, key: bytes, value: Any) -> None:
         """Type byte, key and value of one pair (DUMP payloads use ``value`` only)."""

@@ -41,6 +41,7 @@ from rill.persistence.aof import (
     Manifest,
     ManifestError,
 )
+from rill.persistence.rdb_split import save_file_split
 from rill.protocol.reply import OK, ReplyError
 
 from .client import Client
@@ -358,8 +359,11 @@ class Persistence:
                 raise SHUTDOWN_ERR from None
 
     # ------------------------------------------------------------------ RDB saving
-    def _write_rdb(self, final: str, aof_base: bool = False, resp: bool = False) -> None:
-        """Write the dataset to ``final`` through a temp file: write, fsync, rename, fsync dir."""
+    def _write_rdb(self, final: str, aof_base: bool = False, resp: bool = False, split: bool = False) -> None:
+        """Write the dataset to ``final`` through a temp file: write, fsync, rename, fsync dir.
+
+        ``split``: a foreground save, which may share the encoding with a forked helper.
+        """
         dirname = os.path.dirname(final) or "."
         tmp = os.path.join(self.config["dir"], f"temp-{os.getpid()}.rdb")
         dbs = rdb.iter_dbs(self.server.keyspace.dbs)
@@ -367,6 +371,11 @@ class Persistence:
             with open(tmp, "wb", buffering=0) as f:
                 if resp:
                     aofmod.write_resp_base(f, dbs)
+                elif split:
+                    scratch = os.path.join(self.config["dir"], f"temp-split-{os.getpid()}.rdb")
+                    if self.writer is not None:
+                        self.writer.write()  # the helper must not inherit (and never writes) a buffer
+                    save_file_split(f, dbs, self.save_options(aof_base), scratch)
                 else:
                     rdb.save_file(f, dbs, self.save_options(aof_base))
                 os.fsync(f.fileno())
@@ -383,7 +392,7 @@ class Persistence:
         """SAVE: a foreground snapshot."""
         self.rdb_saves += 1
         try:
-            self._write_rdb(self.rdb_path())
+            self._write_rdb(self.rdb_path(), split=True)
         except PersistenceError as e:
             log.warning("%s", e)
             self.lastbgsave_ok = False
