@@ -274,8 +274,12 @@ class Server:
         if cmd is None or cmd.subcommands:
             cmd = self.table.lookup(argv)
             if cmd is None:
+                client.last_cmd = None
                 self._reject(client, None, ReplyError(_unknown_command(self.table, argv)))
                 return False
+        # Set before running, as processCommand does: CLIENT LIST shows the command
+        # in progress for its own caller, and EXEC (not what it runs) afterwards.
+        client.last_cmd = cmd
         arity = cmd.arity
         argc = len(argv)
         if (arity > 0 and arity != argc) or argc < -arity:
@@ -433,7 +437,6 @@ class Server:
         cmd.calls += 1
         cmd.usec += duration
         self.stats.total_commands_processed += 1
-        client.last_cmd = cmd
         if type(reply) is Block:
             if client.in_exec or client.id < 0:
                 # Inside MULTI (or for internal clients) a blocking command never blocks.

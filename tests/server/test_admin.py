@@ -131,6 +131,39 @@ def test_client_commands(rill_server):
         a.client_setname("a b")
 
 
+def test_client_list_cmd_field_matches_redis(rill_server, oracle_server):
+    """cmd= is set when a command starts (processCommand), so CLIENT LIST shows itself,
+    EXEC rather than what it ran, the command an arity error refused, NULL for unknown."""
+
+    def cmd_field(listing: bytes, client_id: str) -> str:
+        line = next(ln for ln in listing.decode().splitlines() if ln.startswith(f"id={client_id} "))
+        return line.split(" cmd=")[1].split(" ")[0]
+
+    def seen(port: int, before: list[tuple]) -> tuple[str, str]:
+        watcher, subject = RawClient(port), RawClient(port)
+        try:
+            sid = subject.call("CLIENT", "ID")[1:-2].decode()
+            for args in before:
+                subject.call(*args)
+            by_watcher = cmd_field(watcher.call("CLIENT", "LIST"), sid)
+            by_itself = cmd_field(subject.call("CLIENT", "LIST"), sid)
+            return by_watcher, by_itself
+        finally:
+            watcher.close()
+            subject.close()
+
+    cases = [
+        ([], ("client|id", "client|list")),
+        ([("MULTI",), ("SET", "k", "v"), ("EXEC",)], ("exec", "client|list")),
+        ([("GET",)], ("get", "client|list")),
+        ([("NOSUCHCMD",)], ("NULL", "client|list")),
+        ([("SET", "k", "v")], ("set", "client|list")),
+    ]
+    for before, expected in cases:
+        assert seen(oracle_server.port, before) == expected
+        assert seen(rill_server.port, before) == expected, before
+
+
 def test_client_reply_off_and_skip(rill_server):
     c = RawClient(rill_server.port)
     c.send_raw(b"CLIENT REPLY OFF\r\nPING\r\nCLIENT REPLY ON\r\nECHO a\r\n")
