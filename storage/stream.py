@@ -1573,6 +1573,9 @@ class Stream:
         "_t_count",
         "_t_deleted",
         "_t_nele",
+        # last_valid_id() and the (last_id, length, max_deleted_entry_id) it was found for
+        "_lv_key",
+        "_lv",
     )
 
     def __init__(self) -> None:
@@ -1593,6 +1596,8 @@ class Stream:
         self._t_count = 0
         self._t_deleted = 0
         self._t_nele = 0
+        self._lv_key: tuple[int, int, int] | None = None
+        self._lv = 0
 
     def __len__(self) -> int:
         return self.length
@@ -2085,8 +2090,18 @@ class Stream:
         return ID_MAX if first else 0
 
     def last_valid_id(self) -> int:
-        """ID of the last live entry, 0 if none (streamLastValidID, used by XSETID)."""
-        return self.edge_id(False, True)
+        """ID of the last live entry, 0 if none (streamLastValidID, used by XSETID and by
+        every XREADGROUP ``>``).
+
+        Remembered between calls: the last live entry can only change with an entry
+        added (last_id moves), removed (length drops) or XSETID, so those three values
+        key the answer and a consumer loop does not walk the tail node on every read.
+        """
+        key = (self.last_id, self.length, self.max_deleted_entry_id)
+        if key != self._lv_key:
+            self._lv = self.edge_id(False, True)
+            self._lv_key = key
+        return self._lv
 
     # ---------------------------------------------------------------------------- deletion
 

@@ -1071,6 +1071,8 @@ class StreamMachine(RuleBasedStateMachine):
         live = m.live()
         assert s.first_entry() == (live[0] if live else None)
         assert s.last_entry() == (live[-1] if live else None)
+        # remembered between steps: every mutation above must invalidate it
+        assert s.last_valid_id() == (live[-1][0] if live else 0)
 
 
 StreamMachine.TestCase.settings = settings(
