@@ -386,6 +386,9 @@ class Config:
             if p.alias:
                 self.aliases[p.alias] = p.name
         self.values: dict[str, str] = {p.name: p.default for p in PARAMS}
+        # Values as given, where the shown form drops information Redis still acts on:
+        # notify-keyspace-events "KEnA" shows as "AKE" but keeps the 'n' class.
+        self.given: dict[str, str] = {}
         self.values["dir"] = os.getcwd()
         self.listeners: list[Callable[[str], None]] = []
         self.config_file: str | None = None
@@ -453,20 +456,22 @@ class Config:
         if canon == "save" and startup:
             self._save_loaded = True
         self.values[canon] = normalised
+        self.given[canon] = value
         if not startup:
             for listener in self.listeners:
                 listener(canon)
 
     def set_many(self, pairs: list[tuple[str, str]]) -> None:
         """CONFIG SET of several parameters: all apply or none (old values restored)."""
-        old = dict(self.values)
+        old, old_given = dict(self.values), dict(self.given)
         try:
             for name, value in pairs:
                 canon = self.canonical(name)
                 assert canon is not None
                 self.values[canon] = self.normalise(canon, value)
+                self.given[canon] = value
         except ConfigError:
-            self.values = old
+            self.values, self.given = old, old_given
             raise
         for name, _ in pairs:
             for listener in self.listeners:

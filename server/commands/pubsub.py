@@ -73,6 +73,10 @@ def _count(c: Client) -> int:
     return len(c.pubsub_channels) + len(c.pubsub_patterns)
 
 
+# (Un)subscribe confirmations are pushed like messages: CLIENT REPLY OFF/SKIP does not
+# silence them (Redis marks these replies CLIENT_PUSHING, in RESP2 as in RESP3).
+
+
 @command("subscribe")
 def subscribe(c: Client, argv: list[bytes]):
     if c.in_exec:
@@ -84,7 +88,7 @@ def subscribe(c: Client, argv: list[bytes]):
         if ch not in c.pubsub_channels:
             c.pubsub_channels.add(ch)
             ps.channels.setdefault(ch, {})[c] = None
-        c.reply(Push([b"subscribe", ch, _count(c)]))
+        c.push(Push([b"subscribe", ch, _count(c)]))
     return NO_REPLY
 
 
@@ -97,7 +101,7 @@ def psubscribe(c: Client, argv: list[bytes]):
         if pat not in c.pubsub_patterns:
             c.pubsub_patterns.add(pat)
             ps.patterns.setdefault(pat, {})[c] = None
-        c.reply(Push([b"psubscribe", pat, _count(c)]))
+        c.push(Push([b"psubscribe", pat, _count(c)]))
     return NO_REPLY
 
 
@@ -108,13 +112,13 @@ def _unsubscribe(c: Client, argv: list[bytes], patterns: bool) -> None:
     kind = b"punsubscribe" if patterns else b"unsubscribe"
     names = argv[1:] or list(mine)
     if not names:
-        c.reply(Push([kind, None, _count(c)]))
+        c.push(Push([kind, None, _count(c)]))
         return
     for name in names:
         if name in mine:
             mine.discard(name)
             _discard(registry, name, c)
-        c.reply(Push([kind, name, _count(c)]))
+        c.push(Push([kind, name, _count(c)]))
 
 
 @command("unsubscribe")
@@ -184,8 +188,10 @@ def _install_notifier(server: Server) -> None:
     flags = server.config["notify-keyspace-events"]
     if not flags or not ({"K", "E"} & set(flags)):
         _keys.notifier = None
+        server.keyspace.on_new = None
         return
-    classes = set(flags)
+    # The classes come from the value as given: its shown form drops 'n' next to 'A'.
+    classes = set(server.config.given.get("notify-keyspace-events", flags))
     if "A" in classes:
         classes |= set(_ALL_CLASSES)
     keyspace, keyevent = "K" in classes, "E" in classes
@@ -200,6 +206,9 @@ def _install_notifier(server: Server) -> None:
             ps.publish(b"__keyevent@%d__:%s" % (db_id, event), key)
 
     _keys.notifier = notify
+    # 'n' (not part of 'A'): a "new" event whenever a key is created, before the
+    # creating command's own event, as Redis's dbAdd fires it.
+    server.keyspace.on_new = (lambda db, key: notify(db.id, "n", b"new", key)) if "n" in classes else None
 
 
 def setup(server: Server) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.support import RawClient
+from tests.support import RawClient, encode_command
 
 
 def _pair(port: int) -> tuple[RawClient, RawClient]:
@@ -79,3 +79,47 @@ def test_config_renders_event_classes_like_redis(sbs):
         sbs.check("CONFIG", "SET", "notify-keyspace-events", flags)
         sbs.check("CONFIG", "GET", "notify-keyspace-events")
     sbs.check("CONFIG", "SET", "notify-keyspace-events", "")
+
+
+def test_new_key_events_side_by_side(rill_server, oracle_server):
+    # 'n' is not part of 'A': only keys that did not exist fire "new", before the command's event.
+    transcripts = []
+    for port in (rill_server.port, oracle_server.port):
+        sub, cmd = _pair(port)
+        cmd.call("FLUSHALL")
+        t = [cmd.call("CONFIG", "SET", "notify-keyspace-events", "KEnA")]
+        sub.call("PSUBSCRIBE", "*")
+        cmd.call("SET", "foo", "bar")
+        cmd.call("SET", "foo", "baz")  # exists: no "new"
+        cmd.call("XADD", "s", "1-1", "f", "v")
+        cmd.call("RENAME", "s", "s2")
+        for _ in range(10):
+            t.append(sub.read_reply())
+        cmd.call("CONFIG", "SET", "notify-keyspace-events", "En")
+        cmd.call("HSET", "h", "f", "v")
+        t.append(sub.read_reply())
+        cmd.call("CONFIG", "SET", "notify-keyspace-events", "")
+        cmd.call("SET", "quiet", "1")
+        t.append(cmd.call("PING"))
+        transcripts.append(t)
+        sub.close()
+        cmd.close()
+    assert transcripts[0] == transcripts[1]
+
+
+def test_subscribe_confirmations_ignore_client_reply_off(rill_server, oracle_server):
+    # Redis marks (un)subscribe confirmations as pushes: CLIENT REPLY OFF does not hide them.
+    for proto in ("2", "3"):
+        transcripts = []
+        for port in (rill_server.port, oracle_server.port):
+            sub, pub = _pair(port)
+            sub.call("HELLO", proto)
+            sub.send_raw(encode_command([b"CLIENT", b"REPLY", b"OFF"]))  # no reply to read
+            t = [sub.call("SUBSCRIBE", "chan"), sub.call("PSUBSCRIBE", "ch*")]
+            pub.call("PUBLISH", "chan", "hi")
+            t += [sub.read_reply(), sub.read_reply()]
+            t += [sub.call("UNSUBSCRIBE", "chan"), sub.call("PUNSUBSCRIBE")]
+            transcripts.append(t)
+            sub.close()
+            pub.close()
+        assert transcripts[0] == transcripts[1], proto
