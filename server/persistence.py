@@ -266,6 +266,8 @@ class Persistence:
             if not db.data:
                 db.data = incoming
                 db.expires = exp
+                db.access.clear()  # every key loaded now: idle from this moment
+                db.access_base = db.clock
             else:
                 for key in incoming:
                     if key in db.data and not merge:
@@ -273,6 +275,7 @@ class Persistence:
                 for key, value in incoming.items():
                     db.expires.pop(key, None)
                     db.data[key] = value
+                    db.access[key] = db.clock
                     db.modified(key)
                 db.expires.update(exp)
             db.reindex()

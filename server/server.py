@@ -233,6 +233,7 @@ class Server:
         self.stream_node_max_entries = c.int("stream-node-max-entries")
         self.obuf_limits = _parse_obuf(c["client-output-buffer-limit"])
         self.maxmemory = c.int("maxmemory")
+        self.keyspace.set_lfu("lfu" in c["maxmemory-policy"], c.int("lfu-log-factor"), c.int("lfu-decay-time"))
 
     def _config_changed(self, name: str) -> None:
         self._refresh_config()
@@ -745,6 +746,7 @@ class Server:
         st.instantaneous.append(
             (time.monotonic(), st.total_commands_processed, st.net_input_bytes, st.net_output_bytes)
         )
+        self.keyspace.tick()
         if self.active_expire_enabled and self.keyspace.expire_allowed:
             for db in self.keyspace.dbs:
                 if db.expires:

@@ -9,6 +9,12 @@ Writers go through ``set``/``delete``/``set_expire`` so that SCAN's order and
 active expiry's sample stay complete; code that fills ``data`` directly (a bulk
 loader) calls ``reindex()`` afterwards. Expiry follows Redis: a key is expired
 once ``now > when`` (an expiry equal to now still lives).
+
+Every key also has an access stamp, Redis's per-object ``lru`` field: the LRU
+clock (seconds) of its last access, or under an LFU policy the minute of its
+last access and a logarithmic access counter (OBJECT IDLETIME / FREQ). Lookups
+stamp the key; ``peek`` is the no-touch lookup TYPE, TTL, EXISTS and OBJECT use.
+A key without a stamp (bulk-loaded) counts from the database's ``access_base``.
 """
 
 from __future__ import annotations
@@ -25,6 +31,37 @@ from .glob import compile_glob
 def now_ms() -> int:
     """Wall-clock milliseconds, the unit of every expiry time."""
     return int(time.time() * 1000)
+
+
+# LFU, as Redis's evict.c keeps it: (minutes << 8) | counter, the counter starting
+# at 5, growing logarithmically and losing one per decay period without access.
+LFU_INIT_VAL = 5
+
+
+def lfu_minutes() -> int:
+    return int(time.time() // 60) & 0xFFFF
+
+
+def lfu_decayed(stamp: int, decay_time: int) -> int:
+    """LFUDecrAndReturn: the counter of ``stamp`` less one per elapsed decay period."""
+    counter = stamp & 0xFF
+    if decay_time:
+        last, now = stamp >> 8, lfu_minutes()
+        elapsed = now - last if now >= last else 0xFFFF - last + now
+        periods = elapsed // decay_time
+        if periods:
+            counter = 0 if periods > counter else counter - periods
+    return counter
+
+
+def lfu_incremented(counter: int, log_factor: int) -> int:
+    """LFULogIncr: one more access, ever less likely to count as the counter grows."""
+    if counter == 255:
+        return 255
+    base = max(counter - LFU_INIT_VAL, 0)
+    if random.random() < 1.0 / (base * log_factor + 1):
+        counter += 1
+    return counter
 
 
 class ScanOrder:
@@ -108,7 +145,8 @@ class ScanOrder:
 class Database:
     """One numbered database: a dict of keys and a dict of expiry times (ms)."""
 
-    __slots__ = ("id", "data", "expires", "watched", "scan_order", "keyspace", "volatile_log")
+    __slots__ = ("id", "data", "expires", "watched", "scan_order", "keyspace", "volatile_log",
+                 "access", "access_base", "clock", "lfu")
 
     def __init__(self, db_id: int, keyspace: Keyspace) -> None:
         self.id = db_id
@@ -121,13 +159,34 @@ class Database:
         # Keys that were given a TTL, in order, for O(1) random sampling by
         # active expiry; entries go stale when the TTL goes and are compacted.
         self.volatile_log: list[bytes] = []
+        # Access stamps (see the module docstring); clock and lfu mirror the keyspace's.
+        self.access: dict[bytes, int] = {}
+        self.clock = keyspace.lru_clock
+        self.access_base = self.clock
+        self.lfu = keyspace.lfu
 
     def __len__(self) -> int:
         return len(self.data)
 
     # -- lookups -----------------------------------------------------------
     def lookup(self, key: bytes) -> Any:
-        """The live value of ``key`` or None, deleting it first if it has expired."""
+        """The live value of ``key`` or None, deleting it first if it has expired; an
+        access, so the key's stamp is renewed."""
+        value = self.data.get(key)
+        if value is not None:
+            if self.expires:
+                when = self.expires.get(key)
+                if when is not None and when < now_ms() and self.keyspace.expire_allowed:
+                    self._expire(key)
+                    return None
+            if self.lfu:
+                self._lfu_touch(key)
+            else:
+                self.access[key] = self.clock
+        return value
+
+    def peek(self, key: bytes) -> Any:
+        """``lookup`` without renewing the access stamp (Redis's LOOKUP_NOTOUCH)."""
         value = self.data.get(key)
         if value is not None and self.expires:
             when = self.expires.get(key)
@@ -138,7 +197,13 @@ class Database:
 
     def lookup_read(self, key: bytes) -> Any:
         """``lookup`` that counts a keyspace hit or miss, as read commands do."""
-        value = self.lookup(key)
+        return self._count(key, self.lookup(key))
+
+    def peek_read(self, key: bytes) -> Any:
+        """``peek`` that counts a keyspace hit or miss (TYPE, TTL, EXISTS)."""
+        return self._count(key, self.peek(key))
+
+    def _count(self, key: bytes, value: Any) -> Any:
         if value is None:
             self.keyspace.misses += 1
             if self.keyspace.on_miss is not None:
@@ -146,6 +211,42 @@ class Database:
         else:
             self.keyspace.hits += 1
         return value
+
+    # -- access stamps -------------------------------------------------------
+    def touch(self, key: bytes) -> None:
+        """An access to ``key`` by a command that found it without ``lookup``."""
+        if self.lfu:
+            self._lfu_touch(key)
+        else:
+            self.access[key] = self.clock
+
+    def _lfu_touch(self, key: bytes) -> None:
+        ks = self.keyspace
+        stamp = self.access.get(key)
+        counter = LFU_INIT_VAL if stamp is None else lfu_decayed(stamp, ks.lfu_decay_time)
+        self.access[key] = (lfu_minutes() << 8) | lfu_incremented(counter, ks.lfu_log_factor)
+
+    def _stamp_new(self, key: bytes) -> None:
+        self.access[key] = (lfu_minutes() << 8) | LFU_INIT_VAL if self.lfu else self.clock
+
+    def idle_seconds(self, key: bytes) -> int:
+        """OBJECT IDLETIME: seconds since the key's last access (LRU stamps)."""
+        return max(0, self.clock - self.access.get(key, self.access_base))
+
+    def frequency(self, key: bytes) -> int:
+        """OBJECT FREQ: the decayed LFU counter (a key never stamped counts as new)."""
+        stamp = self.access.get(key)
+        if stamp is None:
+            return LFU_INIT_VAL
+        return lfu_decayed(stamp, self.keyspace.lfu_decay_time)
+
+    def set_idle(self, key: bytes, seconds: int) -> None:
+        """RESTORE ... IDLETIME: stamp the key as last used ``seconds`` ago."""
+        self.access[key] = self.clock - seconds
+
+    def set_frequency(self, key: bytes, freq: int) -> None:
+        """RESTORE ... FREQ: the LFU counter, stamped now."""
+        self.access[key] = (lfu_minutes() << 8) | freq
 
     def contains(self, key: bytes) -> bool:
         return self.lookup(key) is not None
@@ -162,10 +263,13 @@ class Database:
         if key not in data:
             self.scan_order.added(key, data)
             data[key] = value
+            self._stamp_new(key)
             if self.keyspace.on_new is not None:
                 self.keyspace.on_new(self, key)
         else:
             data[key] = value
+            if not self.lfu:  # a new object in Redis: a fresh LRU stamp, LFU kept
+                self.access[key] = self.clock
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
 
@@ -173,6 +277,7 @@ class Database:
         """Remove ``key``; whether it existed."""
         if self.data.pop(key, None) is None:
             return False
+        self.access.pop(key, None)
         if self.expires:
             self.expires.pop(key, None)
         return True
@@ -197,12 +302,15 @@ class Database:
 
     def _expire(self, key: bytes) -> None:
         self.data.pop(key, None)
+        self.access.pop(key, None)
         self.expires.pop(key, None)
         self.keyspace.expired_keys += 1
         self.keyspace.on_expired(self, key)
 
     def flush(self) -> None:
         self.data.clear()
+        self.access.clear()
+        self.access_base = self.clock
         self.expires.clear()
         self.scan_order.clear()
         self.volatile_log = []
@@ -306,6 +414,7 @@ class Keyspace:
     """All databases plus the counters INFO reports about them."""
 
     def __init__(self, databases: int = 16) -> None:
+        self.lru_clock = int(time.monotonic())
         self.dbs = [Database(i, self) for i in range(databases)]
         self.hits = 0
         self.misses = 0
@@ -320,6 +429,27 @@ class Keyspace:
         self.on_new: Callable[[Database, bytes], None] | None = None
         self.on_miss: Callable[[Database, bytes], None] | None = None
 
+    # The LRU clock (seconds) every access is stamped with, advanced by ``tick``;
+    # an LFU maxmemory-policy switches the stamps to LFU counters.
+    lru_clock = int(time.monotonic())
+    lfu = False
+    lfu_log_factor = 10
+    lfu_decay_time = 1
+
+    def tick(self) -> None:
+        """Advance the LRU clock (the server's cron, as Redis's serverCron does)."""
+        clock = int(time.monotonic())
+        if clock != self.lru_clock:
+            self.lru_clock = clock
+            for db in self.dbs:
+                db.clock = clock
+
+    def set_lfu(self, enabled: bool, log_factor: int, decay_time: int) -> None:
+        """maxmemory-policy, lfu-log-factor and lfu-decay-time as configured."""
+        self.lfu, self.lfu_log_factor, self.lfu_decay_time = enabled, log_factor, decay_time
+        for db in self.dbs:
+            db.lfu = enabled
+
     def __getitem__(self, index: int) -> Database:
         return self.dbs[index]
 
@@ -333,6 +463,8 @@ class Keyspace:
         da.expires, db.expires = db.expires, da.expires
         da.scan_order, db.scan_order = db.scan_order, da.scan_order
         da.volatile_log, db.volatile_log = db.volatile_log, da.volatile_log
+        da.access, db.access = db.access, da.access
+        da.access_base, db.access_base = db.access_base, da.access_base
 
     def flush_all(self) -> None:
         for db in self.dbs:

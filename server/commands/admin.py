@@ -158,7 +158,7 @@ def config_help(c: Client, argv: list[bytes]):
 # -- OBJECT / MEMORY ---------------------------------------------------------
 @command("object|encoding")
 def object_encoding_cmd(c: Client, argv: list[bytes]):
-    value = c.db.lookup(argv[2])
+    value = c.db.peek(argv[2])
     if value is None:
         return None
     return object_encoding(value)
@@ -166,7 +166,7 @@ def object_encoding_cmd(c: Client, argv: list[bytes]):
 
 @command("object|refcount")
 def object_refcount(c: Client, argv: list[bytes]):
-    value = c.db.lookup(argv[2])
+    value = c.db.peek(argv[2])
     if value is None:
         return None
     # Shared integers 0..9999 have Redis's "infinite" refcount.
@@ -177,29 +177,29 @@ def object_refcount(c: Client, argv: list[bytes]):
 
 @command("object|idletime")
 def object_idletime(c: Client, argv: list[bytes]):
-    value = c.db.lookup(argv[2])
-    if value is None:
+    db = c.db
+    if db.peek(argv[2]) is None:
         return None
-    if "lfu" in c.server.config["maxmemory-policy"]:
+    if db.lfu:
         raise ReplyError(
             "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when "
             "switching between policies at runtime LRU and LFU data will take some time to adjust."
         )
-    return 0
+    return db.idle_seconds(argv[2])
 
 
 @command("object|freq")
 def object_freq(c: Client, argv: list[bytes]):
-    value = c.db.lookup(argv[2])
-    if value is None:
+    db = c.db
+    if db.peek(argv[2]) is None:
         return None
-    if "lfu" not in c.server.config["maxmemory-policy"]:
+    if not db.lfu:
         raise ReplyError(
             "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note "
             "that when switching between policies at runtime LRU and LFU data will take some time "
             "to adjust."
         )
-    return 0
+    return db.frequency(argv[2])
 
 
 @command("object|help")
@@ -233,7 +233,7 @@ def memory_usage_cmd(c: Client, argv: list[bytes]):
             i += 2
         else:
             raise SYNTAX_ERR
-    value = c.db.lookup(argv[2])
+    value = c.db.peek(argv[2])
     if value is None:
         return None
     return memory_usage(argv[2], value)
@@ -312,13 +312,16 @@ def debug(c: Client, argv: list[bytes]):
         server.active_expire_enabled = argv[2] != b"0"
         return OK
     if sub == b"object" and len(argv) == 3:
-        value = c.db.lookup(argv[2])
+        db = c.db
+        key = argv[2]
+        value = db.peek(key)
         if value is None:
             raise NO_SUCH_KEY
         enc = object_encoding(value).decode()
+        stamp = db.access.get(key, db.access_base) & 0xFFFFFF
         return Status(
             f"Value at:0x0 refcount:1 encoding:{enc} serializedlength:{_serialized_length(value)} "
-            f"lru:0 lru_seconds_idle:0".encode()
+            f"lru:{stamp} lru_seconds_idle:{db.idle_seconds(key)}".encode()
         )
     if sub == b"digest-value":
         from .values import digest_value

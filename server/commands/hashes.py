@@ -69,8 +69,11 @@ def _write_or_create(c: Client, key: bytes) -> HashValue:
     """hashTypeLookupWriteOrCreate: the hash at ``key``, created (stored) if missing."""
     db = c.db
     h = db.data.get(key)
-    if h is not None and db.expires:
-        h = db.lookup(key)
+    if h is not None:
+        if db.expires or db.lfu:
+            h = db.lookup(key)  # expiry, LFU counter: the general path
+        else:
+            db.access[key] = db.clock  # lookup's LRU stamp, inlined
     if h is None:
         h = HashValue()
         db.set(key, h)
@@ -124,8 +127,11 @@ def hset(c: Client, argv: list[bytes]):
     key, field, value = argv[1], argv[2], argv[3]
     db = c.db
     h = db.data.get(key)
-    if h is not None and db.expires:
-        h = db.lookup(key)
+    if h is not None:
+        if db.expires or db.lfu:
+            h = db.lookup(key)  # expiry, LFU counter: the general path
+        else:
+            db.access[key] = db.clock  # lookup's LRU stamp, inlined
     if h is None:
         h = HashValue()
         db.set(key, h)

@@ -100,24 +100,27 @@ def unlink(c: Client, argv: list[bytes]):
     return _delete_keys(c, argv)
 
 
-@command("exists")
-def exists(c: Client, argv: list[bytes]):
-    lookup = c.db.lookup_read
+def _count_existing(lookup: Callable[[bytes], Any], keys: list[bytes]) -> int:
     n = 0
-    for key in argv[1:]:
+    for key in keys:
         if lookup(key) is not None:
             n += 1
     return n
 
 
+@command("exists")
+def exists(c: Client, argv: list[bytes]):
+    return _count_existing(c.db.peek_read, argv[1:])  # not an access: idle time unchanged
+
+
 @command("touch")
 def touch(c: Client, argv: list[bytes]):
-    return exists(c, argv)
+    return _count_existing(c.db.lookup_read, argv[1:])
 
 
 @command("type")
 def type_(c: Client, argv: list[bytes]):
-    value = c.db.lookup_read(argv[1])
+    value = c.db.peek_read(argv[1])
     return Status(b"none" if value is None else type_name(value))
 
 
@@ -135,8 +138,11 @@ def _rename(c: Client, argv: list[bytes], nx: bool):
         if nx:
             return 0
         db.delete(dst)
+    stamp = db.access.get(src)  # the same object moves: its LRU/LFU stamp goes along
     db.delete(src)
     db.set(dst, value)
+    if stamp is not None:
+        db.access[dst] = stamp
     if expire is not None:
         db.set_expire(dst, expire)
     db.modified(src)
@@ -172,6 +178,9 @@ def move(c: Client, argv: list[bytes]):
     if dst.lookup(key) is not None:
         return 0
     dst.set(key, value)
+    stamp = src.access.get(key)
+    if stamp is not None:
+        dst.access[key] = stamp
     if expire is not None:
         dst.set_expire(key, expire)
     src.delete(key)
@@ -401,7 +410,7 @@ def pexpireat(c: Client, argv: list[bytes]):
 
 def _ttl(c: Client, key: bytes, ms: bool, absolute: bool) -> int:
     db = c.db
-    if db.lookup_read(key) is None:
+    if db.peek_read(key) is None:
         return -2
     when = db.expires.get(key)
     if when is None:

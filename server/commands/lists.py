@@ -137,8 +137,11 @@ def _push(c: Client, argv: list[bytes], left: bool, xx: bool) -> int:
     db = c.db
     # db.lookup inlined: this is the hot path of every producer
     lst = db.data.get(key)
-    if lst is not None and db.expires:
-        lst = db.lookup(key)
+    if lst is not None:
+        if db.expires or db.lfu:
+            lst = db.lookup(key)  # expiry, LFU counter: the general path
+        else:
+            db.access[key] = db.clock  # lookup's LRU stamp, inlined
     if lst is None:
         if xx:
             return 0
@@ -338,8 +341,11 @@ def _pop_one(c: Client, key: bytes, left: bool) -> bytes | None:
     """LPOP/RPOP without a count, the hot path of every consumer."""
     db = c.db
     lst = db.data.get(key)
-    if lst is not None and db.expires:
-        lst = db.lookup(key)
+    if lst is not None:
+        if db.expires or db.lfu:
+            lst = db.lookup(key)  # expiry, LFU counter: the general path
+        else:
+            db.access[key] = db.clock  # lookup's LRU stamp, inlined
     if lst is None:
         return None
     if type(lst) is not ListValue:

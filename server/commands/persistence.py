@@ -145,6 +145,12 @@ def restore(c: Client, argv: list[bytes]):
             server.dirty += 1
         return OK
     db.set(key, value)
+    # objectSetLRUOrLFU: FREQ counts under an LFU policy, IDLETIME under any other.
+    if db.lfu:
+        if freq >= 0:
+            db.set_frequency(key, freq)
+    elif idle >= 0:
+        db.set_idle(key, idle)
     if ttl:
         db.set_expire(key, ttl)
         if not absttl:

@@ -63,8 +63,11 @@ def get(c: Client, argv: list[bytes]):
     db = c.db
     key = argv[1]
     value = db.data.get(key)
-    if value is not None and db.expires:
-        value = db.lookup(key)
+    if value is not None:
+        if db.expires or db.lfu:
+            value = db.lookup(key)  # expiry, LFU counter: the general path
+        else:
+            db.access[key] = db.clock  # lookup's LRU stamp, inlined
     ks = db.keyspace
     if value is None:
         ks.misses += 1
@@ -272,6 +275,10 @@ def set_(c: Client, argv: list[bytes]):
         data = db.data
         if key in data and not (db.expires and key in db.expires):
             data[key] = argv[2]  # overwrite in place: no TTL to drop, no new key to index
+            if db.lfu:
+                db.touch(key)
+            else:
+                db.access[key] = db.clock
         else:
             _expire_if_needed(db, key)
             db.set(key, argv[2])
@@ -341,6 +348,7 @@ def mset(c: Client, argv: list[bytes]):
         key = argv[j]
         if key in data and not (expires and key in expires):
             data[key] = argv[j + 1]
+            db.touch(key)
         else:
             _expire_if_needed(db, key)
             db.set(key, argv[j + 1])
@@ -443,8 +451,11 @@ def _incr(c: Client, key: bytes, incr: int) -> int:
     db = c.db
     data = db.data
     value = data.get(key)
-    if value is not None and db.expires and key in db.expires:
-        value = db.lookup(key)
+    if value is not None:
+        if db.expires and key in db.expires:
+            value = db.lookup(key)
+        else:
+            db.touch(key)
     if value is None:
         result = incr
         db.set(key, b"%d" % result)
@@ -491,6 +502,10 @@ def incr(c: Client, argv: list[bytes]):
         return _incr(c, key, 1)
     result = current + 1
     data[key] = new = b"%d" % result
+    if db.lfu:
+        db.touch(key)
+    else:
+        db.access[key] = db.clock
     if len(_INTS) >= 4096:
         _INTS.clear()
     _INTS[new] = result

@@ -164,6 +164,43 @@ def test_client_list_cmd_field_matches_redis(rill_server, oracle_server):
         assert seen(rill_server.port, before) == expected, before
 
 
+def test_object_idletime_and_freq_side_by_side(rill_server, oracle_server):
+    """LRU stamps move on access only (not on TYPE, EXISTS, TTL, OBJECT, MEMORY USAGE);
+    RESTORE sets them; under an LFU policy FREQ replaces IDLETIME."""
+
+    def transcript(port: int) -> list:
+        r = RawClient(port)
+        try:
+            r.call("FLUSHALL")
+            r.call("SET", "src", "v")
+            payload = redis.Redis(port=port).dump("src")
+            out = [r.call("RESTORE", "k", "0", payload, "IDLETIME", "1000")]
+            for args in (("TYPE", "k"), ("EXISTS", "k"), ("TTL", "k"), ("PTTL", "k"),
+                         ("OBJECT", "ENCODING", "k"), ("MEMORY", "USAGE", "k")):
+                r.call(*args)
+            idle = int(r.call("OBJECT", "IDLETIME", "k")[1:-2])
+            out.append(1000 <= idle <= 1002)
+            out.append(r.call("OBJECT", "FREQ", "k"))
+            r.call("TOUCH", "k")
+            out.append(r.call("OBJECT", "IDLETIME", "k"))
+            r.call("RESTORE", "k2", "0", payload, "IDLETIME", "500")
+            r.call("GET", "k2")
+            out.append(r.call("OBJECT", "IDLETIME", "k2"))
+            out.append(r.call("OBJECT", "IDLETIME", "missing"))
+            out.append(r.call("CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"))
+            r.call("SET", "fresh", "v")
+            out.append(r.call("OBJECT", "FREQ", "fresh"))
+            out.append(r.call("RESTORE", "f", "0", payload, "FREQ", "100"))
+            out.append(r.call("OBJECT", "FREQ", "f"))
+            out.append(r.call("OBJECT", "IDLETIME", "f"))
+            return out
+        finally:
+            r.call("CONFIG", "SET", "maxmemory-policy", "noeviction")
+            r.close()
+
+    assert transcript(rill_server.port) == transcript(oracle_server.port)
+
+
 def test_client_reply_off_and_skip(rill_server):
     c = RawClient(rill_server.port)
     c.send_raw(b"CLIENT REPLY OFF\r\nPING\r\nCLIENT REPLY ON\r\nECHO a\r\n")

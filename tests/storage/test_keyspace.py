@@ -242,3 +242,67 @@ def test_time_of_keys_on_big_db_is_reasonable():
     start = time.perf_counter()
     assert len(db.keys(b"key:1*")) == 11111
     assert time.perf_counter() - start < 1.0
+
+
+# -- access stamps: OBJECT IDLETIME / FREQ ---------------------------------------------------
+
+
+def _at(monkeypatch, seconds: float) -> None:
+    monkeypatch.setattr(time, "monotonic", lambda: seconds)
+
+
+def test_idle_time_counts_from_the_last_access_not_from_peeks(monkeypatch):
+    _at(monkeypatch, 1000.0)
+    ks = Keyspace(2)
+    db = ks[0]
+    db.set(b"k", b"v")
+    db.set(b"other", b"v")
+    _at(monkeypatch, 1007.4)
+    ks.tick()
+    assert db.idle_seconds(b"k") == 7
+    db.peek(b"k")
+    db.peek_read(b"k")
+    assert db.idle_seconds(b"k") == 7
+    db.lookup(b"k")
+    assert db.idle_seconds(b"k") == 0
+    assert db.idle_seconds(b"other") == 7
+    db.set_idle(b"other", 1000)
+    assert db.idle_seconds(b"other") == 1000
+
+
+def test_stamps_follow_keys_through_delete_flush_and_swap(monkeypatch):
+    _at(monkeypatch, 50.0)
+    ks = Keyspace(2)
+    db0, db1 = ks[0], ks[1]
+    db0.set(b"a", b"1")
+    db0.set_idle(b"a", 30)
+    db0.delete(b"a")
+    assert b"a" not in db0.access
+    db0.set(b"a", b"1")
+    assert db0.idle_seconds(b"a") == 0
+    db0.set_idle(b"a", 30)
+    ks.swap(0, 1)
+    assert db1.idle_seconds(b"a") == 30 and not db0.access
+    db1.flush()
+    assert not db1.access
+
+
+def test_lfu_counter_starts_at_five_decays_per_period_and_rarely_grows(monkeypatch):
+    ks = Keyspace(1)
+    ks.set_lfu(True, 10, 1)
+    db = ks[0]
+    minute = [1_000_000]
+    monkeypatch.setattr(time, "time", lambda: minute[0] * 60.0)
+    db.set(b"k", b"v")
+    assert db.frequency(b"k") == 5
+    db.set_frequency(b"k", 100)
+    minute[0] += 3  # three decay periods of one minute
+    assert db.frequency(b"k") == 97
+    for _ in range(50):
+        db.lookup(b"k")  # p = 1 / (92 * 10 + 1) each: almost never
+    assert 97 <= db.frequency(b"k") <= 100
+    ks.set_lfu(True, 0, 0)  # log factor 0: every access counts; decay off
+    db.set_frequency(b"k", 10)
+    for _ in range(5):
+        db.lookup(b"k")
+    assert db.frequency(b"k") == 15
