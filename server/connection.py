@@ -145,10 +145,10 @@ class Connection(asyncio.Protocol):
         # One clock reading per read, as Redis samples it once per event.
         client.last_interaction = _time()
         parser = self.parser
+        held = client.querybuf_len  # a partial command kept from earlier reads
         commands = parser.feed(data)
         qlen = parser.pending_bytes()
         if qlen:
-            client.querybuf_len = qlen
             if qlen > client.querybuf_peak:
                 client.querybuf_peak = qlen
             if qlen > server.query_buffer_limit:
@@ -156,12 +156,15 @@ class Connection(asyncio.Protocol):
                             client.id, client.addr, b"")
                 self._close()
                 return
-        else:
-            client.querybuf_len = 0
         if client.blocked is not None or client.pending:
+            client.querybuf_len = qlen
             client.pending.extend(commands)
             return
+        # While these commands run, Redis's query buffer still holds everything this
+        # read brought (CLIENT LIST's qbuf=); afterwards only an incomplete command.
+        client.querybuf_len = held + n
         self._run(commands)
+        client.querybuf_len = qlen
 
     # -- processing ------------------------------------------------------------
     def _run(self, commands: list) -> None:

@@ -10,7 +10,7 @@ import time
 import pytest
 import redis
 
-from tests.support import RawClient, start_rill
+from tests.support import RawClient, encode_command, start_rill
 
 
 def test_config_get_set_side_by_side(sbs):
@@ -199,6 +199,30 @@ def test_object_idletime_and_freq_side_by_side(rill_server, oracle_server):
             r.close()
 
     assert transcript(rill_server.port) == transcript(oracle_server.port)
+
+
+def test_client_info_qbuf_counts_the_request_being_run(rill_server, oracle_server):
+    # Redis's query buffer still holds the bytes of the read being processed.
+    def qbuf(port: int, pipelined: bool) -> tuple[str, str]:
+        r = RawClient(port)
+        try:
+            if pipelined:
+                r.send_raw(encode_command(["PING"]) + encode_command(["CLIENT", "INFO"]))
+                r.read_reply()
+                info = r.read_reply().decode()
+            else:
+                info = r.call("CLIENT", "INFO").decode()
+            other = RawClient(port)
+            sid = r.call("CLIENT", "ID")[1:-2].decode()
+            listing = other.call("CLIENT", "LIST").decode()
+            other.close()
+            idle = next(ln for ln in listing.splitlines() if ln.startswith(f"id={sid} "))
+            return info.split(" qbuf=")[1].split(" ")[0], idle.split(" qbuf=")[1].split(" ")[0]
+        finally:
+            r.close()
+
+    for pipelined in (False, True):
+        assert qbuf(rill_server.port, pipelined) == qbuf(oracle_server.port, pipelined)
 
 
 def test_client_reply_off_and_skip(rill_server):
