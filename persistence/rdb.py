@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import gc
 import math
+import random
 import struct
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -208,6 +209,21 @@ def encode_double_binary(d: float) -> bytes:
     return _F64.pack(d)
 
 
+def key_delay(usec: int) -> None:
+    """Redis's debugDelay: sleep ``usec`` microseconds, or for a negative value 1 us
+    once in ``-usec`` calls (rdb-key-save-delay / key-load-delay, for tests)."""
+    if usec < 0:
+        usec = 1 if random.randrange(-usec) == 0 else 0
+    if usec:
+        time.sleep(usec / 1e6)
+
+
+def _delayed(items: Iterable[tuple[bytes, Any]], usec: int) -> Iterator[tuple[bytes, Any]]:
+    for item in items:
+        key_delay(usec)
+        yield item
+
+
 # --------------------------------------------------------------------------------------------
 # Writer
 # --------------------------------------------------------------------------------------------
@@ -224,6 +240,7 @@ class SaveOptions:
     redis_version: str = "7.0.15"
     used_mem: int = 0
     extra_aux: list[tuple[bytes, bytes]] = field(default_factory=list)
+    key_delay_us: int = 0  # rdb-key-save-delay: a pause per key, for tests that need a slow save
 
 
 class RdbWriter:
@@ -302,6 +319,8 @@ class RdbWriter:
         an integer is just its 6-bit length and bytes, the rest go through
         ``encode_string``.
         """
+        if self.options.key_delay_us:
+            items = _delayed(items, self.options.key_delay_us)
         out = self.out
         compress = self.compress
         writers = WRITERS
@@ -1327,6 +1346,7 @@ def load(
     allow_dup: bool = False,
     verify_checksum: bool = True,
     now_ms: int | None = None,
+    key_delay_us: int = 0,
 ) -> LoadResult:
     """Parse an RDB image from ``data[start:]``; raise RdbError, installing nothing, if bad.
 
@@ -1342,7 +1362,7 @@ def load(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load(r, data, databases, start, keep_expired, allow_dup, verify_checksum, now_ms)
+        return _load(r, data, databases, start, keep_expired, allow_dup, verify_checksum, now_ms, key_delay_us)
     except RdbError:
         raise
     except (ValueError, IndexError, KeyError, TypeError, OverflowError, struct.error) as e:
@@ -1362,6 +1382,7 @@ def _load(
     allow_dup: bool,
     verify_checksum: bool,
     now_ms: int,
+    key_delay_us: int = 0,
 ) -> LoadResult:
     if len(data) - start < 9 or data[start : start + 5] != b"REDIS":
         raise RdbError("wrong signature trying to load DB from file", start)
@@ -1448,6 +1469,8 @@ def _load(
                 exp_db[key] = expire_at
                 expire_at = -1
             loaded += 1
+            if key_delay_us:
+                key_delay(key_delay_us)
             continue
         r.pos = pos
         if op == OP_EOF:

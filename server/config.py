@@ -31,6 +31,8 @@ class Param:
     hi: int = 0
     unsigned: bool = False
     multi_arg: bool = False
+    # debugging knobs CONFIG GET only answers for by exact name, never for a pattern
+    hidden: bool = False
     # special parameters normalise their value with their own function
     normalize: Callable[[str], str] | None = field(default=None, repr=False)
 
@@ -134,6 +136,8 @@ PARAMS: list[Param] = [
     P('active-defrag-cycle-max', 'int', '25', lo=1, hi=99),
     P('active-defrag-threshold-lower', 'int', '10', lo=0, hi=1000),
     P('active-defrag-threshold-upper', 'int', '100', lo=0, hi=1000),
+    P('rdb-key-save-delay', 'int', '0', lo=-2147483648, hi=2147483647, hidden=True),
+    P('key-load-delay', 'int', '0', lo=-2147483648, hi=2147483647, hidden=True),
     P('lfu-log-factor', 'int', '10', lo=0, hi=2147483647),
     P('lfu-decay-time', 'int', '1', lo=0, hi=2147483647),
     P('replica-priority', 'int', '100', alias='slave-priority', lo=0, hi=2147483647),
@@ -479,9 +483,15 @@ class Config:
 
     def matching(self, pattern: str) -> list[tuple[str, str]]:
         """CONFIG GET: (name, value) pairs whose name (or alias) matches the glob."""
+        if not any(ch in pattern for ch in "[*?"):
+            # A plain name (or alias) is looked up directly, hidden parameters included.
+            canon = self.canonical(pattern)
+            return [] if canon is None else [(pattern, self.values[canon])]  # named as asked
         match = compile_glob(pattern.lower().encode(), True)
         out = []
         for p in self.params.values():
+            if p.hidden:
+                continue
             if match(p.name.encode()):
                 out.append((p.name, self.values[p.name]))
             if p.alias and match(p.alias.encode()):

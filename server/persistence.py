@@ -142,6 +142,7 @@ class Persistence:
             aof_base=aof_base,
             redis_version=self.server.version,
             used_mem=used_memory(),
+            key_delay_us=c.int("rdb-key-save-delay"),
         )
 
     def changes_since_save(self) -> int:
@@ -286,7 +287,8 @@ class Persistence:
     def _load_rdb_data(self, data: bytes, **kwargs: Any) -> rdb.LoadResult:
         c = self.config
         deep = c["sanitize-dump-payload"] == "yes"
-        return rdb.load(data, len(self.server.keyspace.dbs), deep=deep, **kwargs)
+        return rdb.load(data, len(self.server.keyspace.dbs), deep=deep, key_delay_us=c.int("key-load-delay"),
+                        **kwargs)
 
     def load_rdb(self, path: str | None = None, flush: bool = True, merge: bool = False) -> rdb.LoadResult:
         """Parse the RDB file and install it; PersistenceError (dataset untouched) if bad."""

@@ -65,11 +65,11 @@ def time_(c: Client, argv: list[bytes]):
 # -- CONFIG ------------------------------------------------------------------
 @command("config|get")
 def config_get(c: Client, argv: list[bytes]):
-    seen: dict[bytes, bytes] = {}
+    seen: dict[str, tuple[bytes, bytes]] = {}  # by lower-case name: Redis matches names so
     for pattern in argv[2:]:
         for name, value in c.server.config.matching(pattern.decode(errors="replace")):
-            seen.setdefault(name.encode(), value.encode())
-    return Map(seen)
+            seen.setdefault(name.lower(), (name.encode(), value.encode()))
+    return Map(dict(seen.values()))
 
 
 @command("config|set")

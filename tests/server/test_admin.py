@@ -37,6 +37,35 @@ def test_config_get_set_side_by_side(sbs):
     ])
 
 
+def test_config_get_exact_names_and_hidden_parameters_side_by_side(sbs):
+    sbs.run([
+        ("CONFIG", "GET", "MAXMEMORY"),  # named as asked
+        ("CONFIG", "GET", "MAXMEMORY", "maxmemory"),  # once
+        ("CONFIG", "GET", "key-load-delay"),  # hidden: by exact name only
+        ("CONFIG", "GET", "key-load*"),
+        ("CONFIG", "GET", "rdb-key-save-delay"),
+        ("CONFIG", "GET", "*-delay"),
+        ("CONFIG", "SET", "key-load-delay", "0"),
+    ])
+
+
+def test_rdb_key_save_delay_slows_a_background_save(rill_server):
+    r = redis.Redis(port=rill_server.port)
+    try:
+        r.mset({f"k{i}": i for i in range(5)})
+        r.config_set("rdb-key-save-delay", 200_000)  # 0.2 s per key: a second-long BGSAVE
+        r.bgsave()
+        time.sleep(0.3)
+        assert r.info("persistence")["rdb_bgsave_in_progress"] == 1
+        deadline = time.monotonic() + 10
+        while r.info("persistence")["rdb_bgsave_in_progress"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert r.info("persistence")["rdb_last_bgsave_status"] == "ok"
+    finally:
+        r.config_set("rdb-key-save-delay", 0)
+        r.flushall()
+
+
 def test_config_get_glob_and_aliases(r, oracle_server):
     oracle = redis.Redis(port=oracle_server.port)
     for pattern in ("stream-node-max-*", "*max-*-entries", "list-max-*", "save", "bind", "appendfsync"):
