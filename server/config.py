@@ -393,6 +393,9 @@ class Config:
         # Values as given, where the shown form drops information Redis still acts on:
         # notify-keyspace-events "KEnA" shows as "AKE" but keeps the 'n' class.
         self.given: dict[str, str] = {}
+        # CONFIG SET side effects that can fail (port: bind the new listener). An
+        # applier raises ConfigError to refuse; the whole CONFIG SET is then undone.
+        self.appliers: dict[str, Callable[[str], None]] = {}
         self.values["dir"] = os.getcwd()
         self.listeners: list[Callable[[str], None]] = []
         self.config_file: str | None = None
@@ -477,6 +480,24 @@ class Config:
         except ConfigError:
             self.values, self.given = old, old_given
             raise
+        applied: list[str] = []
+        for name, _ in pairs:
+            canon = self.canonical(name) or name
+            applier = self.appliers.get(canon)
+            if applier is None or self.values[canon] == old[canon]:
+                continue
+            try:
+                applier(self.values[canon])
+            except ConfigError as e:
+                self.values, self.given = old, old_given
+                for done in reversed(applied):  # put back what already took effect
+                    try:
+                        self.appliers[done](old[done])
+                    except ConfigError:
+                        pass
+                e.param = name  # type: ignore[attr-defined]
+                raise
+            applied.append(canon)
         for name, _ in pairs:
             for listener in self.listeners:
                 listener(self.canonical(name) or name)

@@ -9,6 +9,7 @@ import signal
 import socket
 import sys
 import time
+from typing import Any
 
 from . import REDIS_VERSION, __version__
 from .config import Config, ConfigError
@@ -107,35 +108,47 @@ async def serve(config: Config) -> int:
     server.executable = os.path.abspath(sys.argv[0])
     server.tcp_port = config.int("port")
     listeners = []
+    tcp: list = []  # the TCP listeners, which CONFIG SET port replaces
     port = config.int("port")
     if port:
-        binds = config["bind"].split() or ["*", "-::*"]
-        for addr in binds:
-            optional = addr.startswith("-")
-            host = addr.lstrip("-")
-            if host in ("*", "0.0.0.0"):
-                host, family = "0.0.0.0", socket.AF_INET
-            elif host in ("::*", "::"):
-                host, family = "::", socket.AF_INET6
-            else:
-                family = socket.AF_INET6 if ":" in host else socket.AF_INET
-            try:
-                srv = await loop.create_server(
-                    lambda: Connection(server), host, port, family=family,
-                    reuse_address=True, backlog=config.int("tcp-backlog"),
-                )
-            except OSError as e:
-                if optional or (family == socket.AF_INET6 and e.errno in (97, 99)):
-                    continue
-                log.warning("Warning: Could not create server TCP listening socket %s:%d: %s", host, port, e)
-                return 1
-            for sock in srv.sockets:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            listeners.append(srv)
-        if not listeners:
+        try:
+            socks = _bind_tcp(config, port)
+        except OSError as e:
+            log.warning("Warning: Could not create server TCP listening socket %s", e)
+            return 1
+        if not socks:
             log.warning("Failed listening on port %d (tcp), aborting.", port)
             return 1
-        server.tcp_port = listeners[0].sockets[0].getsockname()[1]
+        tcp = [await _serve(loop, server, sock) for sock in socks]
+        listeners.extend(tcp)
+        server.tcp_port = socks[0].getsockname()[1]
+
+    def change_port(new: str) -> None:
+        """CONFIG SET port: listen on the new port (bound now, so a busy port is refused
+        and the change rolled back), then stop listening on the old one."""
+        new_port = int(new)
+        if new_port == server.tcp_port:
+            return
+        try:
+            socks = _bind_tcp(config, new_port) if new_port else []
+        except OSError as e:
+            raise ConfigError("Unable to listen on this port") from e
+        old = list(tcp)
+        tcp.clear()
+        for old_srv in old:
+            old_srv.close()
+            listeners.remove(old_srv)
+
+        async def start() -> None:
+            for sock in socks:
+                srv = await _serve(loop, server, sock)
+                tcp.append(srv)
+                listeners.append(srv)
+
+        loop.create_task(start())
+        server.tcp_port = new_port
+
+    config.appliers["port"] = change_port
     unixsocket = config["unixsocket"]
     if unixsocket:
         try:
@@ -181,6 +194,51 @@ async def serve(config: Config) -> int:
             pass
     notice("rill is now ready to exit, bye bye...")
     return code
+
+
+def _bind_tcp(config: Config, port: int) -> list[socket.socket]:
+    """Bound, listening sockets for every ``bind`` address on ``port`` (Redis's listenToPort).
+
+    An address marked optional (``-::*``) that cannot be bound is skipped; any other
+    failure closes what was bound and raises OSError naming the address.
+    """
+    socks: list[socket.socket] = []
+    try:
+        for addr in config["bind"].split() or ["*", "-::*"]:
+            optional = addr.startswith("-")
+            host = addr.lstrip("-")
+            if host in ("*", "0.0.0.0"):
+                host, family = "0.0.0.0", socket.AF_INET
+            elif host in ("::*", "::"):
+                host, family = "::", socket.AF_INET6
+            else:
+                family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind((host, port))
+                sock.listen(config.int("tcp-backlog"))
+            except OSError as e:
+                sock.close()
+                if optional or (family == socket.AF_INET6 and e.errno in (97, 99)):
+                    continue
+                raise OSError(e.errno, f"{host}:{port}: {e.strerror}") from None
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.setblocking(False)
+            socks.append(sock)
+    except OSError:
+        for sock in socks:
+            sock.close()
+        raise
+    return socks
+
+
+async def _serve(loop: asyncio.AbstractEventLoop, server: Any, sock: socket.socket) -> asyncio.AbstractServer:
+    from .connection import Connection
+
+    return await loop.create_server(lambda: Connection(server), sock=sock)
 
 
 def _on_signal(server, sig: int) -> None:

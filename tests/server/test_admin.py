@@ -10,7 +10,7 @@ import time
 import pytest
 import redis
 
-from tests.support import RawClient, encode_command, start_rill
+from tests.support import RawClient, encode_command, free_port, start_rill
 
 
 def test_config_get_set_side_by_side(sbs):
@@ -64,6 +64,40 @@ def test_rdb_key_save_delay_slows_a_background_save(rill_server):
     finally:
         r.config_set("rdb-key-save-delay", 0)
         r.flushall()
+
+
+def test_config_set_port_moves_the_listener_or_rolls_everything_back():
+    srv = start_rill()
+    busy = socket.socket()
+    try:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        r = redis.Redis(port=srv.port)
+        with pytest.raises(redis.ResponseError, match=r"^CONFIG SET failed \(possibly related to argument "
+                           r"'port'\) - Unable to listen on this port"):
+            r.execute_command("CONFIG", "SET", "maxmemory", 10_000_001, "port", busy.getsockname()[1])
+        assert r.config_get("maxmemory") == {"maxmemory": "0"}  # rolled back with it
+        assert r.config_get("port") == {"port": str(srv.port)}
+        new_port = free_port()
+        assert r.config_set("port", new_port)
+        moved = redis.Redis(port=new_port)
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                assert moved.ping()
+                break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        assert moved.info("server")["tcp_port"] == new_port
+        assert r.ping()  # connections made before the move stay
+        with pytest.raises(redis.ConnectionError):
+            redis.Redis(port=srv.port, socket_connect_timeout=1).ping()
+        srv.port = new_port  # so that stop() can reach it
+    finally:
+        busy.close()
+        srv.stop()
 
 
 def test_config_get_glob_and_aliases(r, oracle_server):
