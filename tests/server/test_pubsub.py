@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
+
 from tests.support import RawClient, encode_command
 
+Scenario = Callable[[RawClient, RawClient], list]
 
-def _pair(port: int) -> tuple[RawClient, RawClient]:
-    return RawClient(port), RawClient(port)
+
+def _same_on_both(rill_server, oracle_server, scenario: Scenario) -> None:
+    """Run ``scenario(first, second)`` with two fresh connections to each server and
+    compare the transcripts it returns."""
+    transcripts = []
+    for port in (rill_server.port, oracle_server.port):
+        first, second = RawClient(port), RawClient(port)
+        try:
+            transcripts.append(scenario(first, second))
+        finally:
+            first.close()
+            second.close()
+    assert transcripts[0] == transcripts[1]
 
 
 def test_subscribe_publish_side_by_side(rill_server, oracle_server):
-    transcripts = []
-    for port in (rill_server.port, oracle_server.port):
-        sub, pub = _pair(port)
+    def scenario(sub: RawClient, pub: RawClient) -> list:
         t = [sub.call("SUBSCRIBE", "a", "b")]
         t.append(sub.read_reply())
         t.append(sub.call("PSUBSCRIBE", "n*"))
@@ -32,31 +46,25 @@ def test_subscribe_publish_side_by_side(rill_server, oracle_server):
         t.append(sub.call("PUNSUBSCRIBE"))
         t.append(sub.call("UNSUBSCRIBE"))
         t.append(sub.call("PING"))
-        transcripts.append(t)
-        sub.close()
-        pub.close()
-    assert transcripts[0] == transcripts[1]
+        return t
+
+    _same_on_both(rill_server, oracle_server, scenario)
 
 
 def test_resp3_pushes_side_by_side(rill_server, oracle_server):
-    transcripts = []
-    for port in (rill_server.port, oracle_server.port):
-        sub, pub = _pair(port)
+    def scenario(sub: RawClient, pub: RawClient) -> list:
         sub.call("HELLO", "3")
         t = [sub.call("SUBSCRIBE", "c")]
         t.append(pub.call("PUBLISH", "c", "m"))
         t.append(sub.read_reply())
         t.append(sub.call("GET", "nokey"))  # RESP3 clients may run commands while subscribed
-        transcripts.append(t)
-        sub.close()
-        pub.close()
-    assert transcripts[0] == transcripts[1]
+        return t
+
+    _same_on_both(rill_server, oracle_server, scenario)
 
 
 def test_keyspace_events_side_by_side(rill_server, oracle_server):
-    transcripts = []
-    for port in (rill_server.port, oracle_server.port):
-        sub, cmd = _pair(port)
+    def scenario(sub: RawClient, cmd: RawClient) -> list:
         cmd.call("FLUSHALL")
         t = [cmd.call("CONFIG", "SET", "notify-keyspace-events", "KEA"),
              cmd.call("CONFIG", "GET", "notify-keyspace-events")]
@@ -68,10 +76,9 @@ def test_keyspace_events_side_by_side(rill_server, oracle_server):
         for _ in range(7):
             t.append(sub.read_reply())
         cmd.call("CONFIG", "SET", "notify-keyspace-events", "")
-        transcripts.append(t)
-        sub.close()
-        cmd.close()
-    assert transcripts[0] == transcripts[1]
+        return t
+
+    _same_on_both(rill_server, oracle_server, scenario)
 
 
 def test_config_renders_event_classes_like_redis(sbs):
@@ -83,9 +90,7 @@ def test_config_renders_event_classes_like_redis(sbs):
 
 def test_new_key_events_side_by_side(rill_server, oracle_server):
     # 'n' is not part of 'A': only keys that did not exist fire "new", before the command's event.
-    transcripts = []
-    for port in (rill_server.port, oracle_server.port):
-        sub, cmd = _pair(port)
+    def scenario(sub: RawClient, cmd: RawClient) -> list:
         cmd.call("FLUSHALL")
         t = [cmd.call("CONFIG", "SET", "notify-keyspace-events", "KEnA")]
         sub.call("PSUBSCRIBE", "*")
@@ -101,25 +106,21 @@ def test_new_key_events_side_by_side(rill_server, oracle_server):
         cmd.call("CONFIG", "SET", "notify-keyspace-events", "")
         cmd.call("SET", "quiet", "1")
         t.append(cmd.call("PING"))
-        transcripts.append(t)
-        sub.close()
-        cmd.close()
-    assert transcripts[0] == transcripts[1]
+        return t
+
+    _same_on_both(rill_server, oracle_server, scenario)
 
 
-def test_subscribe_confirmations_ignore_client_reply_off(rill_server, oracle_server):
+@pytest.mark.parametrize("proto", ["2", "3"])
+def test_subscribe_confirmations_ignore_client_reply_off(rill_server, oracle_server, proto):
     # Redis marks (un)subscribe confirmations as pushes: CLIENT REPLY OFF does not hide them.
-    for proto in ("2", "3"):
-        transcripts = []
-        for port in (rill_server.port, oracle_server.port):
-            sub, pub = _pair(port)
-            sub.call("HELLO", proto)
-            sub.send_raw(encode_command([b"CLIENT", b"REPLY", b"OFF"]))  # no reply to read
-            t = [sub.call("SUBSCRIBE", "chan"), sub.call("PSUBSCRIBE", "ch*")]
-            pub.call("PUBLISH", "chan", "hi")
-            t += [sub.read_reply(), sub.read_reply()]
-            t += [sub.call("UNSUBSCRIBE", "chan"), sub.call("PUNSUBSCRIBE")]
-            transcripts.append(t)
-            sub.close()
-            pub.close()
-        assert transcripts[0] == transcripts[1], proto
+    def scenario(sub: RawClient, pub: RawClient) -> list:
+        sub.call("HELLO", proto)
+        sub.send_raw(encode_command([b"CLIENT", b"REPLY", b"OFF"]))  # no reply to read
+        t = [sub.call("SUBSCRIBE", "chan"), sub.call("PSUBSCRIBE", "ch*")]
+        pub.call("PUBLISH", "chan", "hi")
+        t += [sub.read_reply(), sub.read_reply()]
+        t += [sub.call("UNSUBSCRIBE", "chan"), sub.call("PUNSUBSCRIBE")]
+        return t
+
+    _same_on_both(rill_server, oracle_server, scenario)
