@@ -11,6 +11,7 @@ FAMILIES = (
     "introspection",
     "keys",
     "strings",
+    "bits",
     "transactions",
     "lists",
     "streams",

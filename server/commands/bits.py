@@ -1,0 +1,232 @@
+"""Bit operations on strings: SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP.
+
+Semantics follow Redis 7.0's bitops.c: bit 0 is the most significant bit of the
+first byte; SETBIT grows the string with zero bytes; BITCOUNT and BITPOS take
+byte ranges, or bit ranges with BIT, with negative indexes from the end; a
+missing key is an empty string (for BITPOS an endless run of zeros). Counting
+and searching run on whole byte strings in C (``int.bit_count``, ``bytes.find``
+style scans), never bit by bit in Python.
+"""
+
+from __future__ import annotations
+
+from rill.protocol.reply import ReplyError
+
+from ..client import Client
+from .args import NOT_INT, SYNTAX_ERR, WRONGTYPE, string2ll
+from .strings import _notify
+from .table import command
+
+BAD_OFFSET = ReplyError("ERR bit offset is not an integer or out of range")
+BAD_BIT = ReplyError("ERR bit is not an integer or out of range")
+BITPOS_BAD_BIT = ReplyError("ERR The bit argument must be 1 or 0.")
+NOT_SINGLE = ReplyError("ERR BITOP NOT must be called with a single source key.")
+
+
+def _offset(c: Client, arg: bytes) -> int:
+    """A bit offset: a non-negative integer addressing a byte below proto-max-bulk-len."""
+    v = string2ll(arg)
+    if v is None or v < 0 or (c.id >= 0 and (v >> 3) >= c.server.proto_max_bulk_len):
+        raise BAD_OFFSET
+    return v
+
+
+def _read(c: Client, key: bytes) -> bytes | bytearray | None:
+    value = c.db.lookup_read(key)
+    if value is not None and type(value) is not bytes and type(value) is not bytearray:
+        raise WRONGTYPE
+    return value
+
+
+@command("setbit")
+def setbit(c: Client, argv: list[bytes]):
+    offset = _offset(c, argv[2])
+    on = string2ll(argv[3])
+    if on is None or on & ~1:
+        raise BAD_BIT
+    db = c.db
+    key = argv[1]
+    value = db.lookup(key)
+    byte = offset >> 3
+    changed = False
+    if value is None:
+        value = bytearray(byte + 1)
+        db.set(key, value)
+        changed = True
+    else:
+        t = type(value)
+        if t is not bytes and t is not bytearray:
+            raise WRONGTYPE
+        if t is bytes:
+            value = bytearray(value)
+            db.data[key] = value  # unshared: same key, TTL kept
+        if len(value) <= byte:
+            value.extend(bytes(byte + 1 - len(value)))
+            changed = True
+    mask = 0x80 >> (offset & 7)
+    old = 1 if value[byte] & mask else 0
+    if changed or old != on:
+        value[byte] = (value[byte] | mask) if on else (value[byte] & ~mask)
+        db.modified(key)
+        _notify(db, "$", b"setbit", key)
+        c.server.dirty += 1
+    return old
+
+
+@command("getbit")
+def getbit(c: Client, argv: list[bytes]):
+    offset = _offset(c, argv[2])
+    value = _read(c, argv[1])
+    byte = offset >> 3
+    if value is None or byte >= len(value):
+        return 0
+    return 1 if value[byte] & (0x80 >> (offset & 7)) else 0
+
+
+def _range(argv: list[bytes], start_i: int, end_i: int | None, unit_i: int, length: int
+           ) -> tuple[int, int, int, int] | None:
+    """Parse ``start [end [BIT|BYTE]]``: ``(first_byte, last_byte, head_mask, tail_mask)``
+    with the masks clearing bits outside a BIT range, or None for an empty range.
+
+    ``end_i`` None means no end argument (BITPOS): the range runs to the end.
+    """
+    start = string2ll(argv[start_i])
+    if start is None:
+        raise NOT_INT
+    bit_unit = False
+    if len(argv) > unit_i:
+        unit = argv[unit_i].lower()
+        if unit == b"bit":
+            bit_unit = True
+        elif unit != b"byte":
+            raise SYNTAX_ERR
+    if end_i is not None:
+        end = string2ll(argv[end_i])
+        if end is None:
+            raise NOT_INT
+    else:
+        end = length * 8 + 7 if bit_unit else length - 1
+    total = length * 8 if bit_unit else length
+    if start < 0:
+        start = max(total + start, 0)
+    if end < 0:
+        end = max(total + end, 0)
+    if end >= total:
+        end = total - 1
+    if start > end:
+        return None
+    if not bit_unit:
+        return start, end, 0xFF, 0xFF
+    # Keep the bits from start's position in its byte, and up to end's in its byte.
+    return start >> 3, end >> 3, 0xFF >> (start & 7), (0xFF << (7 - (end & 7))) & 0xFF
+
+
+@command("bitcount")
+def bitcount(c: Client, argv: list[bytes]):
+    argc = len(argv)
+    value = _read(c, argv[1])  # a missing key answers 0 before the arguments are looked at
+    if value is None:
+        return 0
+    if argc not in (2, 4, 5):
+        raise SYNTAX_ERR
+    if argc == 2:
+        return int.from_bytes(value, "big").bit_count()
+    start, end = string2ll(argv[2]), string2ll(argv[3])
+    if start is None or end is None:
+        raise NOT_INT
+    if start < 0 and end < 0 and start > end:
+        return 0
+    span = _range(argv, 2, 3, 4, len(value))
+    if span is None:
+        return 0
+    first, last, head, tail = span
+    chunk = bytearray(value[first : last + 1])
+    chunk[0] &= head
+    chunk[-1] &= tail
+    return int.from_bytes(chunk, "big").bit_count()
+
+
+@command("bitpos")
+def bitpos(c: Client, argv: list[bytes]):
+    argc = len(argv)
+    bit = string2ll(argv[2])
+    if bit is None:
+        raise NOT_INT
+    if bit != 0 and bit != 1:
+        raise BITPOS_BAD_BIT
+    value = _read(c, argv[1])
+    if value is None:
+        return -1 if bit else 0
+    if argc == 3:
+        span = (0, len(value) - 1, 0xFF, 0xFF) if value else None
+        end_given = False
+    elif argc in (4, 5, 6):
+        span = _range(argv, 3, 4 if argc >= 5 else None, 5, len(value))
+        end_given = argc >= 5
+    else:
+        raise SYNTAX_ERR
+    if span is None:
+        return -1
+    first, last, head, tail = span
+    chunk = bytearray(value[first : last + 1])
+    # Bits outside a BIT range must not match: clear them when looking for 1s, set
+    # them when looking for 0s.
+    if bit:
+        chunk[0] &= head
+        chunk[-1] &= tail
+    else:
+        chunk[0] |= ~head & 0xFF
+        chunk[-1] |= ~tail & 0xFF
+    skip = 0 if bit else 0xFF
+    i = next((j for j, b in enumerate(chunk) if b != skip), -1) if len(chunk) < 64 else _first_not(chunk, skip)
+    if i < 0:
+        # No match: a search for 0s past an open-ended range finds the padding after it.
+        if bit or end_given:
+            return -1
+        return (first + len(chunk)) * 8
+    b = chunk[i] if bit else chunk[i] ^ 0xFF
+    return (first + i) * 8 + (8 - b.bit_length())
+
+
+def _first_not(chunk: bytearray, skip: int) -> int:
+    """Index of the first byte that is not ``skip`` (a C-speed scan), or -1."""
+    stripped = chunk.lstrip(bytes((skip,)))
+    return len(chunk) - len(stripped) if stripped else -1
+
+
+@command("bitop")
+def bitop(c: Client, argv: list[bytes]):
+    op = argv[1].lower()
+    if op not in (b"and", b"or", b"xor", b"not"):
+        raise SYNTAX_ERR
+    if op == b"not" and len(argv) != 4:
+        raise NOT_SINGLE
+    sources = [_read(c, key) for key in argv[3:]]
+    size = max((len(s) for s in sources if s is not None), default=0)
+    db = c.db
+    dest = argv[2]
+    if not size:
+        if db.delete(dest):
+            db.modified(dest)
+            _notify(db, "g", b"del", dest)
+            c.server.dirty += 1
+        return 0
+    # Big-endian integers of the common length: shorter strings are zero-padded on the right.
+    ints = [int.from_bytes(bytes(s or b"").ljust(size, b"\0"), "big") for s in sources]
+    if op == b"not":
+        result = ~ints[0] & ((1 << (size * 8)) - 1)
+    else:
+        result = ints[0]
+        for v in ints[1:]:
+            if op == b"and":
+                result &= v
+            elif op == b"or":
+                result |= v
+            else:
+                result ^= v
+    db.lookup(dest)  # an expired destination goes first (setKey's lookupKeyWrite)
+    db.set(dest, result.to_bytes(size, "big"))
+    db.modified(dest)
+    _notify(db, "$", b"set", dest)
+    c.server.dirty += 1
+    return size

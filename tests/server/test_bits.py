@@ -1,0 +1,121 @@
+"""SETBIT, GETBIT, BITCOUNT, BITPOS and BITOP, side by side with Redis."""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+
+def test_setbit_getbit_and_their_errors(sbs):
+    sbs.run([
+        ("SETBIT", "b", "7", "1"),
+        ("SETBIT", "b", "7", "1"),  # unchanged
+        ("SETBIT", "b", "100", "1"),  # grows with zero bytes
+        ("GET", "b"),
+        ("STRLEN", "b"),
+        ("GETBIT", "b", "7"),
+        ("GETBIT", "b", "6"),
+        ("GETBIT", "b", "100000"),
+        ("GETBIT", "nokey", "3"),
+        ("SET", "n", "12"),  # an integer string: bits of its digits
+        ("GETBIT", "n", "2"),
+        ("SETBIT", "n", "7", "1"),
+        ("GET", "n"),
+        ("SETBIT", "b", "-1", "1"),
+        ("SETBIT", "b", "x", "1"),
+        ("SETBIT", "b", "4294967296", "1"),  # byte 512MB: beyond proto-max-bulk-len
+        ("SETBIT", "b", "1", "2"),
+        ("SETBIT", "b", "1", "-1"),
+        ("SETBIT", "b", "1", "x"),
+        ("GETBIT", "b", "-1"),
+        ("LPUSH", "l", "a"),
+        ("SETBIT", "l", "0", "1"),
+        ("GETBIT", "l", "0"),
+        ("SETBIT", "b"),
+    ])
+
+
+def test_bitcount_and_bitpos_ranges(sbs):
+    sbs.check("SET", "s", "foobar\xff\x00\x0f")
+    script = [("BITCOUNT", "s"), ("BITCOUNT", "nokey"), ("BITCOUNT", "nokey", "x"),
+              ("BITCOUNT", "s", "1"), ("BITCOUNT", "s", "x", "1"), ("BITCOUNT", "s", "1", "2", "nibble"),
+              ("BITCOUNT", "s", "-1", "-5", "nibble"), ("BITPOS", "s", "2"), ("BITPOS", "s", "x"),
+              ("BITPOS", "nokey", "1"), ("BITPOS", "nokey", "0"), ("BITPOS", "s", "1", "1", "2", "3", "4"),
+              ("BITPOS", "s", "1", "0", "1", "nibble")]
+    for start, end in [(0, 0), (1, 1), (0, -1), (-2, -1), (-1, -2), (5, 100), (-100, 2), (3, 2), (-3, -3)]:
+        for unit in ((), ("BYTE",), ("BIT",)):
+            script.append(("BITCOUNT", "s", str(start), str(end), *unit))
+            for bit in ("0", "1"):
+                script.append(("BITPOS", "s", bit, str(start), str(end), *unit))
+        for bit in ("0", "1"):
+            script.append(("BITPOS", "s", bit, str(start)))
+    sbs.run(script)
+
+
+def test_bitpos_on_all_ones_and_all_zeros(sbs):
+    sbs.run([
+        ("SET", "ones", "\xff\xff\xff"),
+        ("BITPOS", "ones", "0"),  # no end given: the padding after the string
+        ("BITPOS", "ones", "0", "0", "-1"),  # an explicit end: not found
+        ("BITPOS", "ones", "0", "1"),
+        ("BITPOS", "ones", "1", "2"),
+        ("SET", "zeros", "\x00\x00"),
+        ("BITPOS", "zeros", "1"),
+        ("BITPOS", "zeros", "0", "1"),
+        ("SET", "empty", ""),
+        ("BITPOS", "empty", "0"),
+        ("BITPOS", "empty", "1"),
+        ("BITCOUNT", "empty"),
+    ])
+
+
+def test_bitop(sbs):
+    sbs.run([
+        ("SET", "a", "\x0f\xf0abc"),
+        ("SET", "b", "\xff\x00"),
+        ("BITOP", "AND", "d", "a", "b"),
+        ("GET", "d"),
+        ("BITOP", "or", "d", "a", "b", "missing"),
+        ("GET", "d"),
+        ("BITOP", "XOR", "d", "a", "b"),
+        ("GET", "d"),
+        ("BITOP", "NOT", "d", "a"),
+        ("GET", "d"),
+        ("BITOP", "NOT", "d", "a", "b"),
+        ("BITOP", "NAND", "d", "a", "b"),
+        ("SET", "d", "x", "EX", "100"),
+        ("BITOP", "AND", "d", "a"),
+        ("TTL", "d"),  # the result replaces the key, TTL and all
+        ("BITOP", "AND", "d", "m1", "m2"),  # nothing: the destination goes
+        ("EXISTS", "d"),
+        ("LPUSH", "l", "x"),
+        ("BITOP", "AND", "d", "a", "l"),
+        ("BITOP", "AND"),
+    ])
+
+
+_blob = st.binary(max_size=24)
+_idx = st.integers(-200, 200)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=_blob, start=_idx, end=_idx, unit=st.sampled_from([(), ("BYTE",), ("BIT",)]), bit=st.sampled_from("01"))
+def test_ranges_match_redis_for_any_string(sbs, value, start, end, unit, bit):
+    sbs.rill.call("SET", "h", value)
+    sbs.oracle.call("SET", "h", value)
+    sbs.check("BITCOUNT", "h", str(start), str(end), *unit)
+    sbs.check("BITPOS", "h", bit, str(start), str(end), *unit)
+    sbs.check("BITPOS", "h", bit, str(start))
+    sbs.check("BITPOS", "h", bit)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.lists(_blob, min_size=1, max_size=4), op=st.sampled_from(["AND", "OR", "XOR", "NOT"]))
+def test_bitop_matches_redis_for_any_strings(sbs, values, op):
+    keys = [f"k{i}" for i in range(len(values))]
+    for k, v in zip(keys, values, strict=True):
+        sbs.rill.call("SET", k, v)
+        sbs.oracle.call("SET", k, v)
+    srcs = keys[:1] if op == "NOT" else keys
+    sbs.check("BITOP", op, "dst", *srcs)
+    sbs.check("GET", "dst")
