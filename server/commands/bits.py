@@ -1,4 +1,4 @@
-"""Bit operations on strings: SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP.
+"""Bit operations on strings: SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD.
 
 Semantics follow Redis 7.0's bitops.c: bit 0 is the most significant bit of the
 first byte; SETBIT grows the string with zero bytes; BITCOUNT and BITPOS take
@@ -230,3 +230,166 @@ def bitop(c: Client, argv: list[bytes]):
     _notify(db, "$", b"set", dest)
     c.server.dirty += 1
     return size
+
+
+# -- BITFIELD ------------------------------------------------------------------------------
+
+BAD_TYPE = ReplyError(
+    "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is."
+)
+BAD_OVERFLOW = ReplyError("ERR Invalid OVERFLOW type specified")
+RO_GET_ONLY = ReplyError("ERR BITFIELD_RO only supports the GET subcommand")
+_GET, _SET, _INCRBY = 0, 1, 2
+_OPS = {b"get": (_GET, 2), b"set": (_SET, 3), b"incrby": (_INCRBY, 3)}
+
+
+def _field_type(arg: bytes) -> tuple[bool, int]:
+    """``i<bits>`` (1..64) or ``u<bits>`` (1..63): (signed, bits)."""
+    signed = arg[:1] == b"i"
+    if not signed and arg[:1] != b"u":
+        raise BAD_TYPE
+    bits = string2ll(arg[1:])
+    if bits is None or bits < 1 or bits > (64 if signed else 63):
+        raise BAD_TYPE
+    return signed, bits
+
+
+def _field_offset(c: Client, arg: bytes, bits: int) -> int:
+    """A bit offset, or ``#n``: the n-th field of this width."""
+    if arg[:1] == b"#":
+        v = string2ll(arg[1:])
+        if v is not None:
+            v *= bits
+    else:
+        v = string2ll(arg)
+    if v is None or v < 0 or (c.id >= 0 and (v >> 3) >= c.server.proto_max_bulk_len):
+        raise BAD_OFFSET
+    return v
+
+
+def _get_field(buf: bytes | bytearray, offset: int, bits: int, signed: bool) -> int:
+    first = offset >> 3
+    last = (offset + bits - 1) >> 3
+    chunk = bytes(buf[first : last + 1]).ljust(last - first + 1, b"\0")
+    shift = (last + 1) * 8 - offset - bits
+    v = (int.from_bytes(chunk, "big") >> shift) & ((1 << bits) - 1)
+    if signed and v >> (bits - 1):
+        v -= 1 << bits
+    return v
+
+
+def _set_field(buf: bytearray, offset: int, bits: int, value: int) -> None:
+    first = offset >> 3
+    last = (offset + bits - 1) >> 3
+    shift = (last + 1) * 8 - offset - bits
+    mask = ((1 << bits) - 1) << shift
+    chunk = int.from_bytes(buf[first : last + 1], "big")
+    chunk = (chunk & ~mask) | ((value << shift) & mask)
+    buf[first : last + 1] = chunk.to_bytes(last - first + 1, "big")
+
+
+def _fit(total: int, bits: int, signed: bool, policy: bytes) -> int | None:
+    """``total`` fitted to the field by the OVERFLOW policy; None when FAIL refuses it."""
+    if signed:
+        lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    else:
+        lo, hi = 0, (1 << bits) - 1
+    if lo <= total <= hi:
+        return total
+    if policy == b"fail":
+        return None
+    if policy == b"sat":
+        return hi if total > hi else lo
+    wrapped = total & ((1 << bits) - 1)
+    if signed and wrapped >> (bits - 1):
+        wrapped -= 1 << bits
+    return wrapped
+
+
+def _bitfield(c: Client, argv: list[bytes], readonly_cmd: bool):
+    ops: list[tuple[int, bool, int, int, int, bytes]] = []
+    policy = b"wrap"
+    highest = -1
+    j, argc = 2, len(argv)
+    while j < argc:
+        name = argv[j].lower()
+        remaining = argc - j - 1
+        spec = _OPS.get(name)
+        if name == b"overflow" and remaining >= 1:
+            policy = argv[j + 1].lower()
+            if policy not in (b"wrap", b"sat", b"fail"):
+                raise BAD_OVERFLOW
+            j += 2
+            continue
+        if spec is None or remaining < spec[1]:
+            raise SYNTAX_ERR
+        op = spec[0]
+        signed, bits = _field_type(argv[j + 1])
+        offset = _field_offset(c, argv[j + 2], bits)
+        value = 0
+        if op != _GET:
+            highest = max(highest, offset + bits - 1)
+            value = string2ll(argv[j + 3])
+            if value is None:
+                raise NOT_INT
+        ops.append((op, signed, bits, offset, value, policy))
+        j += 1 + spec[1]
+    db = c.db
+    key = argv[1]
+    grown = False
+    if highest < 0:
+        buf = _read(c, key) or b""
+    else:
+        if readonly_cmd:
+            raise RO_GET_ONLY
+        value = db.lookup(key)
+        size = (highest >> 3) + 1
+        if value is None:
+            buf = bytearray(size)
+            db.set(key, buf)
+            grown = True
+        else:
+            if type(value) is not bytes and type(value) is not bytearray:
+                raise WRONGTYPE
+            buf = value if type(value) is bytearray else bytearray(value)
+            if buf is not value:
+                db.data[key] = buf  # unshared: same key, TTL kept
+            if len(buf) < size:
+                buf.extend(bytes(size - len(buf)))
+                grown = True
+    out: list[int | None] = []
+    changes = 0
+    for op, signed, bits, offset, value, pol in ops:
+        if op == _GET:
+            out.append(_get_field(buf, offset, bits, signed))
+            continue
+        old = _get_field(buf, offset, bits, signed)
+        if op == _INCRBY:
+            new = _fit(old + value, bits, signed, pol)
+            reply = new
+        else:
+            # SET takes the 64-bit argument as the field's type would read it.
+            new = _fit(value if signed else value & 0xFFFFFFFFFFFFFFFF, bits, signed, pol)
+            reply = old
+        if new is None:
+            out.append(None)
+            continue
+        out.append(reply)
+        _set_field(buf, offset, bits, new)  # type: ignore[arg-type]
+        if grown or old != new:
+            changes += 1
+    if changes:
+        db.modified(key)
+        _notify(db, "$", b"setbit", key)
+        c.server.dirty += changes
+    return out
+
+
+@command("bitfield")
+def bitfield(c: Client, argv: list[bytes]):
+    return _bitfield(c, argv, False)
+
+
+@command("bitfield_ro")
+def bitfield_ro(c: Client, argv: list[bytes]):
+    return _bitfield(c, argv, True)

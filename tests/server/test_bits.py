@@ -119,3 +119,53 @@ def test_bitop_matches_redis_for_any_strings(sbs, values, op):
     srcs = keys[:1] if op == "NOT" else keys
     sbs.check("BITOP", op, "dst", *srcs)
     sbs.check("GET", "dst")
+
+
+def test_bitfield_examples_and_errors(sbs):
+    sbs.run([
+        ("BITFIELD", "f", "SET", "i8", "0", "100", "GET", "u4", "0", "INCRBY", "i5", "100", "1"),
+        ("BITFIELD", "f", "INCRBY", "u2", "100", "1", "OVERFLOW", "SAT", "INCRBY", "u2", "102", "1"),
+        ("BITFIELD", "f", "OVERFLOW", "FAIL", "INCRBY", "u2", "102", "10", "GET", "u2", "102"),
+        ("BITFIELD", "f", "SET", "u8", "#2", "255", "GET", "u8", "#2", "GET", "i8", "16"),
+        ("BITFIELD", "f", "SET", "u8", "0", "-1", "OVERFLOW", "SAT", "SET", "u8", "8", "-1"),
+        ("BITFIELD", "f", "SET", "i64", "0", "-9223372036854775808", "INCRBY", "i64", "0", "-1"),
+        ("BITFIELD", "f", "OVERFLOW", "SAT", "INCRBY", "i64", "0", "-1", "INCRBY", "u63", "0", "5"),
+        ("GET", "f"),
+        ("BITFIELD", "f"),
+        ("BITFIELD", "nokey", "GET", "u8", "0"),
+        ("EXISTS", "nokey"),
+        ("BITFIELD_RO", "f", "GET", "i8", "0", "GET", "u3", "#5"),
+        ("BITFIELD_RO", "f", "GET", "i8", "0", "SET", "u8", "0", "1"),
+        ("BITFIELD", "f", "GET", "u64", "0"),
+        ("BITFIELD", "f", "GET", "i65", "0"),
+        ("BITFIELD", "f", "GET", "x8", "0"),
+        ("BITFIELD", "f", "GET", "I8", "0"),
+        ("BITFIELD", "f", "GET", "u8", "-1"),
+        ("BITFIELD", "f", "GET", "u8", "#-1"),
+        ("BITFIELD", "f", "SET", "u8", "0", "x"),
+        ("BITFIELD", "f", "OVERFLOW", "MAYBE", "GET", "u8", "0"),
+        ("BITFIELD", "f", "GET", "u8"),
+        ("BITFIELD", "f", "FROB", "u8", "0"),
+        ("LPUSH", "l", "x"),
+        ("BITFIELD", "l", "GET", "u8", "0"),
+        ("BITFIELD", "l", "SET", "u8", "0", "1"),
+    ])
+
+
+_field = st.tuples(st.sampled_from(["i", "u"]), st.integers(1, 64)).map(
+    lambda t: f"{t[0]}{min(t[1], 63) if t[0] == 'u' else t[1]}")
+_bf_op = st.one_of(
+    st.tuples(st.just("GET"), _field, st.integers(0, 80).map(str)),
+    st.tuples(st.sampled_from(["SET", "INCRBY"]), _field, st.integers(0, 80).map(str),
+              st.integers(-(2**63), 2**63 - 1).map(str)),
+    st.tuples(st.just("OVERFLOW"), st.sampled_from(["WRAP", "SAT", "FAIL"])),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(start=_blob, ops=st.lists(_bf_op, max_size=6))
+def test_bitfield_matches_redis_for_any_ops(sbs, start, ops):
+    sbs.rill.call("SET", "bf", start)
+    sbs.oracle.call("SET", "bf", start)
+    sbs.check("BITFIELD", "bf", *[x for op in ops for x in op])
+    sbs.check("GET", "bf")
