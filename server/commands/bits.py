@@ -14,7 +14,7 @@ from rill.protocol.reply import ReplyError
 
 from ..client import Client
 from .args import NOT_INT, SYNTAX_ERR, WRONGTYPE, string2ll
-from .strings import _notify
+from .strings import wrote
 from .table import command
 
 BAD_OFFSET = ReplyError("ERR bit offset is not an integer or out of range")
@@ -38,38 +38,44 @@ def _read(c: Client, key: bytes) -> bytes | bytearray | None:
     return value
 
 
+def _writable(c: Client, key: bytes, last_bit: int) -> tuple[bytearray, bool]:
+    """lookupStringForBitCommand: the string at ``key`` as a bytearray long enough for
+    ``last_bit`` (created, or zero-padded, as needed) and whether it was created or grew."""
+    db = c.db
+    size = (last_bit >> 3) + 1
+    value = db.lookup(key)
+    if value is None:
+        buf = bytearray(size)
+        db.set(key, buf)
+        return buf, True
+    t = type(value)
+    if t is bytearray:
+        buf = value
+    elif t is bytes:
+        buf = bytearray(value)
+        db.data[key] = buf  # unshared: same key, TTL kept
+    else:
+        raise WRONGTYPE
+    if len(buf) >= size:
+        return buf, False
+    buf.extend(bytes(size - len(buf)))
+    return buf, True
+
+
 @command("setbit")
 def setbit(c: Client, argv: list[bytes]):
     offset = _offset(c, argv[2])
     on = string2ll(argv[3])
     if on is None or on & ~1:
         raise BAD_BIT
-    db = c.db
     key = argv[1]
-    value = db.lookup(key)
+    value, changed = _writable(c, key, offset)
     byte = offset >> 3
-    changed = False
-    if value is None:
-        value = bytearray(byte + 1)
-        db.set(key, value)
-        changed = True
-    else:
-        t = type(value)
-        if t is not bytes and t is not bytearray:
-            raise WRONGTYPE
-        if t is bytes:
-            value = bytearray(value)
-            db.data[key] = value  # unshared: same key, TTL kept
-        if len(value) <= byte:
-            value.extend(bytes(byte + 1 - len(value)))
-            changed = True
     mask = 0x80 >> (offset & 7)
     old = 1 if value[byte] & mask else 0
     if changed or old != on:
         value[byte] = (value[byte] | mask) if on else (value[byte] & ~mask)
-        db.modified(key)
-        _notify(db, "$", b"setbit", key)
-        c.server.dirty += 1
+        wrote(c, key, b"setbit")
     return old
 
 
@@ -207,9 +213,7 @@ def bitop(c: Client, argv: list[bytes]):
     dest = argv[2]
     if not size:
         if db.delete(dest):
-            db.modified(dest)
-            _notify(db, "g", b"del", dest)
-            c.server.dirty += 1
+            wrote(c, dest, b"del", "g")
         return 0
     # Big-endian integers of the common length: shorter strings are zero-padded on the right.
     ints = [int.from_bytes(bytes(s or b"").ljust(size, b"\0"), "big") for s in sources]
@@ -226,9 +230,7 @@ def bitop(c: Client, argv: list[bytes]):
                 result ^= v
     db.lookup(dest)  # an expired destination goes first (setKey's lookupKeyWrite)
     db.set(dest, result.to_bytes(size, "big"))
-    db.modified(dest)
-    _notify(db, "$", b"set", dest)
-    c.server.dirty += 1
+    wrote(c, dest, b"set")
     return size
 
 
@@ -334,29 +336,14 @@ def _bitfield(c: Client, argv: list[bytes], readonly_cmd: bool):
                 raise NOT_INT
         ops.append((op, signed, bits, offset, value, policy))
         j += 1 + spec[1]
-    db = c.db
     key = argv[1]
     grown = False
     if highest < 0:
         buf = _read(c, key) or b""
+    elif readonly_cmd:
+        raise RO_GET_ONLY
     else:
-        if readonly_cmd:
-            raise RO_GET_ONLY
-        value = db.lookup(key)
-        size = (highest >> 3) + 1
-        if value is None:
-            buf = bytearray(size)
-            db.set(key, buf)
-            grown = True
-        else:
-            if type(value) is not bytes and type(value) is not bytearray:
-                raise WRONGTYPE
-            buf = value if type(value) is bytearray else bytearray(value)
-            if buf is not value:
-                db.data[key] = buf  # unshared: same key, TTL kept
-            if len(buf) < size:
-                buf.extend(bytes(size - len(buf)))
-                grown = True
+        buf, grown = _writable(c, key, highest)
     out: list[int | None] = []
     changes = 0
     for op, signed, bits, offset, value, pol in ops:
@@ -379,9 +366,7 @@ def _bitfield(c: Client, argv: list[bytes], readonly_cmd: bool):
         if grown or old != new:
             changes += 1
     if changes:
-        db.modified(key)
-        _notify(db, "$", b"setbit", key)
-        c.server.dirty += changes
+        wrote(c, key, b"setbit", changes=changes)
     return out
 
 

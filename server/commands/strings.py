@@ -57,6 +57,14 @@ def _notify(db: Database, cls: str, event: bytes, key: bytes) -> None:
         notifier(db.id, cls, event, key)
 
 
+def wrote(c: Client, key: bytes, event: bytes, cls: str = "$", changes: int = 1) -> None:
+    """The aftermath of a write to ``key``: WATCH, the keyspace event, the dirty count."""
+    db = c.db
+    db.modified(key)
+    _notify(db, cls, event, key)
+    c.server.dirty += changes
+
+
 # -- GET family ---------------------------------------------------------------------
 @command("get")
 def get(c: Client, argv: list[bytes]):
@@ -400,9 +408,7 @@ def append(c: Client, argv: list[bytes]):
         else:
             raise WRONGTYPE
         total = len(value)
-    db.modified(key)
-    _notify(db, "$", b"append", key)
-    c.server.dirty += 1
+    wrote(c, key, b"append")
     return total
 
 
@@ -435,9 +441,7 @@ def setrange(c: Client, argv: list[bytes]):
         if len(value) < offset:
             value.extend(bytes(offset - len(value)))
     value[offset : offset + len(chunk)] = chunk
-    db.modified(key)
-    _notify(db, "$", b"setrange", key)
-    c.server.dirty += 1
+    wrote(c, key, b"setrange")
     return len(value)
 
 
