@@ -68,12 +68,7 @@ def _write(c: Client, key: bytes) -> HashValue | None:
 def _write_or_create(c: Client, key: bytes) -> HashValue:
     """hashTypeLookupWriteOrCreate: the hash at ``key``, created (stored) if missing."""
     db = c.db
-    h = db.data.get(key)
-    if h is not None:
-        if db.expires or db.lfu:
-            h = db.lookup(key)  # expiry, LFU counter: the general path
-        else:
-            db.access[key] = db.clock  # lookup's LRU stamp, inlined
+    h = db.lookup(key)
     if h is None:
         h = HashValue()
         db.set(key, h)
@@ -126,12 +121,7 @@ def hset(c: Client, argv: list[bytes]):
     # One field: the hot path of every producer, kept to a few dict operations.
     key, field, value = argv[1], argv[2], argv[3]
     db = c.db
-    h = db.data.get(key)
-    if h is not None:
-        if db.expires or db.lfu:
-            h = db.lookup(key)  # expiry, LFU counter: the general path
-        else:
-            db.access[key] = db.clock  # lookup's LRU stamp, inlined
+    h = db.lookup(key)
     if h is None:
         h = HashValue()
         db.set(key, h)

@@ -135,13 +135,7 @@ def _push_into(c: Client, key: bytes, dst: ListValue | None, value: bytes, left:
 def _push(c: Client, argv: list[bytes], left: bool, xx: bool) -> int:
     key = argv[1]
     db = c.db
-    # db.lookup inlined: this is the hot path of every producer
-    lst = db.data.get(key)
-    if lst is not None:
-        if db.expires or db.lfu:
-            lst = db.lookup(key)  # expiry, LFU counter: the general path
-        else:
-            db.access[key] = db.clock  # lookup's LRU stamp, inlined
+    lst = db.lookup(key)
     if lst is None:
         if xx:
             return 0
@@ -340,12 +334,7 @@ def _pop(c: Client, argv: list[bytes], left: bool):
 def _pop_one(c: Client, key: bytes, left: bool) -> bytes | None:
     """LPOP/RPOP without a count, the hot path of every consumer."""
     db = c.db
-    lst = db.data.get(key)
-    if lst is not None:
-        if db.expires or db.lfu:
-            lst = db.lookup(key)  # expiry, LFU counter: the general path
-        else:
-            db.access[key] = db.clock  # lookup's LRU stamp, inlined
+    lst = db.lookup(key)
     if lst is None:
         return None
     if type(lst) is not ListValue:

@@ -84,12 +84,7 @@ def _delete_emptied(c: Client, key: bytes, s: SetValue) -> None:
 def sadd(c: Client, argv: list[bytes]):
     key = argv[1]
     db = c.db
-    s = db.data.get(key)
-    if s is not None:
-        if db.expires or db.lfu:
-            s = db.lookup(key)  # expiry, LFU counter: the general path
-        else:
-            db.access[key] = db.clock  # lookup's LRU stamp, inlined
+    s = db.lookup(key)
     if s is None:
         s = _new_set_for(argv[2])
         db.set(key, s)

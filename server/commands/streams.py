@@ -535,12 +535,7 @@ def xadd(c: Client, argv: list[bytes]):
         # The common form, XADD key * f v [f v ...]: no options to parse.
         db = c.db
         key = argv[1]
-        s = db.data.get(key)
-        if s is not None:
-            if db.expires or db.lfu:
-                s = db.lookup(key)  # expiry, LFU counter: the general path
-            else:
-                db.access[key] = db.clock  # lookup's LRU stamp, inlined
+        s = db.lookup(key)
         if s is None:
             s = Stream()
             db.set(key, s)

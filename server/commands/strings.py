@@ -70,12 +70,13 @@ def wrote(c: Client, key: bytes, event: bytes, cls: str = "$", changes: int = 1)
 def get(c: Client, argv: list[bytes]):
     db = c.db
     key = argv[1]
+    # db.lookup inlined: GET is the hottest read; a TTL or an LFU policy takes the full path
     value = db.data.get(key)
     if value is not None:
         if db.expires or db.lfu:
-            value = db.lookup(key)  # expiry, LFU counter: the general path
+            value = db.lookup(key)
         else:
-            db.access[key] = db.clock  # lookup's LRU stamp, inlined
+            db.access[key] = db.clock
     ks = db.keyspace
     if value is None:
         ks.misses += 1

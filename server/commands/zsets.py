@@ -399,12 +399,7 @@ def _zadd(c: Client, argv: list[bytes], incr: bool):
 def _zadd_one(c: Client, key: bytes, score: float, member: bytes) -> int:
     """ZADD key score member without options: the producers' hot path."""
     db = c.db
-    zs = db.data.get(key)
-    if zs is not None:
-        if db.expires or db.lfu:
-            zs = db.lookup(key)  # expiry, LFU counter: the general path
-        else:
-            db.access[key] = db.clock  # lookup's LRU stamp, inlined
+    zs = db.lookup(key)
     if zs is None:
         zs = _zset.new_for(len(member))
         db.set(key, zs)
@@ -757,12 +752,7 @@ def _zpop(c: Client, argv: list[bytes], from_max: bool):
 def _zpop_one(c: Client, key: bytes, from_max: bool):
     """ZPOPMIN/ZPOPMAX key: the consumers' hot path, reply encoded at once."""
     db = c.db
-    zs = db.data.get(key)
-    if zs is not None:
-        if db.expires or db.lfu:
-            zs = db.lookup(key)  # expiry, LFU counter: the general path
-        else:
-            db.access[key] = db.clock  # lookup's LRU stamp, inlined
+    zs = db.lookup(key)
     if zs is None:
         return EMPTY_ARRAY
     if type(zs) is not SortedSet:
