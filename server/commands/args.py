@@ -11,6 +11,8 @@ from rill.protocol.parser import string2ll as string2ll
 from rill.protocol.reply import ReplyError
 
 SYNTAX_ERR = ReplyError("ERR syntax error")
+NUMKEYS_ERR = ReplyError("ERR numkeys should be greater than 0")
+COUNT_ERR = ReplyError("ERR count should be greater than 0")
 WRONGTYPE = ReplyError("WRONGTYPE Operation against a key holding the wrong kind of value")
 NOT_INT = ReplyError("ERR value is not an integer or out of range")
 NOT_FLOAT = ReplyError("ERR value is not a valid float")
@@ -76,3 +78,31 @@ def get_float(arg: bytes, err: ReplyError = NOT_FLOAT) -> float:
 def eq(arg: bytes, word: bytes) -> bool:
     """Case-insensitive option match (``word`` given in lower case)."""
     return len(arg) == len(word) and arg.lower() == word
+
+
+def parse_mpop(argv: list[bytes], numkeys_idx: int, ends: tuple[bytes, bytes]) -> tuple[list[bytes], bool, int]:
+    """``numkeys key [key ...] <end> [COUNT count]`` of LMPOP/ZMPOP and their blocking forms:
+    (keys, whether ``<end>`` is ``ends[0]``, count). ``ends`` are lower case."""
+    numkeys = string2ll(argv[numkeys_idx])
+    if numkeys is None or numkeys < 1:
+        raise NUMKEYS_ERR
+    where_idx = numkeys_idx + numkeys + 1
+    if where_idx >= len(argv):
+        raise SYNTAX_ERR
+    where = argv[where_idx].lower()
+    if where not in ends:
+        raise SYNTAX_ERR
+    count = -1
+    j = where_idx + 1
+    n = len(argv)
+    while j < n:
+        if count == -1 and argv[j].lower() == b"count" and j < n - 1:
+            j += 1
+            v = string2ll(argv[j])
+            if v is None or v < 1:
+                raise COUNT_ERR
+            count = v
+        else:
+            raise SYNTAX_ERR
+        j += 1
+    return argv[numkeys_idx + 1 : where_idx], where == ends[0], 1 if count == -1 else count

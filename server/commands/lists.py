@@ -21,7 +21,7 @@ from rill.storage.list import ListValue
 from ..blocking import Block, parse_timeout
 from ..client import Client
 from . import keys as _keys
-from .args import NO_SUCH_KEY, NOT_INT, SYNTAX_ERR, WRONGTYPE, get_positive, string2ll
+from .args import NO_SUCH_KEY, NOT_INT, SYNTAX_ERR, WRONGTYPE, get_positive, parse_mpop, string2ll
 from .table import command
 
 OUT_OF_RANGE = ReplyError("ERR index out of range")
@@ -31,8 +31,6 @@ RANK_ZERO = ReplyError(
 )
 COUNT_NEGATIVE = ReplyError("ERR COUNT can't be negative")
 MAXLEN_NEGATIVE = ReplyError("ERR MAXLEN can't be negative")
-NUMKEYS_ERR = ReplyError("ERR numkeys should be greater than 0")
-COUNT_ERR = ReplyError("ERR count should be greater than 0")
 
 _LEFT = b"left"
 _RIGHT = b"right"
@@ -373,33 +371,9 @@ def _pop_range_with_key(c: Client, key: bytes, lst: ListValue, left: bool, count
     return [key, _bulk_array(items)]
 
 
-def _parse_mpop(argv: list[bytes], numkeys_idx: int) -> tuple[list[bytes], bool, int]:
-    """LMPOP/BLMPOP arguments: (keys, left, count)."""
-    numkeys = string2ll(argv[numkeys_idx])
-    if numkeys is None or numkeys < 1:
-        raise NUMKEYS_ERR
-    where_idx = numkeys_idx + numkeys + 1
-    if where_idx >= len(argv):
-        raise SYNTAX_ERR
-    left = _where(argv[where_idx])
-    count = -1
-    j = where_idx + 1
-    n = len(argv)
-    while j < n:
-        if count == -1 and argv[j].lower() == b"count" and j < n - 1:
-            j += 1
-            count = string2ll(argv[j]) or 0
-            if count < 1:
-                raise COUNT_ERR
-        else:
-            raise SYNTAX_ERR
-        j += 1
-    return argv[numkeys_idx + 1 : where_idx], left, 1 if count == -1 else count
-
-
 @command("lmpop")
 def lmpop(c: Client, argv: list[bytes]):
-    keys, left, count = _parse_mpop(argv, 1)
+    keys, left, count = parse_mpop(argv, 1, (b"left", b"right"))
     for key in keys:
         lst = _list_write(c, key)
         if lst:
@@ -491,7 +465,7 @@ def brpop(c: Client, argv: list[bytes]):
 
 @command("blmpop")
 def blmpop(c: Client, argv: list[bytes]):
-    keys, left, count = _parse_mpop(argv, 2)
+    keys, left, count = parse_mpop(argv, 2, (b"left", b"right"))
     timeout = _timeout(c, argv[1])
     return _blocking_pop(c, argv, keys, left, count, timeout)
 

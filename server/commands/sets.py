@@ -21,11 +21,10 @@ from rill.storage.set import SetValue, from_members
 
 from ..client import Client
 from . import keys as _keys
-from .args import NOT_INT, SYNTAX_ERR, WRONGTYPE, get_positive, string2ll
+from .args import NOT_INT, NUMKEYS_ERR, SYNTAX_ERR, WRONGTYPE, get_positive, string2ll
 from .hashes import COUNT_RANGE, EMPTY_SCAN, LONG_MAX, parse_scan_options
 from .table import command
 
-NUMKEYS_ERR = ReplyError("ERR numkeys should be greater than 0")
 TOO_MANY_KEYS = ReplyError("ERR Number of keys can't be greater than number of args")
 LIMIT_NEGATIVE = ReplyError("ERR LIMIT can't be negative")
 

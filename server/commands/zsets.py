@@ -24,7 +24,7 @@ from rill.storage.zset import SortedSet, d2string, format_score
 from ..blocking import Block, parse_timeout
 from ..client import Client
 from . import keys as _keys
-from .args import NOT_FLOAT, NOT_INT, SYNTAX_ERR, WRONGTYPE, get_positive, string2ll
+from .args import NOT_FLOAT, NOT_INT, SYNTAX_ERR, WRONGTYPE, get_positive, parse_mpop, string2ll
 from .keys import parse_cursor
 from .table import command, spec_copy
 
@@ -39,8 +39,6 @@ LIMIT_RANK = ReplyError(
 )
 WITHSCORES_LEX = ReplyError("ERR syntax error, WITHSCORES not supported in combination with BYLEX")
 WEIGHT_ERR = ReplyError("ERR weight value is not a float")
-NUMKEYS_ERR = ReplyError("ERR numkeys should be greater than 0")
-COUNT_ERR = ReplyError("ERR count should be greater than 0")
 LIMIT_NEG = ReplyError("ERR LIMIT can't be negative")
 OUT_OF_RANGE = ReplyError("ERR value is out of range")
 
@@ -786,37 +784,6 @@ def zpopmax(c: Client, argv: list[bytes]):
     return _zpop(c, argv, True)
 
 
-def _parse_mpop(argv: list[bytes], numkeys_idx: int) -> tuple[list[bytes], bool, int]:
-    """ZMPOP/BZMPOP arguments: (keys, from_max, count)."""
-    numkeys = string2ll(argv[numkeys_idx])
-    if numkeys is None or numkeys < 1:
-        raise NUMKEYS_ERR
-    where_idx = numkeys_idx + numkeys + 1
-    if where_idx >= len(argv):
-        raise SYNTAX_ERR
-    where = argv[where_idx].lower()
-    if where == b"min":
-        from_max = False
-    elif where == b"max":
-        from_max = True
-    else:
-        raise SYNTAX_ERR
-    count = -1
-    j = where_idx + 1
-    n = len(argv)
-    while j < n:
-        if count == -1 and argv[j].lower() == b"count" and j < n - 1:
-            j += 1
-            v = string2ll(argv[j])
-            if v is None or v < 1:
-                raise COUNT_ERR
-            count = v
-        else:
-            raise SYNTAX_ERR
-        j += 1
-    return argv[numkeys_idx + 1 : where_idx], from_max, 1 if count == -1 else count
-
-
 def _mpop_reply(c: Client, key: bytes, zs: SortedSet, count: int, from_max: bool) -> list:
     pairs = _pop_from(c, key, zs, count, from_max)
     c.server.rewrite_propagation([b"ZPOPMAX" if from_max else b"ZPOPMIN", key, b"%d" % len(pairs)])
@@ -825,7 +792,7 @@ def _mpop_reply(c: Client, key: bytes, zs: SortedSet, count: int, from_max: bool
 
 @command("zmpop")
 def zmpop(c: Client, argv: list[bytes]):
-    keys, from_max, count = _parse_mpop(argv, 1)
+    keys, from_max, count = parse_mpop(argv, 1, (b"max", b"min"))
     for key in keys:
         zs = _zwrite(c, key)
         if zs is None:
@@ -879,7 +846,7 @@ def bzpopmax(c: Client, argv: list[bytes]):
 
 @command("bzmpop")
 def bzmpop(c: Client, argv: list[bytes]):
-    keys, from_max, count = _parse_mpop(argv, 2)
+    keys, from_max, count = parse_mpop(argv, 2, (b"max", b"min"))
     timeout = _timeout(c, argv[1])
     return _blocking_pop(c, keys, from_max, count, timeout)
 
