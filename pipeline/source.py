@@ -168,16 +168,6 @@ def last_ids(conn: Conn, keys: Sequence[str]) -> dict[str, int]:
     return out
 
 
-def first_ids(conn: Conn, keys: Sequence[str]) -> dict[str, int]:
-    replies = conn.pipeline([("XRANGE", k, "-", "+", "COUNT", 1) for k in keys])
-    out = {}
-    for k, reply in zip(keys, replies, strict=True):
-        if isinstance(reply, Exception):
-            raise reply
-        out[k] = fast_parse(reply[0][0]) if reply else 0
-    return out
-
-
 def split_streams(conn: Conn, url: str, bounds: dict[str, tuple[int, int]], parts: int, page: int,
                   group: str | None = None, consumer: str | None = None) -> list[StreamRange]:
     """Partitions over several streams: the total shared by stream length, each stream split by
