@@ -53,21 +53,37 @@ def _serial(dbs) -> bytes:
     return buf.getvalue()
 
 
-def test_split_save_writes_the_same_bytes_as_a_single_pass(dbs, tmp_path):
+@pytest.fixture
+def helper_reports(monkeypatch):
+    """What each wait for the helper found: its sections, or [] when it failed."""
+    reports: list = []
+    real = rdb_split._wait_for_child
+
+    def spy(*args):
+        reports.append(real(*args))
+        return reports[-1]
+
+    monkeypatch.setattr(rdb_split, "_wait_for_child", spy)
+    return reports
+
+
+def test_split_save_writes_the_same_bytes_as_a_single_pass(dbs, tmp_path, helper_reports):
     scratch = str(tmp_path / "scratch.rdb")
     buf = io.BytesIO()
     rdb_split.save_file_split(buf, dbs, rdb.SaveOptions(), scratch, min_keys=1)
+    assert len(helper_reports) == 1 and len(helper_reports[0]) == 3  # the child encoded 3 dbs' halves
     assert buf.getvalue() == _serial(dbs)
     assert not os.path.exists(scratch)
     loaded = rdb.load(buf.getvalue())
     assert loaded.keys_loaded == sum(len(d) for _, d, _ in dbs)
 
 
-def test_a_helper_that_fails_leaves_the_work_to_the_parent(dbs, tmp_path):
+def test_a_helper_that_fails_leaves_the_work_to_the_parent(dbs, tmp_path, helper_reports):
     # The child cannot create its scratch file (no such directory): it exits 1.
     scratch = str(tmp_path / "missing" / "scratch.rdb")
     buf = io.BytesIO()
     rdb_split.save_file_split(buf, dbs, rdb.SaveOptions(), scratch, min_keys=1)
+    assert helper_reports == [[]]
     assert buf.getvalue() == _serial(dbs)
 
 
