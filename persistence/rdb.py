@@ -48,7 +48,7 @@ import math
 import random
 import struct
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -412,16 +412,25 @@ class RdbWriter:
 Writer = Callable[[RdbWriter, Any, "bytes | None"], None]
 
 
-def _lp_encode(values: list[bytes]) -> bytes:
-    """A listpack of ``values`` (as lpAppend builds it), with short non-numeric strings inlined."""
+_NO_LIMIT = 1 << 62
+
+
+def _lp_encode(values: Sequence[bytes], budget: int = _NO_LIMIT, threshold: int = _NO_LIMIT) -> Any:
+    """A listpack of ``values`` (as lpAppend builds it), short non-numeric strings inlined;
+    None as soon as their total length passes ``budget`` or one of them reaches
+    ``threshold`` (a caller's limits, checked in the same pass)."""
     parts: list[bytes] = []
     add = parts.append
     numstart = _NUMSTART
     hdr = _STR6_HDR
     bl = _STR6_BL
     element = lpmod.element
+    total = 0
     for v in values:
         n = len(v)
+        total += n
+        if total > budget or n >= threshold:
+            return None
         if n < 64 and (not n or not numstart[v[0]]):
             add(hdr[n])
             add(v)
@@ -436,10 +445,9 @@ def _lp_encode(values: list[bytes]) -> bytes:
 def _single_node_lp(value: ListValue, fill: int, threshold: int) -> bytes | None:
     """The one listpack quicklist would keep ``value`` in, or None if it may need more.
 
-    A conservative test made in the same pass as the encoding: each element costs
-    at most its length plus 12 bytes of encoding, backlen and quicklist's insert
-    estimate, so staying under the node size limit for the sum means no insert was
-    ever refused.
+    A conservative test: each element costs at most its length plus 12 bytes of
+    encoding, backlen and quicklist's insert estimate, so staying under the node size
+    limit for the sum means no insert was ever refused.
     """
     count = len(value)
     if fill >= 0 or fill < -5 or count >= 65535:
@@ -447,25 +455,7 @@ def _single_node_lp(value: ListValue, fill: int, threshold: int) -> bytes | None
     budget = _QL_LIMITS[-fill - 1] - 7 - 12 * count
     if budget < 0:
         return None
-    parts: list[bytes] = []
-    add = parts.append
-    numstart = _NUMSTART
-    hdr = _STR6_HDR
-    bl = _STR6_BL
-    total = 0
-    for v in value:
-        n = len(v)
-        total += n
-        if total > budget or n >= threshold:
-            return None
-        if n < 64 and (not n or not numstart[v[0]]):
-            add(hdr[n])
-            add(v)
-            add(bl[n])
-        else:
-            add(lpmod.element(v))
-    body = b"".join(parts)
-    return _LP_HDR.pack(len(body) + 7, count) + body + b"\xff"
+    return _lp_encode(value, budget, threshold)
 
 
 def _write_list(w: RdbWriter, value: ListValue, key: bytes | None) -> None:
