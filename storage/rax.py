@@ -146,6 +146,38 @@ class Rax:
             mx.insert(bi, kb[-1])
         return True
 
+    def extend(self, keys: list[Any], values: list[Any]) -> None:
+        """Append ascending ``keys`` (with ``values``), all larger than every key present.
+
+        The bulk form of tail inserts (an XREADGROUP delivering a batch of new IDs to a
+        PEL): the last block is topped up and the rest is cut into whole blocks, with no
+        per-key call.
+        """
+        n = len(keys)
+        if not n:
+            return
+        mx = self._mx
+        if mx and not keys[0] > mx[-1]:
+            raise ValueError("Rax.extend: keys must be larger than every key present")
+        kbs = self._kb
+        vbs = self._vb
+        i = 0
+        if mx:
+            room = _BLOCK - len(kbs[-1])
+            if room > 0:
+                i = room if room < n else n
+                kbs[-1] += keys[:i]
+                vbs[-1] += values[:i]
+                mx[-1] = keys[i - 1]
+        while i < n:
+            j = i + _BLOCK
+            kb = keys[i:j]
+            kbs.append(kb)
+            vbs.append(values[i:j])
+            mx.append(kb[-1])
+            i = j
+        self._n += n
+
     def try_insert(self, key: Any, value: Any) -> bool:
         """Insert only if absent; return True if inserted (raxTryInsert)."""
         if key in self:
@@ -178,6 +210,39 @@ class Rax:
         if default is _MISSING:
             raise KeyError(key)
         return default
+
+    def pop_many(self, keys: list[Any], default: Any = None) -> list[Any]:
+        """Remove each of ``keys``; return their values in order (``default`` for a key
+        that is absent).
+
+        One call for a batch of removals (XACK of many IDs), each a seek and a removal
+        as in :meth:`pop`.
+        """
+        out: list[Any] = []
+        kbs = self._kb
+        vbs = self._vb
+        mx = self._mx
+        removed = 0
+        for key in keys:
+            bi = bisect_left(mx, key)
+            if bi < len(mx):
+                kb = kbs[bi]
+                i = bisect_left(kb, key)
+                if kb[i] == key:
+                    vb = vbs[bi]
+                    del kb[i]
+                    out.append(vb.pop(i))
+                    removed += 1
+                    if not kb:
+                        del kbs[bi]
+                        del vbs[bi]
+                        del mx[bi]
+                    elif i == len(kb):
+                        mx[bi] = kb[-1]
+                    continue
+            out.append(default)
+        self._n -= removed
+        return out
 
     def remove(self, key: Any) -> Any:
         """Remove ``key`` (KeyError if absent) and return its value (raxRemove)."""

@@ -1303,6 +1303,53 @@ class ConsumerGroup:
         consumer.active_time = now_ms
         return nack
 
+    def deliver_new(self, sids: list[int], consumer: Consumer, now_ms: int) -> None:
+        """:meth:`deliver` for ascending ``sids`` (an XREADGROUP ``>`` batch).
+
+        IDs beyond every pending one -- the usual case, as ``>`` reads past the group's
+        last_id -- get their NACKs appended to both PELs in bulk.
+        """
+        if not sids:
+            return
+        last = self.pel.last_key()
+        if last is not None and sids[0] <= last:
+            for sid in sids:
+                self.deliver(sid, consumer, now_ms)
+            return
+        nacks = [NACK(now_ms, 1, consumer) for _ in sids]
+        self.pel.extend(sids, nacks)
+        # The consumer's PEL is a subset of the group's: these IDs are beyond it too.
+        consumer.pel.extend(sids, nacks)
+        consumer.active_time = now_ms
+
+    def ack_many(self, sids: list[int]) -> int:
+        """:meth:`ack` for each of ``sids`` (XACK); how many were pending."""
+        nacks = self.pel.pop_many(sids)
+        owner = None
+        mine: list[int] = []
+        acked = 0
+        for sid, nack in zip(sids, nacks):
+            if nack is None:
+                continue
+            acked += 1
+            c = nack.consumer
+            if c is None:
+                continue
+            # Usually one consumer acknowledges its own deliveries: their removal from
+            # its PEL goes in one batch; any other owner's one by one.
+            if owner is None:
+                owner = c
+            if c is owner:
+                mine.append(sid)
+            else:
+                c.pel.discard(sid)
+        if owner is not None:
+            owner.pel.pop_many(mine)
+        if acked and self.nacked:
+            for sid in sids:
+                self.unrelease(sid)
+        return acked
+
     def ack(self, sid: int) -> bool:
         """Remove ``sid`` from the group and owner PELs; True if it was pending (XACK)."""
         nack = self.pel.pop(sid, None)
@@ -2542,11 +2589,24 @@ class Stream:
                 if not accept(sid, fv):
                     del out[k:]
                     break
-        for sid, _fv in out:
-            if sid > group.last_id:
-                self._advance_group(group, sid)
-            if not noack and consumer is not None:
-                group.deliver(sid, consumer, now_ms)
+        if not out:
+            return out
+        first = out[0][0]
+        if (
+            first > group.last_id
+            and group.entries_read != SCG_INVALID_ENTRIES_READ
+            and not self.range_has_tombstones(first)
+        ):
+            # No tombstone at or after the first entry read, so none after any of them:
+            # each would just count one more entry read.
+            group.entries_read += len(out)
+            group.last_id = out[-1][0]
+        else:
+            for sid, _fv in out:
+                if sid > group.last_id:
+                    self._advance_group(group, sid)
+        if not noack and consumer is not None:
+            group.deliver_new([sid for sid, _fv in out], consumer, now_ms)
         return out
 
     def claim_idle(

@@ -306,12 +306,7 @@ def xack(c: Client, argv: list[bytes]):
     g = s.get_group(argv[2]) if s is not None else None
     if g is None:
         return 0
-    ids = [parse_id(a) for a in argv[3:]]
-    acked = 0
-    ack = g.ack
-    for sid in ids:
-        if ack(sid):
-            acked += 1
+    acked = g.ack_many([parse_id(a) for a in argv[3:]])
     if acked:
         c.server.dirty += acked
         quiet_write(c, argv[1], s)

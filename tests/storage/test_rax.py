@@ -86,6 +86,25 @@ class RaxMachine(RuleBasedStateMachine):
         self.m.keys.append(k)
         self.m.vals[k] = v
 
+    @rule(vs=st.lists(st.integers(), max_size=11), gap=st.integers(1, 3))
+    def extend_tail(self, vs, gap):
+        start = (self.m.keys[-1] + gap) if self.m.keys else 0
+        ks = list(range(start, start + gap * len(vs), gap))
+        self.r.extend(ks, vs)
+        self.m.keys.extend(ks)
+        self.m.vals.update(zip(ks, vs, strict=True))
+        if self.m.keys:
+            with pytest.raises(ValueError):
+                self.r.extend([self.m.keys[-1]], [0])
+
+    @rule(ks=st.lists(keys_st, max_size=8, unique=True))
+    def pop_many(self, ks):
+        want = [self.m.vals.pop(k, "absent") for k in ks]
+        for k in ks:
+            if k in self.m.keys:
+                self.m.keys.remove(k)
+        assert self.r.pop_many(ks, "absent") == want
+
     @rule(k=keys_st)
     def remove(self, k):
         if k in self.m.vals:
