@@ -1328,7 +1328,7 @@ class ConsumerGroup:
         owner = None
         mine: list[int] = []
         acked = 0
-        for sid, nack in zip(sids, nacks):
+        for sid, nack in zip(sids, nacks, strict=True):
             if nack is None:
                 continue
             acked += 1
@@ -1837,64 +1837,6 @@ class Stream:
         _HDR.pack_into(lp, 0, len(lp), nele if nele < LP_HDR_NUMELE_UNKNOWN else 0xFFFF)
         if _NC:
             _nc_extend(lp, sid, fields_values)
-        self.length += 1
-        self.entries_added += 1
-        self.last_id = sid
-        if self.length == 1:
-            self.first_id = sid
-        return sid
-
-    def add_now(self, fields_values: list[bytes], now_ms: int) -> int:
-        """``XADD key * f v ...``: the same as ``add(fields_values, None, now_ms)``, faster
-        for the steady state of a producer -- an open tail node (cached header) taking a
-        SAMEFIELDS entry whose ID deltas are small -- which it encodes in one piece and
-        splices in with a single slice assignment. Anything else goes through :meth:`add`.
-        """
-        lp = self._t_lp
-        last = self.last_id
-        if lp is None or last >= ID_MAX or len(fields_values) != self._t_nf << 1:
-            return self.add(fields_values, None, now_ms)
-        count = self._t_count + 1
-        me = self.node_max_entries
-        mb = self.node_max_bytes
-        if (
-            count > 127
-            or lp[LP_HDR_SIZE] != count - 1
-            or (me > 0 and count + self._t_deleted > me)
-            or fields_values[0::2] != self._t_fields
-            or (_NC and id(lp) in _NC)
-        ):
-            return self.add(fields_values, None, now_ms)
-        tot = sum(map(len, fields_values))
-        if mb <= 0 or mb > STREAM_LISTPACK_MAX_SIZE:
-            mb = STREAM_LISTPACK_MAX_SIZE
-        if len(lp) + tot >= mb:
-            return self.add(fields_values, None, now_ms)
-        sid = (now_ms << 64) if now_ms > last >> 64 else last + 1
-        dms = (sid >> 64) - self._t_ms
-        dseq = (sid & MASK64) - self._t_seq
-        if not (_SMALL_MIN <= dms <= _SMALL_MAX and _SMALL_MIN <= dseq <= _SMALL_MAX):
-            return self.add(fields_values, None, now_ms)
-        nf = self._t_nf
-        parts = [_E_FLAGS_SAME, _SMALL_INT_ELEM[dms - _SMALL_MIN], _SMALL_INT_ELEM[dseq - _SMALL_MIN]]
-        app = parts.append
-        for v in fields_values[1::2]:
-            n = len(v)
-            if 0 < n < 64 and not _NUMSTART[v[0]]:
-                app(_STR6_HDR[n])
-                app(v)
-                app(_STR6_BL[n])
-            else:
-                app(element(v))
-        app(_SMALL_INT_ELEM[nf + 3 - _SMALL_MIN] if nf < 4000 else int_element(nf + 3))
-        app(b"\xff")
-        lp[LP_HDR_SIZE] = count  # 7-bit uint: same size, changed in place
-        del lp[-1]  # EOF, re-added at the end of the new entry
-        lp += b"".join(parts)
-        nele = self._t_nele + nf + 4
-        self._t_nele = nele
-        self._t_count = count
-        _HDR.pack_into(lp, 0, len(lp), nele if nele < LP_HDR_NUMELE_UNKNOWN else 0xFFFF)
         self.length += 1
         self.entries_added += 1
         self.last_id = sid

@@ -549,7 +549,7 @@ def xadd(c: Client, argv: list[bytes]):
         if s.last_id >= ID_MAX:
             raise EXHAUSTED
         try:
-            sid = s.add_now(argv[3:], int(time.time() * 1000))
+            sid = s.add(argv[3:], None, int(time.time() * 1000))
         except StreamIDError:
             raise ID_TOO_SMALL from None
         except StreamSizeError:
