@@ -171,30 +171,19 @@ class Connection(asyncio.Protocol):
         client = self.client
         assert client is not None
         server = self.server
-        execute = server.execute
-        n = len(commands)
-        i = 0
-        while i < n:
-            argv = commands[i]
-            i += 1
-            if type(argv) is ProtocolError:
-                err = ReplyError(argv.message)
-                server.count_error(err)
-                client.out.append(b"-" + argv.message + b"\r\n")
-                client.close_after_reply = True
-                break
-            postponed = execute(client, argv)
-            if client.reply_mode > 1:
-                # CLIENT REPLY SKIP silences exactly the command after it.
-                client.reply_mode = 3 if client.reply_mode == 2 and argv[0].lower() == b"client" else 0
-            if postponed:
-                # postponed by CLIENT PAUSE: it runs again when the pause ends
-                client.pending = commands[i - 1 :]
-                break
-            if client.blocked is not None or client.close_after_reply or client.kill_requested:
-                if i < n:
-                    client.pending = commands[i:]
-                break
+        # The parser stops at a protocol error, so one can only come last.
+        failed = commands[-1] if commands and type(commands[-1]) is ProtocolError else None
+        n = len(commands) - (failed is not None)
+        i, postponed = server.execute_all(client, commands[:n] if failed is not None else commands)
+        if postponed or client.blocked is not None or client.close_after_reply or client.kill_requested:
+            # Postponed by CLIENT PAUSE (it runs again when the pause ends), or the
+            # client blocked or is to be closed: the rest waits (or is dropped).
+            if i < len(commands):
+                client.pending = commands[i:]
+        elif failed is not None:
+            server.count_error(ReplyError(failed.message))
+            client.out.append(b"-" + failed.message + b"\r\n")
+            client.close_after_reply = True
         self.parser.auth_required = not client.authenticated
         self.flush()
 
