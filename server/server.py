@@ -495,6 +495,8 @@ class Server:
         """Run a command's handler; record stats, slowlog, propagation and readiness.
 
         Returns the reply value (already queued to the client unless it blocked).
+        execute_all() runs this same sequence inline for plain commands (a frame per
+        pipelined command is measurable): a change here belongs there too.
         """
         client.cur_cmd = cmd
         client.argv = argv
