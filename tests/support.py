@@ -6,6 +6,7 @@ Everything that crosses the network starts a real ``rill-server`` process
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import socket
@@ -14,6 +15,22 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable
+
+_SCRATCH: list[str] = []
+
+
+@atexit.register
+def _remove_scratch() -> None:
+    for path in _SCRATCH:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def scratch_dir(prefix: str) -> str:
+    """A fresh temporary directory for a server's files, removed when the test run ends
+    (not when the server stops: a test may restart it on the same files)."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    _SCRATCH.append(path)
+    return path
 
 
 def free_port() -> int:
@@ -80,7 +97,7 @@ def start_rill(*args: str, workdir: str | None = None, port: int | None = None,
                config_file: str | None = None) -> ServerProcess:
     """Start ``rill-server`` on a free port with extra redis-server style arguments."""
     port = port or free_port()
-    workdir = workdir or tempfile.mkdtemp(prefix="rill-test-")
+    workdir = workdir or scratch_dir("rill-test-")
     argv = [sys.executable, "-m", "rill.server.main", *([config_file] if config_file else []),
             "--port", str(port), "--save", "", "--dir", workdir, *args]
     return ServerProcess(argv, port, workdir).start()
@@ -96,7 +113,7 @@ def start_redis(*args: str, workdir: str | None = None) -> ServerProcess:
     if binary is None:
         raise RuntimeError("redis-server is not installed")
     port = free_port()
-    workdir = workdir or tempfile.mkdtemp(prefix="redis-oracle-")
+    workdir = workdir or scratch_dir("redis-oracle-")
     argv = [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--dir", workdir,
             "--enable-debug-command", "yes", *args]
     return ServerProcess(argv, port, workdir).start()

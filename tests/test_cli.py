@@ -18,14 +18,13 @@ import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import termios
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.support import RawClient, ServerProcess, free_port, start_redis
+from tests.support import RawClient, ServerProcess, free_port, scratch_dir, start_redis
 
 RILL_SERVER = Path(sys.executable).with_name("rill-server")
 # Redis's log line: "pid:role dd Mon yyyy hh:mm:ss.mmm <level char> message".
@@ -54,7 +53,7 @@ def redis_cli(port: int, *args: str, stdin: bytes | None = None) -> tuple[int, s
 
 def rill_with(argv_after_script: list[str], port: int, workdir: str | None = None) -> ServerProcess:
     """Start the console script with an argv of our choosing (config file first, if any)."""
-    workdir = workdir or tempfile.mkdtemp(prefix="rill-cli-")
+    workdir = workdir or scratch_dir("rill-cli-")
     return ServerProcess([str(RILL_SERVER), *argv_after_script], port, workdir).start()
 
 
