@@ -13,7 +13,7 @@ import tempfile
 import time
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from rill.storage import listpack as L
@@ -688,6 +688,46 @@ def check_pel(g: S.ConsumerGroup) -> None:
     assert keys == sorted(keys)
     for _sid, nack in g.pel.items():
         assert nack.consumer is not None and g.consumers[nack.consumer.name] is nack.consumer
+
+
+def _pel_state(g: S.ConsumerGroup) -> tuple:
+    return (
+        [(sid, n.delivery_time, n.delivery_count, n.consumer and n.consumer.name) for sid, n in g.pel.items()],
+        {name: (c.pel.key_list(), c.active_time) for name, c in sorted(g.consumers.items())},
+        list(g.nacked or ()),
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["deliver", "ack", "release", "orphan"]),
+                          st.sampled_from([b"a", b"b", b"c"]),
+                          st.lists(st.integers(1, 40), max_size=8)), max_size=30))
+def test_batch_deliver_and_ack_match_one_by_one(ops):
+    """deliver_new/ack_many (XREADGROUP >, XACK) against deliver/ack per ID, through the
+    paths a consumer loop never takes: IDs already pending (after SETID backwards),
+    several owners in one XACK, owner-less NACKs (RDB), released (XNACKed) entries."""
+    batch, single = S.ConsumerGroup(b"g", 0), S.ConsumerGroup(b"g", 0)
+    for now, (op, name, ids) in enumerate(ops):
+        sids = [I(i) for i in ids]
+        if op == "deliver":
+            sids = sorted(set(sids))
+            batch.deliver_new(sids, batch.get_or_create_consumer(name, now)[0], now)
+            c = single.get_or_create_consumer(name, now)[0]
+            for sid in sids:
+                single.deliver(sid, c, now)
+        elif op == "ack":
+            assert batch.ack_many(sids) == sum(single.ack(sid) for sid in sids)
+        elif op == "release":
+            for g in (batch, single):
+                for sid in sids:
+                    g.release(sid, 3)
+        else:
+            for g in (batch, single):
+                for sid in sids:
+                    g.load_nack(sid, now, 1)
+        assert _pel_state(batch) == _pel_state(single)
+        for c in batch.consumers.values():  # each consumer's PEL holds the group's NACKs
+            assert all(batch.pel.get(sid) is n and n.consumer is c for sid, n in c.pel.items())
 
 
 def test_deliver_ack_claim():
