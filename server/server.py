@@ -112,6 +112,21 @@ class SlowlogEntry:
         self.name = name
 
 
+class _GatingState:
+    """A Server attribute (kept in ``_<name>``) whose every assignment refreshes
+    ``Server._special``."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, server: Any, owner: type | None = None) -> Any:
+        return self if server is None else getattr(server, self.slot)
+
+    def __set__(self, server: Any, value: Any) -> None:
+        setattr(server, self.slot, value)
+        server._update_special()
+
+
 class Server:
     """All shared state of one rill-server process."""
 
@@ -167,9 +182,11 @@ class Server:
         self._refresh_config()
 
     # -- server states that gate every command -----------------------------
-    # loading, maxmemory, CLIENT PAUSE and MISCONF are each rare, but execute()
-    # asks about all of them for every command: their setters keep one combined
-    # flag so the ordinary case costs a single test.
+    # loading, maxmemory, CLIENT PAUSE's end (a time.monotonic() reading, 0 when not
+    # paused) and MISCONF's check (set by persistence while a failed save or AOF
+    # write must stop writes) are each rare, but execute() asks about all of them
+    # for every command: setting any one refreshes a combined flag, so the
+    # ordinary case costs a single test.
     _special = False
     _loading = False
     _maxmemory = 0
@@ -181,43 +198,10 @@ class Server:
             self._loading or self._maxmemory or self._pause_until or self._write_denied is not None
         )
 
-    @property
-    def loading(self) -> bool:
-        return self._loading
-
-    @loading.setter
-    def loading(self, value: bool) -> None:
-        self._loading = value
-        self._update_special()
-
-    @property
-    def maxmemory(self) -> int:
-        return self._maxmemory
-
-    @maxmemory.setter
-    def maxmemory(self, value: int) -> None:
-        self._maxmemory = value
-        self._update_special()
-
-    @property
-    def pause_until(self) -> float:
-        """CLIENT PAUSE's end (a time.monotonic() reading), 0 when not paused."""
-        return self._pause_until
-
-    @pause_until.setter
-    def pause_until(self, value: float) -> None:
-        self._pause_until = value
-        self._update_special()
-
-    @property
-    def write_denied(self) -> Callable[[], ReplyError | None] | None:
-        """Set by persistence while a failed save or AOF write must stop writes (MISCONF)."""
-        return self._write_denied
-
-    @write_denied.setter
-    def write_denied(self, value: Callable[[], ReplyError | None] | None) -> None:
-        self._write_denied = value
-        self._update_special()
+    loading = _GatingState()
+    maxmemory = _GatingState()
+    pause_until = _GatingState()
+    write_denied = _GatingState()
 
     # -- config ----------------------------------------------------------
     def _refresh_config(self) -> None:
