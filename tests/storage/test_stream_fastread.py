@@ -20,13 +20,7 @@ from rill.storage.stream import ID_MAX, MASK64, Stream, clear_node_cache, make_i
 INT64_MAX = (1 << 63) - 1
 
 
-@pytest.fixture(autouse=True)
-def _limits():
-    saved = Stream.node_max_bytes, Stream.node_max_entries
-    clear_node_cache()
-    yield
-    Stream.node_max_bytes, Stream.node_max_entries = saved
-    clear_node_cache()
+pytestmark = pytest.mark.usefixtures("stream_limits")
 
 
 def ref_entry(sid: int, fv: list[bytes]) -> bytes:

@@ -15,16 +15,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rill.storage.listpack import elements, value_bytes
-from rill.storage.stream import ID_MAX, Stream, clear_node_cache, validate_node
+from rill.storage.stream import ID_MAX, Stream, validate_node
 
-
-@pytest.fixture(autouse=True)
-def _limits():
-    saved = Stream.node_max_bytes, Stream.node_max_entries
-    clear_node_cache()
-    yield
-    Stream.node_max_bytes, Stream.node_max_entries = saved
-    clear_node_cache()
+pytestmark = pytest.mark.usefixtures("stream_limits")
 
 
 VALUES = st.sampled_from(

@@ -1,0 +1,17 @@
+"""Fixtures shared by the storage tests."""
+
+from __future__ import annotations
+
+import pytest
+from rill.storage.stream import Stream, clear_node_cache
+
+
+@pytest.fixture
+def stream_limits():
+    """Tests that set the class-wide node limits get them back afterwards, and start and
+    end with an empty decoded-node cache."""
+    saved = Stream.node_max_bytes, Stream.node_max_entries
+    clear_node_cache()
+    yield
+    Stream.node_max_bytes, Stream.node_max_entries = saved
+    clear_node_cache()
