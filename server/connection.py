@@ -116,6 +116,23 @@ class Connection(asyncio.Protocol):
             return
         self.parser.auth_required = not client.authenticated
 
+    def eof_received(self) -> bool:
+        """The peer sends nothing more: end the client now, as Redis frees it on EOF.
+
+        Its waits end at once, so a push later in this loop iteration cannot hand
+        an element to a client that will never ask again; replies already due
+        still leave with the iteration's batch (after the before-write hooks, so
+        appendfsync always holds for them), and then the connection closes.
+        """
+        client = self.client
+        if client is None or self.closed:
+            return False
+        self.server.client_gone(client)
+        client.pending = []
+        client.close_after_reply = True
+        self.flush()
+        return True  # keep the transport until write_out has sent what is due
+
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         if self.client is not None:

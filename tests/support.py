@@ -236,3 +236,52 @@ def run_inproc(server, client, *args) -> bytes:
     client.out.clear()
     server.execute(client, [a if isinstance(a, bytes) else str(a).encode() for a in args])
     return b"".join(client.out)
+
+
+class StepLoop:
+    """An event-loop double for in-process Connections: call_soon callbacks wait
+    until :meth:`run_iteration`, which plays "the next loop iteration"."""
+
+    def __init__(self) -> None:
+        self.callbacks: list = []
+
+    def call_soon(self, cb, *args):
+        self.callbacks.append((cb, args))
+
+    def call_at(self, *args):  # blocking timeouts never fire here
+        return None
+
+    def time(self) -> float:
+        return 0.0
+
+    def run_iteration(self) -> None:
+        callbacks, self.callbacks = self.callbacks, []
+        for cb, args in callbacks:
+            cb(*args)
+
+
+class RecordingTransport:
+    """A loopback transport double that hands every write to ``on_write`` and records closing."""
+
+    def __init__(self, on_write=None) -> None:
+        self.written: list[bytes] = []
+        self.on_write = on_write or self.written.append
+        self.closed = False
+
+    _EXTRA = {"peername": ("127.0.0.1", 50000), "sockname": ("127.0.0.1", 6379)}
+
+    def get_extra_info(self, name, default=None):
+        return self._EXTRA.get(name, default)
+
+    def write(self, data: bytes) -> None:
+        assert not self.closed, "write after close"
+        self.on_write(data)
+
+    def close(self) -> None:
+        self.closed = True
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass

@@ -9,7 +9,14 @@ import redis
 import redis.asyncio
 
 from tests.conftest import SideBySide
-from tests.support import RawClient, encode_command, start_redis, start_rill
+from tests.support import (
+    RawClient,
+    RecordingTransport,
+    StepLoop,
+    encode_command,
+    start_redis,
+    start_rill,
+)
 
 
 def test_ping_echo_side_by_side(sbs):
@@ -179,3 +186,67 @@ def test_small_reply_table_bounds_side_by_side(sbs, sbs3):
         s.run([("SET", "a", "y" * 1023), ("GET", "a"), ("SET", "b", "y" * 1024), ("GET", "b"),
                ("SET", "e", ""), ("GET", "e"), ("INCRBY", "n", "1023"), ("INCR", "n"), ("DECRBY", "n", "3000"),
                ("INCRBY", "m", "9223372036854775807"), ("STRLEN", "a"), ("STRLEN", "b")])
+
+
+# -- a peer's EOF, ordered against the loop iteration deterministically in-process -----------------
+def _loop_server():
+    from rill.server.commands import load_all
+    from rill.server.server import Server
+
+    load_all()
+    server = Server()
+    server.loop = StepLoop()
+    return server
+
+
+def _connect(server):
+    from rill.server.connection import Connection
+
+    conn = Connection(server)
+    transport = RecordingTransport()
+    conn.connection_made(transport)
+    return conn, transport
+
+
+def test_eof_while_blocked_ends_the_wait_before_a_push_can_serve_it():
+    server = _loop_server()
+    waiter, waiter_t = _connect(server)
+    pusher, pusher_t = _connect(server)
+    waiter.data_received(encode_command(["BLPOP", "q", "0"]))
+    assert server.blocking.blocked_clients == 1
+    # EOF and the push reach the server in the same loop iteration, EOF first
+    assert waiter.eof_received() is True
+    assert server.blocking.blocked_clients == 0
+    pusher.data_received(encode_command(["RPUSH", "q", "x"]))
+    server.loop.run_iteration()
+    # nobody reads the waiter's replies any more: the element stays in the list
+    assert waiter_t.written == [] and waiter_t.closed
+    pusher.data_received(encode_command(["LRANGE", "q", "0", "-1"]))
+    server.loop.run_iteration()
+    assert pusher_t.written == [b":1\r\n", b"*1\r\n$1\r\nx\r\n"]
+
+
+def test_eof_after_a_push_served_the_wait_still_sends_the_reply():
+    server = _loop_server()
+    waiter, waiter_t = _connect(server)
+    pusher, _ = _connect(server)
+    waiter.data_received(encode_command(["BLPOP", "q", "0"]))
+    pusher.data_received(encode_command(["RPUSH", "q", "x"]))
+    assert waiter.eof_received() is True  # before the iteration's replies were written
+    server.loop.run_iteration()
+    assert waiter_t.written == [b"*2\r\n$1\r\nq\r\n$1\r\nx\r\n"] and waiter_t.closed
+
+
+def test_eof_drops_commands_queued_behind_a_wait_and_sends_what_ran():
+    server = _loop_server()
+    conn, transport = _connect(server)
+    conn.data_received(encode_command(["SET", "k", "v"]) + encode_command(["BLPOP", "q", "0"])
+                       + encode_command(["SET", "k", "w"]))
+    conn.eof_received()
+    server.loop.run_iteration()
+    assert transport.written == [b"+OK\r\n"] and transport.closed
+    assert server.blocking.blocked_clients == 0 and conn.client.id not in server.clients
+    other, other_t = _connect(server)
+    other.data_received(encode_command(["GET", "k"]))
+    server.loop.run_iteration()
+    assert other_t.written == [b"$1\r\nv\r\n"]

@@ -18,7 +18,7 @@ from tests.server.persistence_helpers import (
     wait_for,
     wait_rewrite,
 )
-from tests.support import RawClient, encode_command
+from tests.support import RawClient, RecordingTransport, StepLoop, encode_command
 
 
 @pytest.fixture
@@ -303,43 +303,6 @@ def test_sync_streams_the_snapshot_then_the_effects(workdir):
 
 
 # -- the ordering guarantee, checked deterministically in-process ----------------------------------
-class _Loop:
-    """Collects call_soon callbacks without running them (the 'next loop iteration')."""
-
-    def __init__(self) -> None:
-        self.callbacks = []
-
-    def call_soon(self, cb, *args):
-        self.callbacks.append((cb, args))
-
-    def call_at(self, *a):  # blocking timers: unused here
-        return None
-
-    def time(self) -> float:
-        return 0.0
-
-
-class _Transport:
-    def __init__(self, on_write) -> None:
-        self.on_write = on_write
-        self.closed = False
-
-    def get_extra_info(self, name, default=None):
-        return default
-
-    def write(self, data: bytes) -> None:
-        self.on_write(data)
-
-    def close(self) -> None:
-        self.closed = True
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
-
-
 @pytest.mark.parametrize("policy", ["always", "everysec", "no"])
 def test_when_the_aof_is_written_relative_to_replies(tmp_path, monkeypatch, policy):
     from rill.server.commands import load_all
@@ -356,7 +319,7 @@ def test_when_the_aof_is_written_relative_to_replies(tmp_path, monkeypatch, poli
         config.set(name, value, startup=True)
     os.chdir(cwd)
     server = Server(config)
-    server.loop = _Loop()
+    server.loop = StepLoop()
     p = install(server)
     p.load_at_startup()
     synced = []
@@ -368,17 +331,11 @@ def test_when_the_aof_is_written_relative_to_replies(tmp_path, monkeypatch, poli
     def on_write(data: bytes) -> None:
         seen.append((data, open(incr, "rb").read(), len(synced)))
 
-    def run_loop_iteration() -> None:
-        callbacks = list(server.loop.callbacks)
-        server.loop.callbacks.clear()
-        for cb, args in callbacks:
-            cb(*args)
-
     conn = Connection(server)
-    conn.connection_made(_Transport(on_write))
+    conn.connection_made(RecordingTransport(on_write))
     conn.data_received(encode_command([b"SET", b"a", b"1"]) + encode_command([b"INCR", b"n"]))
     assert seen == []  # replies leave with the loop iteration's batch, not inline
-    run_loop_iteration()
+    server.loop.run_iteration()
     reply, on_disk, fsyncs = seen[0]
     assert reply == b"+OK\r\n:1\r\n"
     written = [[b"SELECT", b"0"], [b"SET", b"a", b"1"], [b"INCR", b"n"]]
@@ -390,6 +347,6 @@ def test_when_the_aof_is_written_relative_to_replies(tmp_path, monkeypatch, poli
         assert fsyncs == 0
         assert list(aof.CommandParser(open(incr, "rb").read())) == written
     conn.data_received(encode_command([b"GET", b"a"]))  # a read: no AOF work at all
-    run_loop_iteration()
+    server.loop.run_iteration()
     assert seen[1][2] == fsyncs
     p.at_shutdown()
