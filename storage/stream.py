@@ -419,6 +419,28 @@ def _last_entry(lp: bytes | bytearray) -> int | None:
     return _prev_entry(lp, len(lp) - 1)
 
 
+# Where forward reads stopped. Consumers read a node in consecutive slices (XREADGROUP
+# COUNT n, XREAD from the last ID seen), and finding where a slice begins by walking the
+# node costs about a microsecond per entry skipped. A forward read that stops after entry X
+# records where the next entry begins, keyed by the node object (held, so its id cannot be
+# reused); a read starting at exactly X + 1 jumps there. The offset is kept relative to the
+# first entry: appends and in-place flag changes never move entries relative to it, while
+# the master entry before it can grow with its counters. An immutable (bytes) node also
+# keeps its parsed layout -- fields, first and last entry -- which a slice would otherwise
+# re-parse for every few entries it reads.
+_RESUME: dict[int, tuple[object, int, int, tuple | None, int]] = {}
+_RESUME_MAX = 512
+
+
+def _note_resume(node: object, key: int, start: int, rel: int, layout: tuple | None) -> None:
+    """A forward read of ``node`` (master ID ``key``) may resume at entry offset ``rel``
+    for IDs >= ``start``."""
+    i = id(node)
+    if i not in _RESUME and len(_RESUME) >= _RESUME_MAX:
+        del _RESUME[next(iter(_RESUME))]
+    _RESUME[i] = (node, start, rel, layout, key)
+
+
 def _seek_start(lp: bytes, key: int, start: int, p0: int) -> int:
     """Where a forward scan for live entries >= ``start`` can begin.
 
@@ -737,30 +759,44 @@ def _resp_entry_at(
 
 def _fwd_node_resp(
     key: int, lp: bytes | bytearray, start: int, end: int, limit: int, out: list[bytes],
-    marks: list[int] | None = None,
+    marks: list[int] | None = None, sids: list[int] | None = None,
 ) -> tuple[int, bool, int]:
     """What ``_fwd_node`` (without tombstones) finds, as RESP: appends to ``out`` pieces
     that join into the entries' replies, each preceded by CRLF. Returns ``(entries, done,
     served)``: ``done`` means an entry past ``end`` or the ``limit`` (0 = none) was reached;
     no entry of the node after ``start`` and up to ``served`` is left unread. ``marks``
-    gets the index in ``out`` where each entry's pieces begin."""
+    gets the index in ``out`` where each entry's pieces begin, ``sids`` each entry's ID."""
+    node = lp
+    hint = _RESUME.get(id(node))
+    if hint is not None and (hint[0] is not node or hint[4] != key):
+        hint = None
+    layout = hint[3] if hint is not None else None
     if type(lp) is not bytes:
         lp = bytes(lp)
     mms = key >> 64
     mseq = key & MASK64
-    nf, fields, p = _master_fast(lp)
+    if layout is None:
+        nf, fields, p0 = _master_fast(lp)
+        pl = _last_entry(lp)
+        last = _entry_head(lp, pl, mms, mseq)[1] if pl is not None else 0
+        pre = _resp_fields(fields)
+        if lp is node:  # immutable bytes: the layout holds for every later read
+            layout = (nf, p0, last, pre)
+    else:
+        nf, p0, last, pre = layout
+    p = p0
     if start > key:
-        p = _seek_start(lp, key, start, p)
+        if hint is not None and hint[1] == start:
+            p = p0 + hint[2]
+        else:
+            p = _seek_start(lp, key, start, p)
     endp = len(lp) - 1
     if p >= endp:
         return 0, False, end
     # Live IDs ascend inside a node and none exceeds the last entry's, so the start bound is
     # checked only until the first emitted entry and the end bound only if it cuts the node.
     check_start = start > key
-    pl = _last_entry(lp)
-    last = _entry_head(lp, pl, mms, mseq)[1] if pl is not None else 0
     check_end = end < last
-    pre = _resp_fields(fields)
     # ID deltas are int64 casts of uint64 differences, so the sum can leave the uint64
     # range: 7-bit deltas only near its top (then every entry takes the masked, general
     # path); wider deltas are masked where they are read.
@@ -772,6 +808,7 @@ def _fwd_node_resp(
     ru7 = _RESP_U7
     ri13 = _RESP_I13
     rent = _RESP_ENTRY
+    sapp = sids.append if sids is not None else None
     n = 0
     while p < endp:
         flags = lp[p]
@@ -794,6 +831,10 @@ def _fwd_node_resp(
         if b < 128:
             seq = mseq + b
             p += 2
+        elif 0xC0 <= b < 0xE0:  # 13-bit: sequence deltas of busy milliseconds
+            u = ((b & 31) << 8) | lp[p + 1]
+            seq = (mseq + (u - 8192 if u >= 4096 else u)) & MASK64
+            p += 3
         else:
             d, p = _get_int(lp, p)
             seq = (mseq + d) & MASK64
@@ -810,6 +851,9 @@ def _fwd_node_resp(
                 return n, True, end
         if marks is not None:
             marks.append(len(out))
+        if sapp is not None:
+            # Without wrap, 7-bit deltas cannot leave the range (the others are masked).
+            sapp(((ms & MASK64) << 64) | (seq & MASK64) if wrap else (ms << 64) | seq)
         if flags != FLAG_SAMEFIELDS or not fast:
             p = _resp_entry_at(lp, p, flags, ms, seq, nf, pre, app)
         else:
@@ -837,7 +881,11 @@ def _fwd_node_resp(
             p += 2  # lp-count
         n += 1
         if n == limit:
-            return n, True, ((ms & MASK64) << 64) | (seq & MASK64)
+            served = ((ms & MASK64) << 64) | (seq & MASK64)
+            _note_resume(node, key, served + 1, p - p0, layout)
+            return n, True, served
+    if end >= last:
+        _note_resume(node, key, last + 1, p - p0, layout)
     return n, False, min(end, last)
 
 
@@ -1042,6 +1090,7 @@ def _nc_served(lp: object, served: int) -> None:
 def _nc_drop(lp: object) -> None:
     """Forget a node that is about to change in place or go away."""
     _NC.pop(id(lp), None)
+    _RESUME.pop(id(lp), None)
 
 
 def _nc_move(old: object, new: bytes | bytearray) -> None:
@@ -1066,6 +1115,7 @@ def clear_node_cache() -> None:
     """Drop all decoded nodes (tests, memory pressure)."""
     _NC.clear()
     _NC_SEEN.clear()
+    _RESUME.clear()
 
 
 def validate_node(lp: bytes | bytearray, deep: bool = False) -> bool:
@@ -1948,7 +1998,7 @@ class Stream:
 
     def range_segments(
         self, start: int = 0, end: int = ID_MAX, count: int = 0, rev: bool = False,
-        resp: bool = False,
+        resp: bool = False, sids: list[int] | None = None,
     ) -> list[tuple[list, int, int, bool]]:
         """What :meth:`range` returns, as ``(entries, lo, hi, cached)`` segments in reply
         order. A ``cached`` segment is ``entries[lo:hi]`` of a decoded-node cache list,
@@ -1957,7 +2007,10 @@ class Stream:
         data (encoded replies) keyed by its identity. Other segments are fresh lists
         already in reply order: of ``(id, fields_values)`` tuples, or with ``resp`` of
         RESP pieces joining into ``hi`` entry replies, each preceded by CRLF (``lo`` is 0),
-        read straight from the node without decoding it into tuples."""
+        read straight from the node without decoding it into tuples. A forward read also
+        appends the IDs it returns, in order, to ``sids`` when given."""
+        if rev and sids is not None:
+            raise ValueError("sids are collected by forward reads only")
         segs: list[tuple[list, int, int, bool]] = []
         if start > end:
             return segs
@@ -1985,9 +2038,9 @@ class Stream:
                     if done:
                         break
                     continue
-                sids = c[1]
-                hi = bisect_right(sids, end)
-                lo = bisect_left(sids, start, 0, hi)
+                ids = c[1]
+                hi = bisect_right(ids, end)
+                lo = bisect_left(ids, start, 0, hi)
                 if count and hi - lo > count - got:
                     lo = hi - (count - got)
                 if hi > lo:
@@ -2002,7 +2055,7 @@ class Stream:
                     if resp:
                         pieces = []
                         k, done, served = _fwd_node_resp(
-                            key, lp, start, end, count - got if count else 0, pieces
+                            key, lp, start, end, count - got if count else 0, pieces, None, sids
                         )
                         _nc_served(lp, served)
                         if k:
@@ -2016,18 +2069,22 @@ class Stream:
                     if out:
                         segs.append((out, 0, len(out), False))
                         got += len(out)
+                        if sids is not None:
+                            sids += [e[0] for e in out]
                     if done:
                         break
                     continue
-                sids = c[1]
-                n = len(sids)
-                lo = bisect_left(sids, start)
-                hi = bisect_right(sids, end, lo, n)
+                ids = c[1]
+                n = len(ids)
+                lo = bisect_left(ids, start)
+                hi = bisect_right(ids, end, lo, n)
                 if count and hi - lo > count - got:
                     hi = lo + (count - got)
                 if hi > lo:
                     segs.append((c[2], lo, hi, True))
                     got += hi - lo
+                    if sids is not None:
+                        sids += ids[lo:hi]
                 if hi < n or (count and got >= count):
                     break
         return segs
@@ -2531,9 +2588,18 @@ class Stream:
                 if not accept(sid, fv):
                     del out[k:]
                     break
-        if not out:
-            return out
-        first = out[0][0]
+        if out:
+            self.record_group_read(group, consumer, [sid for sid, _fv in out], now_ms, noack)
+        return out
+
+    def record_group_read(
+        self, group: ConsumerGroup, consumer: Consumer | None, sids: list[int], now_ms: int,
+        noack: bool = False,
+    ) -> None:
+        """What :meth:`read_group` does once it has read ``sids`` (ascending, non-empty,
+        after the group's last_id): advance last_id/entries_read and, without ``noack``,
+        deliver them into the PELs. For callers that read the entries in another form."""
+        first = sids[0]
         if (
             first > group.last_id
             and group.entries_read != SCG_INVALID_ENTRIES_READ
@@ -2541,15 +2607,14 @@ class Stream:
         ):
             # No tombstone at or after the first entry read, so none after any of them:
             # each would just count one more entry read.
-            group.entries_read += len(out)
-            group.last_id = out[-1][0]
+            group.entries_read += len(sids)
+            group.last_id = sids[-1]
         else:
-            for sid, _fv in out:
+            for sid in sids:
                 if sid > group.last_id:
                     self._advance_group(group, sid)
         if not noack and consumer is not None:
-            group.deliver_new([sid for sid, _fv in out], consumer, now_ms)
-        return out
+            group.deliver_new(sids, consumer, now_ms)
 
     def claim_idle(
         self,

@@ -49,6 +49,7 @@ from .streams import (
     parse_read_args,
     policy_arg,
     quiet_write,
+    range_bytes,
     read_reply,
     stream_read,
     stream_write,
@@ -149,29 +150,36 @@ def _deliver(
             if count <= 0:
                 n = len(claimed_parts)
                 return (b"*%d\r\n" % n + b"\r\n".join(claimed_parts)) if n else b"*0", n
-    if budget is not None and budget.spent():
-        items = []
+    if budget is None and not claimed_parts:
+        # The common case: encoded straight from the nodes, only the IDs taken as values.
+        sids: list[int] = []
+        ents = b"*0"
+        if g.last_id < ID_MAX:
+            ents = range_bytes(s, g.last_id + 1, ID_MAX, count, sids=sids)
+            if sids:
+                s.record_group_read(g, consumer, sids, now, noack)
     else:
-        items = s.read_group(g, consumer, count, now, noack, accept)
+        spent = budget is not None and budget.spent()
+        items = [] if spent else s.read_group(g, consumer, count, now, noack, accept)
+        sids = [sid for sid, _fv in items]
+        parts = claimed_parts + [encode_entry(sid, fv) for sid, fv in items]
+        ents = b"*%d\r\n" % len(parts) + b"\r\n".join(parts) if parts else b"*0"
     server = c.server
-    if items and server.propagation_sinks:
+    if sids and server.propagation_sinks:
         db_id = c.db.id
         also = server.also_propagate
         if noack:
             also(db_id, _setid_argv(key, g, group_name))
         else:
             t = b"%d" % now
-            for sid, _fv in items:
+            for sid in sids:
                 idb = fmt_id(sid)
                 # Each delivery moved last_id to this entry: LASTID is the entry itself.
                 also(db_id, [
                     b"XCLAIM", key, group_name, consumer_name, _ZERO, idb, b"TIME", t,
                     b"RETRYCOUNT", b"1", b"FORCE", b"JUSTID", b"LASTID", idb,
                 ])
-    if claimed_parts:
-        parts = claimed_parts + [encode_entry(sid, fv) for sid, fv in items]
-        return b"*%d\r\n" % len(parts) + b"\r\n".join(parts), len(parts)
-    return entries_bytes(items), len(items)
+    return ents, len(claimed_parts) + len(sids)
 
 
 def _history_bytes(items: list, resp3: bool) -> bytes:

@@ -266,14 +266,17 @@ _NODE_ENC: dict[int, tuple[list, list]] = {}
 _NODE_ENC_MAX = 512
 
 
-def range_bytes(s: Stream, start: int, end: int, count: int, rev: bool = False) -> bytes:
-    """XRANGE/XREVRANGE's array (no trailing CRLF): ``s.range(...)`` encoded."""
+def range_bytes(
+    s: Stream, start: int, end: int, count: int, rev: bool = False, sids: list[int] | None = None
+) -> bytes:
+    """XRANGE/XREVRANGE's array (no trailing CRLF): ``s.range(...)`` encoded; a forward
+    read also appends the IDs of the entries to ``sids`` when given."""
     # Uncached nodes come back as RESP pieces (each entry preceded by CRLF); cached ones
     # as decoded entries whose encodings are kept in _NODE_ENC.
     parts: list[bytes] = [b""]
     n = 0
     ext = parts.extend
-    for ents, lo, hi, cached in s.range_segments(start, end, count, rev, resp=True):
+    for ents, lo, hi, cached in s.range_segments(start, end, count, rev, True, sids):
         n += hi - lo
         if not cached:
             ext(ents)
