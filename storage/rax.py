@@ -215,24 +215,36 @@ class Rax:
         """Remove each of ``keys``; return their values in order (``default`` for a key
         that is absent).
 
-        One call for a batch of removals (XACK of many IDs), each a seek and a removal
-        as in :meth:`pop`.
+        One call for a batch of removals (XACK of many IDs): a seek per run of keys that
+        are also neighbours in the map (the usual XACK: IDs delivered together), removed
+        as one slice.
         """
         out: list[Any] = []
         kbs = self._kb
         vbs = self._vb
         mx = self._mx
         removed = 0
-        for key in keys:
+        n = len(keys)
+        j = 0
+        while j < n:
+            key = keys[j]
             bi = bisect_left(mx, key)
             if bi < len(mx):
                 kb = kbs[bi]
                 i = bisect_left(kb, key)
                 if kb[i] == key:
+                    m = min(n - j, len(kb) - i)
+                    if m > 1 and keys[j : j + m] != kb[i : i + m]:
+                        k = 1
+                        while k < m and keys[j + k] == kb[i + k]:
+                            k += 1
+                        m = k
                     vb = vbs[bi]
-                    del kb[i]
-                    out.append(vb.pop(i))
-                    removed += 1
+                    out += vb[i : i + m]
+                    del kb[i : i + m]
+                    del vb[i : i + m]
+                    removed += m
+                    j += m
                     if not kb:
                         del kbs[bi]
                         del vbs[bi]
@@ -241,6 +253,7 @@ class Rax:
                         mx[bi] = kb[-1]
                     continue
             out.append(default)
+            j += 1
         self._n -= removed
         return out
 
@@ -383,7 +396,15 @@ class Rax:
         The map must not be structurally modified while iterating (replacing the value of
         an existing key is fine).
         """
-        pos = self._pos(op, key)
+        return self._walk(self._pos(op, key), reverse)
+
+    def iterate_floor(self, key: Any) -> Iterator[tuple[Any, Any]]:
+        """Forward from the last key <= ``key``, or from the first key when there is none
+        (where a stream iterator starts: the node that may hold ``key``)."""
+        pos = self._before(self._pos_gt(key))
+        return self._walk(pos if pos is not None else (0, 0) if self._n else None, False)
+
+    def _walk(self, pos: tuple[int, int] | None, reverse: bool) -> Iterator[tuple[Any, Any]]:
         if pos is None:
             return
         bi, i = pos

@@ -105,6 +105,28 @@ class RaxMachine(RuleBasedStateMachine):
                 self.m.keys.remove(k)
         assert self.r.pop_many(ks, "absent") == want
 
+    @rule(data=st.data())
+    def pop_many_neighbours(self, data):
+        """Runs of keys that are neighbours in the map (one XACK of a delivered batch),
+        cut by a duplicate, an absent key or reversed."""
+        keys = self.m.keys
+        if not keys:
+            return
+        i = data.draw(st.integers(0, len(keys) - 1))
+        ks = keys[i : i + data.draw(st.integers(1, 12))]
+        shape = data.draw(st.sampled_from(["run", "dup", "gap", "reversed"]))
+        cut = data.draw(st.integers(0, len(ks)))
+        if shape == "dup":
+            ks = ks[:cut] + ks[:1] + ks[cut:]
+        elif shape == "gap":
+            absent = data.draw(keys_st.filter(lambda k: k not in self.m.vals))
+            ks = ks[:cut] + [absent] + ks[cut:]
+        elif shape == "reversed":
+            ks = ks[::-1]
+        want = [self.m.vals.pop(k, "absent") for k in ks]
+        self.m.keys = [k for k in self.m.keys if k in self.m.vals]
+        assert self.r.pop_many(ks, "absent") == want
+
     @rule(k=keys_st)
     def remove(self, k):
         if k in self.m.vals:
@@ -165,6 +187,12 @@ class RaxMachine(RuleBasedStateMachine):
         it = self.r.iterate(op, k, reverse)
         got = [x for _, x in zip(range(n), it, strict=False)]
         assert got == expected_iter(self.m, op, k, reverse)[:n]
+
+    @rule(k=keys_st, n=st.integers(0, 12))
+    def iterate_floor(self, k, n):
+        got = [x for _, x in zip(range(n), self.r.iterate_floor(k), strict=False)]
+        floor = expected_iter(self.m, "<=", k, False)
+        assert got == (floor or expected_iter(self.m, "^", None, False))[:n]
 
     @rule(k=keys_st)
     def lookups(self, k):
