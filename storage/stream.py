@@ -1059,7 +1059,7 @@ def _nc_get(key: int, lp: bytes | bytearray, admit: bool, start: int = -1):
     if c is not None:
         _NC.move_to_end(i)
         return c
-    if not admit or len(lp) > _NC_MAX_NODE_BYTES or node_counts(lp)[0] > _NC_MAX_ENTRIES:
+    if not admit:
         return None
     served = _NC_SEEN.get(i)
     if served is None:
@@ -1071,6 +1071,8 @@ def _nc_get(key: int, lp: bytes | bytearray, admit: bool, start: int = -1):
         _NC_SEEN[i] = -1
         return None
     del _NC_SEEN[i]
+    if len(lp) > _NC_MAX_NODE_BYTES or node_counts(lp)[0] > _NC_MAX_ENTRIES:
+        return None
     ents: list[tuple[int, list[bytes]]] = []
     _fwd_node(key, lp, 0, ID_MAX, 0, False, ents)
     c = (lp, [e[0] for e in ents], ents)
@@ -1898,10 +1900,7 @@ class Stream:
 
     def _start_nodes(self, start: int) -> Iterator[tuple[int, bytes | bytearray]]:
         """Nodes from the one that may hold ``start`` onwards (streamIteratorStart, fwd)."""
-        rax = self._rax
-        if start and rax.seek_le(start) is not None:
-            return rax.iterate("<=", start)
-        return rax.iterate("^")
+        return self._rax.iterate_floor(start)
 
     def _end_nodes(self, end: int) -> Iterator[tuple[int, bytes | bytearray]]:
         """Nodes from the one that may hold ``end`` backwards (streamIteratorStart, rev)."""
