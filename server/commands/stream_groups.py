@@ -43,7 +43,6 @@ from .streams import (
     notify,
     now_ms,
     parse_id,
-    parse_ids,
     parse_ids_block,
     parse_policy_and_ids,
     parse_range,
@@ -315,7 +314,7 @@ def xack(c: Client, argv: list[bytes]):
     g = s.get_group(argv[2]) if s is not None else None
     if g is None:
         return 0
-    acked = g.ack_many(parse_ids(argv[3:]))
+    acked = g.ack_many([parse_id(a) for a in argv[3:]])
     if acked:
         c.server.dirty += acked
         quiet_write(c, argv[1], s)

@@ -199,22 +199,6 @@ def parse_id(arg: bytes, missing_seq: int = 0, strict: bool = True) -> int:
     return _parse_id_slow(arg, missing_seq, strict, False)[0]
 
 
-def parse_ids(args: list[bytes]) -> list[int]:
-    """:func:`parse_id` of each argument (XACK's IDs), the plain ``ms-seq`` form inline."""
-    out = []
-    app = out.append
-    for arg in args:
-        ms, dash, seq = arg.partition(b"-")
-        if dash and ms.isdigit() and seq.isdigit() and len(arg) < 42:
-            m = int(ms)
-            q = int(seq)
-            if m <= MASK64 and q <= MASK64:
-                app((m << 64) | q)
-                continue
-        app(parse_id(arg))
-    return out
-
-
 def parse_interval(arg: bytes, missing_seq: int) -> tuple[int, bool]:
     """streamParseIntervalIDOrReply: ``(id, exclusive)``; ``(`` makes it exclusive (and strict)."""
     if len(arg) > 1 and arg[0] == 40:
@@ -1131,7 +1115,7 @@ def parse_ids_block(c: Client, argv: list[bytes], i: int) -> list[int]:
     ids = argv[i + 2 :]
     if len(ids) != n:
         raise NUMIDS_MISMATCH
-    return parse_ids(ids)
+    return [parse_id(x) for x in ids]
 
 
 NUMIDS_INVALID = ReplyError("ERR Number of IDs must be a positive integer")
