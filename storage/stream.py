@@ -427,16 +427,21 @@ def _last_entry(lp: bytes | bytearray) -> int | None:
 # first entry: appends and in-place flag changes never move entries relative to it, while
 # the master entry before it can grow with its counters. An immutable (bytes) node also
 # keeps its parsed layout -- fields, first and last entry -- which a slice would otherwise
-# re-parse for every few entries it reads.
+# re-parse for every few entries it reads. Holding a node keeps it alive after it leaves
+# its stream, so the notes are bounded as the decoded-node cache is: as many nodes, none
+# larger than it admits.
 _RESUME: dict[int, tuple[object, int, int, tuple | None, int]] = {}
-_RESUME_MAX = 512
 
 
-def _note_resume(node: object, key: int, start: int, rel: int, layout: tuple | None) -> None:
+def _note_resume(
+    node: bytes | bytearray, key: int, start: int, rel: int, layout: tuple | None
+) -> None:
     """A forward read of ``node`` (master ID ``key``) may resume at entry offset ``rel``
     for IDs >= ``start``."""
+    if len(node) > _NC_MAX_NODE_BYTES:
+        return
     i = id(node)
-    if i not in _RESUME and len(_RESUME) >= _RESUME_MAX:
+    if i not in _RESUME and len(_RESUME) >= _NC_MAX_NODES:
         del _RESUME[next(iter(_RESUME))]
     _RESUME[i] = (node, start, rel, layout, key)
 

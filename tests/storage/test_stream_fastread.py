@@ -331,3 +331,19 @@ def test_consecutive_pages_never_walk_the_node(monkeypatch):
     s.add([b"f", b"61"], make_id(61, 0))  # the tail grows in place
     sids, _ = page_read(s, got[-1] + 1, 10)
     assert got + sids == [make_id(i, 0) for i in range(1, 62)]
+
+
+def test_resume_notes_hold_no_node_larger_than_the_cache_admits():
+    """A note keeps its node alive after the node leaves its stream: big nodes get none."""
+    from rill.storage import stream as st_mod
+
+    Stream.node_max_bytes, Stream.node_max_entries = 0, 0
+    s = Stream()
+    for i in range(1, 41):
+        s.add([b"f", b"y" * 2000], make_id(i, 0))
+    ((_key, lp),) = list(s.nodes())
+    assert len(lp) > st_mod._NC_MAX_NODE_BYTES
+    sids, _ = page_read(s, 0, 10)
+    assert len(sids) == 10 and id(lp) not in st_mod._RESUME
+    sids, _ = page_read(s, sids[-1] + 1, 10)  # still correct, by walking the node
+    assert sids == [make_id(i, 0) for i in range(11, 21)]
