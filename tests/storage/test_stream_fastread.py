@@ -341,7 +341,7 @@ def test_resume_notes_hold_no_node_larger_than_the_cache_admits():
     s = Stream()
     for i in range(1, 41):
         s.add([b"f", b"y" * 2000], make_id(i, 0))
-    ((_key, lp),) = list(s.nodes())
+    ((_key, lp),) = list(s.raw_nodes())  # the node object itself (nodes() hands out copies)
     assert len(lp) > st_mod._NC_MAX_NODE_BYTES
     sids, _ = page_read(s, 0, 10)
     assert len(sids) == 10 and id(lp) not in st_mod._RESUME
