@@ -70,9 +70,14 @@ class Stats:
     def __init__(self) -> None:
         self.reset()
 
+    @property
+    def total_commands_processed(self) -> int:
+        """Every call() counts its command once (and CONFIG RESETSTAT zeroes both),
+        so the total is the commands' sum: one counter less to bump per command."""
+        return TABLE.total_calls()
+
     def reset(self) -> None:
         self.total_connections_received = 0
-        self.total_commands_processed = 0
         self.rejected_connections = 0
         self.net_input_bytes = 0
         self.net_output_bytes = 0
@@ -207,7 +212,10 @@ class Server:
     def _refresh_config(self) -> None:
         c = self.config
         self.requirepass = c["requirepass"]
-        self.slowlog_threshold = c.int("slowlog-log-slower-than")
+        # Redis logs a command whose microseconds are >= the threshold (none when it
+        # is negative); compared in nanoseconds, that is duration >= threshold * 1000.
+        threshold = c.int("slowlog-log-slower-than")
+        self.slowlog_threshold_ns = threshold * 1000 if threshold >= 0 else -1
         self.slowlog_max_len = c.int("slowlog-max-len")
         self.proto_max_bulk_len = c.int("proto-max-bulk-len")
         self.maxclients = c.int("maxclients")
@@ -302,7 +310,6 @@ class Server:
         """
         n = len(commands)
         dispatch = self.dispatch
-        stats = self.stats
         blocking = self.blocking
         while i < n:
             argv = commands[i]
@@ -335,10 +342,9 @@ class Server:
                     reply = cmd.handler(client, argv)
                 except ReplyError as err:
                     reply = err
-                duration = (perf_counter_ns() - start) // 1000
+                duration = perf_counter_ns() - start
                 cmd.calls += 1
-                cmd.usec += duration
-                stats.total_commands_processed += 1
+                cmd.nsec += duration
                 t = type(reply)
                 if t is Raw:
                     client.out.append(reply)
@@ -346,8 +352,8 @@ class Server:
                     self._reply(client, cmd, argv, reply)
                 else:
                     encode_into(reply, client.out, client.resp3)
-                if duration > self.slowlog_threshold >= 0 and not cmd.flags & SKIP_SLOWLOG:
-                    self.slowlog_add(client, argv, duration)
+                if duration >= self.slowlog_threshold_ns >= 0 and not cmd.flags & SKIP_SLOWLOG:
+                    self.slowlog_add(client, argv, duration // 1000)
                 if self._also or (self.dirty != dirty and (blocking.waiters or self.propagation_sinks)):
                     self._after_write(client, cmd, argv, self.dirty != dirty)
                 elif self._rewritten is not None or self._prevent_propagation:
@@ -487,19 +493,19 @@ class Server:
         dirty = self.dirty
         # Two clock reads per command, as Redis's call() does: commandstats and
         # the slowlog need each command's own duration, and perf_counter_ns is
-        # cheap next to the handler.
+        # cheap next to the handler. Kept in nanoseconds: the microseconds are
+        # worked out when someone reads them, not per command.
         start = perf_counter_ns()
         try:
             reply = cmd.handler(client, argv)
         except ReplyError as err:
             reply = err
-        duration = (perf_counter_ns() - start) // 1000
+        duration = perf_counter_ns() - start
         cmd.calls += 1
-        cmd.usec += duration
-        self.stats.total_commands_processed += 1
+        cmd.nsec += duration
         reply = self._reply(client, cmd, argv, reply)
-        if duration > self.slowlog_threshold >= 0 and not cmd.flags & SKIP_SLOWLOG:
-            self.slowlog_add(client, argv, duration)
+        if duration >= self.slowlog_threshold_ns >= 0 and not cmd.flags & SKIP_SLOWLOG:
+            self.slowlog_add(client, argv, duration // 1000)
         if self._also or (self.dirty != dirty and (self.blocking.waiters or self.propagation_sinks)):
             self._after_write(client, cmd, argv, self.dirty != dirty)
         elif self._rewritten is not None or self._prevent_propagation:

@@ -117,7 +117,7 @@ def config_resetstat(c: Client, argv: list[bytes]):
     server.stats.reset()
     server.keyspace.hits = server.keyspace.misses = server.keyspace.expired_keys = 0
     for cmd in server.table.all():
-        cmd.calls = cmd.usec = cmd.rejected_calls = cmd.failed_calls = 0
+        cmd.calls = cmd.nsec = cmd.rejected_calls = cmd.failed_calls = 0
     return OK
 
 

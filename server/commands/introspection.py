@@ -286,10 +286,11 @@ def _commandstats(c: Client) -> list[tuple[str, object]]:
     for cmd in c.server.table.all():
         if not (cmd.calls or cmd.rejected_calls or cmd.failed_calls):
             continue
-        per = cmd.usec / cmd.calls if cmd.calls else 0.0
+        usec = cmd.nsec // 1000
+        per = usec / cmd.calls if cmd.calls else 0.0
         out.append((
             "cmdstat_" + cmd.fullname,
-            f"calls={cmd.calls},usec={cmd.usec},usec_per_call={per:.2f},"
+            f"calls={cmd.calls},usec={usec},usec_per_call={per:.2f},"
             f"rejected_calls={cmd.rejected_calls},failed_calls={cmd.failed_calls}",
         ))
     return out

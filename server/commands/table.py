@@ -80,7 +80,7 @@ class Command:
         "subcommands",
         "parent",
         "calls",
-        "usec",
+        "nsec",
         "rejected_calls",
         "failed_calls",
         "key_specs",
@@ -106,7 +106,7 @@ class Command:
         self.subcommands: dict[bytes, Command] = {}
         self.parent: Command | None = None
         self.calls = 0
-        self.usec = 0
+        self.nsec = 0  # time in the handler, summed (INFO shows microseconds)
         self.rejected_calls = 0
         self.failed_calls = 0
 
@@ -288,6 +288,10 @@ class CommandTable:
         if cmd is not None and sub:
             return cmd.subcommands.get(sub)
         return cmd
+
+    def total_calls(self) -> int:
+        """Commands run since the last CONFIG RESETSTAT (INFO's total_commands_processed)."""
+        return sum(cmd.calls for cmd in self.all())
 
     def all(self) -> list[Command]:
         out = []

@@ -1,0 +1,103 @@
+"""Server.call / execute_all bookkeeping: commandstats, the slowlog threshold, totals.
+
+A fake clock makes every command take exactly the time the test says, so the
+threshold's edge (Redis logs ``duration >= slowlog-log-slower-than``) is checked
+exactly, through both the pipelined loop and the general path.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rill.server import server as server_module
+from rill.server.commands import load_all
+from rill.server.server import Server
+
+
+class FakeClock:
+    """perf_counter_ns for the server: each reading advances by ``step`` ns."""
+
+    def __init__(self) -> None:
+        self.now = 1_000_000_000
+        self.step = 0
+
+    def __call__(self) -> int:
+        self.now += self.step
+        return self.now
+
+
+@pytest.fixture
+def clocked(monkeypatch):
+    load_all()
+    clock = FakeClock()
+    monkeypatch.setattr(server_module, "perf_counter_ns", clock)
+    server = Server()
+    for cmd in server.table.all():  # the table is shared by every Server in this process
+        cmd.calls = cmd.nsec = cmd.rejected_calls = cmd.failed_calls = 0
+    client = server.new_client("127.0.0.1:5000", "127.0.0.1:6379")
+    return server, client, clock
+
+
+def run(server, client, *argvs: tuple[bytes, ...], pipelined: bool = True) -> None:
+    commands = [list(a) for a in argvs]
+    if pipelined:
+        server.execute_all(client, commands)
+    else:
+        for argv in commands:
+            server.execute(client, argv)
+
+
+def slowlog_commands(server) -> list[list[bytes]]:
+    return [e.argv for e in server.slowlog]
+
+
+@pytest.mark.parametrize("pipelined", [True, False])
+def test_threshold_zero_logs_a_command_that_took_no_time(clocked, pipelined):
+    server, client, clock = clocked
+    server.config.set("slowlog-log-slower-than", "0")
+    clock.step = 0  # every command takes 0 us: Redis still logs it (0 >= 0)
+    run(server, client, (b"PING",), (b"SET", b"k", b"v"), pipelined=pipelined)
+    assert slowlog_commands(server) == [[b"SET", b"k", b"v"], [b"PING"]]
+    assert [e.duration for e in server.slowlog] == [0, 0]
+
+
+@pytest.mark.parametrize("pipelined", [True, False])
+def test_threshold_edge_is_inclusive_in_microseconds(clocked, pipelined):
+    server, client, clock = clocked
+    server.config.set("slowlog-log-slower-than", "5")
+    clock.step = 4_999  # 4.999 us: 4 us as Redis counts, below the threshold
+    run(server, client, (b"GET", b"a"), pipelined=pipelined)
+    clock.step = 5_000
+    run(server, client, (b"GET", b"b"), pipelined=pipelined)
+    clock.step = 5_999
+    run(server, client, (b"GET", b"c"), pipelined=pipelined)
+    assert slowlog_commands(server) == [[b"GET", b"c"], [b"GET", b"b"]]
+    assert [e.duration for e in server.slowlog] == [5, 5]
+
+
+def test_negative_threshold_logs_nothing(clocked):
+    server, client, clock = clocked
+    server.config.set("slowlog-log-slower-than", "-1")
+    clock.step = 10**9
+    run(server, client, (b"PING",), (b"GET", b"x"))
+    assert not server.slowlog
+
+
+def test_commandstats_and_total_commands(clocked):
+    server, client, clock = clocked
+    clock.step = 1_500  # 1.5 us per command
+    run(server, client, (b"SET", b"k", b"1"), (b"INCR", b"k"), (b"INCR", b"k"), (b"GET", b"k"))
+    run(server, client, (b"CONFIG", b"GET", b"hz"), pipelined=False)
+    stats = {cmd.fullname: cmd for cmd in server.table.all() if cmd.calls}
+    assert {name: c.calls for name, c in stats.items()} == {"set": 1, "incr": 2, "get": 1, "config|get": 1}
+    assert stats["incr"].nsec == 3_000
+    assert server.stats.total_commands_processed == 5
+    client.out.clear()
+    run(server, client, (b"INFO", b"commandstats"))
+    info = b"".join(client.out).decode()
+    # microseconds are shown as Redis shows them, from the summed nanoseconds
+    assert "cmdstat_incr:calls=2,usec=3,usec_per_call=1.50,rejected_calls=0,failed_calls=0" in info
+    run(server, client, (b"CONFIG", b"RESETSTAT"))
+    # As in Redis, RESETSTAT is counted after it ran: the one command since the reset.
+    assert server.stats.total_commands_processed == 1
+    assert [c.fullname for c in server.table.all() if c.calls] == ["config|resetstat"]
