@@ -61,7 +61,6 @@ class Client:
         "monitor",
         "pubsub_channels",
         "pubsub_patterns",
-        "paused",
         "flags_extra",
         "on_output",
         "net_in",
@@ -111,7 +110,6 @@ class Client:
         self.monitor = False
         self.pubsub_channels: set[bytes] = set()
         self.pubsub_patterns: set[bytes] = set()
-        self.paused = False
         self.flags_extra = ""
         # Called when output is produced outside the connection's own batch
         # (a blocked client served, a MONITOR feed, a pub/sub message).
@@ -150,8 +148,8 @@ class Client:
             f += "O"
         if self.multi is not None:
             f += "x"
-        if self.blocked is not None:
-            f += "b"
+        if self.blocked is not None or self in self.server.paused_clients:
+            f += "b"  # a command postponed by CLIENT PAUSE is blocked too, as in Redis
         if self.dirty_cas:
             f += "d"
         if self.close_after_reply:

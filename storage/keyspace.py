@@ -177,7 +177,8 @@ class Database:
             if self.expires:
                 when = self.expires.get(key)
                 if when is not None and when < now_ms() and self.keyspace.expire_allowed:
-                    self._expire(key)
+                    if not self.keyspace.expire_paused:
+                        self._expire(key)
                     return None
             if self.lfu:
                 self._lfu_touch(key)
@@ -191,7 +192,8 @@ class Database:
         if value is not None and self.expires:
             when = self.expires.get(key)
             if when is not None and when < now_ms() and self.keyspace.expire_allowed:
-                self._expire(key)
+                if not self.keyspace.expire_paused:
+                    self._expire(key)
                 return None
         return value
 
@@ -320,20 +322,22 @@ class Database:
         """RANDOMKEY: a random live key; expired ones met on the way are deleted.
 
         When expiry is not allowed (replica, loading) and every key is volatile,
-        give up after 100 expired picks and return one of them, as Redis does.
+        give up after 100 expired picks and return one of them, as Redis does;
+        while a pause keeps expired keys in place, give up with none.
         """
         data = self.data
         tries = 100
+        paused = self.keyspace.expire_paused
         while data:
             key = self._sample_key()
             when = self.expires.get(key) if self.expires else None
             if when is None or when >= now_ms():
                 return key
-            if not self.keyspace.expire_allowed:
+            if not self.keyspace.expire_allowed or paused:
                 if len(self.expires) == len(data):
                     tries -= 1
                     if tries == 0:
-                        return key
+                        return None if paused else key
                 continue
             self._expire(key)
         return None
@@ -383,7 +387,7 @@ class Database:
         more than 10% of a round had expired, up to ``budget`` rounds.
         """
         expires = self.expires
-        if not expires or not self.keyspace.expire_allowed:
+        if not expires or not self.keyspace.expire_allowed or self.keyspace.expire_paused:
             return 0
         log = self.volatile_log
         if len(log) < len(expires) or len(log) > 2 * len(expires) + 64:
@@ -421,6 +425,10 @@ class Keyspace:
         self.expired_keys = 0
         # Replicas and AOF loading must not expire keys on their own.
         self.expire_allowed = True
+        # While CLIENT PAUSE holds, the dataset stays as it is: keys whose time has
+        # passed read as missing but are not deleted (nor counted, nor propagated)
+        # until the pause ends, as Redis does.
+        self.expire_paused = False
         self.on_modified: Callable[[Database, bytes], None] = lambda db, key: None
         self.on_expired: Callable[[Database, bytes], None] = lambda db, key: None
         # Keyspace events Redis fires from the lookup layer, for the pub/sub family

@@ -82,7 +82,8 @@ def _clients(c: Client) -> list[tuple[str, object]]:
         ("maxclients", s.maxclients),
         ("client_recent_max_input_buffer", peak_in),
         ("client_recent_max_output_buffer", 0),
-        ("blocked_clients", s.blocking.blocked_clients),
+        # Redis blocks a client whose command CLIENT PAUSE postponed (BLOCKED_POSTPONE).
+        ("blocked_clients", s.blocking.blocked_clients + len(s.paused_clients)),
         ("tracking_clients", 0),
         ("clients_in_timeout_table", sum(1 for w in _waits(s) if w.deadline)),
     ]

@@ -326,6 +326,48 @@ def test_slowlog(r):
     r.config_set("slowlog-log-slower-than", 10000)
 
 
+def _info_field(client: RawClient, section: str, field: str) -> int:
+    text = client.call("INFO", section).decode()
+    return int(text.split(field + ":", 1)[1].split("\r\n", 1)[0])
+
+
+def _pause_scenario(port: int) -> list:
+    """What a client sees of CLIENT PAUSE WRITE: postponed writers count as blocked,
+    and keys whose time passes during the pause read as missing but stay until it ends."""
+    a, b = RawClient(port), RawClient(port)
+    seen: list = []
+    a.call("FLUSHALL")
+    a.call("CONFIG", "RESETSTAT")
+    a.call("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+    a.call("SET", "gone", "x", "PX", "30")
+    a.call("SET", "kept", "y")
+    seen.append(a.call("CLIENT", "PAUSE", "10000", "WRITE"))
+    b.send_raw(encode_command(["SET", "w", "1"]))
+    deadline = time.monotonic() + 5
+    while _info_field(a, "clients", "blocked_clients") != 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    seen.append(_info_field(a, "clients", "blocked_clients"))
+    flags = [line.split(" flags=")[1].split(" ")[0] for line in a.call("CLIENT", "LIST").decode().splitlines()
+             if " cmd=set " in line]
+    seen.append(flags)  # the postponed writer is flagged blocked
+    time.sleep(0.3)  # "gone" expires; active expiry would run several times in this window
+    seen += [a.call("GET", "gone"), a.call("EXISTS", "gone"), a.call("DBSIZE"),
+             _info_field(a, "stats", "expired_keys")]
+    seen.append(a.call("CLIENT", "UNPAUSE"))
+    seen.append(b.read_reply())
+    seen += [a.call("GET", "gone"), _info_field(a, "stats", "expired_keys"), a.call("DBSIZE"),
+             _info_field(a, "clients", "blocked_clients")]
+    a.close()
+    b.close()
+    return seen
+
+
+def test_client_pause_blocks_writers_and_holds_expiry_side_by_side(rill_server, oracle_server):
+    mine = _pause_scenario(rill_server.port)
+    assert mine == _pause_scenario(oracle_server.port)
+    assert mine[1:3] == [1, ["b"]] and mine[3:7] == [b"$-1\r\n", b":0\r\n", b":2\r\n", 0]
+
+
 def test_monitor(rill_server):
     m = RawClient(rill_server.port)
     assert m.call("MONITOR") == b"+OK\r\n"

@@ -49,6 +49,23 @@ def test_expire_not_allowed_keeps_keys():
     assert expired == []
 
 
+def test_expire_paused_hides_keys_without_deleting_them():
+    ks, db, expired = make_db()
+    ks.expire_paused = True
+    for i in range(3):
+        db.set(b"k%d" % i, b"v")
+        db.set_expire(b"k%d" % i, 1)
+    assert db.lookup(b"k0") is None and db.peek(b"k1") is None
+    assert db.active_expire() == 0
+    assert db.random_key() is None  # every key is expired: none to give, none deleted
+    assert (expired, ks.expired_keys, len(db.data)) == ([], 0, 3)
+    db.set(b"live", b"v")
+    assert db.random_key() == b"live"
+    ks.expire_paused = False
+    assert db.lookup(b"k0") is None and db.active_expire() == 2
+    assert sorted(expired) == [b"k0", b"k1", b"k2"] and ks.expired_keys == 3
+
+
 def test_set_drops_or_keeps_ttl():
     _, db, _ = make_db()
     db.set(b"k", b"v")
