@@ -759,8 +759,38 @@ def command_getkeysandflags(c: Client, argv: list[bytes]):
     sub = argv[2:]
     _getkeys(c, sub)
     cmd = c.server.table.lookup(sub)
+    variable = _VARIABLE_KEY_FLAGS.get(cmd.fullname)
+    if variable is not None:
+        return [[sub[1], Set(Status(f) for f in variable(sub))]]
     return [[sub[i], Set(Status(f.encode()) for f in spec.get("flags", []))]
             for i, spec in cmd.keys_with_specs(sub)]
+
+
+def _set_key_flags(argv: list[bytes]) -> tuple[bytes, ...]:
+    # SET overwrites its key, unless GET makes it read the old value first.
+    if any(a.lower() == b"get" for a in argv[3:]):
+        return (b"RW", b"access", b"update")
+    return (b"OW", b"update")
+
+
+def _bitfield_key_flags(argv: list[bytes]) -> tuple[bytes, ...]:
+    # Read-only when every operation is a GET (with OVERFLOW allowed between them);
+    # anything else, a syntax error included, is taken as a write.
+    i, n = 2, len(argv)
+    while i < n:
+        op, left = argv[i].lower(), n - i - 1
+        if op == b"get" and left >= 2:
+            i += 3
+        elif op == b"overflow" and left >= 1:
+            i += 2
+        else:
+            return (b"RW", b"access", b"update")
+    return (b"RO", b"access")
+
+
+# The commands whose key spec says "variable_flags": the flags of one call depend on
+# its arguments, as the getkeys procedures of Redis's SET and BITFIELD work out.
+_VARIABLE_KEY_FLAGS = {"set": _set_key_flags, "bitfield": _bitfield_key_flags}
 
 
 def _getkeys(c: Client, sub: list[bytes]) -> list[int]:

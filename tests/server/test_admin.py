@@ -166,6 +166,18 @@ def test_command_introspection_matches_redis(sbs, sbs3):
                ("COMMAND", "GETKEYS", "NOSUCH"),
                ("COMMAND", "GETKEYS", "GET"),
                ("COMMAND", "GETKEYSANDFLAGS", "LMOVE", "a", "b", "LEFT", "RIGHT"),
+               # SET and BITFIELD work their key's flags out from the arguments
+               ("COMMAND", "GETKEYSANDFLAGS", "SET", "k", "v"),
+               ("COMMAND", "GETKEYSANDFLAGS", "SET", "k", "v", "EX", "10", "get"),
+               ("COMMAND", "GETKEYSANDFLAGS", "SET", "k", "v", "GETX"),
+               ("COMMAND", "GETKEYSANDFLAGS", "BITFIELD", "k", "GET", "u8", "0"),
+               ("COMMAND", "GETKEYSANDFLAGS", "BITFIELD", "k", "OVERFLOW", "SAT", "GET", "u8", "0"),
+               ("COMMAND", "GETKEYSANDFLAGS", "BITFIELD", "k"),
+               ("COMMAND", "GETKEYSANDFLAGS", "BITFIELD", "k", "GET", "u8"),
+               ("COMMAND", "GETKEYSANDFLAGS", "BITFIELD", "k", "GET", "u8", "0", "INCRBY", "u8", "0", "1"),
+               ("COMMAND", "GETKEYSANDFLAGS", "BITFIELD", "k", "FOO"),
+               ("COMMAND", "GETKEYSANDFLAGS", "BITFIELD_RO", "k", "GET", "u8", "0"),
+               ("COMMAND", "GETKEYSANDFLAGS", "MSET", "k1", "v1", "k2", "v2"),
                ("COMMAND", "HELP"), ("CLIENT", "HELP"), ("OBJECT", "HELP"), ("MEMORY", "HELP"),
                ("SLOWLOG", "HELP")])
 
