@@ -423,6 +423,10 @@ class Keyspace:
         self.hits = 0
         self.misses = 0
         self.expired_keys = 0
+        # Values released through the lazy-free path (UNLINK, FLUSHALL ASYNC, ...) that
+        # Redis would hand to its free thread. rill frees them at once (CPython frees by
+        # reference count) but reports the count Redis users read in INFO.
+        self.lazyfreed_objects = 0
         # Replicas and AOF loading must not expire keys on their own.
         self.expire_allowed = True
         # While CLIENT PAUSE holds, the dataset stays as it is: keys whose time has

@@ -15,36 +15,46 @@ from .values import memory_usage, object_encoding
 
 
 # -- FLUSHDB / FLUSHALL / DBSIZE ---------------------------------------------
-def _flush_flag(argv: list[bytes]) -> None:
+def _flush_is_async(c: Client, argv: list[bytes]) -> bool:
+    """ASYNC, SYNC, or lazyfree-lazy-user-flush's choice when neither is given."""
     if len(argv) > 2:
         raise SYNTAX_ERR
-    if len(argv) == 2 and argv[1].lower() not in (b"async", b"sync"):
-        raise SYNTAX_ERR
+    if len(argv) == 2:
+        mode = argv[1].lower()
+        if mode not in (b"async", b"sync"):
+            raise SYNTAX_ERR
+        return mode == b"async"
+    return c.server.config.bool("lazyfree-lazy-user-flush")
 
 
-def flush_db(server, db) -> None:
-    """Empty one database, touching WATCHed keys and waking blocked clients as Redis does."""
+def flush_db(server, db, lazy: bool = False) -> None:
+    """Empty one database, touching WATCHed keys and waking blocked clients as Redis does.
+
+    ``lazy``: the keys count as lazily freed (INFO lazyfreed_objects), as Redis's
+    asynchronous flush counts every key of the databases it hands to its free thread.
+    """
     if db.watched:
         server.touch_all_watched(db)
     server.blocking.signal_db(db.id)
     server.dirty += len(db)
+    if lazy:
+        server.keyspace.lazyfreed_objects += len(db)
     db.flush()
 
 
 @command("flushdb")
 def flushdb(c: Client, argv: list[bytes]):
-    _flush_flag(argv)
-    flush_db(c.server, c.db)
+    flush_db(c.server, c.db, _flush_is_async(c, argv))
     c.server.dirty += 1
     return OK
 
 
 @command("flushall")
 def flushall(c: Client, argv: list[bytes]):
-    _flush_flag(argv)
+    lazy = _flush_is_async(c, argv)
     server = c.server
     for db in server.keyspace.dbs:
-        flush_db(server, db)
+        flush_db(server, db, lazy)
     server.dirty += 1
     for hook in getattr(server, "flushall_hooks", ()):
         hook()
@@ -115,7 +125,8 @@ def _failing_param(config, pairs: list[tuple[str, str]]) -> str:
 def config_resetstat(c: Client, argv: list[bytes]):
     server = c.server
     server.stats.reset()
-    server.keyspace.hits = server.keyspace.misses = server.keyspace.expired_keys = 0
+    ks = server.keyspace
+    ks.hits = ks.misses = ks.expired_keys = ks.lazyfreed_objects = 0
     for cmd in server.table.all():
         cmd.calls = cmd.nsec = cmd.rejected_calls = cmd.failed_calls = 0
     return OK

@@ -135,7 +135,7 @@ def _memory(c: Client) -> list[tuple[str, object]]:
         ("mem_allocator", "pymalloc"),
         ("active_defrag_running", 0),
         ("lazyfree_pending_objects", 0),
-        ("lazyfreed_objects", 0),
+        ("lazyfreed_objects", s.keyspace.lazyfreed_objects),
     ]
 
 

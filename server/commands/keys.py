@@ -19,6 +19,7 @@ from rill.storage.keyspace import Database, now_ms
 from ..client import Client
 from .args import DB_RANGE, INT64_MAX, INT64_MIN, NO_SUCH_KEY, SYNTAX_ERR, WRONGTYPE, string2ll
 from .table import command
+from .values import LAZYFREE_THRESHOLD, free_effort
 
 SAME_OBJECT = ReplyError("ERR source and destination objects are the same")
 INVALID_CURSOR = ReplyError("ERR invalid cursor")
@@ -76,11 +77,13 @@ def _other_db(c: Client, arg: bytes) -> Database:
 
 
 # -- DEL / UNLINK / EXISTS / TYPE / TOUCH ----------------------------------------
-def _delete_keys(c: Client, argv: list[bytes]) -> int:
+def _delete_keys(c: Client, argv: list[bytes], lazy: bool) -> int:
     db = c.db
     deleted = 0
     for key in argv[1:]:
-        db.lookup(key)  # an expired key is expired (and propagated) first, not counted
+        value = db.lookup(key)  # an expired key is expired (and propagated) first, not counted
+        if lazy and value is not None and free_effort(value, c.server) > LAZYFREE_THRESHOLD:
+            db.keyspace.lazyfreed_objects += 1
         if db.delete(key):
             db.modified(key)
             if notifier is not None:
@@ -92,12 +95,12 @@ def _delete_keys(c: Client, argv: list[bytes]) -> int:
 
 @command("del")
 def del_(c: Client, argv: list[bytes]):
-    return _delete_keys(c, argv)
+    return _delete_keys(c, argv, c.server.config.bool("lazyfree-lazy-user-del"))
 
 
 @command("unlink")
 def unlink(c: Client, argv: list[bytes]):
-    return _delete_keys(c, argv)
+    return _delete_keys(c, argv, True)
 
 
 def _count_existing(lookup: Callable[[bytes], Any], keys: list[bytes]) -> int:

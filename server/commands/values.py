@@ -33,6 +33,35 @@ def object_encoding(value: Any) -> bytes:
     return value.encoding()
 
 
+# Values whose release takes more allocations than this go to Redis's free thread.
+LAZYFREE_THRESHOLD = 64
+
+
+def free_effort(value: Any, server: Any) -> int:
+    """Redis's estimate of the allocations freeing ``value`` takes (lazyfreeGetFreeEffort):
+    quicklist nodes, hash-table or skiplist elements, stream nodes plus consumer groups
+    times (1 + the first group's pending entries); 1 for everything compact."""
+    if isinstance(value, (bytes, bytearray)):
+        return 1
+    kind = value.type_name
+    if kind == b"list":
+        if len(value) <= LAZYFREE_THRESHOLD:
+            return len(value)  # at most one node per element
+        fill = server.config.int("list-max-listpack-size")
+        nodes = 0
+        for _ in value.nodes(fill):
+            nodes += 1
+            if nodes > LAZYFREE_THRESHOLD:
+                break  # enough to decide
+        return nodes
+    if kind == b"stream":
+        groups = value.groups()
+        return value.node_count() + (len(groups) * (1 + len(groups[0].pel)) if groups else 0)
+    if value.encoding() in (b"hashtable", b"skiplist"):
+        return len(value)
+    return 1
+
+
 def type_name(value: Any) -> bytes:
     if isinstance(value, (bytes, bytearray)):
         return b"string"

@@ -741,3 +741,57 @@ def test_lazy_expiry_in_scan_and_randomkey_is_not_wrapped(local):
     time.sleep(0.01)
     effects = local.effects("MGET", "x", "y")
     assert effects[0] == [b"MULTI"] and effects[-1] == [b"EXEC"]
+
+
+def _lazyfreed_after(c: redis.Redis, *commands: tuple) -> int:
+    """INFO lazyfreed_objects once ``commands`` ran and Redis's free thread is idle."""
+    for cmd in commands:
+        c.execute_command(*cmd)
+    deadline = time.monotonic() + 5
+    while c.info("memory")["lazyfree_pending_objects"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return c.info("memory")["lazyfreed_objects"]
+
+
+def _lazyfree_scenario(c: redis.Redis) -> list[int]:
+    seen = []
+    c.config_set("stream-node-max-entries", 5)
+    c.execute_command("CONFIG", "RESETSTAT")
+    c.sadd("bigset", *[f"m{i}" for i in range(100)])  # a hash table: 100 allocations
+    c.sadd("intset", *range(100))  # one allocation
+    c.rpush("biglist", *[b"x" * 100] * 8000)  # ~100 quicklist nodes
+    c.rpush("smalllist", *range(100))  # one node
+    c.zadd("bigz", {f"m{i}": i for i in range(200)})
+    c.hset("bighash", mapping={f"f{i}": i for i in range(600)})  # past 512: a hash table
+    p = c.pipeline(transaction=False)
+    for i in range(1000):
+        p.xadd("bigstream", {"f": i})
+    p.execute()
+    c.xadd("smallstream", {"f": 1})
+    c.xgroup_create("smallstream", "g", "$")
+    c.xgroup_destroy("smallstream", "g")
+    seen.append(_lazyfreed_after(c, ("UNLINK", "bigset", "intset", "nosuchkey")))
+    seen.append(_lazyfreed_after(c, ("UNLINK", "biglist", "smalllist")))
+    seen.append(_lazyfreed_after(c, ("UNLINK", "bigstream", "smallstream", "bigz")))
+    seen.append(_lazyfreed_after(c, ("DEL", "bighash")))  # DEL frees at once by default
+    c.hset("bighash", mapping={f"f{i}": i for i in range(600)})  # past 512: a hash table
+    c.config_set("lazyfree-lazy-user-del", "yes")
+    seen.append(_lazyfreed_after(c, ("DEL", "bighash")))
+    c.config_set("lazyfree-lazy-user-del", "no")
+    c.mset({"a": 1, "b": 2, "c": 3})
+    seen.append(_lazyfreed_after(c, ("FLUSHALL", "ASYNC")))  # every key counts
+    c.mset({"a": 1, "b": 2})
+    c.config_set("lazyfree-lazy-user-flush", "yes")
+    seen.append(_lazyfreed_after(c, ("FLUSHDB",)))
+    c.mset({"a": 1})
+    seen.append(_lazyfreed_after(c, ("FLUSHALL", "SYNC")))
+    c.config_set("lazyfree-lazy-user-flush", "no")
+    c.config_set("stream-node-max-entries", 100)
+    return seen
+
+
+def test_lazyfreed_objects_side_by_side(both):
+    mine, theirs = both
+    seen = _lazyfree_scenario(mine)
+    assert seen == _lazyfree_scenario(theirs)
+    assert seen == [1, 2, 4, 4, 5, 8, 10, 10]
