@@ -45,21 +45,32 @@ def free_effort(value: Any, server: Any) -> int:
         return 1
     kind = value.type_name
     if kind == b"list":
-        if len(value) <= LAZYFREE_THRESHOLD:
-            return len(value)  # at most one node per element
-        fill = server.config.int("list-max-listpack-size")
-        nodes = 0
-        for _ in value.nodes(fill):
-            nodes += 1
-            if nodes > LAZYFREE_THRESHOLD:
-                break  # enough to decide
-        return nodes
+        return quicklist_nodes_estimate(value, server.config.int("list-max-listpack-size"))
     if kind == b"stream":
         groups = value.groups()
         return value.node_count() + (len(groups) * (1 + len(groups[0].pel)) if groups else 0)
     if value.encoding() in (b"hashtable", b"skiplist"):
         return len(value)
     return 1
+
+
+def quicklist_nodes_estimate(value: Any, fill: int) -> int:
+    """About how many quicklist nodes Redis would hold the list in: walking the elements
+    as ListValue.nodes() does is exact but far too slow for UNLINK of a long list, so nodes
+    are filled with elements of the average size (plus their 2-byte minimum overhead)."""
+    n = len(value)
+    if fill > 0:
+        return -(-n // fill)
+    limit = _NODE_BYTES[min(-fill, 5) - 1] if fill < 0 else _NODE_BYTES[1]
+    if 2 * n > limit * LAZYFREE_THRESHOLD:
+        return 2 * n // limit  # a lower bound already past the threshold: skip the sum
+    if not n:
+        return 0
+    per_node = max(1, limit * n // (sum(map(len, value)) + 2 * n))  # elements of average size
+    return -(-n // per_node)
+
+
+_NODE_BYTES = (4096, 8192, 16384, 32768, 65536)  # list-max-listpack-size -1 .. -5
 
 
 def type_name(value: Any) -> bytes:

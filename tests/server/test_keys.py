@@ -795,3 +795,19 @@ def test_lazyfreed_objects_side_by_side(both):
     seen = _lazyfree_scenario(mine)
     assert seen == _lazyfree_scenario(theirs)
     assert seen == [1, 2, 4, 4, 5, 8, 10, 10]
+
+
+@pytest.mark.parametrize("elements, fill", [
+    ([b"x" * 100] * 8000, -2), ([b"y" * 10] * 300, -2), ([b"z" * 3000] * 70, -1),
+    ([b"%d" % i for i in range(5000)], 10), ([], -2), ([b"a"], -5),
+])
+def test_quicklist_nodes_estimate_tracks_the_real_layout(elements, fill):
+    from rill.server.commands.values import LAZYFREE_THRESHOLD, quicklist_nodes_estimate
+    from rill.storage.list import ListValue
+
+    value = ListValue(elements)
+    real = sum(1 for _ in value.nodes(fill))
+    estimate = quicklist_nodes_estimate(value, fill)
+    # close enough that lazy-free decisions fall on the same side of the threshold
+    assert (estimate > LAZYFREE_THRESHOLD) == (real > LAZYFREE_THRESHOLD)
+    assert real * 0.8 <= estimate <= real * 1.25 + 1
