@@ -59,15 +59,18 @@ def quicklist_nodes_estimate(value: Any, fill: int) -> int:
     as ListValue.nodes() does is exact but far too slow for UNLINK of a long list, so nodes
     are filled with elements of the average size (plus their 2-byte minimum overhead)."""
     n = len(value)
-    if fill > 0:
-        return -(-n // fill)
-    limit = _NODE_BYTES[min(-fill, 5) - 1] if fill < 0 else _NODE_BYTES[1]
-    if 2 * n > limit * LAZYFREE_THRESHOLD:
-        return 2 * n // limit  # a lower bound already past the threshold: skip the sum
     if not n:
         return 0
-    per_node = max(1, limit * n // (sum(map(len, value)) + 2 * n))  # elements of average size
-    return -(-n // per_node)
+    if fill >= 0:
+        # At most ``fill`` elements a node (one for 0), and never past quicklist's 8 KiB
+        # safety limit.
+        cap, limit = max(fill, 1), _NODE_BYTES[1]
+    else:
+        cap, limit = n, _NODE_BYTES[min(-fill, 5) - 1]
+    if 2 * n > limit * LAZYFREE_THRESHOLD:
+        return 2 * n // limit  # a lower bound already past the threshold: skip the sum
+    per_node = min(cap, limit * n // (sum(map(len, value)) + 2 * n))  # elements of average size
+    return -(-n // max(1, per_node))
 
 
 _NODE_BYTES = (4096, 8192, 16384, 32768, 65536)  # list-max-listpack-size -1 .. -5

@@ -799,7 +799,8 @@ def test_lazyfreed_objects_side_by_side(both):
 
 @pytest.mark.parametrize("elements, fill", [
     ([b"x" * 100] * 8000, -2), ([b"y" * 10] * 300, -2), ([b"z" * 3000] * 70, -1),
-    ([b"%d" % i for i in range(5000)], 10), ([], -2), ([b"a"], -5),
+    ([b"%d" % i for i in range(5000)], 10), ([b"b" * 2000] * 300, 16), ([b"c"] * 100, 0),
+    ([], -2), ([b"a"], -5),
 ])
 def test_quicklist_nodes_estimate_tracks_the_real_layout(elements, fill):
     from rill.server.commands.values import LAZYFREE_THRESHOLD, quicklist_nodes_estimate
