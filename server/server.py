@@ -202,6 +202,7 @@ class Server:
         self._special = bool(
             self._loading or self._maxmemory or self._pause_until or self._write_denied is not None
         )
+        # A pause also holds expiry still (Redis keeps the dataset constant while paused).
         self.keyspace.expire_paused = bool(self._pause_until)
 
     loading = _GatingState()
