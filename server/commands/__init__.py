@@ -19,8 +19,10 @@ FAMILIES = (
     "hashes",
     "sets",
     "zsets",
+    "geo",
     "sort",
     "pubsub",
+    "hyperloglog",
     "persistence",
 )
 
