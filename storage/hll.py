@@ -246,21 +246,13 @@ def _expand(ops: list[int]) -> bytes:
 
 
 def _sparse_registers(ops: list[int]) -> bytes | None:
-    """The registers as hllSparseToDense and hllMerge read them, None when corrupt.
+    """The registers of a sparse payload, None unless its opcodes cover exactly 16384.
 
-    They stop at the first VAL that would run past the last register; the payload is
-    sound only if the registers covered up to there are exactly 16384.
+    Redis 7.0.15 as Debian ships it carries the CVE-2025-32023 fix: any opcode that
+    would run past the last register makes the payload corrupt.
     """
     raw = _expand(ops)
-    if len(raw) <= REGISTERS:
-        return raw if len(raw) == REGISTERS else None
-    index = 0
-    for op in ops:
-        span = _SPAN[op]
-        if _is_val(op) and index + span > REGISTERS:
-            return raw[:REGISTERS] if index == REGISTERS else None
-        index += span
-    return None
+    return raw if len(raw) == REGISTERS else None
 
 
 class _Sparse:
@@ -377,10 +369,8 @@ def count(value: bytes | bytearray) -> int | None:
     16384 registers."""
     if value[4] == DENSE:
         return estimate(dense_to_raw(value[HEADER:]))
-    raw = _expand(_parse(value[HEADER:]))
-    if len(raw) != REGISTERS:
-        return None
-    return estimate(raw)
+    raw = _sparse_registers(_parse(value[HEADER:]))
+    return None if raw is None else estimate(raw)
 
 
 def decode(value: bytes | bytearray) -> bytes:
@@ -446,8 +436,14 @@ def _histogram(raw: bytes) -> list[int]:
     return hist
 
 
+# What llroundl gives on x86-64 for a result beyond int64 (LLONG_MIN), read back as the
+# uint64 Redis keeps: its top bit is the stale-cache bit, so such a count never caches.
+_LLROUND_OVERFLOW = 1 << 63
+
+
 def estimate(raw: bytes) -> int:
-    """Redis 7's estimator (Ertl, arXiv:1702.01284) over the register histogram."""
+    """Redis 7's estimator (Ertl, arXiv:1702.01284) over the register histogram; 2**63
+    when the estimate overflows (PFCOUNT then replies it as a signed 64-bit integer)."""
     hist = _histogram(raw)
     m = float(REGISTERS)
     z = m * _tau((m - hist[_Q + 1]) / m)
@@ -455,7 +451,11 @@ def estimate(raw: bytes) -> int:
         z += hist[j]
         z *= 0.5
     z += m * _sigma(hist[0] / m)
+    if z == 0.0:  # every register past the histogram's range: C divides by zero
+        return _LLROUND_OVERFLOW
     e = _ALPHA_INF * m * m / z
+    if e >= 2.0**63:
+        return _LLROUND_OVERFLOW
     rounded = math.floor(e)
     return rounded + 1 if e - rounded >= 0.5 else rounded  # llroundl: half away from zero
 

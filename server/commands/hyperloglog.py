@@ -108,7 +108,7 @@ def pfadd(c: Client, argv: list[bytes]):
 @command("pfcount")
 def pfcount(c: Client, argv: list[bytes]):
     if len(argv) > 2:
-        return hll.estimate(_union(c, argv[1:])[0])
+        return _signed(hll.estimate(_union(c, argv[1:])[0]))
     db = c.db
     key = argv[1]
     value = db.lookup_read(key)
@@ -125,7 +125,12 @@ def pfcount(c: Client, argv: list[bytes]):
         server = c.server
         server.dirty += 1
         server.also_propagate(db.id, list(argv))
-    return card
+    return _signed(card)
+
+
+def _signed(card: int) -> int:
+    """addReplyLongLong of the uint64 count (an overflowed estimate is 2**63)."""
+    return card - (1 << 64) if card >> 63 else card
 
 
 @command("pfmerge")
