@@ -256,13 +256,20 @@ def _sparse_registers(ops: list[int]) -> bytes | None:
 
 
 class _Sparse:
-    """A sparse HLL being edited: its header, opcodes and byte length."""
+    """A sparse HLL being edited: its header, opcodes and byte length.
 
-    __slots__ = ("header", "ops", "size")
+    ``ends[i]`` is the index just past the last register opcode i covers, for a
+    binary search of the opcode holding a register. Splitting an opcode or merging
+    two keeps every other boundary where it was, so the list is patched in place
+    rather than summed again for each register set.
+    """
+
+    __slots__ = ("header", "ops", "ends", "size")
 
     def __init__(self, value: bytes | bytearray) -> None:
         self.header = bytearray(value[:HEADER])
         self.ops = _parse(value[HEADER:])
+        self.ends = list(accumulate(map(_SPAN.__getitem__, self.ops)))
         self.size = len(value)
 
     def value(self) -> bytearray:
@@ -274,15 +281,14 @@ class _Sparse:
         if count > _VAL_MAX_VALUE:
             return _PROMOTE
         ops = self.ops
-        spans = list(map(_SPAN.__getitem__, ops))
-        ends = list(accumulate(spans))
+        ends = self.ends
         pos = bisect_right(ends, index)  # the first opcode covering ``index``
         if pos == len(ops):
             return -1
         op = ops[pos]
-        span = spans[pos]
-        first = ends[pos] - span
-        last = first + span - 1
+        span = _SPAN[op]
+        last = ends[pos] - 1
+        first = last - span + 1
         if _is_val(op):
             if ((op >> 2) & 31) + 1 >= count:
                 return 0
@@ -310,14 +316,18 @@ class _Sparse:
         delta = seq_len - (1 if op < 64 or _is_val(op) else 2)
         if delta > 0 and self.size + delta > max_bytes:
             return _PROMOTE
+        self.size += delta
         if 64 <= op < 128:
             # Redis writes the sequence over an XZERO it believes 2 bytes long but
             # which had 1: the string ends one byte short of the sequence.
             tail = seq.pop()
             if tail >= 256:
                 seq.append(tail >> 8)
+            ops[pos:] = seq
+            self.ends = list(accumulate(map(_SPAN.__getitem__, ops)))
+            return self._updated(pos)
         ops[pos : pos + 1] = seq
-        self.size += delta
+        ends[pos : pos + 1] = list(accumulate(map(_SPAN.__getitem__, seq), initial=first))[1:]
         return self._updated(pos)
 
     def _updated(self, pos: int) -> int:
@@ -335,6 +345,7 @@ class _Sparse:
                     if length <= 4:
                         ops[i + 1] = (op & 0xFC) | (length - 1)
                         del ops[i]
+                        del self.ends[i]  # the merged opcode ends where the second did
                         self.size -= 1
                         continue
             i += 1
