@@ -72,6 +72,7 @@ class Client:
         "propagate",
         "no_evict",
         "no_touch",
+        "repl",
     )
 
     def __init__(self, server: Server, client_id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
@@ -123,6 +124,9 @@ class Client:
         self.propagate = True
         self.no_evict = False
         self.no_touch = False
+        # A replica's link state (REPLCONF settings, acknowledged offset); None for
+        # every other client, which is nearly all of them.
+        self.repl: Any = None
 
     @property
     def db_index(self) -> int:

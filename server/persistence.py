@@ -75,6 +75,22 @@ class PersistenceError(Exception):
     """A load or save that failed; the message is what the log says."""
 
 
+class ReplicaLink:
+    """A replica's side of the link: what it told us with REPLCONF before syncing, and
+    how much of the replication stream it has acknowledged since (REPLCONF ACK)."""
+
+    __slots__ = ("listening_port", "ip", "rdb_only", "exclude_data", "ack_offset", "ack_time", "online")
+
+    def __init__(self) -> None:
+        self.listening_port = 0
+        self.ip: bytes | None = None  # REPLCONF ip-address; else the peer's address is shown
+        self.rdb_only = False
+        self.exclude_data = False
+        self.ack_offset = 0
+        self.ack_time = 0
+        self.online = False
+
+
 class Persistence:
     """Snapshot, append-only-file and replica state of one server."""
 
@@ -1077,8 +1093,22 @@ class Persistence:
 
     # ------------------------------------------------------------------ replicas
     def attach_replica(self, c: Client, psync: bool) -> None:
-        """SYNC / PSYNC: a full resync (snapshot as a bulk) then the propagated stream."""
-        payload = self.rdb_bytes()
+        """SYNC / PSYNC: a full resync (snapshot as a bulk) then the propagated stream.
+
+        A client that asked for the snapshot only (REPLCONF rdb-only 1, as
+        ``redis-cli --rdb`` does) is closed once it has it; one that filtered the
+        data out (rdb-filter-only functions) gets a snapshot without keys.
+        """
+        link = c.repl
+        if link is None:
+            link = c.repl = ReplicaLink()
+        link.ack_time = int(time.time())
+        if link.exclude_data:
+            buf = io.BytesIO()
+            rdb.save_file(buf, iter(()), self.save_options())
+            payload = buf.getvalue()
+        else:
+            payload = self.rdb_bytes()
         out = []
         if psync:
             out.append(b"+FULLRESYNC %s %d\r\n" % (self.server.run_id.encode(), self.repl_offset))
@@ -1087,18 +1117,28 @@ class Persistence:
         c.out.extend(out)
         c.kind = "replica"
         c.reply_mode = 1  # a replica's own commands (REPLCONF ACK) get no replies
+        if link.rdb_only:
+            c.close_after_reply = True
+            return
+        link.online = True
         self.replicas.append(c)
         self.repl_selected_db = -1  # the next command tells every replica its db
         self._update_sinks()
 
-    def _feed_replicas(self, ops: list[tuple[int, list[bytes]]]) -> None:
+    def live_replicas(self) -> list[Client]:
+        """The replicas still connected, in the order they attached."""
         clients = self.server.clients
         live = [r for r in self.replicas if clients.get(r.id) is r]
         if len(live) != len(self.replicas):
             self.replicas = live
             if not live:
                 self._update_sinks()
-                return
+        return live
+
+    def _feed_replicas(self, ops: list[tuple[int, list[bytes]]]) -> None:
+        live = self.live_replicas()
+        if not live:
+            return
         parts = []
         for db, argv in ops:
             if db != self.repl_selected_db:

@@ -250,13 +250,25 @@ def _instantaneous(s) -> tuple[int, float, float]:
 
 
 def _replication(c: Client) -> list[tuple[str, object]]:
-    return [
-        ("role", "master"),
-        ("connected_slaves", 0),
+    from ..persistence import persistence_of
+    from .persistence import replica_address
+
+    p = persistence_of(c.server)
+    replicas = p.live_replicas()
+    now = int(time.time())
+    rows: list[tuple[str, object]] = [("role", "master"), ("connected_slaves", len(replicas))]
+    for i, r in enumerate(replicas):
+        link = r.repl
+        rows.append((
+            f"slave{i}",
+            f"ip={replica_address(r)},port={link.listening_port},state=online,"
+            f"offset={link.ack_offset},lag={now - link.ack_time}",
+        ))
+    return rows + [
         ("master_failover_state", "no-failover"),
         ("master_replid", c.server.run_id),
         ("master_replid2", "0" * 40),
-        ("master_repl_offset", 0),
+        ("master_repl_offset", p.repl_offset),
         ("second_repl_offset", -1),
         ("repl_backlog_active", 0),
         ("repl_backlog_size", c.server.config["repl-backlog-size"]),

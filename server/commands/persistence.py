@@ -1,4 +1,5 @@
-"""Persistence commands: SAVE, BGSAVE, BGREWRITEAOF, LASTSAVE, DUMP, RESTORE, SYNC, PSYNC.
+"""Persistence commands: SAVE, BGSAVE, BGREWRITEAOF, LASTSAVE, DUMP, RESTORE, and the
+master's side of replication: SYNC, PSYNC, REPLCONF, ROLE.
 
 The work itself lives in server/persistence.py (the Persistence object attached to
 the server) and rill.persistence (the formats); these handlers parse arguments
@@ -10,11 +11,12 @@ from __future__ import annotations
 import time
 
 from rill.persistence import rdb
-from rill.protocol.reply import OK, ReplyError, Status
+from rill.protocol.parser import split_args
+from rill.protocol.reply import OK, Raw, ReplyError, Status
 
 from ..client import Client
-from ..persistence import PersistenceError, install, persistence_of
-from .args import SYNTAX_ERR, get_int
+from ..persistence import PersistenceError, ReplicaLink, install, persistence_of
+from .args import SYNTAX_ERR, get_int, string2ll
 from .keys import notify
 from .table import command
 
@@ -176,3 +178,85 @@ def psync(c: Client, argv: list[bytes]):
 
     persistence_of(c.server).attach_replica(c, psync=True)
     return NO_REPLY
+
+
+NET_HOST_STR_LEN = 256  # the longest address a replica may announce, terminator included
+
+
+@command("replconf")
+def replconf(c: Client, argv: list[bytes]):
+    """A replica describing itself before it syncs, and acknowledging offsets after.
+
+    Options apply in order, so one that fails leaves the earlier ones set, as in Redis.
+    """
+    from ..server import NO_REPLY
+
+    if len(argv) % 2 == 0:
+        raise SYNTAX_ERR
+    link = c.repl
+    if link is None:
+        link = c.repl = ReplicaLink()
+    for j in range(1, len(argv), 2):
+        opt = argv[j].lower()
+        value = argv[j + 1]
+        if opt == b"listening-port":
+            link.listening_port = get_int(value)
+        elif opt == b"ip-address":
+            if len(value) >= NET_HOST_STR_LEN:
+                raise ReplyError(
+                    f"ERR REPLCONF ip-address provided by replica instance is too long: {len(value)} bytes"
+                )
+            link.ip = value
+        elif opt == b"capa":
+            pass  # rill sends every replica the same thing: an RDB bulk, then the stream
+        elif opt == b"ack":
+            # Internal to replicas and never answered; from anyone else it is ignored.
+            if c.kind == "replica":
+                offset = string2ll(value)
+                if offset is not None:
+                    link.ack_offset = max(link.ack_offset, offset)
+                    link.ack_time = int(time.time())
+            return NO_REPLY
+        elif opt == b"getack":
+            return NO_REPLY  # only a replica answers GETACK, and rill is always a master
+        elif opt == b"rdb-only":
+            n = get_int(value)
+            if n < 0 or n > 1:
+                raise ReplyError("ERR value is out of range, value must between 0 and 1")
+            link.rdb_only = n == 1
+        elif opt == b"rdb-filter-only":
+            filters = split_args(value)
+            if filters is None:
+                raise ReplyError("ERR Missing rdb-filter-only values")
+            for f in filters:
+                if f.lower() != b"functions":
+                    raise ReplyError(f"ERR Unsupported rdb-filter-only option: {f.decode(errors='replace')}")
+            # Everything is filtered out unless included, and rill has no functions to
+            # include: what is left is a snapshot without keys.
+            link.exclude_data = True
+        else:
+            raise ReplyError(f"ERR Unrecognized REPLCONF option: {argv[j].decode(errors='replace')}")
+    return OK
+
+
+def replica_address(replica: Client) -> str:
+    """The address a replica is known by: the one it announced, else its peer address."""
+    link = replica.repl
+    if link is not None and link.ip is not None:
+        return link.ip.decode(errors="replace")
+    return replica.addr.rpartition(":")[0]
+
+
+@command("role")
+def role(c: Client, argv: list[bytes]):
+    """rill is always a master: its offset and every replica that is online."""
+    p = persistence_of(c.server)
+    rows = []
+    for r in p.live_replicas():
+        link = r.repl
+        addr = replica_address(r).encode()
+        port = b"%d" % link.listening_port
+        off = b"%d" % link.ack_offset
+        rows.append(b"*3\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n" % (
+            len(addr), addr, len(port), port, len(off), off))
+    return Raw(b"*3\r\n$6\r\nmaster\r\n:%d\r\n*%d\r\n%b" % (p.repl_offset, len(rows), b"".join(rows)))

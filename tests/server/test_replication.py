@@ -1,0 +1,165 @@
+"""The master's side of replication: REPLCONF, ROLE, INFO replication, and real Redis
+clients of it (a redis-server replica following rill, ``redis-cli --rdb``)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+import redis
+
+from tests.support import RawClient, redis_server_binary, start_redis, start_rill
+
+
+def _wait_for(predicate, timeout: float = 15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+@pytest.mark.parametrize("args", [
+    ("REPLCONF",),
+    ("REPLCONF", "listening-port"),
+    ("REPLCONF", "listening-port", "6380"),
+    ("REPLCONF", "listening-port", "x"),
+    ("REPLCONF", "LISTENING-PORT", "1", "capa", "eof", "capa", "psync2", "capa", "whatever"),
+    ("REPLCONF", "ip-address", "10.0.0.1"),
+    ("REPLCONF", "ip-address", "x" * 256),
+    ("REPLCONF", "ip-address", "x" * 255),
+    ("REPLCONF", "rdb-only", "0"),
+    ("REPLCONF", "rdb-only", "2"),
+    ("REPLCONF", "rdb-only", "-1"),
+    ("REPLCONF", "rdb-only", "z"),
+    ("REPLCONF", "rdb-filter-only", "functions"),
+    ("REPLCONF", "rdb-filter-only", ""),
+    ("REPLCONF", "rdb-filter-only", "functions keys"),
+    ("REPLCONF", "rdb-filter-only", '"functions'),
+    ("REPLCONF", "nope", "1"),
+    ("REPLCONF", "capa", "eof", "nope", "1"),
+    ("ROLE", "extra"),
+])
+def test_replconf_and_role_replies(sbs, args):
+    sbs.check(*args)
+
+
+def test_ack_and_getack_are_never_answered(sbs):
+    for c in (sbs.rill, sbs.oracle):
+        c.send_raw(b"REPLCONF ACK 10\r\nREPLCONF GETACK *\r\nREPLCONF ack notanumber\r\nPING\r\n")
+        assert c.read_reply() == b"+PONG\r\n"  # the only reply the four produced
+    sbs.check("ECHO", "next")
+
+
+def test_role_and_info_without_replicas(rill_server):
+    r = redis.Redis(port=rill_server.port)
+    try:
+        role = r.role()
+        assert role[0] == b"master" and role[2] == [] and isinstance(role[1], int)
+        info = r.info("replication")
+        assert info["role"] == "master" and info["connected_slaves"] == 0
+        assert info["master_repl_offset"] == role[1]
+    finally:
+        r.close()
+
+
+@pytest.fixture
+def master():
+    srv = start_rill()
+    yield srv
+    srv.stop()
+
+
+def test_a_redis_replica_follows_rill(master):
+    if redis_server_binary() is None:
+        pytest.skip("redis-server not installed")
+    m = redis.Redis(port=master.port)
+    m.set("before", "1")
+    m.xadd("s", {"f": "v"}, id="1-1")
+    replica = start_redis("--replicaof", "127.0.0.1", str(master.port))
+    r = redis.Redis(port=replica.port)
+    try:
+        _wait_for(lambda: r.info("replication")["master_link_status"] == "up")
+        m.xadd("s", {"g": "w"}, id="2-1")
+        m.xgroup_create("s", "grp", id="0")
+        m.xreadgroup("grp", "alice", {"s": ">"}, count=1)
+        with redis.Redis(port=master.port, db=3) as m3:
+            m3.set("k", "v", px=100_000)
+        _wait_for(lambda: r.xinfo_groups("s") and r.xpending("s", "grp")["pending"] == 1)
+        assert r.xrange("s") == m.xrange("s")
+        with redis.Redis(port=replica.port, db=3) as r3:
+            _wait_for(lambda: r3.get("k") == b"v")
+            assert 0 < r3.pttl("k") <= 100_000
+        assert r.get("before") == b"1"
+        # The replica acknowledges every second: ROLE and INFO then show it caught up.
+        offset = m.info("replication")["master_repl_offset"]
+        assert offset > 0
+
+        def caught_up():
+            role = m.role()
+            return role if role[2] and role[2][0][2] == str(offset).encode() else None
+
+        role = _wait_for(caught_up)
+        assert role[:2] == [b"master", offset]
+        assert role[2] == [[b"127.0.0.1", str(replica.port).encode(), str(offset).encode()]]
+        info = m.info("replication")
+        assert info["connected_slaves"] == 1
+        slave = info["slave0"]
+        assert (slave["ip"], slave["port"], slave["state"], slave["offset"]) == (
+            "127.0.0.1", replica.port, "online", offset)
+        assert 0 <= slave["lag"] <= 2
+        assert r.info("replication")["slave_repl_offset"] == offset
+        # A replica that goes away leaves ROLE and INFO.
+        replica.stop()
+        _wait_for(lambda: m.role()[2] == [])
+        assert m.info("replication")["connected_slaves"] == 0
+    finally:
+        r.close()
+        m.close()
+        replica.stop()
+
+
+@pytest.mark.parametrize("flag, keys", [("--rdb", 2), ("--functions-rdb", 0)])
+def test_redis_cli_snapshot_of_rill(master, tmp_path, flag, keys):
+    m = redis.Redis(port=master.port)
+    m.set("a", "1")
+    m.xadd("s", {"f": "v"})
+    path = str(tmp_path / "snap.rdb")
+    subprocess.run(["redis-cli", "-p", str(master.port), flag, path], check=True, capture_output=True, timeout=30)
+    check = subprocess.run(["redis-check-rdb", path], capture_output=True, text=True, timeout=30)
+    assert check.returncode == 0 and f"{keys} keys read" in check.stdout
+    # The snapshot-only client is closed, not kept as a replica.
+    _wait_for(lambda: m.info("clients")["connected_clients"] == 1)
+    assert m.info("replication")["connected_slaves"] == 0
+    m.close()
+    assert os.path.getsize(path) > 0
+
+
+def test_a_raw_replica_acknowledges(master):
+    c = RawClient(master.port)
+    c.call("REPLCONF", "listening-port", "7777")
+    c.call("REPLCONF", "ip-address", "10.1.2.3")
+    c.send_raw(b"SYNC\r\n")
+    header = b""
+    while not header.endswith(b"\r\n"):
+        header += c.sock.recv(1)
+    n = int(header[1:-2])
+    while n:
+        n -= len(c.sock.recv(n))
+    m = redis.Redis(port=master.port)
+    try:
+        m.set("x", "y")
+        offset = m.info("replication")["master_repl_offset"]
+        assert m.role()[2] == [[b"10.1.2.3", b"7777", b"0"]]
+        c.send_raw(b"REPLCONF ACK %d\r\n" % offset)
+        _wait_for(lambda: m.role()[2] == [[b"10.1.2.3", b"7777", str(offset).encode()]])
+        c.send_raw(b"REPLCONF ACK 1\r\n")  # offsets only move forward
+        m.ping()
+        assert m.role()[2][0][2] == str(offset).encode()
+    finally:
+        m.close()
+        c.close()
