@@ -240,18 +240,21 @@ def _parse(payload: bytes | bytearray) -> list[int]:
     return ops
 
 
-def _expand(ops: list[int]) -> bytes:
-    """Every register the opcodes cover, one byte each (possibly more or fewer than 16384)."""
-    return b"".join([_RUN[op] if op < 256 else bytes(_SPAN[op]) for op in ops])
-
-
-def _sparse_registers(ops: list[int]) -> bytes | None:
+def _sparse_registers(payload: bytes | bytearray) -> bytes | None:
     """The registers of a sparse payload, None unless its opcodes cover exactly 16384.
 
     Redis 7.0.15 as Debian ships it carries the CVE-2025-32023 fix: any opcode that
     would run past the last register makes the payload corrupt.
     """
-    raw = _expand(ops)
+    pieces: list[bytes] = []
+    pos = 0
+    for m in _XZERO.finditer(payload):  # runs of 1-byte opcodes expand by table
+        start = m.start()
+        pieces += map(_RUN.__getitem__, payload[pos:start])
+        pieces.append(bytes(_SPAN[payload[start] << 8 | payload[start + 1]]))
+        pos = start + 2
+    pieces += map(_RUN.__getitem__, payload[pos:])
+    raw = b"".join(pieces)
     return raw if len(raw) == REGISTERS else None
 
 
@@ -353,7 +356,7 @@ class _Sparse:
         return 1
 
     def to_dense(self) -> bytearray | None:
-        raw = _sparse_registers(self.ops)
+        raw = _sparse_registers(self.value()[HEADER:])
         if raw is None:
             return None
         header = bytearray(self.header)
@@ -367,7 +370,7 @@ def registers(value: bytes | bytearray) -> bytes | None:
     is corrupt (hllMerge's verdict)."""
     if value[4] == DENSE:
         return dense_to_raw(value[HEADER:])
-    return _sparse_registers(_parse(value[HEADER:]))
+    return _sparse_registers(value[HEADER:])
 
 
 def to_dense(value: bytes | bytearray) -> bytearray | None:
@@ -380,7 +383,7 @@ def count(value: bytes | bytearray) -> int | None:
     16384 registers."""
     if value[4] == DENSE:
         return estimate(dense_to_raw(value[HEADER:]))
-    raw = _sparse_registers(_parse(value[HEADER:]))
+    raw = _sparse_registers(value[HEADER:])
     return None if raw is None else estimate(raw)
 
 

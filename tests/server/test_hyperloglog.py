@@ -389,3 +389,13 @@ def test_corrupted_payloads_match_redis(sbs, seed, n, dense, corruptions):
     sbs.check("GET", "h")
     sbs.check("PFDEBUG", "TODENSE", "h")
     sbs.check("GET", "h")
+
+
+def test_command_facts(oracle):
+    oracle.run([
+        ("COMMAND", "INFO", "pfadd", "pfcount", "pfmerge", "pfdebug", "pfselftest"),
+        ("COMMAND", "DOCS", "pfadd", "pfmerge"),
+        ("COMMAND", "GETKEYS", "PFMERGE", "d", "a", "b"),
+        ("COMMAND", "GETKEYS", "PFCOUNT", "a", "b"),
+        ("COMMAND", "GETKEYS", "PFDEBUG", "GETREG", "k"),
+    ])
