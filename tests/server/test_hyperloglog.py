@@ -399,3 +399,23 @@ def test_command_facts(oracle):
         ("COMMAND", "GETKEYS", "PFCOUNT", "a", "b"),
         ("COMMAND", "GETKEYS", "PFDEBUG", "GETREG", "k"),
     ])
+
+
+def test_hll_strings_travel_as_strings(oracle):
+    oracle.check("PFADD", "s", "a", "b", "c")
+    oracle.check("PFADD", "d", *_elements("d", 3000))
+    sparse = oracle.check("GET", "s").split(b"\r\n", 1)[1][:-2]
+    oracle.run([
+        ("SET", "copy", sparse),
+        ("OBJECT", "ENCODING", "copy"),
+        ("PFDEBUG", "ENCODING", "copy"),  # unshared: now a raw string, as Redis makes it
+        ("OBJECT", "ENCODING", "copy"),
+        ("DUMP", "d"),
+        ("COPY", "d", "d2"),
+        ("PFADD", "d2", "extra-1", "extra-2"),
+        ("GET", "d"),  # the copy is edited, never the original
+        ("GET", "d2"),
+        ("APPEND", "s", "x"),
+        ("PFCOUNT", "s"),
+        ("TYPE", "s"),
+    ])
