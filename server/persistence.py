@@ -127,6 +127,9 @@ class Persistence:
         self.replicas: list[Client] = []
         self.repl_selected_db = -1
         self.repl_offset = 0
+        # WAIT: (client, offset, replicas wanted, marker of its wait), oldest first
+        self.ack_waiters: list[tuple[Client, int, int, Any]] = []
+        self.getack_scheduled = False
         self.shutdown_prepared = False
 
     # ------------------------------------------------------------------ config
@@ -1134,6 +1137,49 @@ class Persistence:
             if not live:
                 self._update_sinks()
         return live
+
+    def count_acks(self, offset: int) -> int:
+        """How many replicas have acknowledged the stream up to ``offset``."""
+        return sum(1 for r in self.live_replicas() if r.repl.ack_offset >= offset)
+
+    def request_acks(self) -> None:
+        """Ask every replica for an ACK at the end of this loop iteration (once however
+        many WAITs blocked in it); the request travels in the replication stream."""
+        if self.getack_scheduled:
+            return
+        loop = self.server.loop
+        if loop is None:
+            self._send_getack()
+            return
+        self.getack_scheduled = True
+        loop.call_soon(self._send_getack)
+
+    def _send_getack(self) -> None:
+        self.getack_scheduled = False
+        if self.replicas:
+            db = self.repl_selected_db if self.repl_selected_db >= 0 else 0
+            self._feed_replicas([(db, [b"REPLCONF", b"GETACK", b"*"])])
+
+    def acked(self, replica: Client, offset: int) -> None:
+        """REPLCONF ACK: record it, then answer every WAIT it satisfies."""
+        link = replica.repl
+        if offset > link.ack_offset:
+            link.ack_offset = offset
+        link.ack_time = int(time.time())
+        if not self.ack_waiters:
+            return
+        waiting = []
+        for entry in self.ack_waiters:
+            client, want_offset, want, marker = entry
+            wait = client.blocked
+            if wait is None or wait.timeout_reply is not marker:
+                continue  # timed out, unblocked or gone since
+            n = self.count_acks(want_offset)
+            if n >= want:
+                self.server.unblock(client, n)
+            else:
+                waiting.append(entry)
+        self.ack_waiters = waiting
 
     def _feed_replicas(self, ops: list[tuple[int, list[bytes]]]) -> None:
         live = self.live_replicas()

@@ -611,12 +611,15 @@ class Server:
         """End a client's wait with ``reply`` and resume it.
 
         Timeouts pass the waiter's ``timeout_reply``; CLIENT UNBLOCK passes that
-        too for TIMEOUT and ``blocking.UNBLOCKED_ERR`` for ERROR.
+        too for TIMEOUT and ``blocking.UNBLOCKED_ERR`` for ERROR. A callable
+        reply is called for the value once the wait is over.
         """
         wait = client.blocked
         if wait is None:
             return
         self.blocking.unpark(wait)
+        if callable(reply):
+            reply = reply()  # a reply worked out when the wait ends (WAIT's count of acks)
         if isinstance(reply, ReplyError):
             wait.cmd.failed_calls += 1
             self.count_error(reply)

@@ -14,6 +14,7 @@ from rill.persistence import rdb
 from rill.protocol.parser import split_args
 from rill.protocol.reply import OK, Raw, ReplyError, Status
 
+from ..blocking import Block, parse_timeout
 from ..client import Client
 from ..persistence import PersistenceError, ReplicaLink, install, persistence_of
 from .args import SYNTAX_ERR, get_int, string2ll
@@ -214,8 +215,7 @@ def replconf(c: Client, argv: list[bytes]):
             if c.kind == "replica":
                 offset = string2ll(value)
                 if offset is not None:
-                    link.ack_offset = max(link.ack_offset, offset)
-                    link.ack_time = int(time.time())
+                    persistence_of(c.server).acked(c, offset)
             return NO_REPLY
         elif opt == b"getack":
             return NO_REPLY  # only a replica answers GETACK, and rill is always a master
@@ -260,3 +260,34 @@ def role(c: Client, argv: list[bytes]):
         rows.append(b"*3\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n" % (
             len(addr), addr, len(port), port, len(off), off))
     return Raw(b"*3\r\n$6\r\nmaster\r\n:%d\r\n*%d\r\n%b" % (p.repl_offset, len(rows), b"".join(rows)))
+
+
+WAIT_ON_REPLICA = ReplyError(
+    "ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a "
+    "replica is configured to be writable (which is not the default) writes to replicas are just "
+    "local and are not propagated."
+)
+
+
+@command("wait")
+def wait(c: Client, argv: list[bytes]):
+    """Block until ``numreplicas`` replicas acknowledged everything propagated so far, or
+    the timeout (ms) passes; either way the reply is how many did.
+
+    Redis waits for the offset after the client's own last command; rill waits for
+    the offset when WAIT runs, which includes that one (and any later writes).
+    """
+    numreplicas = get_int(argv[1])
+    timeout = parse_timeout(argv[2], unit_ms=True)
+    p = persistence_of(c.server)
+    offset = p.repl_offset
+    acked = p.count_acks(offset)
+    if acked >= numreplicas or c.in_exec:
+        return acked
+
+    def at_timeout() -> int:
+        return p.count_acks(offset)
+
+    p.ack_waiters.append((c, offset, numreplicas, at_timeout))
+    p.request_acks()
+    return Block([], timeout, timeout_reply=at_timeout)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 import time
 
 import pytest
@@ -43,6 +44,12 @@ def _wait_for(predicate, timeout: float = 15.0):
     ("REPLCONF", "nope", "1"),
     ("REPLCONF", "capa", "eof", "nope", "1"),
     ("ROLE", "extra"),
+    ("WAIT", "0", "0"),
+    ("WAIT", "1", "50"),
+    ("WAIT", "x", "0"),
+    ("WAIT", "1", "-1"),
+    ("WAIT", "1", "1.5"),
+    ("WAIT", "1"),
 ])
 def test_replconf_and_role_replies(sbs, args):
     sbs.check(*args)
@@ -117,6 +124,45 @@ def test_a_redis_replica_follows_rill(master):
         replica.stop()
         _wait_for(lambda: m.role()[2] == [])
         assert m.info("replication")["connected_slaves"] == 0
+    finally:
+        r.close()
+        m.close()
+        replica.stop()
+
+
+def test_wait_for_a_real_replica(master):
+    if redis_server_binary() is None:
+        pytest.skip("redis-server not installed")
+    m = redis.Redis(port=master.port)
+    replica = start_redis("--replicaof", "127.0.0.1", str(master.port))
+    r = redis.Redis(port=replica.port)
+    try:
+        _wait_for(lambda: r.info("replication")["master_link_status"] == "up")
+        m.xadd("s", {"f": "v"}, id="1-1")
+        # The GETACK that WAIT sends makes the replica answer well before its 1 s ACK.
+        t = time.monotonic()
+        assert m.wait(1, 10_000) == 1
+        assert time.monotonic() - t < 0.9
+        assert r.xlen("s") == 1
+        t = time.monotonic()
+        assert m.wait(2, 300) == 1  # the timeout answers how many did acknowledge
+        assert time.monotonic() - t >= 0.29
+        pipe = m.pipeline(transaction=True)
+        pipe.set("k", "v").wait(5, 0)
+        t = time.monotonic()
+        ok, n = pipe.execute()  # inside EXEC, WAIT answers at once, whatever the count
+        assert ok is True and n in (0, 1) and time.monotonic() - t < 0.5
+        # CLIENT UNBLOCK ends a WAIT with the count, as its timeout would.
+        blocked = redis.Redis(port=master.port)
+        blocked_id = blocked.client_id()
+        result = []
+        th = threading.Thread(target=lambda: result.append(blocked.wait(3, 0)))
+        th.start()
+        _wait_for(lambda: m.info("clients")["blocked_clients"] == 1)
+        assert m.client_unblock(blocked_id) is True
+        th.join(5)
+        assert result == [1]
+        blocked.close()
     finally:
         r.close()
         m.close()
