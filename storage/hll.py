@@ -11,13 +11,15 @@ Every byte written must be the byte Redis writes, so the sparse editor follows
 hllSparseSet step by step (split the covering opcode, then merge equal VALs in
 a window of 5 opcodes), which is not canonical: the same registers can be held
 in different byte strings depending on the order they were set. Corrupted
-payloads are judged as Redis judges them, including its quirks (a lone XZERO
-byte at the end reads the string's NUL terminator as its second byte).
+payloads are judged as the oracle (Debian's 7.0.15, which has the CVE-2025-32023
+fix) judges them: a sparse payload is sound only if its opcodes cover exactly
+16384 registers, and a lone XZERO byte at the end reads the string's NUL
+terminator as its second byte.
 
 Bulk work stays out of Python loops: dense registers are unpacked with
-``bytes.translate`` over the three byte lanes of each 4-register group, maxima
-are taken eight registers at a time in one big integer, and histograms come
-from ``bytes.count``.
+``bytes.translate`` over the three byte lanes of each 4-register group, sparse
+runs expand through a table, maxima are taken over all registers at once in one
+big integer, and the histogram is a popcount per value over one-hot bytes.
 """
 
 from __future__ import annotations
