@@ -94,12 +94,78 @@ def compress(data: bytes | bytearray, max_len: int) -> bytes | None:
     """LZF of ``data`` if it fits in ``max_len`` bytes, else None (also without the C module)."""
     if _lzf is None or max_len <= 0:
         return None
-    return _lzf.compress(bytes(data), max_len)
+    return _compress_as_redis(bytes(data), max_len)
 
 
 def _no_compress(data: bytes, max_len: int) -> None:
     return None
 
 
+def fits_as_redis_would(z: bytes, in_len: int, out_len: int) -> bool:
+    """Whether lzf_compress, given ``out_len`` bytes of room, would have produced ``z``.
+
+    liblzf gives up before the output is actually full: it wants 4 spare bytes when
+    it starts a back-reference, refuses a literal once the room is used, and wants 3
+    spare bytes when it reaches the input's last two bytes. python-lzf finds the same
+    tokens but bounds only the final length, so near the limit the two disagree on
+    whether a string is stored compressed (and Redis's DUMP and RDB bytes differ).
+    This replays Redis's checks over ``z``'s tokens. The write position never passes
+    ``len(z) + 1``, so output well under the limit skips the replay.
+    """
+    if len(z) + 6 < out_len:
+        return True
+    op = 1  # the control byte reserved for the first literal run
+    lit = 0
+    ip = 0
+    tail = in_len - 2  # the main loop stops here; the rest is copied without checks
+    at_tail = ip >= tail
+    if at_tail and op + 3 > out_len:
+        return False
+    i = 0
+    n = len(z)
+    while i < n:
+        ctrl = z[i]
+        if ctrl < 32:
+            run = ctrl + 1
+            i += 1 + run
+            for _ in range(run):
+                if not at_tail and op >= out_len:
+                    return False
+                lit += 1
+                op += 1
+                ip += 1
+                if lit == 32:
+                    lit = 0
+                    op += 1
+                if not at_tail and ip >= tail:
+                    at_tail = True
+                    if op + 3 > out_len:
+                        return False
+            continue
+        length = ctrl >> 5
+        size = 2
+        if length == 7:
+            length += z[i + 1]
+            size = 3
+        if op - (lit == 0) + 4 >= out_len:
+            return False
+        op += size - (lit == 0) + 1  # the reference, then a new run's control byte
+        lit = 0
+        ip += length + 2
+        i += size
+        if not at_tail and ip >= tail:
+            at_tail = True
+            if op + 3 > out_len:
+                return False
+    return True
+
+
+def _compress_as_redis(data: bytes, max_len: int) -> bytes | None:
+    z = _lzf.compress(data, max_len)
+    if z is None or not fits_as_redis_would(z, len(data), max_len):
+        return None
+    return z
+
+
 # The RDB writer's per-string call: ``bytes`` only and ``max_len`` > 0, no checks.
-compress_bytes = _lzf.compress if _lzf is not None else _no_compress
+compress_bytes = _compress_as_redis if _lzf is not None else _no_compress

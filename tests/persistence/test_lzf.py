@@ -57,3 +57,41 @@ def test_compress_respects_max_len():
     assert lzf.compress(b"abcdefghijklmnopqrstuvwxyz", 10) is None
     z = lzf.compress(b"a" * 100, 96)
     assert z is not None and len(z) <= 96
+
+
+@needs_c
+@pytest.mark.parametrize("data, kept", [
+    # 17 bytes would fit the 18 Redis allows, but its checks give up first.
+    (b"babaaaababababaaaababa", False),
+    (b"5158487z965158487z96q", False),
+    (b"aechebdbcafcaechebdbcafc", False),
+    (b"abc" * 10, True),
+])
+def test_compress_gives_up_where_redis_does(data, kept):
+    assert (lzf.compress(data, len(data) - 4) is not None) is kept
+
+
+def _near_limit_strings() -> list[bytes]:
+    """Strings whose compressed size lands near the n-4 limit, where the checks matter."""
+    import random
+
+    rng = random.Random(5)
+    out = []
+    while len(out) < 300:
+        n = rng.randint(21, 400)
+        alpha = rng.choice([b"ab", b"abcdefgh", bytes(range(256)), b"xyz0123456789"])
+        reps = rng.randint(1, 3)
+        s = (bytes(rng.choice(alpha) for _ in range(max(1, n // reps))) * reps)[:n].ljust(21, b"q")
+        z = lzf._lzf.compress(s, len(s))
+        if z is not None and len(z) + 8 >= len(s) - 4:
+            out.append(s)
+    return out
+
+
+@needs_c
+def test_dump_compresses_exactly_what_redis_compresses(sbs):
+    """DUMP (and so RDB) strings near the limit are byte for byte Redis's."""
+    for s in _near_limit_strings():
+        sbs.rill.call("SET", "k", s)
+        sbs.oracle.call("SET", "k", s)
+        sbs.check("DUMP", "k")
