@@ -319,6 +319,11 @@ def debug(c: Client, argv: list[bytes]):
 
         logging.getLogger("rill").warning("DEBUG LOG: %s", argv[2].decode(errors="replace"))
         return OK
+    if sub == b"error" and len(argv) == 3:
+        # Written as is, like any reply: clients test their error handling with it,
+        # and Redis does not count it in the error stats.
+        msg = argv[2].replace(b"\n", b" ").replace(b"\r", b" ")
+        return Raw(b"-" + msg + b"\r\n")
     if sub == b"set-active-expire" and len(argv) == 3:
         server.active_expire_enabled = argv[2] != b"0"
         return OK
@@ -361,6 +366,9 @@ def debug(c: Client, argv: list[bytes]):
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
             "DIGEST",
             "DIGEST-VALUE <key> [<key> ...]",
+            "ERROR <string>",
+            "    Return a Redis protocol error with <string> as message. Useful for clients",
+            "    unit tests to simulate Redis errors.",
             "LOG <message>",
             "OBJECT <key>",
             "PROTOCOL <type>",

@@ -398,6 +398,15 @@ def test_object_and_debug(sbs):
              ("OBJECT", "NOPE", "n"), ("DEBUG", "PROTOCOL", "bignum"), ("DEBUG", "PROTOCOL", "nope")])
 
 
+def test_debug_error_is_sent_as_is_and_not_counted(sbs):
+    for c in (sbs.rill, sbs.oracle):
+        c.call("CONFIG", "RESETSTAT")
+    sbs.run([("DEBUG", "ERROR", "LOADING Redis is loading the dataset in memory"),
+             ("DEBUG", "ERROR", "two\r\nlines"), ("DEBUG", "ERROR", "")])
+    for c in (sbs.rill, sbs.oracle):
+        assert b"total_error_replies:0\r\n" in c.call("INFO", "stats")
+
+
 def test_dbsize_flush_time(sbs):
     sbs.run([("SET", "a", "1"), ("SET", "b", "2"), ("DBSIZE",), ("FLUSHDB", "ASYNC"), ("DBSIZE",),
              ("FLUSHALL", "bogus"), ("FLUSHALL", "SYNC")])
