@@ -61,6 +61,8 @@ class Client:
         "monitor",
         "pubsub_channels",
         "pubsub_patterns",
+        "pubsub_shard_channels",
+        "subscriptions",
         "flags_extra",
         "on_output",
         "net_in",
@@ -111,6 +113,10 @@ class Client:
         self.monitor = False
         self.pubsub_channels: set[bytes] = set()
         self.pubsub_patterns: set[bytes] = set()
+        self.pubsub_shard_channels: set[bytes] = set()
+        # Channels + patterns + shard channels, kept by the pub/sub commands: one test
+        # on the dispatch path for "this client is in subscribed mode".
+        self.subscriptions = 0
         self.flags_extra = ""
         # Called when output is produced outside the connection's own batch
         # (a blocked client served, a MONITOR feed, a pub/sub message).
@@ -160,7 +166,7 @@ class Client:
             f += "c"
         if self.kind == "unix":
             f += "U"
-        if self.pubsub_channels or self.pubsub_patterns:
+        if self.subscriptions:
             f += "P"
         if self.no_evict:
             f += "e"

@@ -270,7 +270,7 @@ class Connection(asyncio.Protocol):
         transport = self.transport
         if client is None or transport is None:
             return
-        kind = "pubsub" if (client.pubsub_channels or client.pubsub_patterns) else "normal"
+        kind = "pubsub" if client.subscriptions else "normal"
         hard, soft, soft_secs = self.server.obuf_limits.get(kind, (0, 0, 0))
         size = transport.get_write_buffer_size()
         now = time.time()

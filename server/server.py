@@ -287,8 +287,7 @@ class Server:
             self._special
             or client.multi is not None
             or not client.authenticated
-            or client.pubsub_channels
-            or client.pubsub_patterns
+            or client.subscriptions
         ):
             return self._gate(client, cmd, argv)
         self.call(client, cmd, argv)
@@ -325,8 +324,7 @@ class Server:
                 or client.reply_mode
                 or client.multi is not None
                 or not client.authenticated
-                or client.pubsub_channels
-                or client.pubsub_patterns
+                or client.subscriptions
                 or ((cmd.arity > 0 and cmd.arity != len(argv)) or len(argv) < -cmd.arity)
             ):
                 if self.execute(client, argv):
@@ -375,7 +373,7 @@ class Server:
         if client.multi is not None and cmd.flags & NO_MULTI:
             self._reject(client, cmd, ReplyError("ERR Command not allowed inside a transaction"))
             return False
-        if (client.pubsub_channels or client.pubsub_patterns) and not client.resp3:
+        if client.subscriptions and not client.resp3:
             if argv[0].lower() not in _PUBSUB_ALLOWED:
                 return self._reject(
                     client,
@@ -839,8 +837,7 @@ class Server:
                 if (
                     client.id > 0
                     and client.blocked is None
-                    and not client.pubsub_channels
-                    and not client.pubsub_patterns
+                    and not client.subscriptions
                     and client.kind not in ("replica",)
                     and now - client.last_interaction > self.timeout
                 ):

@@ -17,7 +17,7 @@ WRONGPASS = ReplyError("WRONGPASS invalid username-password pair or user is disa
 def ping(c: Client, argv: list[bytes]):
     if len(argv) > 2:
         raise ReplyError("ERR wrong number of arguments for 'ping' command")
-    if (c.pubsub_channels or c.pubsub_patterns) and not c.resp3:
+    if c.subscriptions and not c.resp3:
         return [b"pong", argv[1] if len(argv) == 2 else b""]
     if len(argv) == 1:
         return PONG

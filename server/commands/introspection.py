@@ -212,7 +212,7 @@ def _stats(c: Client) -> list[tuple[str, object]]:
         ("keyspace_misses", ks.misses),
         ("pubsub_channels", pubsub.channel_count() if pubsub else 0),
         ("pubsub_patterns", pubsub.pattern_count() if pubsub else 0),
-        ("pubsubshard_channels", 0),
+        ("pubsubshard_channels", len(pubsub.shard_channels) if pubsub else 0),
         ("latest_fork_usec", getattr(s, "latest_fork_usec", 0)),
         ("total_forks", getattr(s, "total_forks", 0)),
         ("migrate_cached_sockets", 0),
@@ -389,7 +389,7 @@ def client_info_line(cl: Client) -> bytes:
     return (
         f"id={cl.id} addr={cl.addr} laddr={cl.laddr} fd={cl.fd} name={cl.name.decode(errors='replace')} "
         f"age={int(now - cl.created)} idle={int(now - cl.last_interaction)} flags={cl.flags_string()} "
-        f"db={cl.db.id} sub={len(cl.pubsub_channels)} psub={len(cl.pubsub_patterns)} ssub=0 "
+        f"db={cl.db.id} sub={len(cl.pubsub_channels)} psub={len(cl.pubsub_patterns)} ssub={len(cl.pubsub_shard_channels)} "
         f"multi={multi} qbuf={cl.querybuf_len} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 "
         f"obl=0 oll=0 omem=0 tot-mem=2048 events=r cmd={cmd} user=default redir=-1 "
         f"resp={3 if cl.resp3 else 2}"
@@ -402,7 +402,7 @@ _CLIENT_TYPES = {b"normal", b"master", b"replica", b"slave", b"pubsub"}
 def _client_type(cl: Client) -> bytes:
     if cl.kind == "replica":
         return b"replica"
-    if cl.pubsub_channels or cl.pubsub_patterns:
+    if cl.subscriptions:
         return b"pubsub"
     return b"normal"
 

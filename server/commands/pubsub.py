@@ -1,8 +1,12 @@
-"""Pub/Sub: SUBSCRIBE, PSUBSCRIBE, their UNSUBSCRIBEs, PUBLISH, PUBSUB, and keyspace events.
+"""Pub/Sub: SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE, their UNSUBSCRIBEs, PUBLISH, SPUBLISH,
+PUBSUB, and keyspace events.
 
-Subscriptions live in two registries on the server (channel -> clients,
-pattern -> clients, both insertion ordered like Redis's lists); messages are
-pushed to subscribers' output and their connections are woken to flush.
+Subscriptions live in three registries on the server (channel -> clients,
+pattern -> clients, shard channel -> clients, insertion ordered like Redis's
+lists); messages are pushed to subscribers' output and their connections are
+woken to flush. Shard channels are Redis 7's cluster-scoped channels; on a
+single server they are a namespace of their own (no patterns, "smessage"
+deliveries, a subscription count of their own in the confirmations).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ class PubSub:
     def __init__(self) -> None:
         self.channels: dict[bytes, dict[Client, None]] = {}
         self.patterns: dict[bytes, dict[Client, None]] = {}
+        self.shard_channels: dict[bytes, dict[Client, None]] = {}
 
     def channel_count(self) -> int:
         return len(self.channels)
@@ -42,13 +47,23 @@ class PubSub:
                     receivers += 1
         return receivers
 
+    def spublish(self, channel: bytes, message: bytes) -> int:
+        clients = list(self.shard_channels.get(channel, ()))
+        for client in clients:
+            client.push(Push([b"smessage", channel, message]))
+        return len(clients)
+
     def drop_client(self, client: Client) -> None:
         for ch in client.pubsub_channels:
             _discard(self.channels, ch, client)
         for pat in client.pubsub_patterns:
             _discard(self.patterns, pat, client)
+        for ch in client.pubsub_shard_channels:
+            _discard(self.shard_channels, ch, client)
         client.pubsub_channels.clear()
         client.pubsub_patterns.clear()
+        client.pubsub_shard_channels.clear()
+        client.subscriptions = 0
 
 
 def _discard(registry: dict[bytes, dict[Client, None]], name: bytes, client: Client) -> None:
@@ -70,7 +85,12 @@ def pubsub_of(server: Server) -> PubSub:
 
 
 def _count(c: Client) -> int:
+    """What (un)subscribe confirmations report: channels and patterns, not shard channels."""
     return len(c.pubsub_channels) + len(c.pubsub_patterns)
+
+
+def _recount(c: Client) -> None:
+    c.subscriptions = len(c.pubsub_channels) + len(c.pubsub_patterns) + len(c.pubsub_shard_channels)
 
 
 # (Un)subscribe confirmations are pushed like messages: CLIENT REPLY OFF/SKIP does not
@@ -88,6 +108,7 @@ def subscribe(c: Client, argv: list[bytes]):
         if ch not in c.pubsub_channels:
             c.pubsub_channels.add(ch)
             ps.channels.setdefault(ch, {})[c] = None
+            _recount(c)
         c.push(Push([b"subscribe", ch, _count(c)]))
     return NO_REPLY
 
@@ -101,6 +122,7 @@ def psubscribe(c: Client, argv: list[bytes]):
         if pat not in c.pubsub_patterns:
             c.pubsub_patterns.add(pat)
             ps.patterns.setdefault(pat, {})[c] = None
+            _recount(c)
         c.push(Push([b"psubscribe", pat, _count(c)]))
     return NO_REPLY
 
@@ -118,6 +140,7 @@ def _unsubscribe(c: Client, argv: list[bytes], patterns: bool) -> None:
         if name in mine:
             mine.discard(name)
             _discard(registry, name, c)
+            _recount(c)
         c.push(Push([kind, name, _count(c)]))
 
 
@@ -136,6 +159,62 @@ def punsubscribe(c: Client, argv: list[bytes]):
 @command("publish")
 def publish(c: Client, argv: list[bytes]):
     return pubsub_of(c.server).publish(argv[1], argv[2])
+
+
+@command("ssubscribe")
+def ssubscribe(c: Client, argv: list[bytes]):
+    if c.in_exec:
+        # Unlike SUBSCRIBE, no exception for transactions: EXEC denies blocking.
+        raise ReplyError("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client")
+    ps = pubsub_of(c.server)
+    mine = c.pubsub_shard_channels
+    for ch in argv[1:]:
+        if ch not in mine:
+            mine.add(ch)
+            ps.shard_channels.setdefault(ch, {})[c] = None
+            _recount(c)
+        c.push(Push([b"ssubscribe", ch, len(mine)]))
+    return NO_REPLY
+
+
+@command("sunsubscribe")
+def sunsubscribe(c: Client, argv: list[bytes]):
+    ps = pubsub_of(c.server)
+    mine = c.pubsub_shard_channels
+    names = argv[1:] or list(mine)
+    if not names:
+        c.push(Push([b"sunsubscribe", None, 0]))
+        return NO_REPLY
+    for name in names:
+        if name in mine:
+            mine.discard(name)
+            _discard(ps.shard_channels, name, c)
+            _recount(c)
+        c.push(Push([b"sunsubscribe", name, len(mine)]))
+    return NO_REPLY
+
+
+@command("spublish")
+def spublish(c: Client, argv: list[bytes]):
+    return pubsub_of(c.server).spublish(argv[1], argv[2])
+
+
+@command("pubsub|shardchannels")
+def pubsub_shardchannels(c: Client, argv: list[bytes]):
+    ps = pubsub_of(c.server)
+    if len(argv) == 3:
+        match = compile_glob(argv[2])
+        return [ch for ch in ps.shard_channels if match(ch)]
+    return list(ps.shard_channels)
+
+
+@command("pubsub|shardnumsub")
+def pubsub_shardnumsub(c: Client, argv: list[bytes]):
+    ps = pubsub_of(c.server)
+    out: list = []
+    for ch in argv[2:]:
+        out += [ch, len(ps.shard_channels.get(ch, ()))]
+    return out
 
 
 @command("pubsub|channels")

@@ -124,3 +124,56 @@ def test_subscribe_confirmations_ignore_client_reply_off(rill_server, oracle_ser
         return t
 
     _same_on_both(rill_server, oracle_server, scenario)
+
+
+@pytest.mark.parametrize("proto", [2, 3])
+def test_shard_channels_side_by_side(rill_server, oracle_server, proto):
+    def scenario(sub: RawClient, pub: RawClient) -> list:
+        if proto == 3:
+            sub.call("HELLO", "3")
+        t = [sub.call("SUNSUBSCRIBE")]  # nothing to leave: one confirmation, count 0
+        t.append(sub.call("SSUBSCRIBE", "s1", "s2"))
+        t.append(sub.read_reply())
+        t.append(sub.call("SSUBSCRIBE", "s1"))  # again: confirmed, not counted twice
+        # Shard subscriptions are counted apart from channels and patterns.
+        t.append(sub.call("SUBSCRIBE", "c"))
+        t.append(sub.call("PSUBSCRIBE", "s*"))
+        t.append(pub.call("SPUBLISH", "s1", "hello"))
+        t.append(sub.read_reply())  # only the smessage: patterns never see shard channels
+        t.append(pub.call("PUBLISH", "s1", "plain"))
+        t.append(sub.read_reply())  # the pattern's pmessage, not a shard delivery
+        t.append(pub.call("SPUBLISH", "nobody", "x"))
+        t.append(pub.call("PUBSUB", "SHARDCHANNELS", "s1"))
+        t.append(pub.call("PUBSUB", "SHARDCHANNELS", "z*"))
+        t.append(pub.call("PUBSUB", "SHARDNUMSUB", "s1", "s2", "c", "none"))
+        t.append(pub.call("PUBSUB", "NUMSUB", "s1", "c"))
+        t.append(pub.call("PUBSUB", "CHANNELS", "s*"))
+        t.append(sub.call("PING"))
+        t.append(sub.call("SUNSUBSCRIBE", "s2", "never"))
+        t.append(sub.read_reply())
+        t.append(sub.call("UNSUBSCRIBE"))
+        t.append(sub.call("PUNSUBSCRIBE"))
+        t.append(sub.call("GET", "k"))  # RESP2: still in subscribed mode through s1
+        t.append(sub.call("SUNSUBSCRIBE"))
+        t.append(sub.call("GET", "k"))
+        t.append(pub.call("PUBSUB", "SHARDCHANNELS"))
+        return t
+
+    _same_on_both(rill_server, oracle_server, scenario)
+
+
+def test_shard_subscriptions_in_client_list_info_and_transactions(rill_server, oracle_server):
+    def scenario(sub: RawClient, pub: RawClient) -> list:
+        t = [pub.call("MULTI"), pub.call("SSUBSCRIBE", "x"), pub.call("EXEC")]
+        sub.call("SSUBSCRIBE", "a", "b")
+        sub.read_reply()
+        listing = pub.call("CLIENT", "LIST").decode()
+        t.append(sorted(f for line in listing.splitlines() for f in line.split() if f.startswith(("ssub=", "flags="))))
+        info = pub.call("INFO", "stats").decode()
+        t.append([line for line in info.splitlines() if line.startswith("pubsubshard_channels:")])
+        t.append(pub.call("RESET"))
+        t.append(sub.call("RESET"))
+        t.append(pub.call("PUBSUB", "SHARDNUMSUB", "a"))
+        return t
+
+    _same_on_both(rill_server, oracle_server, scenario)
