@@ -583,8 +583,16 @@ class Server:
 
     _exec_ops: list[tuple[int, list[bytes]]] | None = None
 
-    def begin_exec_propagation(self) -> None:
+    def begin_exec_propagation(self) -> bool:
+        """Collect effects until end_exec_propagation() hands them on as one unit.
+
+        Returns False, collecting into the open unit, when one is already open:
+        a script that EXEC runs belongs to EXEC's transaction.
+        """
+        if self._exec_ops is not None:
+            return False
         self._exec_ops = []
+        return True
 
     def end_exec_propagation(self) -> None:
         ops, self._exec_ops = self._exec_ops, None

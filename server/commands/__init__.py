@@ -13,6 +13,7 @@ FAMILIES = (
     "strings",
     "bits",
     "transactions",
+    "scripting",
     "lists",
     "streams",
     "stream_groups",

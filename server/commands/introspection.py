@@ -98,6 +98,7 @@ def _memory(c: Client) -> list[tuple[str, object]]:
     used = used_memory()
     s.mem_peak = max(s.mem_peak, used)
     maxmemory = s.config.int("maxmemory")
+    lua = getattr(s, "scripting", None)  # the Lua engine, when the scripting family is loaded
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return [
         ("used_memory", used),
@@ -113,9 +114,9 @@ def _memory(c: Client) -> list[tuple[str, object]]:
         ("used_memory_dataset_perc", "100.00%"),
         ("total_system_memory", total),
         ("total_system_memory_human", bytes_human(total)),
-        ("used_memory_lua", 0),
-        ("used_memory_scripts", 0),
-        ("number_of_cached_scripts", 0),
+        ("used_memory_lua", lua.memory() if lua else 0),
+        ("used_memory_scripts", lua.scripts_mem if lua else 0),
+        ("number_of_cached_scripts", len(lua.scripts) if lua else 0),
         ("number_of_functions", 0),
         ("number_of_libraries", 0),
         ("maxmemory", maxmemory),
