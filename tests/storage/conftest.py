@@ -15,3 +15,13 @@ def stream_limits():
     yield
     Stream.node_max_bytes, Stream.node_max_entries = saved
     clear_node_cache()
+
+
+@pytest.fixture(autouse=True)
+def storage_gc_default():
+    """Storage tests see the storage default (node GC off): an in-process Server made by
+    an earlier test sets the class-wide ratio from its CONFIG and nothing puts it back."""
+    saved = Stream.gc_ratio
+    Stream.gc_ratio = 0.0
+    yield
+    Stream.gc_ratio = saved
