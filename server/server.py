@@ -29,6 +29,7 @@ from .commands.table import (
     MAY_REPLICATE,
     NO_AUTH,
     NO_MULTI,
+    PROTECTED,
     SKIP_MONITOR,
     SKIP_SLOWLOG,
     TABLE,
@@ -281,6 +282,14 @@ class Server:
             return self._reject(
                 client, cmd, ReplyError(f"ERR wrong number of arguments for '{cmd.fullname}' command")
             )
+        if cmd.flags & PROTECTED and not self._protected_allowed(client, cmd):
+            what, option = ("DEBUG", "enable-debug-command") if cmd.fullname == "debug" else (
+                "MODULE", "enable-module-command")
+            return self._reject(client, cmd, ReplyError(
+                f"ERR {what} command not allowed. If the {option} option is set to \"local\", you can "
+                "run it from a local connection, otherwise you need to set this option in the "
+                "configuration file, and then restart the server."
+            ))
         # The checks below concern states that are rare on the hot path; one
         # combined test lets an ordinary command skip all of them.
         if (
@@ -364,6 +373,18 @@ class Server:
             if client.blocked is not None or client.close_after_reply or client.kill_requested:
                 return i, False
         return i, False
+
+    def _protected_allowed(self, client: Client, cmd: Command) -> bool:
+        """enable-debug-command / enable-module-command: yes, no, or local (a unix
+        socket or a loopback peer). Internal clients (AOF loading, scripts) may."""
+        if client.id < 0:
+            return True
+        setting = self.config["enable-debug-command" if cmd.fullname == "debug" else "enable-module-command"]
+        if setting == "yes":
+            return True
+        if setting == "local":
+            return client.kind == "unix" or client.addr.rpartition(":")[0] in ("127.0.0.1", "::1")
+        return False
 
     def _gate(self, client: Client, cmd: Command, argv: list[bytes]) -> bool:
         """processCommand's checks for clients and servers in a special state."""

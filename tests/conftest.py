@@ -37,6 +37,7 @@ def inproc():
 
     load_all()
     server = Server()
+    server.config.set("enable-debug-command", "yes", startup=True)  # as start_rill's servers
     effects: list = []
     server.propagation_sinks.append(effects.extend)
     return server, server.new_client(), effects

@@ -98,8 +98,9 @@ def start_rill(*args: str, workdir: str | None = None, port: int | None = None,
     """Start ``rill-server`` on a free port with extra redis-server style arguments."""
     port = port or free_port()
     workdir = workdir or scratch_dir("rill-test-")
+    # DEBUG is refused by default, as in Redis; the tests need it (as Redis's own do).
     argv = [sys.executable, "-m", "rill.server.main", *([config_file] if config_file else []),
-            "--port", str(port), "--save", "", "--dir", workdir, *args]
+            "--port", str(port), "--save", "", "--dir", workdir, "--enable-debug-command", "yes", *args]
     return ServerProcess(argv, port, workdir).start()
 
 

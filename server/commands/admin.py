@@ -379,8 +379,10 @@ def debug(c: Client, argv: list[bytes]):
     handler = getattr(server, "debug_handlers", {}).get(sub)
     if handler is not None:
         return handler(c, argv)
+    # DEBUG is one command, not a container: Redis answers with its generic
+    # subcommand-or-arity error.
     raise ReplyError(
-        b"ERR unknown subcommand '%s'. Try DEBUG HELP." % argv[1][:128]
+        b"ERR unknown subcommand or wrong number of arguments for '%s'. Try DEBUG HELP." % argv[1][:128]
     )
 
 
@@ -529,3 +531,51 @@ def function_list(c: Client, argv: list[bytes]):
 def function_stats(c: Client, argv: list[bytes]):
     return Map([(b"running_script", None), (b"engines", Map())])
 
+
+
+# -- MODULE ----------------------------------------------------------------------
+# rill cannot load Redis modules: they are C libraries written against Redis's own
+# module API. LIST is therefore always empty and every load fails the way a module
+# that does not load fails in Redis, with the reason in the log.
+_MODULE_LOAD_ERR = ReplyError("ERR Error loading the extension. Please check the server logs.")
+
+
+@command("module|list")
+def module_list(c: Client, argv: list[bytes]):
+    return []
+
+
+@command("module|load")
+def module_load(c: Client, argv: list[bytes]):
+    import logging
+
+    logging.getLogger("rill").warning(
+        "Module %s failed to load: rill does not run Redis modules (C extensions of Redis's module API)",
+        argv[2].decode(errors="replace"),
+    )
+    raise _MODULE_LOAD_ERR
+
+
+@command("module|loadex")
+def module_loadex(c: Client, argv: list[bytes]):
+    return module_load(c, argv)
+
+
+@command("module|unload")
+def module_unload(c: Client, argv: list[bytes]):
+    raise ReplyError("ERR Error unloading module: no such module with that name")
+
+
+@command("module|help")
+def module_help(c: Client, argv: list[bytes]):
+    return help_reply([
+        "MODULE <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "LIST",
+        "    Return a list of loaded modules.",
+        "LOAD <path> [<arg> ...]",
+        "    Load a module library from <path>, passing to it any optional arguments.",
+        "LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]",
+        "    Load a module library from <path>, while passing it module configurations and optional arguments.",
+        "UNLOAD <name>",
+        "    Unload a module.",
+    ])

@@ -41,6 +41,10 @@ MAY_REPLICATE = 1 << 13
 NO_MULTI = 1 << 14
 MOVABLE_KEYS = 1 << 15
 ALLOW_BUSY = 1 << 16
+# Redis's hidden "protected" flag: allowed only as enable-debug-command /
+# enable-module-command say. Never shown by COMMAND INFO, as in Redis.
+PROTECTED = 1 << 17
+_PROTECTED_COMMANDS = frozenset({"debug", "module|load", "module|loadex", "module|unload"})
 
 _FLAG_BITS = {
     "write": WRITE,
@@ -96,6 +100,8 @@ class Command:
         self.flags = 0
         for f in _strings(info[2]):
             self.flags |= _FLAG_BITS.get(f, 0)
+        if fullname in _PROTECTED_COMMANDS:
+            self.flags |= PROTECTED
         self.first_key, self.last_key, self.key_step = info[3], info[4], info[5]
         self.key_specs: list = _plain(info[8]) if len(info) > 8 else []
         # Redis's getkeys_proc: a command whose key specs are incomplete (SORT's STORE)
@@ -251,6 +257,12 @@ class CommandTable:
 
     def _set_top(self, name: bytes, cmd: Command) -> None:
         self.commands[name] = cmd
+        if cmd.flags & PROTECTED:
+            # Kept out of the fast lookup, so the dispatcher's quick path never meets
+            # one and the permission check costs the other commands nothing.
+            self.dispatch.pop(name, None)
+            self.dispatch.pop(name.upper(), None)
+            return
         self.dispatch[name] = cmd
         self.dispatch[name.upper()] = cmd
 

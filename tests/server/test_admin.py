@@ -10,7 +10,15 @@ import time
 import pytest
 import redis
 
-from tests.support import RawClient, encode_command, free_port, start_rill
+from tests.conftest import SideBySide
+from tests.support import (
+    RawClient,
+    encode_command,
+    free_port,
+    redis_server_binary,
+    start_redis,
+    start_rill,
+)
 
 
 def test_config_get_set_side_by_side(sbs):
@@ -450,5 +458,50 @@ def test_idle_timeout_disconnects(tmp_path):
         c = RawClient(server.port)
         c.call("PING")
         assert c.closed_by_peer(4)
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("setting", ["no", "local", "yes"])
+def test_debug_and_module_are_protected_as_in_redis(setting):
+    """enable-debug-command / enable-module-command (default no): refused, allowed from
+    loopback with "local", allowed with "yes"; counted as rejected, as Redis does."""
+    if redis_server_binary() is None:
+        pytest.skip("redis-server not installed")
+    opts = ("--enable-debug-command", setting, "--enable-module-command", setting)
+    mine, theirs = start_rill(*opts), start_redis(*opts)
+    try:
+        s = SideBySide(mine.port, theirs.port)
+        for args in (("DEBUG", "SLEEP", "0"), ("DEBUG",), ("DEBUG", "NOPE"), ("MODULE", "LIST"),
+                     ("MODULE", "HELP"), ("MODULE", "UNLOAD", "nosuchmodule"), ("MODULE", "LOAD"),
+                     ("MODULE", "NOPE"), ("MULTI",), ("DEBUG", "SLEEP", "0"), ("EXEC",)):
+            s.check(*args)
+        counts = [_call_counts(c.call("INFO", "commandstats")) for c in (s.rill, s.oracle)]
+        assert counts[0] == counts[1]
+        s.close()
+    finally:
+        mine.stop()
+        theirs.stop()
+
+
+def _call_counts(info: bytes) -> dict[bytes, list[bytes]]:
+    """cmdstat lines of DEBUG and MODULE without their timings: name -> counters."""
+    out = {}
+    for line in info.split(b"\r\n"):
+        name, _, fields = line.partition(b":")
+        if name.startswith((b"cmdstat_debug", b"cmdstat_module")):
+            out[name] = [f for f in fields.split(b",") if not f.startswith(b"usec")]
+    return out
+
+
+def test_module_load_fails_and_says_why():
+    server = start_rill("--enable-module-command", "yes")
+    try:
+        c = RawClient(server.port)
+        assert c.call("MODULE", "LOAD", "/opt/redis-stack/lib/redisearch.so") == (
+            b"-ERR Error loading the extension. Please check the server logs.\r\n")
+        assert c.call("MODULE", "LIST") == b"*0\r\n"
+        c.close()
+        assert "rill does not run Redis modules" in server.log()
     finally:
         server.stop()
