@@ -8,7 +8,6 @@ exactly, through both the pipelined loop and the general path.
 from __future__ import annotations
 
 import pytest
-
 from rill.server import server as server_module
 from rill.server.commands import load_all
 from rill.server.server import Server
