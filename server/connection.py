@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import select
 import time
 from time import time as _time
 from typing import TYPE_CHECKING
@@ -68,7 +70,54 @@ def reply_batch(server: Server) -> ReplyBatch:
     batch = server.reply_batch
     if batch is None:
         batch = server.reply_batch = ReplyBatch(server)
+        server.serve_while_busy = lambda caller: serve_while_busy(server, caller)
     return batch
+
+
+# Every open connection, for serve_while_busy (the event loop cannot be re-entered).
+_LIVE: set[Connection] = set()
+
+
+def serve_while_busy(server: Server, caller: Client) -> None:
+    """Redis's processEventsWhileBlocked, for a script past busy-reply-threshold.
+
+    The event loop is stuck inside the script's command, so the connections that
+    have bytes waiting are read here directly: their complete commands get the
+    server's busy-mode answer (BUSY, or SCRIPT KILL / SHUTDOWN NOSAVE / MULTI...
+    doing their work) written at once; an incomplete tail stays in the
+    connection's parser for when the loop resumes. The script's own client, and
+    clients that wait (blocked or with queued commands), are left unread.
+    """
+    conns = {}
+    for conn in _LIVE:
+        client = conn.client
+        if (client is None or client is caller or conn.closed or conn.transport is None
+                or client.fd < 0 or client.blocked is not None or client.pending):
+            continue
+        conns[client.fd] = conn
+    if not conns:
+        return
+    try:
+        readable, _, _ = select.select(list(conns), [], [], 0)
+    except (OSError, ValueError):
+        return
+    for fd in readable:
+        conn = conns[fd]
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            continue
+        if not data:
+            continue  # end of stream: the loop sees it again when it resumes
+        client = conn.client
+        assert client is not None
+        for argv in conn.parser.feed(data):
+            if type(argv) is ProtocolError:
+                client.out.append(b"-" + argv.message + b"\r\n")
+                client.close_after_reply = True
+                break
+            server.execute_busy(client, argv)
+        conn.write_out()
 
 
 class Connection(asyncio.Protocol):
@@ -88,6 +137,7 @@ class Connection(asyncio.Protocol):
     # -- asyncio callbacks ---------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self.transport = transport
+        _LIVE.add(self)
         server = self.server
         sock = transport.get_extra_info("socket")
         if self._unix:
@@ -135,6 +185,7 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        _LIVE.discard(self)
         if self.client is not None:
             self.server.client_gone(self.client)
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import time
 from typing import TYPE_CHECKING, Any
 
 import lupa.lua51 as lua51
@@ -127,7 +128,10 @@ class Script:
 class RunContext:
     """One script run (Redis's scriptRunCtx): whom it runs for and what it may do."""
 
-    __slots__ = ("server", "client", "caller", "read_only", "allow_oom", "oom", "write_dirty", "repl", "resp")
+    __slots__ = (
+        "server", "client", "caller", "read_only", "allow_oom", "oom", "write_dirty", "repl", "resp",
+        "start", "timed_out", "killed", "shutdown",
+    )
 
     def __init__(self, server: Server, client: Client, caller: Client, read_only: bool, allow_oom: bool, oom: bool) -> None:
         self.server = server
@@ -139,6 +143,10 @@ class RunContext:
         self.write_dirty = False
         self.repl = REPL_ALL
         self.resp = 2
+        self.start = time.monotonic()
+        self.timed_out = False  # past busy-reply-threshold: others are answered BUSY
+        self.killed = False  # SCRIPT KILL (or SHUTDOWN NOSAVE) asked it to stop
+        self.shutdown = False  # SHUTDOWN NOSAVE: its effects must not be propagated
 
     def call(self, argv: list[bytes]) -> tuple[bool, bytes]:
         """Run one command for the script (Redis's scriptCall).
@@ -186,7 +194,7 @@ class RunContext:
 # chunk name marks its frames so the error handler can look past them to the line
 # of the user's script, as Redis's handler looks past its C functions.
 _SANDBOX = rb"""
-local redis, random, randomseed, py_unwrap = ...
+local redis, random, randomseed, py_unwrap, py_busy = ...
 local G = _G
 local dbg = debug
 local type, error, tostring, select = type, error, tostring, select
@@ -329,9 +337,27 @@ local function compile(body)
   return fn, err
 end
 
+-- Every 100000 instructions: past busy-reply-threshold, answer other clients and
+-- honour SCRIPT KILL. A killed script gets the error again on every line of its
+-- own code (never inside ours), so a pcall in it cannot swallow the kill.
+local KILLED = "Script killed by user with SCRIPT KILL..."
+local function killed_hook()
+  local at = dbg.getinfo(2, "S")
+  if at and at.source == INTERNAL then return end
+  error(KILLED, 0)
+end
+local function busy_hook()
+  if py_busy() then
+    dbg.sethook(killed_hook, "l")
+    killed_hook()
+  end
+end
+
 local function run(fn, keys, argv)
   G.KEYS, G.ARGV = keys, argv
+  dbg.sethook(busy_hook, "", 100000)
   local ok, result = xpcall(fn, err_handler)
+  dbg.sethook()
   return ok, result
 end
 
@@ -385,7 +411,7 @@ class LuaEngine:
         )
         sandbox = rt.globals().loadstring(_SANDBOX, b"=rill")
         self._compile, self._run, self._rawget = sandbox(
-            redis, self._random, self._randomseed, _unwrap
+            redis, self._random, self._randomseed, _unwrap, self._busy
         )
         self._count = rt.globals().collectgarbage
 
@@ -451,6 +477,10 @@ class LuaEngine:
             ok, result = self._run(script.fn, rt.table_from(keys), rt.table_from(args))
         finally:
             self.ctx = None
+            if ctx.timed_out:
+                log.warning("Slow script finished after %d milliseconds.", (time.monotonic() - ctx.start) * 1000)
+            if ctx.shutdown and server._exec_ops is not None:
+                server._exec_ops.clear()  # the server stops without what the script half did
             if opened:
                 server.end_exec_propagation()
         if ok:
@@ -466,6 +496,48 @@ class LuaEngine:
         if rawget(result, b"ignore_error_stats_update") is True:
             return AlreadyCounted(msg)
         return ReplyError(msg)
+
+    def _busy(self) -> bool:
+        """The count hook (scriptInterrupt): whether the running script must stop."""
+        ctx = self.ctx
+        if ctx is None:
+            return False
+        if not ctx.timed_out:
+            elapsed = (time.monotonic() - ctx.start) * 1000
+            if elapsed < self.server.config.int("busy-reply-threshold"):
+                return False
+            log.warning(
+                "Slow script detected: still in execution after %d milliseconds. You can try "
+                "killing the script using the SCRIPT KILL command.", elapsed,
+            )
+            ctx.timed_out = True
+        serve = self.server.serve_while_busy
+        if serve is not None:
+            serve(ctx.caller)
+        if ctx.killed:
+            log.warning("Lua script killed by user with SCRIPT KILL.")
+        return ctx.killed
+
+    def kill(self, shutdown: bool = False) -> None:
+        """SCRIPT KILL: stop the busy script unless it already wrote (UNKILLABLE);
+        SHUTDOWN NOSAVE stops it in any case and drops its effects."""
+        ctx = self.ctx
+        if ctx is None:
+            raise ReplyError("NOTBUSY No scripts in execution right now.")
+        if shutdown:
+            ctx.shutdown = ctx.killed = True
+            return
+        if ctx.write_dirty:
+            raise ReplyError(
+                "UNKILLABLE Sorry the script already executed write commands against the dataset. "
+                "You can either wait the script termination or kill the server in a hard way using "
+                "the SHUTDOWN NOSAVE command."
+            )
+        ctx.killed = True
+
+    def busy(self) -> bool:
+        """Whether a script is running past busy-reply-threshold."""
+        return self.ctx is not None and self.ctx.timed_out
 
     # -- Lua -> RESP -------------------------------------------------------------
     def to_reply(self, value: Any, resp3: bool, script_resp: int) -> Any:

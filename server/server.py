@@ -24,6 +24,7 @@ from .blocking import Block, BlockingRegistry, Wait
 from .client import Client
 from .commands.table import (
     ADMIN,
+    ALLOW_BUSY,
     DENYOOM,
     LOADING,
     MAY_REPLICATE,
@@ -43,6 +44,7 @@ log = logging.getLogger("rill")
 NOAUTH = ReplyError("NOAUTH Authentication required.")
 LOADING_ERR = ReplyError("LOADING Redis is loading the dataset in memory")
 OOM_ERR = ReplyError("OOM command not allowed when used memory > 'maxmemory'.")
+BUSY_SCRIPT = ReplyError("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
 
 # Commands that run (not queue) inside MULTI.
 _MULTI_PASSTHROUGH = {b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"}
@@ -175,6 +177,9 @@ class Server:
         self.before_write_hooks: list[Callable[[], None]] = []
         # The connection layer's reply batch (see server.connection.ReplyBatch).
         self.reply_batch: Any = None
+        # Set by the connection layer: answer other clients while a script is past
+        # busy-reply-threshold (the event loop itself is inside the script).
+        self.serve_while_busy: Callable[[Client], None] | None = None
         self.active_expire_enabled = True
         # Persistence and other subsystems attach here (load at start, save at exit).
         self.startup_hooks: list[Callable[[], None]] = []
@@ -303,6 +308,21 @@ class Server:
         if self.blocking.ready:
             self.serve_blocked()
         return False
+
+    def execute_busy(self, client: Client, argv: list[bytes]) -> None:
+        """A command that arrives while a script is busy: only those Redis allows then
+        (allow-busy: SCRIPT KILL, SHUTDOWN, MULTI, ...) run; the others are refused
+        with BUSY (inside MULTI that aborts the transaction, as any refusal does)."""
+        cmd = self.dispatch.get(argv[0]) or self.table.lookup(argv)
+        if cmd is not None:
+            if cmd.subcommands and len(argv) > 1:
+                cmd = cmd.subcommands.get(argv[1].lower(), cmd)
+            arity = cmd.arity
+            if not ((arity > 0 and arity != len(argv)) or len(argv) < -arity) and not cmd.flags & ALLOW_BUSY:
+                client.last_cmd = cmd
+                self._reject(client, cmd, BUSY_SCRIPT)
+                return
+        self.execute(client, argv)  # unknown or wrong arity: its own error first, as Redis
 
     def execute_all(self, client: Client, commands: list[list[bytes]], i: int = 0) -> tuple[int, bool]:
         """:meth:`execute` ``commands[i:]`` in order for ``client``.

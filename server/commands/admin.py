@@ -501,6 +501,15 @@ def shutdown(c: Client, argv: list[bytes]):
         else:
             raise SYNTAX_ERR
     server = c.server
+    engine = getattr(server, "scripting", None)
+    if engine is not None and engine.busy():
+        # Only NOSAVE may stop a server whose script is busy: the script is stopped
+        # with it, and what it half did is neither saved nor propagated.
+        if save is not False:
+            from ..server import BUSY_SCRIPT
+
+            raise BUSY_SCRIPT
+        engine.kill(shutdown=True)
     server.shutdown_save = save
     hook = getattr(server, "prepare_shutdown", None)
     if hook is not None:

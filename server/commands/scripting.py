@@ -92,9 +92,13 @@ def script_flush(c: Client, argv: list[bytes]):
 
 @command("script|kill")
 def script_kill(c: Client, argv: list[bytes]):
-    # A script runs to its end before rill reads another command, so no client
-    # ever sees one running.
-    raise ReplyError("NOTBUSY No scripts in execution right now.")
+    # Reached only while a script is past busy-reply-threshold (other clients are
+    # read then), or when none runs.
+    engine = getattr(c.server, "scripting", None)
+    if engine is None:
+        raise ReplyError("NOTBUSY No scripts in execution right now.")
+    engine.kill()
+    return OK
 
 
 _SCRIPT_HELP = [

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import sys
+import time
 
 import pytest
 
+from tests.support import RawClient, encode_command, redis_server_binary, start_redis, start_rill
 from tests.support import run_inproc as _run
 
 
@@ -514,3 +516,40 @@ def test_info_memory_fields(r):
     assert info["number_of_cached_scripts"] == 2
     assert info["used_memory_lua"] > 0
     assert info["used_memory_scripts"] > 0
+
+
+def _busy_transcript(port: int) -> list[bytes]:
+    """A script past busy-reply-threshold, seen by another client: BUSY for what is not
+    allowed, MULTI aborted by it, SCRIPT KILL (refused once the script wrote),
+    SHUTDOWN only with NOSAVE."""
+    a, b = RawClient(port), RawClient(port)
+    t = [b.call("CONFIG", "SET", "busy-reply-threshold", "100"), b.call("SET", "k", "v")]
+    a.send_raw(encode_command(["EVAL", "local n = 0 while true do n = n + 1 end", "0"]))
+    time.sleep(0.4)
+    t += [b.call("PING"), b.call("GET", "k"), b.call("MULTI"), b.call("GET", "k"), b.call("EXEC"),
+          b.call("SHUTDOWN"), b.call("SCRIPT", "KILL"), a.read_reply(), b.call("PING"), b.call("SCRIPT", "KILL")]
+    # pcall cannot swallow the kill
+    a.send_raw(encode_command(["EVAL", "while true do pcall(function() while true do end end) end", "0"]))
+    time.sleep(0.4)
+    t += [b.call("SCRIPT", "KILL"), a.read_reply()]
+    a.send_raw(encode_command(["EVAL", "redis.call('set', 'x', '1') while true do end", "0"]))
+    time.sleep(0.4)
+    t += [b.call("SCRIPT", "KILL"), b.call("GET", "x")]
+    b.send_raw(b"SHUTDOWN NOSAVE\r\n")
+    t.append(b.closed_by_peer(5))
+    a.close()
+    b.close()
+    return t
+
+
+def test_busy_script_side_by_side():
+    if redis_server_binary() is None:
+        pytest.skip("redis-server not installed")
+    mine, theirs = start_rill(), start_redis()
+    try:
+        assert _busy_transcript(mine.port) == _busy_transcript(theirs.port)
+        assert mine.proc.wait(10) == 0 and theirs.proc.wait(10) == 0
+        assert "Slow script detected" in mine.log()
+    finally:
+        mine.stop()
+        theirs.stop()
