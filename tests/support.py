@@ -232,6 +232,30 @@ class Waiter(RawClient):
         return False
 
 
+def keyevents(port: int, script: Iterable[tuple], classes: str = "KEA") -> list[tuple[bytes, bytes]]:
+    """The (event, key) keyevent notifications ``script`` raises on a flushed server,
+    in order: notify-keyspace-events set to ``classes`` for the run, then cleared."""
+    cmd = RawClient(port)
+    cmd.call("FLUSHALL")
+    cmd.call("CONFIG", "SET", "notify-keyspace-events", classes)
+    sub = RawClient(port)
+    sub.call("PSUBSCRIBE", "__keyevent@0__:*")
+    for args in script:
+        cmd.call(*args)
+    cmd.call("ZADD", "end-marker", "1", "x")  # raises "zadd" in every class set using z
+    events = []
+    while True:
+        msg = sub.read_reply().split(b"\r\n")
+        event, key = msg[6].split(b":", 1)[1], msg[8]
+        if key == b"end-marker":
+            break
+        events.append((event, key))
+    cmd.call("CONFIG", "SET", "notify-keyspace-events", "")
+    sub.close()
+    cmd.close()
+    return events
+
+
 def run_inproc(server, client, *args) -> bytes:
     """Run one command on an in-process Server and return the reply bytes it queued."""
     client.out.clear()
