@@ -22,10 +22,9 @@ from rill.storage import zset as _zset
 from rill.storage.zset import SortedSet
 
 from ..client import Client
-from . import keys as _keys
-from .args import NOT_INT, SYNTAX_ERR, WRONGTYPE, string2ll
+from .args import NOT_INT, SYNTAX_ERR, string2ll
 from .table import command
-from .zsets import get_double
+from .zsets import _notify, _zread, get_double
 from .zsets import zadd as _zadd_command
 
 UNIT_ERR = ReplyError("ERR unsupported unit provided. please use M, KM, FT, MI")
@@ -45,19 +44,6 @@ _LLONG_MIN = -(2**63)
 
 
 # -- helpers ---------------------------------------------------------------------------
-def _notify(c: Client, event: bytes, key: bytes, cls: str = "z") -> None:
-    notifier = _keys.notifier
-    if notifier is not None:
-        notifier(c.db.id, cls, event, key)
-
-
-def _geo_read(c: Client, key: bytes) -> SortedSet | None:
-    v = c.db.lookup_read(key)
-    if v is None or type(v) is SortedSet:
-        return v
-    raise WRONGTYPE
-
-
 def _lonlat(argv: list[bytes], i: int) -> tuple[float, float]:
     """extractLongLatOrReply: two floats, then the range check of the Mercator limits."""
     lon = get_double(argv[i])
@@ -166,7 +152,7 @@ def geoadd(c: Client, argv: list[bytes]):
 # -- GEOPOS / GEOHASH / GEODIST ---------------------------------------------------------------
 @command("geopos")
 def geopos(c: Client, argv: list[bytes]):
-    zs = _geo_read(c, argv[1])
+    zs = _zread(c, argv[1])
     d = zs.dict if zs is not None else {}
     resp3 = c.resp3
     out: list = []
@@ -182,7 +168,7 @@ def geopos(c: Client, argv: list[bytes]):
 
 @command("geohash")
 def geohash_(c: Client, argv: list[bytes]):
-    zs = _geo_read(c, argv[1])
+    zs = _zread(c, argv[1])
     d = zs.dict if zs is not None else {}
     out: list = []
     for member in argv[2:]:
@@ -198,7 +184,7 @@ def geodist(c: Client, argv: list[bytes]):
         to_meter = _unit(argv[4])
     elif len(argv) > 5:
         raise SYNTAX_ERR
-    zs = _geo_read(c, argv[1])
+    zs = _zread(c, argv[1])
     if zs is None:
         return None
     s1 = zs.dict.get(argv[2])
@@ -349,7 +335,7 @@ def _georadius(c: Client, argv: list[bytes], src: int, flags: int):
     """georadiusGeneric: every search form, parsed in Redis's order."""
     store: bytes | None = None
     storedist = False
-    zs = _geo_read(c, argv[src])
+    zs = _zread(c, argv[src])
     center: tuple[float, float] | None = None
     radius: float | None = None
     width = height = 0.0
