@@ -232,17 +232,20 @@ class Waiter(RawClient):
         return False
 
 
-def keyevents(port: int, script: Iterable[tuple], classes: str = "KEA") -> list[tuple[bytes, bytes]]:
-    """The (event, key) keyevent notifications ``script`` raises on a flushed server,
-    in order: notify-keyspace-events set to ``classes`` for the run, then cleared."""
+def keyevents(port: int, script: Iterable[tuple], classes: str = "KEA", flush: bool = True,
+              end: tuple = ("ZADD", "end-marker", "1", "x")) -> list[tuple[bytes, bytes]]:
+    """The (event, key) keyevent notifications ``script`` raises, in order, with
+    notify-keyspace-events set to ``classes`` for the run. ``end`` writes the key
+    "end-marker" with an event ``classes`` enables, so the reader knows it has all."""
     cmd = RawClient(port)
-    cmd.call("FLUSHALL")
+    if flush:
+        cmd.call("FLUSHALL")
     cmd.call("CONFIG", "SET", "notify-keyspace-events", classes)
     sub = RawClient(port)
     sub.call("PSUBSCRIBE", "__keyevent@0__:*")
     for args in script:
         cmd.call(*args)
-    cmd.call("ZADD", "end-marker", "1", "x")  # raises "zadd" in every class set using z
+    cmd.call(*end)
     events = []
     while True:
         msg = sub.read_reply().split(b"\r\n")

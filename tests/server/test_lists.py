@@ -11,7 +11,7 @@ from rill.protocol.reply import encode
 from rill.server.commands import keys
 from rill.server.commands.lists import _bulk_array
 
-from tests.support import RawClient, encode_command
+from tests.support import RawClient, encode_command, keyevents
 from tests.support import run_inproc as _run
 
 
@@ -375,10 +375,7 @@ NOTIFY_SCRIPT = [
 
 
 def _oracle_events(port: int, script) -> list[tuple[bytes, bytes]]:
-    cmd = RawClient(port)
-    cmd.call("FLUSHALL")
-    cmd.close()
-    return _oracle_events_after_flush(port, script)
+    return keyevents(port, script, "Elg", end=("RPUSH", "end-marker", "x"))
 
 
 def test_keyspace_events_match_redis(oracle_server, inproc, monkeypatch):
@@ -413,24 +410,7 @@ def test_keyspace_events_of_served_waiters_match_redis(oracle_server, inproc, mo
 
 def _oracle_events_after_flush(port: int, script) -> list[tuple[bytes, bytes]]:
     """Like _oracle_events but without flushing first (waiters are already blocked)."""
-    cmd = RawClient(port)
-    cmd.call("CONFIG", "SET", "notify-keyspace-events", "Elg")
-    sub = RawClient(port)
-    sub.call("PSUBSCRIBE", "__keyevent@0__:*")
-    for args in script:
-        cmd.call(*args)
-    cmd.call("RPUSH", "end-marker", "x")
-    events = []
-    while True:
-        msg = sub.read_reply().split(b"\r\n")
-        event, key = msg[6].split(b":", 1)[1], msg[8]
-        if key == b"end-marker":
-            break
-        events.append((event, key))
-    cmd.call("CONFIG", "SET", "notify-keyspace-events", "")
-    sub.close()
-    cmd.close()
-    return events
+    return keyevents(port, script, "Elg", flush=False, end=("RPUSH", "end-marker", "x"))
 
 
 @given(st.lists(st.binary(max_size=20) | st.sampled_from([b"x" * 4095, b"y" * 4096, b"z" * 9000]), max_size=30))

@@ -6,6 +6,7 @@ import sys
 import time
 
 import pytest
+from rill.persistence import aof
 
 from tests.support import RawClient, encode_command, redis_server_binary, start_redis, start_rill
 from tests.support import run_inproc as _run
@@ -491,20 +492,7 @@ def test_propagation_matches_redis_aof(inproc, tmp_path):
 
 
 def _aof_commands(path) -> list[list[bytes]]:
-    data = path.read_bytes()
-    out, pos = [], 0
-    while pos < len(data):
-        end = data.index(b"\r\n", pos)
-        n = int(data[pos + 1 : end])
-        pos = end + 2
-        argv = []
-        for _ in range(n):
-            end = data.index(b"\r\n", pos)
-            ln = int(data[pos + 1 : end])
-            argv.append(data[end + 2 : end + 2 + ln])
-            pos = end + 4 + ln
-        out.append(argv)
-    return out
+    return list(aof.CommandParser(path.read_bytes()))
 
 
 def test_info_memory_fields(r):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from rill.persistence import aof
 from rill.server.commands import load_all
 from rill.server.server import Server
 
@@ -702,20 +703,7 @@ AOF_SCRIPT = [
 
 
 def _aof_commands(path) -> list[list[bytes]]:
-    data = path.read_bytes()
-    out, pos = [], 0
-    while pos < len(data):
-        end = data.index(b"\r\n", pos)
-        n = int(data[pos + 1 : end])
-        pos = end + 2
-        argv = []
-        for _ in range(n):
-            end = data.index(b"\r\n", pos)
-            ln = int(data[pos + 1 : end])
-            argv.append(data[end + 2 : end + 2 + ln])
-            pos = end + 4 + ln
-        out.append(argv)
-    return out
+    return list(aof.CommandParser(path.read_bytes()))
 
 
 def test_propagation_matches_redis_aof(inproc, tmp_path):

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rill.server.commands import keys
 
-from tests.support import RawClient
+from tests.support import keyevents
 from tests.support import run_inproc as run
 
 MAX = "18446744073709551615"
@@ -629,27 +629,8 @@ def test_keyspace_events_match_redis(oracle_server, inproc, monkeypatch):
     monkeypatch.setattr(keys, "notifier", lambda db, cls, event, key: mine.append((event, key)))
     for args in EVENT_SCRIPT:
         run(server, c, *args)
-    cmd = RawClient(oracle_server.port)
-    cmd.call("FLUSHALL")
-    cmd.call("CONFIG", "SET", "notify-keyspace-events", "Et")
-    sub = RawClient(oracle_server.port)
-    sub.call("PSUBSCRIBE", "__keyevent@0__:*")
-    try:
-        for args in EVENT_SCRIPT:
-            cmd.call(*args)
-        cmd.call("XADD", "end-marker", "1-1", "x", "y")
-        theirs = []
-        while True:
-            msg = sub.read_reply().split(b"\r\n")
-            event, key = msg[6].split(b":", 1)[1], msg[8]
-            if key == b"end-marker":
-                break
-            theirs.append((event, key))
-    finally:
-        cmd.call("CONFIG", "SET", "notify-keyspace-events", "")
-        sub.close()
-        cmd.close()
-    assert mine == theirs
+    theirs = keyevents(oracle_server.port, EVENT_SCRIPT, "Et", end=("XADD", "end-marker", "1-1", "x", "y"))
+    assert theirs and mine == theirs
 
 
 def test_keyspace_hits_and_misses_match_redis(sbs):
