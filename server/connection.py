@@ -111,6 +111,9 @@ def serve_while_busy(server: Server, caller: Client) -> None:
             continue  # end of stream: the loop sees it again when it resumes
         client = conn.client
         assert client is not None
+        client.net_in += len(data)
+        server.stats.net_input_bytes += len(data)
+        client.last_interaction = _time()
         for argv in conn.parser.feed(data):
             if type(argv) is ProtocolError:
                 client.out.append(b"-" + argv.message + b"\r\n")

@@ -313,10 +313,8 @@ class Server:
         """A command that arrives while a script is busy: only those Redis allows then
         (allow-busy: SCRIPT KILL, SHUTDOWN, MULTI, ...) run; the others are refused
         with BUSY (inside MULTI that aborts the transaction, as any refusal does)."""
-        cmd = self.dispatch.get(argv[0]) or self.table.lookup(argv)
+        cmd = self.table.lookup(argv)
         if cmd is not None:
-            if cmd.subcommands and len(argv) > 1:
-                cmd = cmd.subcommands.get(argv[1].lower(), cmd)
             arity = cmd.arity
             if not ((arity > 0 and arity != len(argv)) or len(argv) < -arity) and not cmd.flags & ALLOW_BUSY:
                 client.last_cmd = cmd
