@@ -25,7 +25,7 @@ import lupa.lua51 as lua51
 from rill.protocol.parser import split_args
 from rill.protocol.reply import Double, Raw, ReplyError, encode
 
-from . import REDIS_VERSION
+from . import REDIS_VERSION, lua_libs
 from .client import Client
 from .commands.table import DENYOOM, MAY_REPLICATE, NOSCRIPT, WRITE, Command
 
@@ -305,7 +305,7 @@ end
 G.load = function(f, name) return sandboxed(load(f, name)) end
 
 G.redis = protect(redis)
-for _, name in ipairs({"string", "math", "table", "coroutine"}) do
+for _, name in ipairs({"string", "math", "table", "coroutine", "cjson", "bit", "cmsgpack"}) do
   G[name] = protect(G[name])
 end
 local string_mt = getmetatable("")
@@ -409,6 +409,7 @@ class LuaEngine:
                 b"REDIS_VERSION_NUM": REDIS_VERSION_NUM,
             }
         )
+        lua_libs.install(rt, lambda message: ScriptError(message, True))
         sandbox = rt.globals().loadstring(_SANDBOX, b"=rill")
         self._compile, self._run, self._rawget = sandbox(
             redis, self._random, self._randomseed, _unwrap, self._busy

@@ -1,0 +1,767 @@
+"""The libraries Redis 7.0 preloads into its Lua interpreters besides Lua's own: cjson, cmsgpack, bit.
+
+Redis links C libraries for these (lua-cjson 2.1.0 and LuaBitOp 1.0.2). rill has no
+C, so cjson is written here in Lua, running in the same interpreter so tables are
+walked in the interpreter's own ``next`` order (object key order in the JSON, as
+Redis's output has it); cmsgpack's byte formats and bit's integer arithmetic are
+Python (lupa walks tables with the same ``next``). Both keep the behaviour scripts can observe: output bytes, defaults and
+settings, error messages and where they point (``user_script:LINE:``).
+
+:func:`install` puts the tables into a runtime's globals before the sandbox runs, so
+the sandbox can make them read-only like Redis's.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from typing import Any
+
+import lupa.lua51 as lua51
+
+# cjson. Internal failures raise {msg} tables; the public functions turn them into
+# plain errors at the caller's level, so messages carry the script's line as
+# luaL_error's do in the C library.
+_CJSON = rb"""
+local null = ...
+local type, next, tostring, tonumber, error, pcall, select = type, next, tostring, tonumber, error, pcall, select
+local rawget, floor, huge = rawget, math.floor, math.huge
+local format, byte, char, sub, find, gsub = string.format, string.byte, string.char, string.sub, string.find, string.gsub
+local concat = table.concat
+
+local cfg = {
+  sparse_convert = false, sparse_ratio = 2, sparse_safe = 10,
+  encode_max_depth = 1000, decode_max_depth = 1000,
+  encode_invalid_numbers = 0,  -- 0 off, 1 on, 2 null
+  decode_invalid_numbers = true,
+  keep_buffer = true, precision = 14,
+}
+
+-- Failures are {msg} tables, caught by the Python entry points (see install()).
+local function fail(msg) error({msg}, 0) end
+
+-- Encoding ------------------------------------------------------------------
+local ESC = {["\""] = "\\\"", ["\\"] = "\\\\", ["/"] = "\\/", ["\b"] = "\\b", ["\t"] = "\\t",
+             ["\n"] = "\\n", ["\f"] = "\\f", ["\r"] = "\\r", ["\127"] = "\\u007f"}
+for i = 0, 31 do
+  local c = char(i)
+  if not ESC[c] then ESC[c] = format("\\u%04x", i) end
+end
+local function quote(s)
+  return "\"" .. gsub(s, "[%z\1-\31\"\\/\127]", ESC) .. "\""
+end
+
+local function number(n, what)
+  if n ~= n or n == huge or n == -huge then
+    local mode = cfg.encode_invalid_numbers
+    if mode == 0 then fail("Cannot serialise " .. what .. ": must not be NaN or Inf") end
+    if mode == 2 then return "null" end
+    if n ~= n then return "nan" end
+  end
+  return format("%." .. cfg.precision .. "g", n)
+end
+
+local encode_value
+local function array_length(t)
+  local max, items = 0, 0
+  for k in next, t do
+    if type(k) == "number" and k ~= 0 and floor(k) == k and k >= 1 then
+      if k > max then max = k end
+      items = items + 1
+    else
+      return -1
+    end
+  end
+  if cfg.sparse_ratio > 0 and max > items * cfg.sparse_ratio and max > cfg.sparse_safe then
+    if not cfg.sparse_convert then fail("Cannot serialise table: excessively sparse array") end
+    return -1
+  end
+  return max
+end
+
+encode_value = function(v, depth, out)
+  local t = type(v)
+  if t == "string" then
+    out[#out + 1] = quote(v)
+  elseif t == "number" then
+    out[#out + 1] = number(v, "number")
+  elseif t == "boolean" then
+    out[#out + 1] = v and "true" or "false"
+  elseif t == "nil" or v == null then
+    out[#out + 1] = "null"
+  elseif t == "table" then
+    depth = depth + 1
+    if depth > cfg.encode_max_depth then
+      fail(format("Cannot serialise, excessive nesting (%d)", depth))
+    end
+    local len = array_length(v)
+    if len > 0 then
+      out[#out + 1] = "["
+      for i = 1, len do
+        if i > 1 then out[#out + 1] = "," end
+        encode_value(rawget(v, i), depth, out)
+      end
+      out[#out + 1] = "]"
+    else
+      out[#out + 1] = "{"
+      local first = true
+      for k, val in next, v do
+        if not first then out[#out + 1] = "," end
+        first = false
+        local kt = type(k)
+        if kt == "number" then
+          out[#out + 1] = "\"" .. number(k, "number") .. "\":"
+        elseif kt == "string" then
+          out[#out + 1] = quote(k) .. ":"
+        else
+          fail("Cannot serialise " .. kt .. ": table key must be a number or string")
+        end
+        encode_value(val, depth, out)
+      end
+      out[#out + 1] = "}"
+    end
+  else
+    fail("Cannot serialise " .. t .. ": type not supported")
+  end
+end
+
+local function encode(...)
+  if select("#", ...) ~= 1 then fail("bad argument #1 to 'encode' (expected 1 argument)") end
+  local out = {}
+  encode_value((...), 0, out)
+  return concat(out)
+end
+
+-- Decoding ------------------------------------------------------------------
+-- A token is (kind, value, index): index is 0-based, as the C library reports it + 1.
+local SINGLE = {["{"] = "T_OBJ_BEGIN", ["}"] = "T_OBJ_END", ["["] = "T_ARR_BEGIN", ["]"] = "T_ARR_END",
+                [","] = "T_COMMA", [":"] = "T_COLON"}
+local UNESC = {["\""] = "\"", ["\\"] = "\\", ["/"] = "/", b = "\b", t = "\t", n = "\n", f = "\f", r = "\r"}
+
+local function utf8(cp)
+  if cp <= 0x7F then return char(cp) end
+  if cp <= 0x7FF then return char(0xC0 + floor(cp / 64), 0x80 + cp % 64) end
+  if cp <= 0xFFFF then
+    return char(0xE0 + floor(cp / 4096), 0x80 + floor(cp / 64) % 64, 0x80 + cp % 64)
+  end
+  return char(0xF0 + floor(cp / 262144), 0x80 + floor(cp / 4096) % 64, 0x80 + floor(cp / 64) % 64, 0x80 + cp % 64)
+end
+
+local function hex4(s, i)
+  local h = sub(s, i, i + 3)
+  if not find(h, "^%x%x%x%x$") then return nil end
+  return tonumber(h, 16)
+end
+
+local function string_token(s, pos)
+  -- pos is at the opening quote (1-based); returns value, next pos or nil, error, error pos
+  local parts = {}
+  local i = pos + 1
+  while true do
+    local j = find(s, "[\"\\%z]", i)
+    if not j then return nil, "unexpected end of string", #s + 1 end
+    parts[#parts + 1] = sub(s, i, j - 1)
+    local c = sub(s, j, j)
+    if c == "\"" then return concat(parts), j + 1 end
+    if c == "\0" then return nil, "unexpected end of string", j end
+    local e = sub(s, j + 1, j + 1)
+    if e == "u" then
+      local cp = hex4(s, j + 2)
+      local len = 6
+      if cp and cp >= 0xD800 and cp < 0xE000 then
+        if cp >= 0xDC00 or sub(s, j + 6, j + 7) ~= "\\u" then cp = nil
+        else
+          local low = hex4(s, j + 8)
+          if not low or low < 0xDC00 or low > 0xDFFF then cp = nil
+          else cp = (cp - 0xD800) * 1024 + (low - 0xDC00) + 0x10000; len = 12 end
+        end
+      end
+      if not cp then return nil, "invalid unicode escape code", j end
+      parts[#parts + 1] = utf8(cp)
+      i = j + len
+    else
+      local u = UNESC[e]
+      if not u then return nil, "invalid escape code", j end
+      parts[#parts + 1] = u
+      i = j + 2
+    end
+  end
+end
+
+local NUMBER_FORMS = {
+  "^[+-]?0[xX]%x+",
+  "^[+-]?[iI][nN][fF][iI][nN][iI][tT][yY]", "^[+-]?[iI][nN][fF]", "^[+-]?[nN][aA][nN]",
+  "^[+-]?%d+%.?%d*[eE][+-]?%d+", "^[+-]?%.%d+[eE][+-]?%d+",
+  "^[+-]?%d+%.?%d*", "^[+-]?%.%d+",
+}
+local function invalid_number(s, i)
+  local c = sub(s, i, i)
+  if c == "+" then return true end
+  if c == "-" then i = i + 1; c = sub(s, i, i) end
+  if c == "0" then
+    local c2 = sub(s, i + 1, i + 1)
+    return c2 == "x" or c2 == "X" or find(c2, "^%d$") ~= nil
+  elseif c ~= "" and byte(c) <= 57 then
+    return false
+  end
+  local w = sub(s, i, i + 2):lower()
+  return w == "inf" or w == "nan"
+end
+local function number_token(s, i)
+  for _, form in ipairs(NUMBER_FORMS) do
+    local a, b = find(s, form, i)
+    if a then
+      local text = sub(s, a, b)
+      local lower = text:lower()
+      local n
+      if find(lower, "nan", 1, true) then
+        -- 0/0 is the negative NaN on x86; strtod's "nan" is positive, "-nan" negative.
+        n = 0 / 0
+        if byte(text) ~= 45 then n = -n end
+      elseif find(lower, "inf", 1, true) then n = (byte(text) == 45) and -huge or huge
+      else n = tonumber(text) end
+      if n then return n, b + 1 end
+    end
+  end
+  return nil
+end
+
+local function next_token(s, i)
+  local j = find(s, "[^ \t\r\n]", i) or #s + 1
+  local c = sub(s, j, j)
+  if c == "" or c == "\0" then return "T_END", nil, j end
+  local single = SINGLE[c]
+  if single then return single, nil, j, j + 1 end
+  if c == "\"" then
+    local v, nxt, errpos = string_token(s, j)
+    if v == nil then return "T_ERROR", nxt, errpos end
+    return "T_STRING", v, j, nxt
+  end
+  if c == "-" or find(c, "^%d$") then
+    if not cfg.decode_invalid_numbers and invalid_number(s, j) then return "T_ERROR", "invalid number", j end
+    local n, nxt = number_token(s, j)
+    if n == nil then return "T_ERROR", "invalid number", j end
+    return "T_NUMBER", n, j, nxt
+  end
+  if sub(s, j, j + 3) == "true" then return "T_BOOLEAN", true, j, j + 4 end
+  if sub(s, j, j + 4) == "false" then return "T_BOOLEAN", false, j, j + 5 end
+  if sub(s, j, j + 3) == "null" then return "T_NULL", null, j, j + 4 end
+  if cfg.decode_invalid_numbers and invalid_number(s, j) then
+    local n, nxt = number_token(s, j)
+    if n == nil then return "T_ERROR", "invalid number", j end
+    return "T_NUMBER", n, j, nxt
+  end
+  return "T_ERROR", "invalid token", j
+end
+
+local function parse_error(expected, kind, value, at)
+  fail(format("Expected %s but found %s at character %d", expected, kind == "T_ERROR" and value or kind, at))
+end
+
+local decode_value
+local function descend(depth, pos)
+  depth = depth + 1
+  if depth > cfg.decode_max_depth then
+    fail(format("Found too many nested data structures (%d) at character %d", depth, pos - 1))
+  end
+  return depth
+end
+
+decode_value = function(s, kind, value, at, nxt, depth)
+  if kind == "T_STRING" or kind == "T_NUMBER" or kind == "T_BOOLEAN" or kind == "T_NULL" then
+    return value, nxt
+  end
+  if kind == "T_OBJ_BEGIN" then
+    depth = descend(depth, nxt)
+    local t = {}
+    local k, v, a, n = next_token(s, nxt)
+    if k == "T_OBJ_END" then return t, n end
+    while true do
+      if k ~= "T_STRING" then parse_error("object key string", k, v, a) end
+      local key = v
+      k, v, a, n = next_token(s, n)
+      if k ~= "T_COLON" then parse_error("colon", k, v, a) end
+      k, v, a, n = next_token(s, n)
+      t[key], n = decode_value(s, k, v, a, n, depth)
+      k, v, a, n = next_token(s, n)
+      if k == "T_OBJ_END" then return t, n end
+      if k ~= "T_COMMA" then parse_error("comma or object end", k, v, a) end
+      k, v, a, n = next_token(s, n)
+    end
+  end
+  if kind == "T_ARR_BEGIN" then
+    depth = descend(depth, nxt)
+    local t = {}
+    local k, v, a, n = next_token(s, nxt)
+    if k == "T_ARR_END" then return t, n end
+    local i = 1
+    while true do
+      t[i], n = decode_value(s, k, v, a, n, depth)
+      i = i + 1
+      k, v, a, n = next_token(s, n)
+      if k == "T_ARR_END" then return t, n end
+      if k ~= "T_COMMA" then parse_error("comma or array end", k, v, a) end
+      k, v, a, n = next_token(s, n)
+    end
+  end
+  parse_error("value", kind, value, at)
+end
+
+local function decode_all(s)
+  if #s >= 2 and (byte(s, 1) == 0 or byte(s, 2) == 0) then
+    fail("JSON parser does not support UTF-16 or UTF-32")
+  end
+  local k, v, a, n = next_token(s, 1)
+  local value
+  value, n = decode_value(s, k, v, a, n, 0)
+  k, v, a = next_token(s, n)
+  if k ~= "T_END" then parse_error("the end", k, v, a) end
+  return value
+end
+
+local function decode(...)
+  if select("#", ...) ~= 1 then fail("bad argument #1 to 'decode' (expected 1 argument)") end
+  local s = ...
+  if type(s) == "number" then s = tostring(s) end
+  if type(s) ~= "string" then
+    fail("bad argument #1 to 'decode' (string expected, got " .. type(s) .. ")")
+  end
+  return decode_all(s)
+end
+
+-- Settings: each returns the current value(s), as the C library does ---------
+local function args(n, fname, ...)
+  if select("#", ...) > n then
+    fail(format("bad argument #%d to '%s' (found too many arguments)", n + 1, fname))
+  end
+  return ...
+end
+local function int_option(fname, key, min, max, v)
+  if v ~= nil then
+    local n = tonumber(v)
+    if n == nil then
+      fail(format("bad argument #1 to '%s' (number expected, got %s)", fname, type(v)))
+    end
+    n = n >= 0 and floor(n) or -floor(-n)
+    if n < min or n > max then
+      fail(format("bad argument #1 to '%s' (expected integer between %d and %d)", fname, min, max))
+    end
+    cfg[key] = n
+  end
+  return cfg[key]
+end
+local function bool_option(fname, v, current, options)
+  options = options or {"off", "on"}
+  if v == nil then return current end
+  if type(v) == "boolean" then return v and 1 or 0 end
+  for i, name in ipairs(options) do
+    if v == name then return i - 1 end
+  end
+  fail(format("bad argument #1 to '%s' (invalid option '%s')", fname, tostring(v)))
+end
+local function bool_result(n, options)
+  if n == 0 or n == 1 then return n == 1 end
+  return options[n + 1]
+end
+
+local INT_MAX = 2147483647
+local cjson = {encode = encode, decode = decode}
+function cjson.encode_max_depth(...)
+  return int_option("encode_max_depth", "encode_max_depth", 1, INT_MAX, args(1, "encode_max_depth", ...))
+end
+function cjson.decode_max_depth(...)
+  return int_option("decode_max_depth", "decode_max_depth", 1, INT_MAX, args(1, "decode_max_depth", ...))
+end
+function cjson.encode_number_precision(...)
+  return int_option("encode_number_precision", "precision", 1, 14, args(1, "encode_number_precision", ...))
+end
+function cjson.encode_keep_buffer(...)
+  local v = args(1, "encode_keep_buffer", ...)
+  cfg.keep_buffer = bool_option("encode_keep_buffer", v, cfg.keep_buffer and 1 or 0) == 1
+  return cfg.keep_buffer
+end
+function cjson.encode_invalid_numbers(...)
+  local options = {"off", "on", "null"}
+  local v = args(1, "encode_invalid_numbers", ...)
+  cfg.encode_invalid_numbers = bool_option("encode_invalid_numbers", v, cfg.encode_invalid_numbers, options)
+  return bool_result(cfg.encode_invalid_numbers, options)
+end
+function cjson.decode_invalid_numbers(...)
+  local v = args(1, "decode_invalid_numbers", ...)
+  cfg.decode_invalid_numbers = bool_option("decode_invalid_numbers", v, cfg.decode_invalid_numbers and 1 or 0) == 1
+  return cfg.decode_invalid_numbers
+end
+function cjson.encode_sparse_array(...)
+  local convert, ratio, safe = args(3, "encode_sparse_array", ...)
+  cfg.sparse_convert = bool_option("encode_sparse_array", convert, cfg.sparse_convert and 1 or 0) == 1
+  int_option("encode_sparse_array", "sparse_ratio", 0, INT_MAX, ratio)
+  int_option("encode_sparse_array", "sparse_safe", 0, INT_MAX, safe)
+  return cfg.sparse_convert, cfg.sparse_ratio, cfg.sparse_safe
+end
+-- The entry points and a protected caller for them; install() wraps each in Python.
+return cjson, function(f, ...) return pcall(f, ...) end
+"""
+
+
+def _tobit(args: tuple, i: int, fname: str) -> int:
+    """LuaBitOp's normalisation of argument ``i``: round to an integer, keep the low 32
+    bits, signed (its 2^52 + 2^51 addition trick, done the same way on the double)."""
+    v = args[i] if i < len(args) else None
+    if type(v) is bytes:
+        try:
+            v = float(v) if not v.strip().lower().startswith(b"0x") else int(v.strip(), 16)
+        except ValueError:
+            v = None
+    if type(v) not in (int, float) or type(v) is bool:
+        got = "no value" if i >= len(args) else _type_name(args[i])
+        raise LuaLibError(f"bad argument #{i + 1} to '{fname}' (number expected, got {got})")
+    bits = struct.unpack("<Q", struct.pack("<d", float(v) + 6755399441055744.0))[0] & 0xFFFFFFFF
+    return bits - (1 << 32) if bits & 0x80000000 else bits
+
+
+def _type_name(v: Any) -> str:
+    if v is None:
+        return "nil"
+    if type(v) is bool:
+        return "boolean"
+    if type(v) is bytes:
+        return "string"
+    return "table" if hasattr(v, "keys") else "userdata"
+
+
+def _s32(x: int) -> int:
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x & 0x80000000 else x
+
+
+def _fold(fname: str, op: Any) -> Any:
+    def f(*args: Any) -> int:
+        acc = _tobit(args, 0, fname)
+        for i in range(1, len(args)):
+            acc = op(acc, _tobit(args, i, fname))
+        return _s32(acc)
+
+    return f
+
+
+def _shift(fname: str, op: Any) -> Any:
+    def f(*args: Any) -> int:
+        x = _tobit(args, 0, fname) & 0xFFFFFFFF
+        n = _tobit(args, 1, fname) & 31
+        return _s32(op(x, n))
+
+    return f
+
+
+def _tohex(*args: Any) -> bytes:
+    x = _tobit(args, 0, "tohex") & 0xFFFFFFFF
+    n = _tobit(args, 1, "tohex") if len(args) > 1 and args[1] is not None else 8
+    digits = "0123456789abcdef"
+    if n < 0:
+        n = -n
+        digits = digits.upper()
+    n = min(n, 8)
+    return "".join(digits[(x >> (4 * i)) & 15] for i in reversed(range(n))).encode()
+
+
+BIT_FUNCTIONS: dict[bytes, Any] = {
+    b"tobit": lambda *a: _tobit(a, 0, "tobit"),
+    b"bnot": lambda *a: _s32(~_tobit(a, 0, "bnot")),
+    b"band": _fold("band", lambda a, b: a & b),
+    b"bor": _fold("bor", lambda a, b: a | b),
+    b"bxor": _fold("bxor", lambda a, b: a ^ b),
+    b"lshift": _shift("lshift", lambda x, n: x << n),
+    b"rshift": _shift("rshift", lambda x, n: x >> n),
+    b"arshift": _shift("arshift", lambda x, n: _s32(x) >> n),
+    b"rol": _shift("rol", lambda x, n: (x << n) | (x >> (32 - n)) if n else x),
+    b"ror": _shift("ror", lambda x, n: (x >> n) | (x << (32 - n)) if n else x),
+    b"bswap": lambda *a: _s32(int.from_bytes((_tobit(a, 0, "bswap") & 0xFFFFFFFF).to_bytes(4, "little"), "big")),
+    b"tohex": _tohex,
+}
+
+# -- cmsgpack (lua-cmsgpack 0.4.0) ------------------------------------------------------
+
+_MP_MAX_NESTING = 16  # deeper tables (circular references among them) encode as nil
+
+
+def _mp_int_equivalent(x: float, bits: int) -> bool:
+    return x == x and abs(x) != float("inf") and x == int(x) and -(1 << (bits - 1)) <= x < (1 << (bits - 1))
+
+
+def _mp_int(n: int, out: bytearray) -> None:
+    if n >= 0:
+        if n <= 0x7F:
+            out.append(n)
+        elif n <= 0xFF:
+            out += b"\xcc" + bytes((n,))
+        elif n <= 0xFFFF:
+            out += b"\xcd" + n.to_bytes(2, "big")
+        elif n <= 0xFFFFFFFF:
+            out += b"\xce" + n.to_bytes(4, "big")
+        else:
+            out += b"\xcf" + n.to_bytes(8, "big")
+    elif n >= -32:
+        out.append(n & 0xFF)
+    elif n >= -128:
+        out += b"\xd0" + (n & 0xFF).to_bytes(1, "big")
+    elif n >= -32768:
+        out += b"\xd1" + (n & 0xFFFF).to_bytes(2, "big")
+    elif n >= -(1 << 31):
+        out += b"\xd2" + (n & 0xFFFFFFFF).to_bytes(4, "big")
+    else:
+        out += b"\xd3" + (n & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "big")
+
+
+def _mp_header(n: int, small: int, small_max: int, codes: bytes, out: bytearray) -> None:
+    """A length header: the fix form up to ``small_max``, then 16- and 32-bit forms."""
+    if n <= small_max:
+        out.append(small | n)
+    elif n <= 0xFFFF:
+        out.append(codes[0])
+        out += n.to_bytes(2, "big")
+    else:
+        out.append(codes[1])
+        out += n.to_bytes(4, "big")
+
+
+def _mp_encode(v: Any, level: int, out: bytearray) -> None:
+    t = type(v)
+    if t is bytes:
+        n = len(v)
+        if n < 32:
+            out.append(0xA0 | n)
+        elif n <= 0xFF:
+            out += b"\xd9" + bytes((n,))
+        elif n <= 0xFFFF:
+            out += b"\xda" + n.to_bytes(2, "big")
+        else:
+            out += b"\xdb" + (n & 0xFFFFFFFF).to_bytes(4, "big")
+        out += v
+    elif t is bool:
+        out.append(0xC3 if v else 0xC2)
+    elif t is int or t is float:
+        if _mp_int_equivalent(v, 64):
+            _mp_int(int(v), out)
+        else:
+            # A float when the double survives the round trip through one, else a double.
+            try:
+                single = struct.pack(">f", v)
+            except OverflowError:
+                single = b""
+            if single and struct.unpack(">f", single)[0] == v:
+                out += b"\xca" + single
+            else:
+                out += b"\xcb" + struct.pack(">d", v)
+    elif lua51.lua_type(v) == "table" and level < _MP_MAX_NESTING:
+        count = top = 0
+        array = True
+        for k in v.keys():
+            if type(k) not in (int, float) or k <= 0 or not _mp_int_equivalent(k, 32):
+                array = False
+                break
+            top = max(top, k)
+            count += 1
+        if array and top == count:
+            n = len(v)  # the # operator, as lua_objlen
+            _mp_header(n, 0x90, 15, b"\xdc\xdd", out)
+            for j in range(1, n + 1):
+                _mp_encode(v[j], level + 1, out)
+        else:
+            items = list(v.items())
+            _mp_header(len(items), 0x80, 15, b"\xde\xdf", out)
+            for key, value in items:
+                _mp_encode(key, level + 1, out)
+                _mp_encode(value, level + 1, out)
+    else:
+        out.append(0xC0)
+
+
+class _MpShort(Exception):
+    """The input ends inside a value."""
+
+
+class _MpBad(Exception):
+    """A byte that starts no MessagePack value this library knows."""
+
+
+_MP_FIXED = {
+    0xCC: (1, ">B"), 0xCD: (2, ">H"), 0xCE: (4, ">I"), 0xCF: (8, ">Q"),
+    0xD0: (1, ">b"), 0xD1: (2, ">h"), 0xD2: (4, ">i"), 0xD3: (8, ">q"),
+    0xCA: (4, ">f"), 0xCB: (8, ">d"),
+}
+
+
+class _MpDecoder:
+    __slots__ = ("data", "pos", "runtime")
+
+    def __init__(self, runtime: Any, data: bytes, pos: int) -> None:
+        self.runtime = runtime
+        self.data = data
+        self.pos = pos
+
+    def take(self, n: int) -> bytes:
+        p = self.pos
+        if len(self.data) - p < n:
+            raise _MpShort
+        self.pos = p + n
+        return self.data[p : p + n]
+
+    def value(self) -> Any:
+        b = self.take(1)[0]
+        fixed = _MP_FIXED.get(b)
+        if fixed is not None:
+            size, fmt = fixed
+            return struct.unpack(fmt, self.take(size))[0]
+        if b <= 0x7F:
+            return b
+        if b >= 0xE0:
+            return b - 256
+        if b == 0xC0:
+            return None
+        if b == 0xC2 or b == 0xC3:
+            return b == 0xC3
+        if 0xA0 <= b <= 0xBF:
+            return self.take(b & 0x1F)
+        if b in (0xD9, 0xDA, 0xDB):
+            n = int.from_bytes(self.take(1 << (b - 0xD9)), "big")
+            return self.take(n)
+        if 0x90 <= b <= 0x9F or b in (0xDC, 0xDD):
+            n = b & 0x0F if b <= 0x9F else int.from_bytes(self.take(2 if b == 0xDC else 4), "big")
+            table = self.runtime.table()
+            for i in range(1, n + 1):
+                table[i] = self.value()
+            return table
+        if 0x80 <= b <= 0x8F or b in (0xDE, 0xDF):
+            n = b & 0x0F if b <= 0x8F else int.from_bytes(self.take(2 if b == 0xDE else 4), "big")
+            table = self.runtime.table()
+            for _ in range(n):
+                key = self.value()
+                val = self.value()
+                if key is None:
+                    raise LuaLibError("table index is nil")
+                table[key] = val
+            return table
+        raise _MpBad
+
+
+def _mp_unpack(runtime: Any, args: tuple, limit: int, offset: int, fname: str) -> tuple:
+    data = args[0] if args else None
+    if type(data) in (int, float):
+        data = _lua_number_text(data)
+    if type(data) is not bytes:
+        got = "no value" if not args else _type_name(data)
+        raise LuaLibError(f"bad argument #1 to '{fname}' (string expected, got {got})")
+    if offset < 0 or limit < 0:
+        raise LuaLibError(f"Invalid request to unpack with offset of {offset} and limit of {len(data)}.")
+    if offset > len(data):
+        raise LuaLibError(f"Start offset {offset} greater than input length {len(data)}.")
+    everything = not limit and not offset
+    dec = _MpDecoder(runtime, data, offset)
+    values: list[Any] = []
+    while dec.pos < len(data) and (everything or len(values) < limit):
+        try:
+            values.append(dec.value())
+        except _MpShort:
+            raise LuaLibError("Missing bytes in input.") from None
+        except _MpBad:
+            raise LuaLibError("Bad data format in input.") from None
+    if not everything:
+        values.insert(0, -1 if dec.pos == len(data) else dec.pos)
+    return tuple(values)
+
+
+def _lua_number_text(n: float) -> bytes:
+    """A number as Lua turns it into a string (LUAI_NUMFFORMAT "%.14g")."""
+    return b"%.14g" % n
+
+
+def _int_arg(args: tuple, i: int, fname: str, default: int | None = None) -> int:
+    v = args[i] if i < len(args) else None
+    if v is None and default is not None:
+        return default
+    if type(v) is bytes:
+        try:
+            v = float(v)
+        except ValueError:
+            v = None
+    if type(v) not in (int, float) or type(v) is bool:
+        got = "no value" if i >= len(args) else _type_name(args[i])
+        raise LuaLibError(f"bad argument #{i + 1} to '{fname}' (number expected, got {got})")
+    return int(v)
+
+
+def _cmsgpack(runtime: Any) -> dict[bytes, Any]:
+    def pack(*args: Any) -> bytes:
+        if not args:
+            raise LuaLibError("bad argument #0 to 'pack' (MessagePack pack needs input.)")
+        out = bytearray()
+        for a in args:
+            _mp_encode(a, 0, out)
+        return bytes(out)
+
+    def unpack(*args: Any) -> tuple:
+        return _mp_unpack(runtime, args[:1], 0, 0, "unpack")
+
+    def unpack_one(*args: Any) -> tuple:
+        return _mp_unpack(runtime, args[:1], 1, _int_arg(args, 1, "unpack_one", 0), "unpack_one")
+
+    def unpack_limit(*args: Any) -> tuple:
+        limit = _int_arg(args, 1, "unpack_limit")
+        return _mp_unpack(runtime, args[:1], limit, _int_arg(args, 2, "unpack_limit", 0), "unpack_limit")
+
+    return {
+        b"pack": pack, b"unpack": unpack, b"unpack_one": unpack_one, b"unpack_limit": unpack_limit,
+        b"_NAME": b"cmsgpack", b"_VERSION": b"lua-cmsgpack 0.4.0",
+        b"_COPYRIGHT": b"Copyright (C) 2012, Salvatore Sanfilippo",
+        b"_DESCRIPTION": b"MessagePack C implementation for Lua",
+    }
+
+
+def install(runtime: Any, error: Callable[[bytes], Exception]) -> None:
+    """Give ``runtime``'s globals Redis's ``cjson``, ``cmsgpack`` and ``bit`` tables, before the sandbox
+    locks the globals (cjson.null is made with ``newproxy``, which the sandbox removes).
+
+    Every entry point is a Python callable, so a C function to Lua, as the C libraries'
+    are: ``return cjson.decode(x)`` keeps the script's frame, and ``error(message)``
+    (the scripting engine's positioned error) names the script's line as luaL_error does.
+    """
+    g = runtime.globals()
+    null = g.newproxy(False)
+    impl, pcall = g.loadstring(_CJSON, b"=rill")(null)
+    lua_type = lua51.lua_type
+
+    def entry(f: Any) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            result = pcall(f, *args)
+            if type(result) is not tuple:
+                result = (result,)
+            if result[0] is True:
+                return result[1:] if len(result) > 2 else (result[1] if len(result) == 2 else None)
+            err = result[1] if len(result) > 1 else None
+            if lua_type(err) == "table":
+                err = err[1]
+            raise error(err if isinstance(err, bytes) else str(err).encode())
+
+        return call
+
+    cjson = {name: entry(f) for name, f in impl.items()}
+    cjson.update({b"null": null, b"_NAME": b"cjson", b"_VERSION": b"2.1.0"})
+    g.cjson = runtime.table_from(cjson)
+
+    def python_entry(f: Any) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            try:
+                return f(*args)
+            except LuaLibError as e:
+                raise error(str(e).encode()) from None
+
+        return call
+
+    g.bit = runtime.table_from({name: python_entry(f) for name, f in BIT_FUNCTIONS.items()})
+    g.cmsgpack = runtime.table_from(
+        {name: python_entry(f) if callable(f) else f for name, f in _cmsgpack(runtime).items()}
+    )
+
+
+class LuaLibError(Exception):
+    """A library argument error, shown as a Lua error at the calling script's line."""
