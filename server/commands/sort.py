@@ -154,7 +154,9 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> Any:
         raise WRONGTYPE
     kind = value.type_name if value is not None else b"list"
 
-    if dontsort and kind == b"set" and storekey is not None:
+    # A set's order is arbitrary: stored, or handed to a script, it is sorted so the
+    # result is the same on replicas and in the AOF.
+    if dontsort and kind == b"set" and (storekey is not None or c.kind == "lua"):
         dontsort, alpha, sortby = False, True, None
 
     vector = _elements(value)

@@ -202,7 +202,7 @@ def _history_bytes(items: list, resp3: bool) -> bytes:
 def xreadgroup(c: Client, argv: list[bytes]):
     server = c.server
     serving = server.blocking.serving
-    r = parse_read_args(argv, True, serving is not None)
+    r = parse_read_args(argv, True, serving is not None, c.kind == "lua")
     group_name = r.group
     consumer_name = r.consumer
     first = r.streams_arg

@@ -881,9 +881,10 @@ class Budget:
         return self.count_left == 0 or (self.emitted > 0 and self.size_left == 0)
 
 
-def parse_read_args(argv: list[bytes], xreadgroup: bool, serving: bool) -> ReadArgs:
+def parse_read_args(argv: list[bytes], xreadgroup: bool, serving: bool, script: bool = False) -> ReadArgs:
     """The option loop of xreadCommand (errors in Redis's order). A retry (``serving``)
-    skips the timeout: its deadline was fixed when the client blocked."""
+    skips the timeout: its deadline was fixed when the client blocked. A script may
+    not even ask to block (``script``), whatever the timeout."""
     r = ReadArgs()
     argc = len(argv)
     i = 1
@@ -891,6 +892,8 @@ def parse_read_args(argv: list[bytes], xreadgroup: bool, serving: bool) -> ReadA
         more = argc - i - 1
         o = argv[i].lower()
         if o == b"block" and more:
+            if script:
+                raise ReplyError(b"ERR %s command is not allowed with BLOCK option from scripts" % argv[0])
             i += 1
             r.timeout = 0.0 if serving else parse_timeout(argv[i], unit_ms=True)
         elif o == b"count" and more:
@@ -966,7 +969,7 @@ def budget_range(s: Stream, start: int, count: int, budget: Budget) -> bytes | N
 @command("xread")
 def xread(c: Client, argv: list[bytes]):
     serving = c.server.blocking.serving
-    r = parse_read_args(argv, False, serving is not None)
+    r = parse_read_args(argv, False, serving is not None, c.kind == "lua")
     if serving is not None:
         return _xread_served(c, argv, r, serving)
     db = c.db

@@ -132,6 +132,17 @@ def test_sort_store_wakes_a_blocked_pop(rill_server):
         writer.close()
 
 
+def test_a_set_sorted_by_a_constant_inside_a_script_comes_back_ordered(oracle):
+    """Redis sorts a set's output for scripts (as for STORE) so the effects are deterministic."""
+    oracle.run([
+        ("SADD", "myset", *"a b c d e f g h i l m n o p q r s t u v z aa aaa azz".split()),
+        ("EVAL", "return redis.call('sort', KEYS[1], 'by', '_')", "1", "myset"),
+        ("EVAL", "return redis.call('sort', KEYS[1], 'by', '_', 'get', '#', 'get', '_:*')", "1", "myset"),
+        ("RPUSH", "mylist", "c", "a", "b"),
+        ("EVAL", "return redis.call('sort', KEYS[1], 'by', '_')", "1", "mylist"),  # a list keeps its order
+    ])
+
+
 def test_sets_and_sorted_sets(oracle):
     oracle.run([
         ("SADD", "s", "5", "1", "3", "10"),

@@ -186,6 +186,19 @@ def test_xread_timeouts_multi_and_errors(compare):
     ])
 
 
+def test_scripts_may_not_ask_xread_or_xreadgroup_to_block(compare):
+    """Even a script's XREAD that would return at once is refused when it names BLOCK."""
+    compare([
+        ("w", ["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]),
+        ("w", ["EVAL", "return redis.pcall('xread','STREAMS','s','$')", "1", "s"]),
+        ("w", ["EVAL", "return redis.pcall('xread','BLOCK',0,'STREAMS','s','$')", "1", "s"]),
+        ("w", ["EVAL", "return redis.pcall('XREAD','block',10,'STREAMS','s','0')", "1", "s"]),
+        ("w", ["EVAL", "return redis.pcall('xreadgroup','group','g','c','STREAMS','s','>')", "1", "s"]),
+        ("w", ["EVAL", "return redis.pcall('xreadgroup','group','g','c','BLOCK',0,'STREAMS','s','>')", "1", "s"]),
+        ("w", ["EVAL", "return redis.call('xread','BLOCK',0,'STREAMS','s','$')", "1", "s"]),
+    ])
+
+
 def test_xread_timeout_is_in_milliseconds(rill_server):
     c = RawClient(rill_server.port)
     try:
