@@ -710,9 +710,18 @@ def rewrite_commands(
                 yield [b"PEXPIREAT", key, b"%d" % when]
 
 
-def write_resp_base(sink: Any, databases: Iterable[tuple[int, dict[bytes, Any], dict[bytes, int]]]) -> int:
-    """Write the RESP form of the dataset to a binary file; bytes written."""
+def write_resp_base(
+    sink: Any, databases: Iterable[tuple[int, dict[bytes, Any], dict[bytes, int]]],
+    functions: Iterable[bytes] = (),
+) -> int:
+    """Write the RESP form of the dataset to a binary file; bytes written.
+
+    Function libraries come first, as FUNCTION LOAD of each library's code
+    (Redis's rewriteFunctions), so the keys' commands find them loaded.
+    """
     buf = bytearray()
+    for code in functions:
+        buf += encode_command([b"FUNCTION", b"LOAD", code])
     total = 0
     for argv in rewrite_commands(databases):
         buf += encode_command(argv)

@@ -240,6 +240,7 @@ class SaveOptions:
     redis_version: str = "7.0.15"
     used_mem: int = 0
     extra_aux: list[tuple[bytes, bytes]] = field(default_factory=list)
+    functions: list[bytes] = field(default_factory=list)  # function libraries' code
     key_delay_us: int = 0  # rdb-key-save-delay: a pause per key, for tests that need a slow save
 
 
@@ -290,6 +291,13 @@ class RdbWriter:
         for k, v in o.extra_aux:
             self.aux(k, v)
         self.aux(b"aof-base", b"1" if o.aof_base else b"0")
+        self.functions(o.functions)
+
+    def functions(self, codes: Iterable[bytes]) -> None:
+        """One FUNCTION2 record per library: its code (rdbSaveFunctions; before the keys)."""
+        for code in codes:
+            self.out.append(OP_FUNCTION2)
+            self.string(code)
 
     def aux(self, key: bytes, value: bytes) -> None:
         self.out.append(OP_AUX)
@@ -1323,7 +1331,7 @@ class LoadResult:
     keys_loaded: int = 0
     keys_expired: int = 0
     empty_keys_skipped: int = 0
-    functions_skipped: int = 0
+    functions: list[bytes] = field(default_factory=list)  # function libraries' code, in order
 
 
 def load(
@@ -1489,17 +1497,14 @@ def _load(
             r.length()
         elif op == OP_FREQ:
             r.byte()
-        elif op == OP_FUNCTION2:
-            string()  # a function library: functions are not supported, skip its code
-            result.functions_skipped += 1
+        elif op == OP_FUNCTION2 or op == OP_FUNCTION:
+            result.functions.append(_function_record(r, op))
         elif op == OP_SLOT_INFO:
             r.length()
             r.length()
             r.length()
         elif op == OP_MODULE_AUX:
             raise r.fail("the RDB holds module aux data (modules are not supported)", at)
-        elif op == OP_FUNCTION:
-            raise r.fail("pre-release function format not supported", at)
         else:
             raise r.fail(f"unknown RDB opcode {op}", at)
         pos = r.pos
@@ -1550,6 +1555,46 @@ def iter_dbs(dbs: Iterable[Any]) -> Iterator[tuple[int, dict[bytes, Any], dict[b
 # --------------------------------------------------------------------------------------------
 # DUMP / RESTORE payloads
 # --------------------------------------------------------------------------------------------
+
+
+def _function_record(r: RdbReader, op: int) -> bytes:
+    """A library's code from a FUNCTION2 record, or from the FUNCTION record of Redis
+    7.0's release candidates (name, engine, optional description, body), which Redis
+    7.0 still loads by rebuilding the code's shebang."""
+    if op == OP_FUNCTION2:
+        return r.string()
+    name = r.string()
+    engine = r.string()
+    if r.length():
+        r.string()  # the description: no longer kept
+    return b"#!%s name=%s\n%s" % (engine, name, r.string())
+
+
+def dump_functions(codes: Iterable[bytes], compression: bool = True) -> bytes:
+    """FUNCTION DUMP: a FUNCTION2 record per library, 2-byte RDB version, CRC-64."""
+    w = RdbWriter(None, SaveOptions(compression=compression))
+    w.functions(codes)
+    out = w.out
+    out += RDB_VERSION.to_bytes(2, "little")
+    out += _U64.pack(crc64(out))
+    return bytes(out)
+
+
+def iter_function_records(payload: bytes) -> Iterator[bytes]:
+    """The library codes of a FUNCTION DUMP payload (call ``verify_payload`` first),
+    one at a time as FUNCTION RESTORE reads them; RdbError with Redis's message."""
+    n = len(payload)
+    version = payload[n - 10] | (payload[n - 9] << 8)
+    r = RdbReader(payload[: n - 10], 0, False, version)
+    while r.pos < r.end:
+        op = r.byte()
+        if op != OP_FUNCTION2 and op != OP_FUNCTION:
+            raise RdbError("given type is not a function")
+        try:
+            code = _function_record(r, op)
+        except (RdbError, ValueError, IndexError, struct.error):
+            raise RdbError("Failed loading library payload") from None
+        yield code
 
 
 def dump_payload(value: Any, compression: bool = True, list_fill: int = -2) -> bytes:

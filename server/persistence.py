@@ -162,7 +162,30 @@ class Persistence:
             redis_version=self.server.version,
             used_mem=used_memory(),
             key_delay_us=c.int("rdb-key-save-delay"),
+            functions=self.function_codes(),
         )
+
+    def function_codes(self) -> list[bytes]:
+        """The function libraries' code, for RDB files and AOF bases."""
+        engine = getattr(self.server, "functions", None)
+        return engine.codes() if engine is not None else []
+
+    def _install_functions(self, codes: list[bytes], flush: bool, replace: bool) -> None:
+        """Load an RDB's libraries (rdbFunctionLoad): all of them or, with the error
+        as PersistenceError, none. ``flush`` drops the current ones first, as
+        emptyData does before DEBUG RELOAD and start-up loads."""
+        engine = getattr(self.server, "functions", None)
+        if engine is None:
+            if codes:
+                raise PersistenceError("the RDB holds functions but functions are not available")
+            return
+        try:
+            libs = engine.build(codes, replace=False)
+            if flush:
+                engine.flush()
+            engine.install(libs, replace)
+        except ReplyError as e:
+            raise PersistenceError(f"Failed loading library, {e.message[4:].decode(errors='replace')}") from None
 
     def changes_since_save(self) -> int:
         return self.server.dirty - self.dirty_at_save
@@ -319,10 +342,8 @@ class Persistence:
             result = self._load_rdb_data(data, allow_dup=merge)
         except rdb.RdbError as e:
             raise PersistenceError(f"Short read or corrupt RDB file {path}: {e}") from None
+        self._install_functions(result.functions, flush=flush, replace=merge)
         self._install(result, flush=flush, merge=merge)
-        if result.functions_skipped:
-            log.warning("Skipped %d function libraries in the RDB (functions are not supported)",
-                        result.functions_skipped)
         _notice("Done loading RDB, keys loaded: %d, keys expired: %d.", result.keys_loaded, result.keys_expired)
         _notice("DB loaded from disk: %.3f seconds", time.monotonic() - start)
         return result
@@ -394,7 +415,7 @@ class Persistence:
         try:
             with open(tmp, "wb", buffering=0) as f:
                 if resp:
-                    aofmod.write_resp_base(f, dbs)
+                    aofmod.write_resp_base(f, dbs, self.function_codes())
                 elif split:
                     scratch = os.path.join(self.config["dir"], f"temp-split-{os.getpid()}.rdb")
                     if self.writer is not None:
@@ -747,6 +768,7 @@ class Persistence:
                 result = self._load_rdb_data(data, keep_expired=True)
             except rdb.RdbError as e:
                 raise PersistenceError(f"Bad file format reading the append only file {name}: {e}") from None
+            self._install_functions(result.functions, flush=False, replace=False)
             self._install(result, flush=False, merge=True)
             pos = result.end
         client = self._fake_client()
@@ -866,7 +888,7 @@ class Persistence:
                 if preamble:
                     rdb.save_file(f, dbs, self.save_options(aof_base=True))
                 else:
-                    aofmod.write_resp_base(f, dbs)
+                    aofmod.write_resp_base(f, dbs, self.function_codes())
                 os.fsync(f.fileno())
 
         try:
@@ -1080,6 +1102,9 @@ class Persistence:
             if db.watched:
                 server.touch_all_watched(db)
             db.flush()
+        engine = getattr(server, "functions", None)
+        if engine is not None:
+            engine.flush()  # emptyData: the AOF loads its libraries again
         if self.aof_state != AOF_OFF:
             self.manifest = m
             self.delete_history()

@@ -19,6 +19,7 @@ import hashlib
 import logging
 import math
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import lupa.lua51 as lua51
@@ -102,6 +103,34 @@ def parse_shebang(body: bytes) -> tuple[int, int]:
     return flags, end
 
 
+BUSY_EVAL_ERR = ReplyError("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
+BUSY_FUNCTION_ERR = ReplyError(
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+)
+
+
+def running(server: Server) -> RunContext | None:
+    """The script or function running now, in either interpreter (at most one runs)."""
+    for vm in server.__dict__.get("lua_vms", ()):
+        if vm.ctx is not None:
+            return vm.ctx
+    return None
+
+
+def busy_error(ctx: RunContext | None) -> ReplyError:
+    """The BUSY reply while ``ctx`` runs: it names the KILL that can stop it."""
+    return BUSY_FUNCTION_ERR if ctx is not None and not ctx.eval_mode else BUSY_EVAL_ERR
+
+
+def kill_running(server: Server, is_eval: bool) -> None:
+    """SCRIPT KILL / FUNCTION KILL (scriptKill): raises the reply's error if refused."""
+    for vm in server.__dict__.get("lua_vms", ()):
+        if vm.ctx is not None:
+            vm.kill(is_eval=is_eval)
+            return
+    raise ReplyError("NOTBUSY No scripts in execution right now.")
+
+
 def error_text(buf: bytes) -> bytes:
     """The ``err`` field Redis builds from an error (luaPushErrorBuff): a leading '-'
     means "CODE message", anything else is an ERR message; newlines are trimmed."""
@@ -130,7 +159,7 @@ class RunContext:
 
     __slots__ = (
         "server", "client", "caller", "read_only", "allow_oom", "oom", "write_dirty", "repl", "resp",
-        "start", "timed_out", "killed", "shutdown",
+        "start", "timed_out", "killed", "shutdown", "eval_mode", "name",
     )
 
     def __init__(self, server: Server, client: Client, caller: Client, read_only: bool, allow_oom: bool, oom: bool) -> None:
@@ -147,6 +176,8 @@ class RunContext:
         self.timed_out = False  # past busy-reply-threshold: others are answered BUSY
         self.killed = False  # SCRIPT KILL (or SHUTDOWN NOSAVE) asked it to stop
         self.shutdown = False  # SHUTDOWN NOSAVE: its effects must not be propagated
+        self.eval_mode = True  # EVAL's script, or (False) FCALL's function
+        self.name = b""  # the script's SHA1 or the function's name, for errors and the log
 
     def call(self, argv: list[bytes]) -> tuple[bool, bytes]:
         """Run one command for the script (Redis's scriptCall).
@@ -194,7 +225,7 @@ class RunContext:
 # chunk name marks its frames so the error handler can look past them to the line
 # of the user's script, as Redis's handler looks past its C functions.
 _SANDBOX = rb"""
-local redis, random, randomseed, py_unwrap, py_busy = ...
+local redis, random, randomseed, py_unwrap, py_busy, libapi, py_load_timeout = ...
 local G = _G
 local dbg = debug
 local type, error, tostring, select = type, error, tostring, select
@@ -258,8 +289,12 @@ math.random, math.randomseed = random, randomseed
 
 -- The globals scripts see ---------------------------------------------------
 local ENV
+-- Where names the script did not define are looked up: the whole API, or while
+-- a function library's top level runs, only its `redis` (Redis swaps the
+-- globals' __index the same way for FUNCTION LOAD).
+local scope = G
 local function missing_global(_, k)
-  local v = rawget(G, k)
+  local v = rawget(scope, k)
   if v == nil then
     error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
   end
@@ -330,9 +365,9 @@ local function err_handler(raised)
   return err
 end
 
-local function compile(body)
+local function compile(body, chunkname)
   if body:sub(1, 1) == "\27" then body = " " .. body end
-  local fn, err = loadstring(body, "@user_script")
+  local fn, err = loadstring(body, chunkname)
   if fn then setfenv(fn, ENV) end
   return fn, err
 end
@@ -353,28 +388,97 @@ local function busy_hook()
   end
 end
 
-local function run(fn, keys, argv)
-  G.KEYS, G.ARGV = keys, argv
+-- EVAL's scripts find KEYS and ARGV as globals; a function gets them as arguments.
+local function run(fn, keys, argv, eval_mode)
+  local body = fn
+  if eval_mode then
+    G.KEYS, G.ARGV = keys, argv
+  else
+    body = function() return fn(keys, argv) end
+  end
   dbg.sethook(busy_hook, "", 100000)
-  local ok, result = xpcall(fn, err_handler)
+  local ok, result = xpcall(body, err_handler)
   dbg.sethook()
   return ok, result
 end
 
-return compile, run, rawget
+-- FUNCTION LOAD: a library's top level sees only `redis` with register_function,
+-- log and the version (any other name is a missing global), and is stopped once
+-- it has run past the load timeout (checked every 100000 instructions; then an
+-- error on every line, as for SCRIPT KILL).
+local load_library
+if libapi then
+  local function lib_field(_, k)
+    local v = rawget(libapi, k)
+    if v == nil then
+      error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+    end
+    return v
+  end
+  local LIB = {redis = protect(libapi, lib_field)}
+  local function timeout_hook()
+    local at = dbg.getinfo(2, "S")
+    if at and at.source == INTERNAL then return end
+    error({err = "ERR FUNCTION LOAD timeout"}, 0)
+  end
+  local function load_hook()
+    if py_load_timeout() then
+      dbg.sethook(timeout_hook, "l")
+      timeout_hook()
+    end
+  end
+  -- Redis runs the top level without an error handler: the error value itself is
+  -- the message; only a bridge's luaL_error-style error wants the caller's line.
+  local function load_handler(raised)
+    local err, where = unwrap(raised)
+    if where then
+      local level = 2
+      local i = dbg.getinfo(level, "Sl")
+      while i and (i.what == "C" or i.source == INTERNAL) do
+        level = level + 1
+        i = dbg.getinfo(level, "Sl")
+      end
+      if i then err = i.short_src .. ":" .. i.currentline .. ": " .. err end
+    end
+    return err
+  end
+  load_library = function(fn)
+    scope = LIB
+    dbg.sethook(load_hook, "", 100000)
+    local ok, err = xpcall(fn, load_handler)
+    dbg.sethook()
+    scope = G
+    return ok, err
+  end
+end
+
+return compile, run, rawget, load_library
 """
 
 
 class LuaEngine:
-    """The interpreter, the script cache and the run in progress (at most one)."""
+    """One interpreter and the run in progress in it (at most one).
 
-    def __init__(self, server: Server) -> None:
+    EVAL's engine also keeps the script cache. Given ``register_function`` it is
+    the functions engine's interpreter instead, a separate VM as in Redis: its
+    library loads see only the library API (see ``load_library``) and its
+    functions get KEYS and ARGV as arguments.
+    """
+
+    def __init__(self, server: Server, register_function: Callable[..., None] | None = None) -> None:
         self.server = server
         self.client = Client(server, -1)
         self.client.kind = "lua"
         self.ctx: RunContext | None = None
-        # redisLrand48's state; SCRIPT FLUSH keeps it (Redis's is process-wide).
-        self._rand48 = 0x1234ABCD330E
+        self._register_function = register_function
+        # Set by the functions engine while a library loads: past it, the load stops.
+        self.load_deadline = 0.0
+        # redisLrand48's state, shared by both interpreters and kept by SCRIPT
+        # FLUSH (Redis's is process-wide).
+        other = getattr(server, "scripting", None)
+        self._rand48_box: list[int] = other._rand48_box if other is not None else [0x1234ABCD330E]
+        vms = server.__dict__.setdefault("lua_vms", [])
+        vms.append(self)
         self._reset()
 
     def _reset(self) -> None:
@@ -410,9 +514,21 @@ class LuaEngine:
             }
         )
         lua_libs.install(rt, lambda message: ScriptError(message, True))
+        libapi = None
+        if self._register_function is not None:
+            libapi = rt.table_from({
+                b"register_function": self._register_function,
+                b"log": self._log,
+                b"LOG_DEBUG": 0,
+                b"LOG_VERBOSE": 1,
+                b"LOG_NOTICE": 2,
+                b"LOG_WARNING": 3,
+                b"REDIS_VERSION": REDIS_VERSION.encode(),
+                b"REDIS_VERSION_NUM": REDIS_VERSION_NUM,
+            })
         sandbox = rt.globals().loadstring(_SANDBOX, b"=rill")
-        self._compile, self._run, self._rawget = sandbox(
-            redis, self._random, self._randomseed, _unwrap, self._busy
+        self._compile, self._run, self._rawget, self.load_library = sandbox(
+            redis, self._random, self._randomseed, _unwrap, self._busy, libapi, self._load_timed_out
         )
         self._count = rt.globals().collectgarbage
 
@@ -433,7 +549,7 @@ class LuaEngine:
             return script
         flags, shebang_len = parse_shebang(body)
         # The shebang line is dropped but its newline kept, so line numbers still match.
-        fn, err = self._compile(body[shebang_len:])
+        fn, err = self._compile(body[shebang_len:], b"@user_script")
         if fn is None:
             raise ReplyError(b"ERR Error compiling script (new function): " + err)
         script = self.scripts[sha] = Script(sha, body, flags, fn)
@@ -441,15 +557,26 @@ class LuaEngine:
         return script
 
     # -- running ---------------------------------------------------------------
+    def compile(self, body: bytes, chunkname: bytes) -> tuple[Any, bytes | None]:
+        """The sandboxed Lua function of ``body``, or (None, Lua's error message)."""
+        return self._compile(body, chunkname)
+
     def run(self, caller: Client, script: Script, keys: list[bytes], args: list[bytes], ro: bool) -> Any:
-        """Run a cached script for ``caller`` (scriptPrepareForRun + luaCallFunction).
+        """Run a cached script for ``caller``: see :meth:`execute`."""
+        return self.execute(caller, script.fn, keys, args, script.flags, ro, script.sha, True)
+
+    def execute(
+        self, caller: Client, fn: Any, keys: list[bytes], args: list[bytes], flags: int, ro: bool,
+        name: bytes, eval_mode: bool,
+    ) -> Any:
+        """Run ``fn`` for ``caller`` (scriptPrepareForRun + luaCallFunction); ``name``
+        (the SHA1 or the function's name) is what errors and the log call it.
 
         Returns the reply for the caller: Raw RESP, or a ReplyError to be counted.
         The writes it makes propagate as their own commands, wrapped in MULTI/EXEC
         when there are several (effects replication); the script itself never does.
         """
         server = self.server
-        flags = script.flags
         compat = flags & FLAG_EVAL_COMPAT
         oom = bool(server.maxmemory) and _over_maxmemory(server)
         if not compat and not flags & FLAG_NO_WRITES:
@@ -472,10 +599,12 @@ class LuaEngine:
         client = self.client
         client.db = caller.db
         ctx = self.ctx = RunContext(server, client, caller, read_only, allow_oom, oom)
+        ctx.eval_mode = eval_mode
+        ctx.name = name
         rt = self.lua
         opened = server.begin_exec_propagation()
         try:
-            ok, result = self._run(script.fn, rt.table_from(keys), rt.table_from(args))
+            ok, result = self._run(fn, rt.table_from(keys), rt.table_from(args), eval_mode)
         finally:
             self.ctx = None
             if ctx.timed_out:
@@ -488,12 +617,12 @@ class LuaEngine:
             return self.to_reply(result, caller.resp3, ctx.resp)
         if lua51.lua_type(result) != "table":
             msg = result if isinstance(result, bytes) else b"execution failure"
-            return ReplyError(b"ERR Error running script %s, %s" % (script.sha, msg[:100]))
+            return ReplyError(b"ERR Error running script %s, %s" % (name, msg[:100]))
         rawget = self._rawget
         msg = _stringish(rawget(result, b"err")) or b""
         source, line = _stringish(rawget(result, b"source")), _stringish(rawget(result, b"line"))
         if source is not None and line is not None:
-            msg += b" script: %s, on %s:%s." % (script.sha, source, line)
+            msg += b" script: %s, on %s:%s." % (name, source, line)
         if rawget(result, b"ignore_error_stats_update") is True:
             return AlreadyCounted(msg)
         return ReplyError(msg)
@@ -509,7 +638,8 @@ class LuaEngine:
                 return False
             log.warning(
                 "Slow script detected: still in execution after %d milliseconds. You can try "
-                "killing the script using the SCRIPT KILL command.", elapsed,
+                "killing the script using the %s command. Script name is: %s.", elapsed,
+                "SCRIPT KILL" if ctx.eval_mode else "FUNCTION KILL", ctx.name.decode(errors="replace"),
             )
             ctx.timed_out = True
         serve = self.server.serve_while_busy
@@ -519,9 +649,10 @@ class LuaEngine:
             log.warning("Lua script killed by user with SCRIPT KILL.")
         return ctx.killed
 
-    def kill(self, shutdown: bool = False) -> None:
-        """SCRIPT KILL: stop the busy script unless it already wrote (UNKILLABLE);
-        SHUTDOWN NOSAVE stops it in any case and drops its effects."""
+    def kill(self, shutdown: bool = False, is_eval: bool = True) -> None:
+        """SCRIPT KILL (``is_eval``) or FUNCTION KILL: stop the busy script unless it
+        already wrote (UNKILLABLE) or is of the other kind (BUSY, naming the right
+        KILL); SHUTDOWN NOSAVE stops it in any case and drops its effects."""
         ctx = self.ctx
         if ctx is None:
             raise ReplyError("NOTBUSY No scripts in execution right now.")
@@ -534,11 +665,17 @@ class LuaEngine:
                 "You can either wait the script termination or kill the server in a hard way using "
                 "the SHUTDOWN NOSAVE command."
             )
+        if is_eval != ctx.eval_mode:
+            raise busy_error(ctx)
         ctx.killed = True
 
     def busy(self) -> bool:
         """Whether a script is running past busy-reply-threshold."""
         return self.ctx is not None and self.ctx.timed_out
+
+    def _load_timed_out(self) -> bool:
+        """FUNCTION LOAD's count hook: whether the library has run past its deadline."""
+        return bool(self.load_deadline) and time.monotonic() > self.load_deadline
 
     # -- Lua -> RESP -------------------------------------------------------------
     def to_reply(self, value: Any, resp3: bool, script_resp: int) -> Any:
@@ -779,8 +916,9 @@ class LuaEngine:
     def _random(self, *args: Any) -> float:
         """math.random on redisLrand48 (the classic 48-bit lrand48), so a seeded
         script draws the same numbers as on Redis."""
-        self._rand48 = (0x5DEECE66D * self._rand48 + 0xB) & 0xFFFFFFFFFFFF
-        r = ((self._rand48 >> 17) % 0x7FFFFFFF) / 0x7FFFFFFF
+        box = self._rand48_box
+        box[0] = state = (0x5DEECE66D * box[0] + 0xB) & 0xFFFFFFFFFFFF
+        r = ((state >> 17) % 0x7FFFFFFF) / 0x7FFFFFFF
         if not args:
             return r
         if len(args) == 1:
@@ -797,7 +935,7 @@ class LuaEngine:
 
     def _randomseed(self, *args: Any) -> None:
         seed = _check_int(args, 0, b"randomseed") & 0xFFFFFFFF
-        self._rand48 = (seed << 16) | 0x330E
+        self._rand48_box[0] = (seed << 16) | 0x330E
 
 
 class ScriptError(Exception):

@@ -318,7 +318,9 @@ class Server:
             arity = cmd.arity
             if not ((arity > 0 and arity != len(argv)) or len(argv) < -arity) and not cmd.flags & ALLOW_BUSY:
                 client.last_cmd = cmd
-                self._reject(client, cmd, BUSY_SCRIPT)
+                from .scripting import busy_error, running
+
+                self._reject(client, cmd, busy_error(running(self)))
                 return
         self.execute(client, argv)  # unknown or wrong arity: its own error first, as Redis
 

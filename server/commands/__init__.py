@@ -14,6 +14,7 @@ FAMILIES = (
     "bits",
     "transactions",
     "scripting",
+    "functions",
     "lists",
     "streams",
     "stream_groups",
@@ -25,6 +26,7 @@ FAMILIES = (
     "pubsub",
     "hyperloglog",
     "persistence",
+    "acl",
 )
 
 

@@ -1,5 +1,5 @@
 """Server administration: CONFIG, FLUSHDB/FLUSHALL, DBSIZE, TIME, DEBUG, OBJECT,
-MEMORY, MONITOR, SLOWLOG, SHUTDOWN, FUNCTION FLUSH (LASTSAVE lives with persistence)."""
+MEMORY, MONITOR, SLOWLOG, SHUTDOWN (LASTSAVE lives with persistence)."""
 
 from __future__ import annotations
 
@@ -485,7 +485,7 @@ def slowlog_help(c: Client, argv: list[bytes]):
     ])
 
 
-# -- SHUTDOWN / FUNCTION FLUSH -------------------------------------------------
+# -- SHUTDOWN -------------------------------------------------------------
 @command("shutdown")
 def shutdown(c: Client, argv: list[bytes]):
     save = None
@@ -501,15 +501,15 @@ def shutdown(c: Client, argv: list[bytes]):
         else:
             raise SYNTAX_ERR
     server = c.server
-    engine = getattr(server, "scripting", None)
-    if engine is not None and engine.busy():
-        # Only NOSAVE may stop a server whose script is busy: the script is stopped
-        # with it, and what it half did is neither saved nor propagated.
-        if save is not False:
-            from ..server import BUSY_SCRIPT
+    from ..scripting import busy_error, running
 
-            raise BUSY_SCRIPT
-        engine.kill(shutdown=True)
+    ctx = running(server)
+    if ctx is not None and ctx.timed_out:
+        # Only NOSAVE may stop a server whose script (or function) is busy: it is
+        # stopped with it, and what it half did is neither saved nor propagated.
+        if save is not False:
+            raise busy_error(ctx)
+        ctx.shutdown = ctx.killed = True
     server.shutdown_save = save
     hook = getattr(server, "prepare_shutdown", None)
     if hook is not None:
@@ -522,24 +522,6 @@ def shutdown(c: Client, argv: list[bytes]):
     from ..server import NO_REPLY
 
     return NO_REPLY
-
-
-@command("function|flush")
-def function_flush(c: Client, argv: list[bytes]):
-    if len(argv) > 3 or (len(argv) == 3 and argv[2].lower() not in (b"async", b"sync")):
-        raise ReplyError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
-    return OK
-
-
-@command("function|list")
-def function_list(c: Client, argv: list[bytes]):
-    return []
-
-
-@command("function|stats")
-def function_stats(c: Client, argv: list[bytes]):
-    return Map([(b"running_script", None), (b"engines", Map())])
-
 
 
 # -- MODULE ----------------------------------------------------------------------

@@ -10,7 +10,7 @@ from rill.protocol.parser import string2ll
 from rill.protocol.reply import OK, ReplyError
 
 from ..client import Client
-from ..scripting import NOSCRIPT_ERR, AlreadyCounted, LuaEngine
+from ..scripting import NOSCRIPT_ERR, AlreadyCounted, LuaEngine, kill_running
 from .admin import help_reply
 from .table import command
 
@@ -94,10 +94,7 @@ def script_flush(c: Client, argv: list[bytes]):
 def script_kill(c: Client, argv: list[bytes]):
     # Reached only while a script is past busy-reply-threshold (other clients are
     # read then), or when none runs.
-    engine = getattr(c.server, "scripting", None)
-    if engine is None:
-        raise ReplyError("NOTBUSY No scripts in execution right now.")
-    engine.kill()
+    kill_running(c.server, is_eval=True)
     return OK
 
 

@@ -330,13 +330,14 @@ def test_old_expiry_idle_freq_resizedb_module_and_function_opcodes():
         + b"\xfd" + struct.pack("<i", 2000000000) + b"\x00\x01a\x011"  # EXPIRETIME in seconds
         + b"\xf8\x05\x00\x01b\x012"  # IDLE
         + b"\xf9\x07\x00\x01c\x013"  # FREQ
-        + b"\xf5\x04code"  # a function library (skipped: no functions here)
+        + b"\xf5\x04code"  # a function library: its code, compiled when installed
+        + b"\xf6\x01l\x03LUA\x01\x04desc\x04body"  # 7.0-rc form: name, engine, description, body
         + b"\xff"
     )
     res = rdb.load(with_crc(body))
     assert res.dbs[0] == {b"a": b"1", b"b": b"2", b"c": b"3"}
     assert res.expires[0] == {b"a": 2000000000000}
-    assert res.functions_skipped == 1
+    assert res.functions == [b"code", b"#!LUA name=l\nbody"]
     with pytest.raises(rdb.RdbError, match="module"):
         rdb.load(with_crc(header() + b"\xf7\x01\xff"))
     with pytest.raises(rdb.RdbError, match="module"):
