@@ -153,13 +153,29 @@ class Libraries:
         src.clear()
 
 
-# Overheads counted for used_memory_functions, sized like Redis's structs.
+# used_memory_functions counts what Redis's structures take in jemalloc: a function
+# (functionInfo, its name, description and Lua reference) and a library
+# (functionLibInfo, its name and code), each allocation rounded up to its size class.
+def _jemalloc(n: int) -> int:
+    if n <= 8:
+        return 8
+    if n <= 128:
+        return (n + 15) & ~15
+    step = 1 << (n - 1).bit_length() - 3  # four size classes per doubling
+    return (n + step - 1) // step * step
+
+
+def _sds(s: bytes) -> int:
+    n = len(s)
+    return _jemalloc((1 if n < 32 else 3 if n < 256 else 5 if n < 65536 else 9) + n + 1)
+
+
 def _function_size(f: Function) -> int:
-    return 48 + 16 + len(f.name) + (16 + len(f.desc) if f.desc is not None else 0) + 8
+    return 48 + _sds(f.name) + (_sds(f.desc) if f.desc is not None else 0) + 8
 
 
 def _library_size(lib: Library) -> int:
-    return 40 + 16 + len(lib.name) + 16 + len(lib.code)
+    return 32 + _sds(lib.name) + _sds(lib.code)
 
 
 def parse_metadata(code: bytes) -> tuple[bytes, bytes, bytes]:
@@ -448,7 +464,9 @@ class FunctionsEngine:
 
     def overhead(self) -> int:
         """used_memory_functions: the library and function structures (functionsMemoryOverhead)."""
-        return 200 + 24 * len(self.libs.functions) + self.libs.memory
+        n = len(self.libs.functions)
+        slots = max(4, 1 << (n - 1).bit_length()) if n else 0  # the function index's hash table
+        return 200 + 24 * n + 8 * slots + self.libs.memory
 
 
 def _is_function(v: Any) -> bool:

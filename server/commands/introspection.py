@@ -93,12 +93,36 @@ def _waits(s) -> list:
     return [cl.blocked for cl in s.clients.values() if cl.blocked is not None]
 
 
+def _scripting_memory(s) -> list[tuple[str, object]]:
+    """The interpreters' heaps and the script and function caches, as Redis 7.0 lists them."""
+    lua = getattr(s, "scripting", None)  # the engines, when their families are loaded
+    functions = getattr(s, "functions", None)
+    vm_eval = lua.memory() if lua else 0
+    vm_functions = functions.vm_memory() if functions else 0
+    scripts_eval = lua.scripts_mem if lua else 0
+    functions_mem = functions.overhead() if functions else 0
+    return [
+        ("used_memory_lua", vm_eval),
+        ("used_memory_vm_eval", vm_eval),
+        ("used_memory_lua_human", bytes_human(vm_eval)),
+        ("used_memory_scripts_eval", scripts_eval),
+        ("number_of_cached_scripts", len(lua.scripts) if lua else 0),
+        ("number_of_functions", len(functions.libs.functions) if functions else 0),
+        ("number_of_libraries", len(functions.libs.libraries) if functions else 0),
+        ("used_memory_vm_functions", vm_functions),
+        ("used_memory_vm_total", vm_eval + vm_functions),
+        ("used_memory_vm_total_human", bytes_human(vm_eval + vm_functions)),
+        ("used_memory_functions", functions_mem),
+        ("used_memory_scripts", scripts_eval + functions_mem),
+        ("used_memory_scripts_human", bytes_human(scripts_eval + functions_mem)),
+    ]
+
+
 def _memory(c: Client) -> list[tuple[str, object]]:
     s = c.server
     used = used_memory()
     s.mem_peak = max(s.mem_peak, used)
     maxmemory = s.config.int("maxmemory")
-    lua = getattr(s, "scripting", None)  # the Lua engine, when the scripting family is loaded
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return [
         ("used_memory", used),
@@ -114,11 +138,7 @@ def _memory(c: Client) -> list[tuple[str, object]]:
         ("used_memory_dataset_perc", "100.00%"),
         ("total_system_memory", total),
         ("total_system_memory_human", bytes_human(total)),
-        ("used_memory_lua", lua.memory() if lua else 0),
-        ("used_memory_scripts", lua.scripts_mem if lua else 0),
-        ("number_of_cached_scripts", len(lua.scripts) if lua else 0),
-        ("number_of_functions", 0),
-        ("number_of_libraries", 0),
+        *_scripting_memory(s),
         ("maxmemory", maxmemory),
         ("maxmemory_human", bytes_human(maxmemory)),
         ("maxmemory_policy", s.config["maxmemory-policy"]),
