@@ -36,6 +36,8 @@ class Client:
         "lib_name",
         "lib_ver",
         "authenticated",
+        "logged_in",
+        "user",
         "addr",
         "laddr",
         "fd",
@@ -85,7 +87,10 @@ class Client:
         self.name = b""
         self.lib_name = b""
         self.lib_ver = b""
-        self.authenticated = not server.requirepass
+        # ACL: the user, Redis's c->authenticated (``logged_in``), and ``authenticated``,
+        # true only while nothing needs checking (logged in, or no password needed, as
+        # a user who may run everything): the one flag the dispatcher's fast path tests.
+        server.acl.init_client(self)
         self.addr = addr
         self.laddr = laddr
         self.fd = fd

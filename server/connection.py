@@ -167,7 +167,7 @@ class Connection(asyncio.Protocol):
             transport.write(_PROTECTED_MODE_ERR)
             self._close()
             return
-        self.parser.auth_required = not client.authenticated
+        self.parser.auth_required = not client.authenticated and server.acl.auth_required(client)
 
     def eof_received(self) -> bool:
         """The peer sends nothing more: end the client now, as Redis frees it on EOF.
@@ -255,7 +255,7 @@ class Connection(asyncio.Protocol):
             server.count_error(ReplyError(failed.message))
             client.out.append(b"-" + failed.message + b"\r\n")
             client.close_after_reply = True
-        self.parser.auth_required = not client.authenticated
+        self.parser.auth_required = not client.authenticated and server.acl.auth_required(client)
         self.flush()
 
     def resume(self) -> None:

@@ -20,6 +20,7 @@ from rill.protocol.reply import QUEUED, Raw, ReplyError, encode_into
 from rill.storage.keyspace import Database, Keyspace
 
 from . import REDIS_VERSION
+from .acl import Acl
 from .blocking import Block, BlockingRegistry, Wait
 from .client import Client
 from .commands.table import (
@@ -168,6 +169,7 @@ class Server:
         self.tcp_port = 0
         self.executable = ""
         self.config_changed_hooks: dict[str, Callable[[], None]] = {}
+        self.acl = Acl(self)  # users; every client gets one (the default user) when created
         # The one propagation path: (db id, argv) effects of write commands go to
         # every sink (the AOF writer); empty while no sink is attached.
         self.propagation_sinks: list[Callable[[list[tuple[int, list[bytes]]]], None]] = []
@@ -408,12 +410,18 @@ class Server:
 
     def _gate(self, client: Client, cmd: Command, argv: list[bytes]) -> bool:
         """processCommand's checks for clients and servers in a special state."""
-        if not client.authenticated and not cmd.flags & NO_AUTH:
+        # Not "authenticated" means: needs AUTH first, or its ACL user is restricted.
+        if not client.authenticated and not cmd.flags & NO_AUTH and self.acl.auth_required(client):
             self._reject(client, cmd, NOAUTH)
             return False
         if client.multi is not None and cmd.flags & NO_MULTI:
             self._reject(client, cmd, ReplyError("ERR Command not allowed inside a transaction"))
             return False
+        if not client.authenticated:
+            denied = self.acl.denied(client, cmd, argv)
+            if denied is not None:
+                self._reject(client, cmd, denied)
+                return False
         if client.subscriptions and not client.resp3:
             if argv[0].lower() not in _PUBSUB_ALLOWED:
                 return self._reject(
@@ -492,7 +500,7 @@ class Server:
 
     def protected_mode_refuses(self, unix: bool, transport: Any) -> bool:
         """Protected mode: no password and not bound explicitly -> loopback clients only."""
-        if unix or not self.config.bool("protected-mode") or self.requirepass:
+        if unix or not self.config.bool("protected-mode") or not self.acl.default.nopass:
             return False
         if self.config["bind"] not in ("* -::*", ""):
             return False

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hmac
-
 from rill.protocol.reply import OK, PONG, Map, ReplyError, Status
 
 from ..client import REPLY_ON, Client
@@ -29,23 +27,12 @@ def echo(c: Client, argv: list[bytes]):
     return argv[1]
 
 
-def check_password(c: Client, username: bytes, password: bytes) -> bool:
-    """Authenticate ``c`` as the default user (the only user rill has)."""
-    required = c.server.requirepass
-    if username != b"default":
-        return False
-    if required and not hmac.compare_digest(password, required.encode()):
-        return False
-    c.authenticated = True
-    return True
-
-
 @command("auth")
 def auth(c: Client, argv: list[bytes]):
     if len(argv) > 3:
         raise SYNTAX_ERR
     if len(argv) == 2:
-        if not c.server.requirepass:
+        if c.server.acl.default.nopass:
             raise ReplyError(
                 "ERR AUTH <password> called without any password configured for the default "
                 "user. Are you sure your configuration is correct?"
@@ -53,7 +40,7 @@ def auth(c: Client, argv: list[bytes]):
         username, password = b"default", argv[1]
     else:
         username, password = argv[1], argv[2]
-    if check_password(c, username, password):
+    if c.server.acl.authenticate(c, username, password, argv[0]):
         return OK
     raise WRONGPASS
 
@@ -78,7 +65,7 @@ def hello(c: Client, argv: list[bytes]):
         more = len(argv) - 1 - i
         opt = argv[i].lower()
         if opt == b"auth" and more >= 2:
-            if not check_password(c, argv[i + 1], argv[i + 2]):
+            if not c.server.acl.authenticate(c, argv[i + 1], argv[i + 2], argv[0]):
                 raise WRONGPASS
             i += 3
         elif opt == b"setname" and more:
@@ -86,7 +73,7 @@ def hello(c: Client, argv: list[bytes]):
             i += 2
         else:
             raise ReplyError(b"ERR Syntax error in HELLO option '%s'" % argv[i])
-    if not c.authenticated:
+    if not c.logged_in:
         raise ReplyError(
             "NOAUTH HELLO must be called with the client already authenticated, otherwise the "
             "HELLO AUTH <user> <pass> option can be used to authenticate the client and select "
@@ -171,5 +158,5 @@ def reset(c: Client, argv: list[bytes]):
     c.reply_mode = REPLY_ON
     c.no_evict = False
     c.no_touch = False
-    c.authenticated = not server.requirepass
+    server.acl.init_client(c)  # back to the default user, logged in if it needs no password
     return Status(b"RESET")
