@@ -1156,7 +1156,7 @@ def validate_user_directive(args: list[bytes]) -> tuple[int, str] | None:
     and categories are let through, to be reported when the users are loaded."""
     ops, bad = merge_selector_args(args[1:])
     if ops is None:
-        return bad + 1, E_SYNTAX
+        return bad, E_SYNTAX  # Redis reports the line's argv[bad], wherever that falls
     fake = User(b"", False)
     for j, op in enumerate(ops):
         try:

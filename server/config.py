@@ -400,6 +400,10 @@ class Config:
         self.listeners: list[Callable[[str], None]] = []
         self.config_file: str | None = None
         self._save_loaded = False
+        # ``user <name> <rules...>`` lines, checked here and loaded by the ACL at start-up.
+        self.user_directives: list[list[bytes]] = []
+        # Directives CONFIG REWRITE writes from live state: name -> its lines, or None to leave them.
+        self.rewrite_hooks: dict[str, Callable[[], list[str] | None]] = {}
 
     # -- typed access ------------------------------------------------------
     def canonical(self, name: str) -> str | None:
@@ -538,6 +542,9 @@ class Config:
                     with open(path) as f:
                         self.load_lines(f.read().splitlines(), path)
                 continue
+            if name == "user" and len(args) >= 2:
+                self._add_user(args[1:], lineno, line)
+                continue
             canon = self.canonical(name)
             if canon is None:
                 if name in _IGNORED_DIRECTIVES:
@@ -552,6 +559,19 @@ class Config:
                 self.set(canon, " ".join(values), startup=True)
             except ConfigError as e:
                 raise ConfigError(f"{e} at line {lineno}: {line}") from None
+
+    def _add_user(self, args: list[bytes], lineno: int, line: str) -> None:
+        """ACLAppendUserForLoading: one definition per user, rules checked for syntax."""
+        from .acl import E_DUPLICATE, validate_user_directive
+
+        problem = (1, E_DUPLICATE) if any(u[0] == args[0] for u in self.user_directives) else None
+        problem = problem or validate_user_directive(args)
+        if problem is not None:
+            idx, reason = problem
+            # Redis names argv[idx] of the whole line ("user" is argv[0]).
+            what = (b"user", *args)[idx].decode(errors="replace") if idx <= len(args) else ""
+            raise ConfigError(f"Error in user declaration '{what}': {reason} at line {lineno}: {line}")
+        self.user_directives.append(args)
 
     def load_argv(self, argv: list[str]) -> None:
         """Parse ``rill-server [configfile] [--name value ...]`` like redis-server."""
@@ -584,10 +604,18 @@ class Config:
             lines = []
         written: set[str] = set()
         out: list[str] = []
+        generated = {name: hook() for name, hook in self.rewrite_hooks.items()}
         for raw in lines:
             args = split_args(raw.strip().encode()) if raw.strip() and not raw.strip().startswith("#") else None
             if not args:
                 out.append(raw)
+                continue
+            directive = args[0].decode(errors="replace").lower()
+            if generated.get(directive) is not None:
+                # The first such line makes way for the live ones; the others go.
+                if directive not in written:
+                    out.extend(generated[directive] or ())
+                    written.add(directive)
                 continue
             canon = self.canonical(args[0].decode(errors="replace"))
             if canon is None or canon in written:
@@ -600,6 +628,9 @@ class Config:
         for name, p in self.params.items():
             if name not in written and self.values[name] != p.default and name != "dir":
                 out.append(self._render(name))
+        for directive, extra in generated.items():
+            if extra and directive not in written:
+                out.extend(extra)
         tmp = self.config_file + ".tmp"
         with open(tmp, "w") as f:
             f.write("\n".join(out) + "\n")
