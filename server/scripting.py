@@ -194,6 +194,10 @@ class RunContext:
         flags = cmd.flags
         if flags & NOSCRIPT:
             return self._reject(cmd, b"This Redis command is not allowed from script")
+        if not self.caller.authenticated:  # a restricted caller: its ACL user's rules apply
+            denied = server.acl.script_denied(self.caller, cmd, argv)
+            if denied is not None:
+                return self._reject(cmd, denied)
         if self.read_only and (flags & (WRITE | MAY_REPLICATE) or cmd.fullname in _MAY_REPLICATE):
             return self._reject(cmd, b"Write commands are not allowed from read-only scripts.")
         if flags & WRITE and not self.write_dirty and server.write_denied is not None:

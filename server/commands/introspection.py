@@ -412,7 +412,7 @@ def client_info_line(cl: Client) -> bytes:
         f"age={int(now - cl.created)} idle={int(now - cl.last_interaction)} flags={cl.flags_string()} "
         f"db={cl.db.id} sub={len(cl.pubsub_channels)} psub={len(cl.pubsub_patterns)} ssub={len(cl.pubsub_shard_channels)} "
         f"multi={multi} qbuf={cl.querybuf_len} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 "
-        f"obl=0 oll=0 omem=0 tot-mem=2048 events=r cmd={cmd} user=default redir=-1 "
+        f"obl=0 oll=0 omem=0 tot-mem=2048 events=r cmd={cmd} user={cl.user.name.decode(errors='replace')} redir=-1 "
         f"resp={3 if cl.resp3 else 2}"
     ).encode()
 
@@ -502,7 +502,7 @@ def client_no_evict(c: Client, argv: list[bytes]):
 @command("client|kill")
 def client_kill(c: Client, argv: list[bytes]):
     server = c.server
-    addr = laddr = kind = None
+    addr = laddr = kind = user = None
     cid = 0
     skipme = True
     if len(argv) == 3:
@@ -529,7 +529,8 @@ def client_kill(c: Client, argv: list[bytes]):
             elif opt == b"laddr" and more:
                 laddr = argv[i + 1].decode(errors="replace")
             elif opt == b"user" and more:
-                if argv[i + 1] != b"default":
+                user = server.acl.users.get(argv[i + 1])
+                if user is None:
                     raise ReplyError(b"ERR No such user '%s'" % argv[i + 1])
             elif opt == b"skipme" and more:
                 val = argv[i + 1].lower()
@@ -553,6 +554,8 @@ def client_kill(c: Client, argv: list[bytes]):
         if kind is not None and _client_type(cl) != kind:
             continue
         if cid and cl.id != cid:
+            continue
+        if user is not None and cl.user is not user:
             continue
         if cl is c and skipme:
             continue

@@ -113,6 +113,11 @@ def _elements(value: Any) -> list[bytes]:
     return [m for m, _ in value.items()]  # a sorted set: score order
 
 
+def _may_read_any_key(c: Client, argv: list[bytes]) -> bool:
+    """BY and GET read keys named by the data: the user must be allowed to read every key."""
+    return c.authenticated or c.server.acl.full_key_access(c, c.cur_cmd, argv)
+
+
 def _sort(c: Client, argv: list[bytes], readonly: bool) -> Any:
     desc = alpha = dontsort = False
     limit_start, limit_count = 0, -1
@@ -141,8 +146,12 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> Any:
         elif eq(arg, b"by") and left >= 1:
             sortby = argv[j + 1]
             dontsort = b"*" not in sortby
+            if not dontsort and not _may_read_any_key(c, argv):
+                raise ReplyError("ERR BY option of SORT denied due to insufficient ACL permissions.")
             j += 1
         elif eq(arg, b"get") and left >= 1:
+            if not _may_read_any_key(c, argv):
+                raise ReplyError("ERR GET option of SORT denied due to insufficient ACL permissions.")
             gets.append(argv[j + 1])
             j += 1
         else:

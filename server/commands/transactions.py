@@ -44,6 +44,13 @@ def exec_(c: Client, argv: list[bytes]):
     server.begin_exec_propagation()
     try:
         for cmd, args in queued:
+            if not c.authenticated:
+                # A restricted user's commands are checked again: its rules may have changed.
+                denied = server.acl.exec_denied(c, cmd, args)
+                if denied is not None:
+                    server.count_error(denied)
+                    c.reply(denied)
+                    continue
             server.call(c, cmd, args)
     finally:
         c.in_exec = False
