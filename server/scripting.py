@@ -28,7 +28,7 @@ from rill.protocol.reply import Double, Raw, ReplyError, encode
 
 from . import REDIS_VERSION, lua_libs
 from .client import Client
-from .commands.table import DENYOOM, MAY_REPLICATE, NOSCRIPT, WRITE, Command
+from .commands.table import DENYOOM, MAY_REPLICATE, NOSCRIPT, STALE, WRITE, Command
 
 if TYPE_CHECKING:
     from .server import Server
@@ -129,6 +129,39 @@ def kill_running(server: Server, is_eval: bool) -> None:
             vm.kill(is_eval=is_eval)
             return
     raise ReplyError("NOTBUSY No scripts in execution right now.")
+
+
+def script_cmd_flags(cmd_flags: int, script_flags: int) -> int:
+    """scriptFlagsToCmdFlags: a command's flags as a script with ``script_flags`` makes
+    them (writes and deny-oom unless the flags say otherwise; never may-replicate)."""
+    if script_flags & FLAG_EVAL_COMPAT:
+        return cmd_flags
+    cmd_flags &= ~(STALE | DENYOOM | WRITE | MAY_REPLICATE)
+    if not script_flags & (FLAG_ALLOW_OOM | FLAG_NO_WRITES):
+        cmd_flags |= DENYOOM
+    if not script_flags & FLAG_NO_WRITES:
+        cmd_flags |= WRITE
+    if script_flags & FLAG_ALLOW_STALE:
+        cmd_flags |= STALE
+    return cmd_flags
+
+
+def eval_cmd_flags(client: Client, argv: list[bytes]) -> int:
+    """evalGetCommandFlags: EVAL* / EVALSHA* flags from the script's shebang."""
+    cmd = client.server.table.lookup(argv)
+    assert cmd is not None
+    engine = client.server.scripting
+    if cmd.fullname.startswith("evalsha"):
+        script = engine.scripts.get(argv[1].lower()) if len(argv[1]) == 40 else None
+        return cmd.flags if script is None else script_cmd_flags(cmd.flags, script.flags)
+    script = engine.scripts.get(sha1hex(argv[1]))
+    if script is not None:
+        return script_cmd_flags(cmd.flags, script.flags)
+    try:
+        flags, _ = parse_shebang(argv[1])
+    except ReplyError:
+        return cmd.flags
+    return script_cmd_flags(cmd.flags, flags)
 
 
 def error_text(buf: bytes) -> bytes:

@@ -435,16 +435,17 @@ class Server:
         if self.loading and not cmd.flags & LOADING:
             self._reject(client, cmd, LOADING_ERR)
             return False
-        if self.maxmemory and self._rejects_for_memory(client, cmd, argv):
+        flags = cmd.flags if cmd.flags_for is None else cmd.flags_for(client, argv)
+        if self.maxmemory and self._rejects_for_memory(client, flags, argv):
             self._reject(client, cmd, OOM_ERR)
             return False
-        if self.write_denied is not None and self._denied_for_disk(client, cmd, argv):
+        if self.write_denied is not None and self._denied_for_disk(client, cmd, flags, argv):
             return False
-        if self.pause_until and self._paused_for(client, cmd):
+        if self.pause_until and self._paused_for(client, cmd, flags):
             return True
         if client.multi is not None and argv[0].lower() not in _MULTI_PASSTHROUGH:
             client.multi.append((cmd, argv))
-            client.multi_flags |= cmd.flags
+            client.multi_flags |= flags
             client.reply(QUEUED)
             return False
         self.call(client, cmd, argv)
@@ -452,10 +453,10 @@ class Server:
             self.serve_blocked()
         return False
 
-    def _rejects_for_memory(self, client: Client, cmd: Command, argv: list[bytes]) -> bool:
+    def _rejects_for_memory(self, client: Client, flags: int, argv: list[bytes]) -> bool:
         """maxmemory with noeviction: commands that may grow memory are refused."""
         name = argv[0].lower()
-        flags = cmd.flags | (client.multi_flags if name == b"exec" else 0)
+        flags |= client.multi_flags if name == b"exec" else 0
         if not flags & DENYOOM:
             if client.multi is None or name in (b"exec", b"discard", b"quit", b"reset"):
                 return False
@@ -463,12 +464,12 @@ class Server:
 
         return used_memory() > self.maxmemory
 
-    def _denied_for_disk(self, client: Client, cmd: Command, argv: list[bytes]) -> bool:
+    def _denied_for_disk(self, client: Client, cmd: Command, flags: int, argv: list[bytes]) -> bool:
         """MISCONF: writes (and PING) are refused while persistence reports a disk error."""
         if client.id < 0:
             return False
         name = argv[0].lower()
-        flags = cmd.flags | (client.multi_flags if name == b"exec" else 0)
+        flags |= client.multi_flags if name == b"exec" else 0
         if not flags & WRITE and name != b"ping":
             return False
         err = self.write_denied()
@@ -477,14 +478,14 @@ class Server:
         self._reject(client, cmd, err)
         return True
 
-    def _paused_for(self, client: Client, cmd: Command) -> bool:
+    def _paused_for(self, client: Client, cmd: Command, flags: int) -> bool:
         if time.monotonic() >= self.pause_until:
             self.end_pause()
             return False
         if client.kind == "replica" or client.id < 0:
             return False
         if self.pause_writes_only:
-            flags = cmd.flags | (client.multi_flags if cmd.fullname == "exec" else 0)
+            flags |= client.multi_flags if cmd.fullname == "exec" else 0
             if not flags & (WRITE | MAY_REPLICATE):
                 return False
         if client not in self.paused_clients:

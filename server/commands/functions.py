@@ -12,13 +12,22 @@ from rill.protocol.reply import OK, ReplyError
 
 from ..client import Client
 from ..functions import LOAD_TIMEOUT_MS, FunctionsEngine
-from ..scripting import AlreadyCounted, busy_error, kill_running, running
+from ..scripting import AlreadyCounted, busy_error, kill_running, running, script_cmd_flags
 from .admin import help_reply
 from .table import command
 
 
 def setup(server) -> None:
     server.functions = FunctionsEngine(server)
+    for name in (b"fcall", b"fcall_ro"):
+        server.table.lookup([name]).flags_for = _fcall_cmd_flags
+
+
+def _fcall_cmd_flags(client: Client, argv: list[bytes]) -> int:
+    """fcallGetCommandFlags: the function's flags decide write and deny-oom."""
+    cmd = client.server.table.lookup(argv)
+    flags = client.server.functions.flags_of(argv[1])
+    return cmd.flags if flags is None else script_cmd_flags(cmd.flags, flags)
 
 
 def _subcommand_syntax_error(argv: list[bytes]) -> ReplyError:

@@ -10,7 +10,7 @@ from rill.protocol.parser import string2ll
 from rill.protocol.reply import OK, ReplyError
 
 from ..client import Client
-from ..scripting import NOSCRIPT_ERR, AlreadyCounted, LuaEngine, kill_running
+from ..scripting import NOSCRIPT_ERR, AlreadyCounted, LuaEngine, eval_cmd_flags, kill_running
 from .admin import help_reply
 from .table import command
 
@@ -19,6 +19,8 @@ _NOT_INTEGER = ReplyError("ERR value is not an integer or out of range")
 
 def setup(server) -> None:
     server.scripting = LuaEngine(server)
+    for name in (b"eval", b"evalsha", b"eval_ro", b"evalsha_ro"):
+        server.table.lookup([name]).flags_for = eval_cmd_flags
 
 
 def _eval(c: Client, argv: list[bytes], by_sha: bool, ro: bool):

@@ -89,6 +89,7 @@ class Command:
         "failed_calls",
         "key_specs",
         "getkeys",
+        "flags_for",
     )
 
     def __init__(self, fullname: str, spec: dict, handler: Handler | None) -> None:
@@ -107,6 +108,9 @@ class Command:
         # Redis's getkeys_proc: a command whose key specs are incomplete (SORT's STORE)
         # finds its keys itself, returning what keys_with_specs returns.
         self.getkeys: Callable[[list[bytes]], list[tuple[int, dict]]] | None = None
+        # Redis's getCommandFlags: EVAL and FCALL take their write/deny-oom flags from
+        # the script's shebang or the function's flags, for the checks before running.
+        self.flags_for: Callable[[Any, list[bytes]], int] | None = None
         self.info = info
         self.docs = spec.get("docs")
         self.subcommands: dict[bytes, Command] = {}
