@@ -25,7 +25,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from rill.protocol.parser import split_args
+from rill.protocol.parser import split_args, string2ll
 from rill.protocol.reply import ReplyError
 from rill.storage.glob import compile_glob
 
@@ -460,7 +460,7 @@ class Selector:
                 first = argv[2 if cmd.parent is not None else 1].lower()
                 if all(a.lower() != first for a in args):
                     return DENIED_CMD, 0
-        if not self.allkeys and command_has_keys(cmd):
+        if not self.allkeys and _plan(cmd).has_keys:
             if not keys:
                 keys.append(key_references(cmd, argv))
             for pos, need in keys[0]:
@@ -564,11 +564,50 @@ def channel_allowed(channels: list[bytes], channel: bytes, is_pattern: bool) -> 
     return False
 
 
-def command_has_keys(cmd: Command) -> bool:
-    """doesCommandHaveKeys: a getkeys procedure or a key spec that is not NOT_KEY."""
-    if cmd.getkeys is not None:
-        return True
-    return any("not_key" not in spec.get("flags", ()) for spec in cmd.key_specs)
+class _KeyPlan:
+    """A command's key specs, read once into tuples (getKeysFromCommandWithSpecs' input)."""
+
+    __slots__ = ("has_keys", "variable", "specs", "usable")
+
+    def __init__(self, cmd: Command) -> None:
+        from .commands.introspection import _VARIABLE_KEY_FLAGS
+
+        # doesCommandHaveKeys: a getkeys procedure or a key spec that is not NOT_KEY.
+        self.has_keys = cmd.getkeys is not None or any(
+            "not_key" not in spec.get("flags", ()) for spec in cmd.key_specs)
+        self.variable = _VARIABLE_KEY_FLAGS.get(cmd.fullname)  # SET, BITFIELD: flags per call
+        self.specs: list[tuple] = []
+        self.usable = True  # False: some spec cannot be followed, the key finder decides
+        for spec in cmd.key_specs:
+            flags = spec.get("flags", ())
+            if "not_key" in flags:
+                continue
+            bs, fk = spec.get("begin_search", {}), spec.get("find_keys", {})
+            if bs.get("type") == "index":
+                begin: tuple = ("index", bs["spec"]["index"])
+            elif bs.get("type") == "keyword":
+                begin = ("keyword", bs["spec"]["keyword"].encode().lower(), bs["spec"]["startfrom"])
+            else:
+                self.usable = False
+                break
+            if fk.get("type") == "range":
+                find: tuple = ("range", fk["spec"]["lastkey"], fk["spec"]["keystep"], fk["spec"]["limit"])
+            elif fk.get("type") == "keynum":
+                find = ("keynum", fk["spec"]["keynumidx"], fk["spec"]["firstkey"], fk["spec"]["keystep"])
+            else:
+                self.usable = False
+                break
+            self.specs.append((begin, find, _need(flags), "incomplete" in flags))
+
+
+_PLANS: dict[Command, _KeyPlan] = {}
+
+
+def _plan(cmd: Command) -> _KeyPlan:
+    plan = _PLANS.get(cmd)
+    if plan is None:
+        plan = _PLANS[cmd] = _KeyPlan(cmd)
+    return plan
 
 
 def _need(flags: Any) -> int:
@@ -589,12 +628,10 @@ def key_references(cmd: Command, argv: list[bytes]) -> list[tuple[int, int]]:
     (Redis's finders find none in the same malformed calls). SET and BITFIELD say
     their access per call (variable_flags).
     """
-    from .commands.introspection import _VARIABLE_KEY_FLAGS
-
-    variable = _VARIABLE_KEY_FLAGS.get(cmd.fullname)
-    if variable is not None:
-        return [(1, _need(f.decode().lower() for f in variable(argv)))]
-    found = _keys_by_specs(cmd, argv)
+    plan = _plan(cmd)
+    if plan.variable is not None:
+        return [(1, _need(f.decode().lower() for f in plan.variable(argv)))]
+    found = _keys_by_specs(plan, argv) if plan.usable else None
     if found is None:
         if cmd.getkeys is None:
             return []
@@ -602,20 +639,14 @@ def key_references(cmd: Command, argv: list[bytes]) -> list[tuple[int, int]]:
     return found
 
 
-def _keys_by_specs(cmd: Command, argv: list[bytes]) -> list[tuple[int, int]] | None:
+def _keys_by_specs(plan: _KeyPlan, argv: list[bytes]) -> list[tuple[int, int]] | None:
     argc = len(argv)
     out: list[tuple[int, int]] = []
-    for spec in cmd.key_specs:
-        flags = spec.get("flags", ())
-        if "not_key" in flags:
-            continue
-        bs, fk = spec.get("begin_search", {}), spec.get("find_keys", {})
-        kind = bs.get("type")
-        if kind == "index":
-            first = bs["spec"]["index"]
-        elif kind == "keyword":
-            kw = bs["spec"]["keyword"].encode().lower()
-            startfrom = bs["spec"]["startfrom"]
+    for begin, find, need, incomplete in plan.specs:
+        if begin[0] == "index":
+            first = begin[1]
+        else:
+            kw, startfrom = begin[1], begin[2]
             start = startfrom if startfrom > 0 else argc + startfrom
             end = argc - 1 if startfrom > 0 else 1
             first = 0
@@ -629,36 +660,30 @@ def _keys_by_specs(cmd: Command, argv: list[bytes]) -> list[tuple[int, int]] | N
                 i = i + 1 if start <= end else i - 1
             if not first:
                 continue
-        else:
-            return None
-        ftype = fk.get("type")
-        if ftype == "range":
-            last_key, step, limit = fk["spec"]["lastkey"], fk["spec"]["keystep"], fk["spec"]["limit"]
+        if find[0] == "range":
+            last_key, step, limit = find[1], find[2], find[3]
             if last_key >= 0:
                 last = first + last_key
             elif not limit:
                 last = argc + last_key
             else:
                 last = first + ((argc - first) // limit + last_key)
-        elif ftype == "keynum":
-            step = fk["spec"]["keystep"]
-            idx = first + fk["spec"]["keynumidx"]
-            if fk["spec"]["keynumidx"] >= argc or idx >= argc:
+        else:
+            numidx, firstkey, step = find[1], find[2], find[3]
+            if numidx >= argc or first + numidx >= argc:
                 return None
-            from .commands.args import string2ll
-
-            n = string2ll(argv[idx])
+            n = string2ll(argv[first + numidx])
             if n is None or n < 0:
                 return None
-            first += fk["spec"]["firstkey"]
+            first += firstkey
             last = first + n - 1
-        else:
-            return None
         if last >= argc or last < first or first >= argc:
             return None
-        need = _need(flags)
-        out.extend((i, need) for i in range(first, last + 1, step))
-        if "incomplete" in flags:
+        if step == 1 and last == first:
+            out.append((first, need))
+        else:
+            out.extend((i, need) for i in range(first, last + 1, step))
+        if incomplete:
             return None
     return out
 
