@@ -925,13 +925,15 @@ class Acl:
                 c.authenticated = False
                 self._disconnect(c, current)
 
-    @staticmethod
-    def _disconnect(c: Client, current: Client | None) -> None:
+    def _disconnect(self, c: Client, current: Client | None) -> None:
         if c is current:
             c.close_after_reply = True
-        else:
-            c.kill_requested = True
-            c.on_output(c)
+            return
+        # Gone at once, as Redis's freeClient: the next CLIENT LIST must not show it
+        # (client_gone runs again, harmlessly, when the connection is lost).
+        self.server.client_gone(c)
+        c.kill_requested = True
+        c.on_output(c)
 
     def _kill_pubsub_clients_if_needed(self, new: User, original: User, current: Client | None) -> None:
         """Subscribers of ``original`` lose their connection when ``new`` no longer

@@ -475,9 +475,10 @@ def test_revoked_channels_disconnect_subscribers(acl):
     keep.close()
     acl.check("ACL", "SETUSER", "ps", "resetchannels", "&foo:1", "&bar:*")
     gone = _as_user(acl, "ps")
-    gone.run([("PSUBSCRIBE", "bar:*")])
+    gone.run([("CLIENT", "SETNAME", "deathrow"), ("PSUBSCRIBE", "bar:*")])
     acl.check("ACL", "SETUSER", "ps", "resetchannels", "&foo:1")
-    time.sleep(0.1)
+    # Gone at once: the very next command no longer lists it (Redis frees it synchronously).
+    assert all(b"deathrow" not in c.call("CLIENT", "LIST") for c in (acl.rill, acl.oracle))
     assert _closed(gone.rill) and _closed(gone.oracle)
 
 
