@@ -724,6 +724,8 @@ def install(runtime: Any, error: Callable[[bytes], Exception]) -> None:
     Every entry point is a Python callable, so a C function to Lua, as the C libraries'
     are: ``return cjson.decode(x)`` keeps the script's frame, and ``error(message)``
     (the scripting engine's positioned error) names the script's line as luaL_error does.
+    The price: arguments cross into Python, where an integral number becomes an int,
+    so a bare ``cjson.encode(-0.0)`` gives ``0`` (inside a table it stays ``-0``).
     """
     g = runtime.globals()
     null = g.newproxy(False)
