@@ -87,7 +87,21 @@ def serve_while_busy(server: Server, caller: Client) -> None:
     doing their work) written at once; an incomplete tail stays in the
     connection's parser for when the loop resumes. The script's own client, and
     clients that wait (blocked or with queued commands), are left unread.
+
+    Replies already batched for this loop iteration go out first, as Redis's
+    beforeSleep writes them: a client whose reply came in the same iteration as
+    the script's command would otherwise wait for it forever, and never send the
+    KILL that ends the script.
     """
+    batch = server.reply_batch
+    if batch is not None and batch.queue:
+        queued = batch.queue
+        batch.queue = [conn for conn in queued if conn.client is caller]
+        for hook in server.before_write_hooks:
+            hook()
+        for conn in queued:
+            if conn.client is not caller:
+                conn.write_out()
     conns = {}
     for conn in _LIVE:
         client = conn.client

@@ -759,3 +759,28 @@ def test_redis_py_function_api(r):
     assert r.function_stats()[b"engines"] == {b"LUA": {b"libraries_count": 1, b"functions_count": 2}}
     assert r.function_flush("SYNC")
     assert r.function_list() == []
+
+
+def test_reply_batched_with_a_busy_call_still_leaves(rill_server):
+    """A reply batched in the loop iteration where a function (or script) starts is
+    written once it is busy, as Redis's beforeSleep would: its client can then ask
+    for FUNCTION KILL instead of waiting for that reply forever."""
+    r, rd = RawClient(rill_server.port, timeout=5), RawClient(rill_server.port, timeout=5)
+    try:
+        r.call("CONFIG", "SET", "busy-reply-threshold", "10")
+        r.call("FUNCTION", "LOAD", "REPLACE", lib("spin", fn("spin", "while 1 do redis.call('ping') end")))
+        for _ in range(10):
+            # The two requests land together: PING's reply is batched, then FCALL spins.
+            r.send_raw(encode_command(["PING"]))
+            rd.send_raw(encode_command(["FCALL", "spin", "0"]))
+            assert r.read_reply() in (b"+PONG\r\n", b"-BUSY Redis is busy running a script. You can only call "
+                                      b"FUNCTION KILL or SHUTDOWN NOSAVE.\r\n")
+            while not r.call("PING").startswith(b"-BUSY"):
+                time.sleep(0.01)
+            assert r.call("FUNCTION", "KILL") == b"+OK\r\n"
+            assert rd.read_reply().startswith(b"-ERR Script killed by user")
+    finally:
+        r.call("CONFIG", "SET", "busy-reply-threshold", "5000")
+        r.call("FUNCTION", "FLUSH")
+        r.close()
+        rd.close()
