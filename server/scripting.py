@@ -225,7 +225,7 @@ class RunContext:
         if (cmd.arity > 0 and cmd.arity != len(argv)) or len(argv) < -cmd.arity:
             return self._reject(cmd, b"Wrong number of args calling Redis command from script")
         flags = cmd.flags
-        if flags & NOSCRIPT:
+        if flags & NOSCRIPT and not server.__dict__.get("script_disable_deny_script"):
             return self._reject(cmd, b"This Redis command is not allowed from script")
         if not self.caller.authenticated:  # a restricted caller: its ACL user's rules apply
             denied = server.acl.script_denied(self.caller, cmd, argv)

@@ -784,3 +784,32 @@ def test_reply_batched_with_a_busy_call_still_leaves(rill_server):
         r.call("FUNCTION", "FLUSH")
         r.close()
         rd.close()
+
+
+def test_debug_set_disable_deny_scripts(oracle):
+    """Redis's own tests let scripts run noscript commands (DEBUG PROTOCOL) this way."""
+    try:
+        oracle.run([
+            ("FUNCTION", "LOAD", lib("dbg", fn("bignum", "redis.setresp(3); return redis.call('debug', 'protocol', 'bignum')"),
+                                     fn("attrib", "redis.setresp(3); return redis.call('debug', 'protocol', 'attrib')"))),
+            ("FCALL", "bignum", "0"),
+            ("DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"),
+            ("FCALL", "bignum", "0"),
+            ("FCALL", "attrib", "0"),
+            ("EVAL", "return redis.call('debug', 'protocol', 'double')", "0"),
+        ])
+    finally:
+        oracle.check("DEBUG", "SET-DISABLE-DENY-SCRIPTS", "0")
+
+
+def test_debug_object_shows_a_key_past_its_expiry(raw):
+    """DEBUG OBJECT finds the key as Redis's dictFind does, expired or not."""
+    try:
+        raw.call("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+        raw.call("SET", "key", "value", "PX", "1")
+        time.sleep(0.01)
+        assert raw.call("DEBUG", "OBJECT", "key").startswith(b"+Value at:")
+        assert raw.call("EXISTS", "key") == b":0\r\n"
+        assert raw.call("DEBUG", "OBJECT", "key") == b"-ERR no such key\r\n"
+    finally:
+        raw.call("DEBUG", "SET-ACTIVE-EXPIRE", "1")
