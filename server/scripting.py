@@ -26,7 +26,7 @@ import lupa.lua51 as lua51
 from rill.protocol.parser import split_args
 from rill.protocol.reply import Double, Raw, ReplyError, encode
 
-from . import REDIS_VERSION, lua_libs
+from . import REDIS_VERSION, acl, lua_libs
 from .client import Client
 from .commands.table import DENYOOM, MAY_REPLICATE, NOSCRIPT, STALE, WRITE, Command
 
@@ -528,6 +528,7 @@ class LuaEngine:
         redis = rt.table_from(
             {
                 b"call": self._call,
+                b"acl_check_cmd": self._acl_check_cmd,
                 b"pcall": self._pcall,
                 b"sha1hex": self._sha1hex,
                 b"log": self._log,
@@ -881,10 +882,10 @@ class LuaEngine:
     # -- bridges called from Lua -----------------------------------------------
     # Python callables are C functions to Lua: a tail call to one (`return
     # redis.call(...)`) keeps the script's frame, so errors name the script's line.
-    def _redis_command(self, args: tuple) -> tuple[bool, Any]:
-        """redis.call / redis.pcall: (True, reply) or (False, error table)."""
+    def _lua_argv(self, args: tuple) -> list[bytes] | Any:
+        """A command's arguments from Lua values (luaArgsToRedisArgv), or an error table."""
         if not args:
-            return False, self.error_table(b"Please specify at least one argument for this redis lib call", False)
+            return self.error_table(b"Please specify at least one argument for this redis lib call", False)
         argv = []
         for a in args:
             t = type(a)
@@ -893,7 +894,14 @@ class LuaEngine:
             elif t is int or t is float:
                 argv.append(b"%.17g" % a)  # Lua's own rendering would lose precision
             else:
-                return False, self.error_table(b"Lua redis lib command arguments must be strings or integers", False)
+                return self.error_table(b"Lua redis lib command arguments must be strings or integers", False)
+        return argv
+
+    def _redis_command(self, args: tuple) -> tuple[bool, Any]:
+        """redis.call / redis.pcall: (True, reply) or (False, error table)."""
+        argv = self._lua_argv(args)
+        if type(argv) is not list:
+            return False, argv
         ctx = self.ctx
         assert ctx is not None  # the sandbox offers redis.call to running scripts only
         ran, reply = ctx.call(argv)
@@ -910,6 +918,19 @@ class LuaEngine:
 
     def _pcall(self, *args: Any) -> Any:
         return self._redis_command(args)[1]
+
+    def _acl_check_cmd(self, *args: Any) -> bool:
+        """redis.acl_check_cmd: may the script's caller run this command on these keys?"""
+        ctx = self.ctx
+        if ctx is None:
+            raise self._fail(b"redis.acl_check_cmd can only be called inside a script invocation")
+        argv = self._lua_argv(args)
+        if type(argv) is not list:
+            raise ScriptError(argv)
+        cmd = self.server.table.lookup(argv)
+        if cmd is None:
+            raise self._fail(b"Invalid command passed to redis.acl_check_cmd()")
+        return ctx.caller.user.check(cmd, argv)[0] == acl.OK
 
     def _fail(self, message: bytes) -> ScriptError:
         """A Lua error like Redis's luaPushError + lua_error: {err="ERR message"}."""

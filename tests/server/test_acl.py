@@ -350,6 +350,24 @@ def test_multi_exec_and_scripts(acl):
     _compare_log(acl, 20)
 
 
+def test_scripts_can_ask_acl_check_cmd(acl):
+    """redis.acl_check_cmd answers for the script's caller: command, then keys; a command
+    that does not exist is an error."""
+    acl.check("ACL", "SETUSER", "bob", "on", ">123", "+@scripting", "+set", "~x*")
+    bob = _as_user(acl, "bob", "123")
+    bob.run([
+        ("EVAL", "return redis.acl_check_cmd('set','xx',1)", "1", "xx"),
+        ("EVAL", "return redis.acl_check_cmd('hset','xx','f',1)", "1", "xx"),
+        ("EVAL", "return redis.acl_check_cmd('set','yy',1)", "0"),
+        ("EVAL", "return redis.acl_check_cmd('invalid-cmd','arg')", "0"),
+        ("EVAL", "return redis.acl_check_cmd()", "0"),
+        ("EVAL", "return redis.acl_check_cmd('set', {})", "0"),
+        ("EVAL", "return redis.acl_check_cmd('client','kill')", "0"),
+    ])
+    bob.close()
+    acl.run([("EVAL", "return redis.acl_check_cmd('hset','xx','f',1)", "0")])  # default: everything
+
+
 def test_sort_by_and_get_need_full_read_access(acl):
     acl.run([("SET", "v1", "1"), ("LPUSH", "mylist", "1"),
              ("ACL", "SETUSER", "so", "on", "nopass", "(+sort ~mylist)")])
