@@ -266,6 +266,52 @@ def run_inproc(server, client, *args) -> bytes:
     return b"".join(client.out)
 
 
+def inproc_keyevents(server, client, script: Iterable[tuple], monkeypatch) -> list[tuple[bytes, bytes]]:
+    """The (event, key) notifications an in-process Server raises for ``script``, caught at
+    the keyspace notifier: what ``keyevents`` reads from a real server, without sockets."""
+    from rill.server.commands import keys
+
+    events: list[tuple[bytes, bytes]] = []
+    monkeypatch.setattr(keys, "notifier", lambda db, cls, event, key: events.append((event, key)))
+    for args in script:
+        run_inproc(server, client, *args)
+    return events
+
+
+def redis_aof_commands(workdir: str, script: Iterable[tuple], after=None) -> list[list[bytes]]:
+    """What redis-server (appendonly yes, appendfsync always) writes to its incr AOF for
+    ``script``, as commands. ``after(client)`` may run more against it before it stops."""
+    from pathlib import Path
+
+    from rill.persistence import aof
+
+    redis = start_redis("--appendonly", "yes", "--appendfsync", "always", workdir=workdir)
+    try:
+        cli = RawClient(redis.port)
+        for args in script:
+            cli.call(*args)
+        if after is not None:
+            after(cli)
+        cli.close()
+    finally:
+        redis.stop()
+    (incr,) = Path(workdir, "appendonlydir").glob("*.incr.aof")
+    return list(aof.CommandParser(incr.read_bytes()))
+
+
+def effects_as_aof(effects: Iterable[tuple[int, list[bytes]]]) -> list[list[bytes]]:
+    """Propagated (db, argv) effects as an AOF holds them: a SELECT before each change of DB
+    (the AOF of a fresh server starts in DB 0 after its own leading SELECT)."""
+    out: list[list[bytes]] = []
+    db = 0
+    for effect_db, argv in effects:
+        if effect_db != db:
+            out.append([b"SELECT", b"%d" % effect_db])
+            db = effect_db
+        out.append(argv)
+    return out
+
+
 class StepLoop:
     """An event-loop double for in-process Connections: call_soon callbacks wait
     until :meth:`run_iteration`, which plays "the next loop iteration"."""

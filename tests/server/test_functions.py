@@ -16,10 +16,17 @@ import time
 
 import pytest
 import redis as redis_py
-from rill.persistence import aof
 
 from tests.server.persistence_helpers import redis_in, rill_in, wait_rewrite
-from tests.support import RawClient, encode_command, redis_server_binary, start_redis, start_rill
+from tests.support import (
+    RawClient,
+    effects_as_aof,
+    encode_command,
+    redis_aof_commands,
+    redis_server_binary,
+    start_redis,
+    start_rill,
+)
 from tests.support import run_inproc as _run
 
 
@@ -547,37 +554,24 @@ AOF_SCRIPT = [
 def test_propagation_matches_redis_aof(inproc, tmp_path):
     """redis-server with appendonly yes writes exactly what rill hands its propagation
     sinks: FUNCTION LOAD/DELETE/FLUSH as sent, FCALL's writes as effects."""
-    from pathlib import Path
-
     from rill.server.commands import setup_all
 
     if redis_server_binary() is None:
         pytest.skip("redis-server not installed")
-    redis = start_redis("--appendonly", "yes", "--appendfsync", "always", workdir=str(tmp_path))
-    try:
-        cli = RawClient(redis.port)
-        for args in AOF_SCRIPT:
-            cli.call(*args)
-        payload = _bulk(cli.call("FUNCTION", "DUMP"))
-        cli.call("FUNCTION", "RESTORE", payload, "REPLACE")
-        cli.close()
-    finally:
-        redis.stop()
-    (incr,) = Path(tmp_path, "appendonlydir").glob("*.incr.aof")
-    theirs = list(aof.CommandParser(incr.read_bytes()))
+    dumped: list[bytes] = []
+
+    def restore_own_dump(cli: RawClient) -> None:
+        dumped.append(_bulk(cli.call("FUNCTION", "DUMP")))
+        cli.call("FUNCTION", "RESTORE", dumped[0], "REPLACE")
+
+    theirs = redis_aof_commands(str(tmp_path), AOF_SCRIPT, after=restore_own_dump)
     server, c, effects = inproc
     setup_all(server)
     for args in AOF_SCRIPT:
         _run(server, c, *args)
-    _run(server, c, "FUNCTION", "RESTORE", payload, "REPLACE")
-    mine, db = [], 0
-    for batch_db, argv in effects:
-        if batch_db != db:
-            mine.append([b"SELECT", b"%d" % batch_db])
-            db = batch_db
-        mine.append(argv)
+    _run(server, c, "FUNCTION", "RESTORE", dumped[0], "REPLACE")
     assert theirs[0] == [b"SELECT", b"0"]
-    assert mine == theirs[1:]
+    assert effects_as_aof(effects) == theirs[1:]
 
 
 # -- RDB, DEBUG RELOAD, AOF -------------------------------------------------------------------------

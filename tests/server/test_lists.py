@@ -11,7 +11,7 @@ from rill.protocol.reply import encode
 from rill.server.commands import keys
 from rill.server.commands.lists import _bulk_array
 
-from tests.support import RawClient, encode_command, keyevents
+from tests.support import RawClient, encode_command, inproc_keyevents, keyevents
 from tests.support import run_inproc as _run
 
 
@@ -380,11 +380,8 @@ def _oracle_events(port: int, script) -> list[tuple[bytes, bytes]]:
 
 def test_keyspace_events_match_redis(oracle_server, inproc, monkeypatch):
     server, c, _ = inproc
-    mine: list[tuple[bytes, bytes]] = []
-    monkeypatch.setattr(keys, "notifier", lambda db, cls, event, key: mine.append((event, key)))
-    for args in NOTIFY_SCRIPT:
-        _run(server, c, *args)
-    assert mine == _oracle_events(oracle_server.port, NOTIFY_SCRIPT)
+    theirs = _oracle_events(oracle_server.port, NOTIFY_SCRIPT)
+    assert theirs and inproc_keyevents(server, c, NOTIFY_SCRIPT, monkeypatch) == theirs
 
 
 def test_keyspace_events_of_served_waiters_match_redis(oracle_server, inproc, monkeypatch):

@@ -6,9 +6,16 @@ import sys
 import time
 
 import pytest
-from rill.persistence import aof
 
-from tests.support import RawClient, encode_command, redis_server_binary, start_redis, start_rill
+from tests.support import (
+    RawClient,
+    effects_as_aof,
+    encode_command,
+    redis_aof_commands,
+    redis_server_binary,
+    start_redis,
+    start_rill,
+)
 from tests.support import run_inproc as _run
 
 
@@ -455,44 +462,22 @@ AOF_SCRIPT = [
 def test_propagation_matches_redis_aof(inproc, tmp_path):
     """The same commands through redis-server with appendonly yes: its AOF holds exactly
     what rill hands to its propagation sinks (relative expiry times masked)."""
-    from pathlib import Path
-
     from rill.server.commands import setup_all
-
-    from tests.support import RawClient, redis_server_binary, start_redis
 
     if redis_server_binary() is None:
         pytest.skip("redis-server not installed")
-    redis = start_redis("--appendonly", "yes", "--appendfsync", "always", workdir=str(tmp_path))
-    try:
-        cli = RawClient(redis.port)
-        for args in AOF_SCRIPT:
-            cli.call(*args)
-        cli.close()
-    finally:
-        redis.stop()
-    (incr,) = Path(tmp_path, "appendonlydir").glob("*.incr.aof")
-    theirs = _aof_commands(incr)
+    theirs = redis_aof_commands(str(tmp_path), AOF_SCRIPT)
     server, c, effects = inproc
     setup_all(server)
     for args in AOF_SCRIPT:
         _run(server, c, *args)
-    mine, db = [], 0
-    for batch_db, argv in effects:
-        if batch_db != db:
-            mine.append([b"SELECT", b"%d" % batch_db])
-            db = batch_db
-        mine.append(argv)
+    mine = effects_as_aof(effects)
 
     def mask(cmds):
         return [[b"T" if a.isdigit() and len(a) >= 13 else a for a in argv] for argv in cmds]
 
     assert theirs[0] == [b"SELECT", b"0"]
     assert mask(mine) == mask(theirs[1:])
-
-
-def _aof_commands(path) -> list[list[bytes]]:
-    return list(aof.CommandParser(path.read_bytes()))
 
 
 def test_info_memory_fields(r):

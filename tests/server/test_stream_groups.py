@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from rill.persistence import aof
 from rill.server.commands import load_all
 from rill.server.server import Server
 
@@ -702,29 +701,14 @@ AOF_SCRIPT = [
 ]
 
 
-def _aof_commands(path) -> list[list[bytes]]:
-    return list(aof.CommandParser(path.read_bytes()))
-
-
 def test_propagation_matches_redis_aof(inproc, tmp_path):
     """The same script through redis-server with appendonly yes: its AOF holds exactly
     what rill hands to its propagation sinks (clock readings masked)."""
-    from pathlib import Path
-
-    from tests.support import RawClient, redis_server_binary, start_redis
+    from tests.support import redis_aof_commands, redis_server_binary
 
     if redis_server_binary() is None:
         pytest.skip("redis-server not installed")
-    redis = start_redis("--appendonly", "yes", "--appendfsync", "always", workdir=str(tmp_path))
-    try:
-        cli = RawClient(redis.port)
-        for args in AOF_SCRIPT:
-            cli.call(*args)
-        cli.close()
-    finally:
-        redis.stop()
-    (incr,) = Path(tmp_path, "appendonlydir").glob("*.incr.aof")
-    theirs = _aof_commands(incr)
+    theirs = redis_aof_commands(str(tmp_path), AOF_SCRIPT)
     assert theirs[0][0] == b"SELECT"
     server, c, effects = inproc
     for args in AOF_SCRIPT:

@@ -10,9 +10,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rill.server.commands import keys
 
-from tests.support import keyevents
+from tests.support import inproc_keyevents, keyevents
 from tests.support import run_inproc as run
 
 MAX = "18446744073709551615"
@@ -625,12 +624,8 @@ EVENT_SCRIPT = [
 
 def test_keyspace_events_match_redis(oracle_server, inproc, monkeypatch):
     server, c, _ = inproc
-    mine: list[tuple[bytes, bytes]] = []
-    monkeypatch.setattr(keys, "notifier", lambda db, cls, event, key: mine.append((event, key)))
-    for args in EVENT_SCRIPT:
-        run(server, c, *args)
     theirs = keyevents(oracle_server.port, EVENT_SCRIPT, "Et", end=("XADD", "end-marker", "1-1", "x", "y"))
-    assert theirs and mine == theirs
+    assert theirs and inproc_keyevents(server, c, EVENT_SCRIPT, monkeypatch) == theirs
 
 
 def test_keyspace_hits_and_misses_match_redis(sbs):

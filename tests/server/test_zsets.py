@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rill.server.commands import keys
 
-from tests.support import keyevents
+from tests.support import inproc_keyevents, keyevents
 from tests.support import run_inproc as _run
 
 
@@ -414,11 +413,8 @@ def test_keyspace_events_match_redis(rill_server, oracle_server):
 
 def test_keyspace_events_inproc(oracle_server, inproc, monkeypatch):
     server, c, _ = inproc
-    mine: list[tuple[bytes, bytes]] = []
-    monkeypatch.setattr(keys, "notifier", lambda db, cls, event, key: mine.append((event, key)))
-    for args in NOTIFY_SCRIPT:
-        _run(server, c, *args)
-    assert mine == _events(oracle_server.port, NOTIFY_SCRIPT)
+    theirs = _events(oracle_server.port, NOTIFY_SCRIPT)
+    assert theirs and inproc_keyevents(server, c, NOTIFY_SCRIPT, monkeypatch) == theirs
 
 
 # -- propagation ------------------------------------------------------------------------
