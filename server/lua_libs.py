@@ -4,8 +4,9 @@ Redis links C libraries for these (lua-cjson 2.1.0 and LuaBitOp 1.0.2). rill has
 C, so cjson is written here in Lua, running in the same interpreter so tables are
 walked in the interpreter's own ``next`` order (object key order in the JSON, as
 Redis's output has it); cmsgpack's byte formats and bit's integer arithmetic are
-Python (lupa walks tables with the same ``next``). Both keep the behaviour scripts can observe: output bytes, defaults and
-settings, error messages and where they point (``user_script:LINE:``).
+Python (lupa walks tables with the same ``next``). All three keep what scripts can
+observe: output bytes, defaults and settings, error messages and where they point
+(``user_script:LINE:``).
 
 :func:`install` puts the tables into a runtime's globals before the sandbox runs, so
 the sandbox can make them read-only like Redis's.
@@ -19,12 +20,12 @@ from typing import Any
 
 import lupa.lua51 as lua51
 
-# cjson. Internal failures raise {msg} tables; the public functions turn them into
-# plain errors at the caller's level, so messages carry the script's line as
-# luaL_error's do in the C library.
+# cjson. Failures raise {msg} tables; install()'s Python entry points catch them and
+# raise the message at the script's line, as luaL_error does in the C library.
 _CJSON = rb"""
 local null = ...
 local type, next, tostring, tonumber, error, pcall, select = type, next, tostring, tonumber, error, pcall, select
+local ipairs = ipairs
 local rawget, floor, huge = rawget, math.floor, math.huge
 local format, byte, char, sub, find, gsub = string.format, string.byte, string.char, string.sub, string.find, string.gsub
 local concat = table.concat
@@ -732,7 +733,7 @@ def install(runtime: Any, error: Callable[[bytes], Exception]) -> None:
     impl, pcall = g.loadstring(_CJSON, b"=rill")(null)
     lua_type = lua51.lua_type
 
-    def entry(f: Any) -> Callable[..., Any]:
+    def lua_entry(f: Any) -> Callable[..., Any]:
         def call(*args: Any) -> Any:
             result = pcall(f, *args)
             if type(result) is not tuple:
@@ -746,7 +747,7 @@ def install(runtime: Any, error: Callable[[bytes], Exception]) -> None:
 
         return call
 
-    cjson = {name: entry(f) for name, f in impl.items()}
+    cjson = {name: lua_entry(f) for name, f in impl.items()}
     cjson.update({b"null": null, b"_NAME": b"cjson", b"_VERSION": b"2.1.0"})
     g.cjson = runtime.table_from(cjson)
 
