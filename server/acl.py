@@ -123,6 +123,16 @@ def hash_password(password: bytes) -> bytes:
     return hashlib.sha256(password).hexdigest().encode()
 
 
+def _rule_hash(op: bytes) -> bytes:
+    """The SHA-256 hex a password rule names: ``>pw`` / ``<pw`` hash a clear password,
+    ``#hash`` / ``!hash`` give one, which must be well formed."""
+    if op[:1] in (b">", b"<"):
+        return hash_password(op[1:])
+    if not _valid_hash(op[1:]):
+        raise RuleError(E_BAD_HASH)
+    return op[1:]
+
+
 def _valid_hash(h: bytes) -> bool:
     return len(h) == 64 and all(c in b"0123456789abcdef" for c in h)
 
@@ -738,22 +748,12 @@ class User:
             self.nopass = False
             self.passwords = []
         elif op[:1] in (b">", b"#"):
-            if op[:1] == b">":
-                h = hash_password(op[1:])
-            else:
-                h = op[1:]
-                if not _valid_hash(h):
-                    raise RuleError(E_BAD_HASH)
+            h = _rule_hash(op)
             if h not in self.passwords:
                 self.passwords.append(h)
             self.nopass = False
         elif op[:1] in (b"<", b"!"):
-            if op[:1] == b"<":
-                h = hash_password(op[1:])
-            else:
-                h = op[1:]
-                if not _valid_hash(h):
-                    raise RuleError(E_BAD_HASH)
+            h = _rule_hash(op)
             if h not in self.passwords:
                 raise RuleError(E_NO_SUCH_PASS)
             self.passwords.remove(h)
