@@ -117,10 +117,6 @@ def _coord_reply(resp3: bool, x: float) -> Raw:
     return Raw(b"$%d\r\n%b\r\n" % (len(s), s))
 
 
-def _bulk(s: bytes) -> Raw:
-    return Raw(b"$%d\r\n%b\r\n" % (len(s), s))
-
-
 # -- GEOADD ----------------------------------------------------------------------------------
 @command("geoadd")
 def geoadd(c: Client, argv: list[bytes]):
@@ -452,7 +448,7 @@ def _reply(c: Client, points: list[_Point], withdist: bool, withhash: bool, with
     for p in points:
         item: list = [p.member]
         if withdist:
-            item.append(_bulk(format_distance(p.dist)))
+            item.append(format_distance(p.dist))
         if withhash:
             item.append(int(p.score))
         if withcoord:

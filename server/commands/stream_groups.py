@@ -31,6 +31,7 @@ from .streams import (
     XREAD_BLOCKED_DEFAULT_COUNT,
     Budget,
     arg,
+    bulk,
     deleted_effects,
     encode_entry,
     entries_bytes,
@@ -522,18 +523,14 @@ def xautoclaim(c: Client, argv: list[bytes]):
         quiet_write(c, key, s)
     if justid:
         claimed = b"*%d" % len(res.claimed) + b"".join(
-            b"\r\n" + _bulk(fmt_id(sid)) for sid in res.claimed
+            b"\r\n" + bulk(fmt_id(sid)) for sid in res.claimed
         )
     else:
         claimed = b"\r\n".join(
             [b"*%d" % len(res.claimed)] + [encode_entry(sid, s.lookup(sid) or []) for sid in res.claimed]
         )
-    deleted = b"*%d" % len(res.deleted) + b"".join(b"\r\n" + _bulk(fmt_id(sid)) for sid in res.deleted)
-    return Raw(b"*3\r\n%b\r\n%b\r\n%b\r\n" % (_bulk(fmt_id(res.next_id)), claimed, deleted))
-
-
-def _bulk(b: bytes) -> bytes:
-    return b"$%d\r\n%b" % (len(b), b)
+    deleted = b"*%d" % len(res.deleted) + b"".join(b"\r\n" + bulk(fmt_id(sid)) for sid in res.deleted)
+    return Raw(b"*3\r\n%b\r\n%b\r\n%b\r\n" % (bulk(fmt_id(res.next_id)), claimed, deleted))
 
 
 # -- XGROUP --------------------------------------------------------------------------------------
