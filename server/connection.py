@@ -56,13 +56,15 @@ class ReplyBatch:
             loop.call_soon(self.run)
         queue.append(conn)
 
-    def run(self) -> None:
+    def run(self, keep: Client | None = None) -> None:
+        """Write the batch; ``keep``'s replies stay queued (a busy script's own caller)."""
         queue = self.queue
-        self.queue = []
+        self.queue = [conn for conn in queue if conn.client is keep] if keep is not None else []
         for hook in self.server.before_write_hooks:
             hook()
         for conn in queue:
-            conn.write_out()
+            if keep is None or conn.client is not keep:
+                conn.write_out()
 
 
 def reply_batch(server: Server) -> ReplyBatch:
@@ -93,15 +95,8 @@ def serve_while_busy(server: Server, caller: Client) -> None:
     the script's command would otherwise wait for it forever, and never send the
     KILL that ends the script.
     """
-    batch = server.reply_batch
-    if batch is not None and batch.queue:
-        queued = batch.queue
-        batch.queue = [conn for conn in queued if conn.client is caller]
-        for hook in server.before_write_hooks:
-            hook()
-        for conn in queued:
-            if conn.client is not caller:
-                conn.write_out()
+    if server.reply_batch is not None:
+        server.reply_batch.run(keep=caller)
     conns = {}
     for conn in _LIVE:
         client = conn.client
