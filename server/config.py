@@ -33,6 +33,8 @@ class Param:
     multi_arg: bool = False
     # debugging knobs CONFIG GET only answers for by exact name, never for a pattern
     hidden: bool = False
+    # secrets: CONFIG SET's value for them never shows in SLOWLOG or MONITOR
+    sensitive: bool = False
     # special parameters normalise their value with their own function
     normalize: Callable[[str], str] | None = field(default=None, repr=False)
 
@@ -90,7 +92,7 @@ PARAMS: list[Param] = [
     P('unixsocket', 'string', '', immutable=True),
     P('pidfile', 'string', '', immutable=True),
     P('replica-announce-ip', 'string', '', alias='slave-announce-ip'),
-    P('masteruser', 'string', ''),
+    P('masteruser', 'string', '', sensitive=True),
     P('cluster-announce-ip', 'string', ''),
     P('cluster-config-file', 'string', 'nodes.conf', immutable=True),
     P('cluster-announce-hostname', 'string', ''),
@@ -106,8 +108,8 @@ PARAMS: list[Param] = [
     P('proc-title-template', 'string', '{title} {listen-addr} {server-mode}'),
     P('bind-source-addr', 'string', ''),
     P('logfile', 'string', '', immutable=True),
-    P('masterauth', 'string', ''),
-    P('requirepass', 'string', ''),
+    P('masterauth', 'string', '', sensitive=True),
+    P('requirepass', 'string', '', sensitive=True),
     P('supervised', 'enum', 'no', immutable=True, choices=('upstart', 'systemd', 'auto', 'no')),
     P('syslog-facility', 'enum', 'local0', immutable=True, choices=('user', 'local0', 'local1', 'local2', 'local3', 'local4', 'local5', 'local6', 'local7')),
     P('repl-diskless-load', 'enum', 'disabled', choices=('disabled', 'on-empty-db', 'swapdb')),

@@ -25,7 +25,7 @@ from ..acl import (
 )
 from ..client import Client
 from .admin import help_reply
-from .args import NOT_INT, string2ll
+from .args import NOT_INT, redact, string2ll
 from .table import command
 
 log = logging.getLogger("rill")
@@ -75,11 +75,12 @@ def _rewrite_lines(server) -> list[str] | None:
 @command("acl|setuser")
 def acl_setuser(c: Client, argv: list[bytes]):
     acl = c.server.acl
-    name = argv[2]
+    name, rules = argv[2], argv[3:]
+    redact(argv, *range(2, len(argv)))
     if has_spaces(name):
         raise ReplyError("ERR Usernames can't contain spaces or null characters")
     try:
-        acl.apply_rules(acl.users.get(name), name, argv[3:], c)
+        acl.apply_rules(acl.users.get(name), name, rules, c)
     except RuleError as e:
         raise ReplyError("ERR " + str(e).replace("\r", " ").replace("\n", " ")) from None
     return OK

@@ -9,7 +9,7 @@ from rill.protocol.reply import OK, Map, Raw, ReplyError, Status
 
 from ..client import Client
 from ..config import ConfigError
-from .args import NO_SUCH_KEY, SYNTAX_ERR, get_int, string2ll
+from .args import NO_SUCH_KEY, SYNTAX_ERR, get_int, redact, string2ll
 from .table import command
 from .values import memory_usage, object_encoding
 
@@ -87,6 +87,12 @@ def config_set(c: Client, argv: list[bytes]):
     if len(argv) % 2:
         raise ReplyError("ERR wrong number of arguments for 'config|set' command")
     config = c.server.config
+    values = list(argv)
+    # Every secret is hidden, even when an earlier pair is about to fail the command.
+    for i in range(2, len(argv), 2):
+        canon = config.canonical(argv[i].decode(errors="replace"))
+        if canon is not None and config.params[canon].sensitive:
+            redact(argv, i + 1)
     pairs: list[tuple[str, str]] = []
     seen: set[str] = set()
     for i in range(2, len(argv), 2):
@@ -103,7 +109,7 @@ def config_set(c: Client, argv: list[bytes]):
                 f"ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"
             )
         seen.add(canon)
-        pairs.append((canon, argv[i + 1].decode(errors="surrogateescape")))
+        pairs.append((canon, values[i + 1].decode(errors="surrogateescape")))
     try:
         config.set_many(pairs)
     except ConfigError as e:

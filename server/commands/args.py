@@ -19,6 +19,18 @@ NOT_FLOAT = ReplyError("ERR value is not a valid float")
 OVERFLOW = ReplyError("ERR increment or decrement would overflow")
 NO_SUCH_KEY = ReplyError("ERR no such key")
 DB_RANGE = ReplyError("ERR DB index is out of range")
+REDACTED = b"(redacted)"
+
+
+def redact(argv: list[bytes], *positions: int) -> None:
+    """Keep secrets out of SLOWLOG and MONITOR (Redis's redactClientCommandArgument).
+
+    Both read the command's argv after its handler has run, so the handler, once it
+    holds the secret, overwrites it in place. The commands that do this (AUTH, HELLO,
+    CONFIG SET, ACL SETUSER) are never propagated, so nothing else reads it later.
+    """
+    for i in positions:
+        argv[i] = REDACTED
 
 def get_int(arg: bytes, err: ReplyError | str | None = None) -> int:
     """An int64 argument, or the given error (Redis's default: not an integer)."""

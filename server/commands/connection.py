@@ -5,7 +5,7 @@ from __future__ import annotations
 from rill.protocol.reply import OK, PONG, Map, ReplyError, Status
 
 from ..client import REPLY_ON, Client
-from .args import DB_RANGE, SYNTAX_ERR, get_int, string2ll
+from .args import DB_RANGE, SYNTAX_ERR, get_int, redact, string2ll
 from .table import command
 
 WRONGPASS = ReplyError("WRONGPASS invalid username-password pair or user is disabled.")
@@ -31,15 +31,17 @@ def echo(c: Client, argv: list[bytes]):
 def auth(c: Client, argv: list[bytes]):
     if len(argv) > 3:
         raise SYNTAX_ERR
+    secrets = argv[1:]
+    redact(argv, *range(1, len(argv)))
     if len(argv) == 2:
         if c.server.acl.default.nopass:
             raise ReplyError(
                 "ERR AUTH <password> called without any password configured for the default "
                 "user. Are you sure your configuration is correct?"
             )
-        username, password = b"default", argv[1]
+        username, password = b"default", secrets[0]
     else:
-        username, password = argv[1], argv[2]
+        username, password = secrets
     if c.server.acl.authenticate(c, username, password, argv[0]):
         return OK
     raise WRONGPASS
@@ -65,7 +67,9 @@ def hello(c: Client, argv: list[bytes]):
         more = len(argv) - 1 - i
         opt = argv[i].lower()
         if opt == b"auth" and more >= 2:
-            if not c.server.acl.authenticate(c, argv[i + 1], argv[i + 2], argv[0]):
+            username, password = argv[i + 1], argv[i + 2]
+            redact(argv, i + 1, i + 2)
+            if not c.server.acl.authenticate(c, username, password, argv[0]):
                 raise WRONGPASS
             i += 3
         elif opt == b"setname" and more:

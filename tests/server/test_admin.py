@@ -399,6 +399,73 @@ def test_monitor(rill_server):
     c.close()
 
 
+_SECRETS = [
+    ("ACL", "SETUSER", "u1", "on", ">s3cret-acl", "+@all", "~*"),
+    ("AUTH", "u1", "s3cret-acl"),
+    ("AUTH", "s3cret-wrong"),
+    ("AUTH", "a", "b", "c"),  # a syntax error: nothing is redacted
+    ("HELLO", "2", "AUTH", "u1", "s3cret-acl"),
+    ("HELLO", "2", "AUTH", "u1", "s3cret-bad"),
+    ("HELLO", "4", "AUTH", "u1", "pw-before-noproto"),  # fails first: shown as sent
+    ("CONFIG", "SET", "masterauth", "s3cret-master", "maxmemory", "0"),
+    ("CONFIG", "SET", "nosuch", "x", "masteruser", "s3cret-user"),  # fails, still hidden
+    ("CONFIG", "SET", "requirepass", "s3cret-pass"),
+    ("AUTH", "s3cret-pass"),
+    ("CONFIG", "SET", "requirepass", ""),
+    ("ACL", "SETUSER", "u2", "on"),
+    ("ACL", "DELUSER", "u2"),
+    ("SET", "k", "v"),
+]
+
+
+def _secrets_scenario(port: int) -> tuple[list[list[bytes]], list[bytes]]:
+    """SLOWLOG entries and MONITOR lines (without their timestamps) for _SECRETS."""
+    m = RawClient(port)
+    assert m.call("MONITOR") == b"+OK\r\n"
+    r = redis.Redis(port=port)
+    r.config_set("slowlog-log-slower-than", 0)
+    c = RawClient(port)
+    c.call("SLOWLOG", "RESET")
+    for cmd in _SECRETS:
+        c.call(*cmd)
+    r.config_set("slowlog-log-slower-than", 10000)
+    logged = [e["command"].split(b" ") for e in reversed(r.slowlog_get(100))]
+    lines = []
+    m.sock.settimeout(0.5)
+    while True:
+        try:
+            line = m.read_reply()
+        except (TimeoutError, ConnectionError):
+            break
+        if b"CLIENT" not in line:  # redis-py's own CLIENT SETINFO (Redis 7.2+), which 7.0 rejects
+            lines.append(line.split(b"]", 1)[1])
+    for x in (m, c):
+        x.close()
+    r.close()
+    return logged, lines
+
+
+def test_secrets_are_redacted_in_slowlog_and_monitor_side_by_side():
+    """Passwords never show in SLOWLOG or MONITOR: AUTH, HELLO AUTH, ACL SETUSER, and
+    CONFIG SET of masterauth/masteruser/requirepass (even when the SET fails)."""
+    if redis_server_binary() is None:
+        pytest.skip("redis-server not installed")
+    servers = [start_rill(), start_redis()]
+    try:
+        mine, theirs = (_secrets_scenario(s.port) for s in servers)
+    finally:
+        for s in servers:
+            s.stop()
+    assert mine == theirs
+    logged, lines = mine
+    everything = b" ".join(b" ".join(e) for e in logged) + b" ".join(lines)
+    assert b"s3cret" not in everything
+    assert [b"AUTH", b"(redacted)", b"(redacted)"] in logged
+    assert [b"AUTH", b"a", b"b", b"c"] in logged
+    assert [b"CONFIG", b"SET", b"nosuch", b"x", b"masteruser", b"(redacted)"] in logged
+    assert b'"HELLO" "4" "AUTH" "u1" "pw-before-noproto"' in b"".join(lines)
+
+
 def test_object_and_debug(sbs):
     sbs.run([("SET", "n", "12345"), ("SET", "s", "hello"), ("SET", "l", "x" * 50),
              ("OBJECT", "ENCODING", "n"), ("OBJECT", "ENCODING", "s"), ("OBJECT", "ENCODING", "l"),
