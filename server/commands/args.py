@@ -27,7 +27,8 @@ def redact(argv: list[bytes], *positions: int) -> None:
 
     Both read the command's argv after its handler has run, so the handler, once it
     holds the secret, overwrites it in place. The commands that do this (AUTH, HELLO,
-    CONFIG SET, ACL SETUSER) are never propagated, so nothing else reads it later.
+    CONFIG SET, ACL SETUSER, MIGRATE) are never propagated as sent, so nothing else
+    reads it later.
     """
     for i in positions:
         argv[i] = REDACTED

@@ -236,7 +236,7 @@ def _stats(c: Client) -> list[tuple[str, object]]:
         ("pubsubshard_channels", len(pubsub.shard_channels) if pubsub else 0),
         ("latest_fork_usec", getattr(s, "latest_fork_usec", 0)),
         ("total_forks", getattr(s, "total_forks", 0)),
-        ("migrate_cached_sockets", 0),
+        ("migrate_cached_sockets", len(getattr(s, "migrate_links", ()) or ())),
         ("slave_expires_tracked_keys", 0),
         ("active_defrag_hits", 0),
         ("active_defrag_misses", 0),

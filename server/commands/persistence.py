@@ -1,5 +1,5 @@
-"""Persistence commands: SAVE, BGSAVE, BGREWRITEAOF, LASTSAVE, DUMP, RESTORE, and the
-master's side of replication: SYNC, PSYNC, REPLCONF, ROLE.
+"""Persistence commands: SAVE, BGSAVE, BGREWRITEAOF, LASTSAVE, DUMP, RESTORE, MIGRATE,
+and the master's side of replication: SYNC, PSYNC, REPLCONF, ROLE.
 
 The work itself lives in server/persistence.py (the Persistence object attached to
 the server) and rill.persistence (the formats); these handlers parse arguments
@@ -11,13 +11,15 @@ from __future__ import annotations
 import time
 
 from rill.persistence import rdb
+from rill.persistence.aof import encode_command
 from rill.protocol.parser import split_args
 from rill.protocol.reply import OK, Raw, ReplyError, Status
 
 from ..blocking import Block, parse_timeout
 from ..client import Client
+from ..migrate import links_of
 from ..persistence import PersistenceError, ReplicaLink, install, persistence_of
-from .args import SYNTAX_ERR, get_int, string2ll
+from .args import SYNTAX_ERR, get_int, redact, string2ll
 from .keys import notify
 from .table import command
 
@@ -79,17 +81,22 @@ def lastsave(c: Client, argv: list[bytes]):
 
 
 # -- DUMP / RESTORE -------------------------------------------------------------------
-@command("dump")
-def dump(c: Client, argv: list[bytes]):
-    value = c.db.lookup_read(argv[1])
-    if value is None:
-        return None
+def _payload(c: Client, value) -> bytes:
+    """DUMP's serialisation of ``value``, with the server's encoding settings."""
     config = c.server.config
     return rdb.dump_payload(
         value,
         compression=config.bool("rdbcompression"),
         list_fill=config.int("list-max-listpack-size"),
     )
+
+
+@command("dump")
+def dump(c: Client, argv: list[bytes]):
+    value = c.db.lookup_read(argv[1])
+    if value is None:
+        return None
+    return _payload(c, value)
 
 
 @command("restore")
@@ -161,6 +168,164 @@ def restore(c: Client, argv: list[bytes]):
     db.modified(key)
     notify(db.id, "g", b"restore", key)
     server.dirty += 1
+    return OK
+
+
+# -- MIGRATE ---------------------------------------------------------------------------
+
+
+class _SocketError(Exception):
+    """MIGRATE lost its connection: ``writing`` says in which direction, ``retry`` whether
+    nothing was done and the connection merely died (not timed out), ``reply`` the
+    target's error to report instead of the I/O error."""
+
+    def __init__(self, writing: bool, retry: bool, reply: ReplyError | None = None) -> None:
+        self.writing = writing
+        self.retry = retry
+        self.reply = reply
+
+
+@command("migrate")
+def migrate(c: Client, argv: list[bytes]):
+    """MIGRATE host port key|"" db timeout [COPY] [REPLACE] [AUTH pw] [AUTH2 user pw] [KEYS k...].
+
+    RESTOREs each key on the target (DUMP payloads, TTLs as they stand) and, unless
+    COPY, deletes the keys the target acknowledged: those deletions are what
+    replicas and the AOF see, as one DEL. A cached connection that turns out to be
+    dead (not slow) is reopened once before the error is reported.
+    """
+    n = len(argv)
+    copy = replace = False
+    username = password = None
+    first_key, num_keys = 3, 1
+    j = 6
+    while j < n:
+        opt = argv[j].lower()
+        more = n - 1 - j
+        if opt == b"copy":
+            copy = True
+        elif opt == b"replace":
+            replace = True
+        elif opt == b"auth":
+            if not more:
+                raise SYNTAX_ERR
+            j += 1
+            password = argv[j]
+            redact(argv, j)
+        elif opt == b"auth2":
+            if more < 2:
+                raise SYNTAX_ERR
+            username, password = argv[j + 1], argv[j + 2]
+            redact(argv, j + 1, j + 2)
+            j += 2
+        elif opt == b"keys":
+            if argv[3]:
+                raise ReplyError(
+                    "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string"
+                )
+            first_key, num_keys = j + 1, n - j - 1
+            break
+        else:
+            raise SYNTAX_ERR
+        j += 1
+    timeout_ms = get_int(argv[5])
+    dbid = get_int(argv[4])
+    if timeout_ms <= 0:
+        timeout_ms = 1000
+    timeout = timeout_ms / 1000
+    db = c.db
+    found = []
+    for key in argv[first_key : first_key + num_keys]:
+        value = db.lookup_read(key)
+        if value is not None:
+            found.append((key, value))
+    if not found:
+        return Status(b"NOKEY")
+    links = links_of(c.server)
+    host, port = argv[1], argv[2]
+    may_retry = True
+    while True:
+        link = links.get(host, port, timeout)
+        if link is None:
+            raise ReplyError("IOERR error or timeout connecting to the client")
+        try:
+            return _migrate_over(c, link, found, dbid, timeout, copy, replace, username, password)
+        except _SocketError as e:
+            links.close(host, port)
+            if e.reply is not None:
+                raise e.reply from None
+            if may_retry and e.retry:
+                may_retry = False
+                continue
+            raise ReplyError(
+                "IOERR error or timeout %s to target instance" % ("writing" if e.writing else "reading")
+            ) from None
+
+
+def _migrate_over(c: Client, link, found: list, dbid: int, timeout: float, copy: bool, replace: bool,
+                  username: bytes | None, password: bytes | None):
+    """One attempt of MIGRATE over ``link``; raises _SocketError when it may be retried
+    or has to be reported as an I/O error."""
+    db = c.db
+    request = []
+    if password is not None:
+        request.append(encode_command([b"AUTH", password] if username is None else [b"AUTH", username, password]))
+    select = link.last_dbid != dbid
+    if select:
+        request.append(encode_command([b"SELECT", b"%d" % dbid]))
+    now = int(time.time() * 1000)
+    sent = []
+    for key, value in found:
+        ttl = 0
+        when = db.get_expire(key)
+        if when is not None:
+            ttl = when - now
+            if ttl < 0:
+                continue  # expired since it was looked up
+            ttl = max(ttl, 1)
+        sent.append(key)
+        restore = [b"RESTORE", key, b"%d" % ttl, _payload(c, value)]
+        if replace:
+            restore.append(b"REPLACE")
+        request.append(encode_command(restore))
+    try:
+        link.send(b"".join(request), timeout)
+    except OSError as e:
+        raise _SocketError(True, not isinstance(e, TimeoutError)) from None
+    try:
+        auth_reply = link.read_line(timeout) if password is not None else b"+OK"
+        select_reply = link.read_line(timeout) if select else b"+OK"
+    except OSError as e:
+        raise _SocketError(False, not isinstance(e, TimeoutError)) from None
+    error = None
+    lost: OSError | None = None
+    deleted = []
+    for i, key in enumerate(sent):
+        try:
+            reply = link.read_line(timeout)
+        except OSError as e:
+            if i == 0 and not isinstance(e, TimeoutError):
+                raise _SocketError(False, True) from None  # nothing was done: try again
+            lost = e
+            break
+        failed = next((r for r in (auth_reply, select_reply, reply) if r[:1] == b"-"), None)
+        if failed is not None:
+            if error is None:
+                link.last_dbid = -1
+                error = ReplyError(b"ERR Target instance replied with error: " + failed[1:])
+        elif not copy:
+            db.delete(key)
+            db.modified(key)
+            notify(db.id, "g", b"del", key)
+            c.server.dirty += 1
+            deleted.append(key)
+    if deleted:
+        c.server.rewrite_propagation([b"DEL", *deleted])
+    if lost is not None:
+        raise _SocketError(False, False, error)  # some keys may have moved: never retried
+    if error is not None:
+        raise error
+    link.last_dbid = dbid
     return OK
 
 
