@@ -171,8 +171,6 @@ class _Universe:
             key = name.encode()
             if key not in tops:
                 tops[key] = Command(name, spec, None)
-                if name == "migrate":
-                    tops[key].getkeys = _migrate_keys
                 subs[key] = {}
             infos = spec["info"][9] if len(spec["info"]) > 9 else []
             for info in infos if isinstance(infos, list) else ():
@@ -237,23 +235,6 @@ class _Universe:
         return subs.get(argv[1].lower())
 
 
-def _migrate_keys(argv: list[bytes]) -> list[tuple[int, dict]]:
-    """migrateGetKeys: the key at 3, or everything after KEYS (AUTH and AUTH2 skip
-    their arguments)."""
-    first, num = 3, 1
-    spec = {"flags": ["RW", "access", "delete"]}
-    i = 6
-    while i < len(argv):
-        word = argv[i].lower()
-        if word == b"keys":
-            if argv[3]:
-                return []
-            first, num = i + 1, len(argv) - i - 1
-            break
-        i += {b"auth": 1, b"auth2": 2}.get(word, 0) + 1
-    return [(first + k, spec) for k in range(num)]
-
-
 UNIVERSE = _Universe()
 
 
@@ -269,8 +250,9 @@ class KeyPattern:
     def __init__(self, pattern: bytes, flags: int) -> None:
         self.pattern = pattern
         self.flags = flags
-        # stringmatchlen's "*" matches the empty key too (compile_glob's does not).
-        self.match = (lambda s: True) if pattern == b"*" else compile_glob(pattern)
+        # stringmatchlen, so no pattern matches the empty key: not even "*" (only the
+        # allkeys flag, which "~*" sets, admits it).
+        self.match = compile_glob(pattern)
 
     def describe(self) -> bytes:
         prefix = {ALL: b"~", READ: b"%R~", WRITE: b"%W~"}[self.flags]

@@ -830,15 +830,22 @@ _VARIABLE_KEY_FLAGS = {"set": _set_key_flags, "bitfield": _bitfield_key_flags}
 
 
 def _getkeys(c: Client, sub: list[bytes]) -> list[int]:
+    """The key positions in ``sub``, with Redis's checks in Redis's order: a command that
+    takes no keys at all, then the arity, then a call whose keys cannot be found (an empty
+    answer only for commands whose keys are optional)."""
     cmd = c.server.table.lookup(sub)
     if cmd is None:
         raise ReplyError("ERR Invalid command specified")
+    if cmd.getkeys is None and not any(
+        "not_key" not in (f.lower() for f in spec.get("flags", ())) for spec in cmd.key_specs
+    ):
+        raise ReplyError("ERR The command has no key arguments")
     argc = len(sub)
     if (cmd.arity > 0 and cmd.arity != argc) or argc < -cmd.arity:
         raise ReplyError("ERR Invalid number of arguments specified for command")
     positions = cmd.key_positions(sub)
-    if not positions:
-        raise ReplyError("ERR The command has no key arguments")
+    if not positions and "no_mandatory_keys" not in cmd.flag_names():
+        raise ReplyError("ERR Invalid arguments specified for command")
     return positions
 
 

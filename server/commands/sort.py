@@ -282,3 +282,7 @@ TABLE.commands[b"sort"].getkeys = _sort_keys
 @command("sort_ro")
 def sort_ro(c: Client, argv: list[bytes]) -> Any:
     return _sort(c, argv, readonly=True)
+
+
+# sortROGetKeys: the BY/GET patterns make the key specs unusable, the sorted key is all.
+TABLE.commands[b"sort_ro"].getkeys = lambda argv: [(1, TABLE.commands[b"sort_ro"].key_specs[0])]

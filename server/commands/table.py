@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rill.protocol.parser import string2ll
 from rill.protocol.reply import Map, Set, Status
 
 Handler = Callable[[Any, list], Any]
@@ -141,58 +142,78 @@ class Command:
             del docs[b"subcommands"]
         return docs
 
+    def flag_names(self) -> list[str]:
+        """The command's flags as COMMAND INFO names them (``write``, ``no_mandatory_keys``...)."""
+        return _strings(self.info[2])
+
     def key_positions(self, argv: list[bytes]) -> list[int]:
         """Indexes of the key arguments (COMMAND GETKEYS, readiness signalling)."""
         return sorted({pos for pos, _ in self.keys_with_specs(argv)})
 
     def keys_with_specs(self, argv: list[bytes]) -> list[tuple[int, dict]]:
-        """(argument index, key spec) for every key argument, in key-spec order."""
-        if self.getkeys is not None:
-            return self.getkeys(argv)
+        """(argument index, key spec) for every key argument: getKeysFromCommandWithSpecs.
+
+        The key specs first; when one cannot be followed in this call (a bad key count,
+        a key past the end) or is marked incomplete, the command's own finder decides,
+        and a command without one has no keys in that call.
+        """
+        found = self._keys_by_specs(argv)
+        if found is None:
+            return self.getkeys(argv) if self.getkeys is not None else []
+        return found
+
+    def _keys_by_specs(self, argv: list[bytes]) -> list[tuple[int, dict]] | None:
+        argc = len(argv)
         found: list[tuple[int, dict]] = []
         for spec in self.key_specs:
-            positions: list[int] = []
+            flags = [f.lower() for f in spec.get("flags", ())]
+            if "not_key" in flags:
+                continue
             bs, fk = spec.get("begin_search", {}), spec.get("find_keys", {})
             if bs.get("type") == "index":
-                start = bs["spec"]["index"]
+                first = bs["spec"]["index"]
             elif bs.get("type") == "keyword":
                 kw = bs["spec"]["keyword"].encode().lower()
                 startfrom = bs["spec"]["startfrom"]
-                rng = (
-                    range(startfrom, len(argv))
-                    if startfrom > 0
-                    else range(len(argv) + startfrom, 0, -1)
-                )
-                start = None
-                for i in rng:
-                    if i < len(argv) and argv[i].lower() == kw:
-                        start = i + 1
+                # Forwards up to the last argument but one, or backwards down to argv[1].
+                start = startfrom if startfrom > 0 else argc + startfrom
+                end = argc - 1 if startfrom > 0 else 1
+                first = 0
+                i = start
+                while i != end and 1 <= i < argc:
+                    if argv[i].lower() == kw:
+                        first = i + 1
                         break
-                if start is None:
-                    continue
+                    i = i + 1 if start <= end else i - 1
+                if not first:
+                    continue  # the keyword is absent: this spec has no keys here
             else:
-                continue
+                return None
             if fk.get("type") == "range":
                 last, step, limit = fk["spec"]["lastkey"], fk["spec"]["keystep"], fk["spec"]["limit"]
                 if last >= 0:
-                    end = start + last
-                elif limit > 1:
-                    end = start + (len(argv) - 1 - start) // limit
+                    last += first
+                elif not limit:
+                    last += argc
                 else:
-                    end = len(argv) + last
-                positions.extend(range(start, min(end, len(argv) - 1) + 1, step))
+                    last += first + (argc - first) // limit
             elif fk.get("type") == "keynum":
-                idx = start + fk["spec"]["keynumidx"]
-                if idx >= len(argv):
-                    continue
-                try:
-                    n = int(argv[idx])
-                except ValueError:
-                    continue
-                first = start + fk["spec"]["firstkey"]
+                idx = first + fk["spec"]["keynumidx"]
+                if idx >= argc:
+                    return None
+                n = string2ll(argv[idx])
+                if n is None or n < 0:
+                    return None
+                first += fk["spec"]["firstkey"]
                 step = fk["spec"]["keystep"]
-                positions.extend(i for i in range(first, first + n * step, step) if i < len(argv))
-            found.extend((pos, spec) for pos in positions)
+                last = first + n - 1
+            else:
+                return None
+            if last >= argc or last < first or first >= argc:
+                return None
+            found.extend((i, spec) for i in range(first, last + 1, step))
+            if "incomplete" in flags:
+                return None
         return found
 
 

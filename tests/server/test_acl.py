@@ -253,6 +253,12 @@ def test_dryrun(acl):
         ("ACL", "DRYRUN", "t", "ZUNIONSTORE", "read", "2", "read", "rw"),
         ("ACL", "DRYRUN", "t", "MIGRATE", "h", "p", "read", "0", "500"),
         ("ACL", "DRYRUN", "t", "MIGRATE", "h", "p", "", "0", "5000", "AUTH2", "KEYS", "123", "KEYS", "write"),
+        ("ACL", "DRYRUN", "t", "MIGRATE", "h", "p", "", "0", "5000", "KEYS", "rw1", "read"),
+        ("ACL", "DRYRUN", "t", "SORT_RO", "read", "BY", "write*"),
+        # No pattern matches the empty key, "*" included; only ~* (allkeys) admits it.
+        ("ACL", "SETUSER", "e", "+@all", "%RW~*"), ("ACL", "DRYRUN", "e", "GET", ""),
+        ("ACL", "DRYRUN", "e", "GET", "x"), ("ACL", "SETUSER", "e", "resetkeys", "~*"),
+        ("ACL", "DRYRUN", "e", "GET", ""),
         ("ACL", "DRYRUN", "t", "PUBLISH", "chan", "m"), ("ACL", "DRYRUN", "t", "PUBLISH", "other", "m"),
         ("ACL", "DRYRUN", "t", "SPUBLISH", "other", "m"), ("ACL", "DRYRUN", "t", "SSUBSCRIBE", "chan", "other"),
         ("ACL", "DRYRUN", "t", "SUNSUBSCRIBE", "other"), ("ACL", "DRYRUN", "t", "PSUBSCRIBE", "ch*"),

@@ -190,6 +190,23 @@ def test_command_introspection_matches_redis(sbs, sbs3):
                ("SLOWLOG", "HELP")])
 
 
+def test_command_getkeys_follows_key_specs_then_the_commands_own_finder(sbs):
+    """getKeysFromCommandWithSpecs: specs first, the command's finder when a spec cannot be
+    followed, Redis's errors for calls whose keys cannot be found."""
+    sbs.run([("COMMAND", "GETKEYS", *args) for args in [
+        ("ZUNIONSTORE", "d", "abc", "z"), ("ZUNIONSTORE", "d", "2", "z"), ("ZUNIONSTORE", "d", "1", "z"),
+        ("ZINTERSTORE", "d", "0", "x"), ("EVAL", "return 1", "0"), ("EVAL", "return 1", "2", "k"),
+        ("FCALL", "f", "0"), ("BLMPOP", "0", "abc", "a", "LEFT"), ("LMPOP", "2", "a", "b", "LEFT"),
+        ("XREAD", "STREAMS", "a", "b", "c"), ("XREADGROUP", "GROUP", "g", "c", "COUNT", "1", "STREAMS", "a"),
+        ("SORT", "k", "BY", "x", "STORE", "d", "GET", "y"), ("SORT_RO", "k", "BY", "x"),
+        ("GEORADIUS", "k", "1", "2", "3", "m", "STORE", "d"), ("PUBLISH", "ch", "m"), ("CLIENT", "LIST"),
+        ("MIGRATE", "h", "p", "k", "0", "5000"), ("MIGRATE", "h", "p", "", "0", "5000", "KEYS"),
+        ("MIGRATE", "h", "p", "", "0", "5000", "KEYS", "a", "b"), ("MIGRATE", "h", "p", "x", "0", "5000", "KEYS", "a"),
+        ("MIGRATE", "h", "p", "k", "0", "5000", "AUTH", "KEYS"),
+        ("MIGRATE", "h", "p", "", "0", "5000", "AUTH2", "KEYS", "123", "KEYS", "w"),
+    ]])
+
+
 def test_command_count_lists_what_rill_serves(r):
     names = {n.decode() if isinstance(n, bytes) else n for n in r.command_list()}
     assert {"get", "set", "config|get", "client|list", "ping", "multi"} <= names
