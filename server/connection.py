@@ -354,6 +354,11 @@ class Connection(asyncio.Protocol):
         if self.transport is not None and not self.closed:
             self.closed = True
             self.transport.close()
+            # Gone now, as Redis frees a client once it closes it: connection_lost
+            # comes a loop iteration later, after other clients' commands may have
+            # looked for this one (a tracking redirect, CLIENT LIST, CLIENT KILL).
+            if self.client is not None:
+                self.server.client_gone(self.client)
 
 
 _PROTECTED_MODE_ERR = (
