@@ -142,6 +142,25 @@ class ScanOrder:
         return (pos << self.EPOCH_BITS) | (self.epoch & ((1 << self.EPOCH_BITS) - 1)), keys
 
 
+class WatchAll(dict):
+    """``Database.watched`` while every modified key must be signalled.
+
+    Writers test ``db.watched and key in db.watched`` before signalling, so a plain
+    dict costs them one test when nobody watches. Client tracking needs to hear of
+    every modification (any key may be cached, or match a broadcast prefix): with
+    this mapping in place every key reads as watched, while the real WATCH entries
+    stay what ``get``/``items`` return.
+    """
+
+    __slots__ = ()
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __bool__(self) -> bool:
+        return True
+
+
 class Database:
     """One numbered database: a dict of keys and a dict of expiry times (ms)."""
 
@@ -152,8 +171,9 @@ class Database:
         self.id = db_id
         self.data: dict[bytes, Any] = {}
         self.expires: dict[bytes, int] = {}
-        # key -> watchers; maintained by the server's WATCH implementation.
-        self.watched: dict[bytes, list] = {}
+        # key -> watchers; maintained by the server's WATCH implementation (a
+        # WatchAll while the keyspace signals every modification).
+        self.watched: dict[bytes, list] = WatchAll() if keyspace.signal_all else {}
         self.scan_order = ScanOrder()
         self.keyspace = keyspace
         # Keys that were given a TTL, in order, for O(1) random sampling by
@@ -477,6 +497,17 @@ class Keyspace:
         da.volatile_log, db.volatile_log = db.volatile_log, da.volatile_log
         da.access, db.access = db.access, da.access
         da.access_base, db.access_base = db.access_base, da.access_base
+
+    signal_all = False
+
+    def set_signal_all(self, on: bool) -> None:
+        """Signal every modified key to ``on_modified`` (on), or only WATCHed ones (off)."""
+        if on == self.signal_all:
+            return
+        self.signal_all = on
+        kind = WatchAll if on else dict
+        for db in self.dbs:
+            db.watched = kind(db.watched)
 
     def flush_all(self) -> None:
         for db in self.dbs:

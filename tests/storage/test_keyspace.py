@@ -323,3 +323,27 @@ def test_lfu_counter_starts_at_five_decays_per_period_and_rarely_grows(monkeypat
     for _ in range(5):
         db.lookup(b"k")
     assert db.frequency(b"k") == 15
+
+
+def test_signal_all_reports_every_modified_key_and_keeps_watchers():
+    """While the keyspace signals every key (client tracking), writers' usual test
+    ``db.watched and key in db.watched`` passes for any key; real WATCH entries
+    survive both switches."""
+    ks = Keyspace(2)
+    seen = []
+    ks.on_modified = lambda db, key: seen.append((db.id, key))
+    db = ks[0]
+    db.watched[b"w"] = ["watcher"]
+    db.modified(b"other")
+    assert seen == []
+    ks.set_signal_all(True)
+    assert all(d.watched for d in ks.dbs) and b"anything" in ks[1].watched
+    assert db.watched.get(b"w") == ["watcher"] and ks[1].watched.get(b"w") is None
+    db.modified(b"other")
+    ks[1].modified(b"x")
+    assert seen == [(0, b"other"), (1, b"x")]
+    ks.set_signal_all(False)
+    assert type(db.watched) is dict and db.watched == {b"w": ["watcher"]}
+    assert not ks[1].watched
+    db.modified(b"other")
+    assert len(seen) == 2
