@@ -183,6 +183,7 @@ class Server:
         # busy-reply-threshold (the event loop itself is inside the script).
         self.serve_while_busy: Callable[[Client], None] | None = None
         self.active_expire_enabled = True
+        self.cron_paused = False
         # Persistence and other subsystems attach here (load at start, save at exit).
         self.startup_hooks: list[Callable[[], None]] = []
         self.shutdown_hooks: list[Callable[[], None]] = []
@@ -873,7 +874,12 @@ class Server:
 
     # -- housekeeping ----------------------------------------------------------
     def cron(self) -> None:
-        """Periodic work, called ``hz`` times a second: active expiry, idle clients."""
+        """Periodic work, called ``hz`` times a second: active expiry, idle clients.
+
+        DEBUG PAUSE-CRON 1 stops all of it until PAUSE-CRON 0, as in Redis.
+        """
+        if self.cron_paused:
+            return
         st = self.stats
         st.instantaneous.append(
             (time.monotonic(), st.total_commands_processed, st.net_input_bytes, st.net_output_bytes)

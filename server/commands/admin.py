@@ -333,6 +333,9 @@ def debug(c: Client, argv: list[bytes]):
     if sub == b"set-active-expire" and len(argv) == 3:
         server.active_expire_enabled = argv[2] != b"0"
         return OK
+    if sub == b"pause-cron" and len(argv) == 3:
+        server.cron_paused = argv[2] != b"0"
+        return OK
     if sub == b"set-disable-deny-scripts" and len(argv) == 3:
         # Lets scripts run noscript commands (DEBUG PROTOCOL, CLIENT LIST...): Redis's
         # own tests use it to reach replies no script could otherwise get.
@@ -382,6 +385,8 @@ def debug(c: Client, argv: list[bytes]):
             "    unit tests to simulate Redis errors.",
             "LOG <message>",
             "OBJECT <key>",
+            "PAUSE-CRON <0|1>",
+            "    Stop periodic cron job processing.",
             "PROTOCOL <type>",
             "SET-ACTIVE-EXPIRE <0|1>",
             "SLEEP <seconds>",
