@@ -17,6 +17,15 @@ if TYPE_CHECKING:
 
     from .server import Server
 
+# CLIENT TRACKING state bits (Client.tracking; 0 when tracking is off)
+TRACKING_ON = 1 << 0
+TRACKING_BCAST = 1 << 1
+TRACKING_OPTIN = 1 << 2
+TRACKING_OPTOUT = 1 << 3
+TRACKING_CACHING = 1 << 4  # CLIENT CACHING yes/no given for the next command
+TRACKING_NOLOOP = 1 << 5
+TRACKING_BROKEN_REDIR = 1 << 6
+
 # CLIENT REPLY modes
 REPLY_ON = 0
 REPLY_OFF = 1
@@ -77,6 +86,9 @@ class Client:
         "no_evict",
         "no_touch",
         "repl",
+        "tracking",
+        "tracking_redir",
+        "tracking_prefixes",
     )
 
     def __init__(self, server: Server, client_id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
@@ -138,6 +150,11 @@ class Client:
         # A replica's link state (REPLCONF settings, acknowledged offset); None for
         # every other client, which is nearly all of them.
         self.repl: Any = None
+        # Client-side caching (server/tracking.py): TRACKING_* bits, the client id
+        # invalidations go to (0: this connection), and the BCAST prefixes.
+        self.tracking = 0
+        self.tracking_redir = 0
+        self.tracking_prefixes: dict[bytes, None] | None = None
 
     @property
     def db_index(self) -> int:
@@ -161,18 +178,24 @@ class Client:
             f += "S"
         if self.monitor:
             f += "O"
+        if self.subscriptions:
+            f += "P"
         if self.multi is not None:
             f += "x"
         if self.blocked is not None or self in self.server.paused_clients:
             f += "b"  # a command postponed by CLIENT PAUSE is blocked too, as in Redis
+        if self.tracking:
+            f += "t"
+            if self.tracking & TRACKING_BROKEN_REDIR:
+                f += "R"
+            if self.tracking & TRACKING_BCAST:
+                f += "B"
         if self.dirty_cas:
             f += "d"
         if self.close_after_reply:
             f += "c"
         if self.kind == "unix":
             f += "U"
-        if self.subscriptions:
-            f += "P"
         if self.no_evict:
             f += "e"
         if self.no_touch:

@@ -323,6 +323,8 @@ class Persistence:
                 db.expires.update(exp)
             db.reindex()
             db.volatile_log = list(db.expires)
+        if flush:
+            server.tracking.flushed()
         self.rdb_last_load_keys_loaded = result.keys_loaded
         self.rdb_last_load_keys_expired = result.keys_expired
 
@@ -1102,6 +1104,7 @@ class Persistence:
             if db.watched:
                 server.touch_all_watched(db)
             db.flush()
+        server.tracking.flushed()
         engine = getattr(server, "functions", None)
         if engine is not None:
             engine.flush()  # emptyData: the AOF loads its libraries again

@@ -32,6 +32,7 @@ from .commands.table import (
     NO_AUTH,
     NO_MULTI,
     PROTECTED,
+    READONLY,
     SKIP_MONITOR,
     SKIP_SLOWLOG,
     TABLE,
@@ -39,6 +40,7 @@ from .commands.table import (
     Command,
 )
 from .config import Config
+from .tracking import Tracking
 
 log = logging.getLogger("rill")
 
@@ -55,6 +57,9 @@ _PUBSUB_ALLOWED = {
     b"psubscribe", b"punsubscribe", b"quit", b"reset",
 }
 
+
+# Read-only script runners: what their scripts read decides what is tracked.
+_SCRIPT_READS = frozenset({"eval_ro", "evalsha_ro", "fcall_ro"})
 
 # Commands that may lazily expire keys they were not asked about (Redis's hidden
 # CMD_TOUCHES_ARBITRARY_KEYS flag): their DELs are propagated unwrapped.
@@ -142,7 +147,7 @@ class Server:
     def __init__(self, config: Config | None = None) -> None:
         self.config = config or Config()
         self.keyspace = Keyspace(self.config.int("databases"))
-        self.keyspace.on_modified = self._touch_watched
+        self.keyspace.on_modified = self._key_modified
         self.keyspace.on_expired = self._expired
         self.table = TABLE
         self.commands = TABLE.commands
@@ -170,6 +175,7 @@ class Server:
         self.executable = ""
         self.config_changed_hooks: dict[str, Callable[[], None]] = {}
         self.acl = Acl(self)  # users; every client gets one (the default user) when created
+        self.tracking = Tracking(self)  # CLIENT TRACKING (client-side caching)
         # The one propagation path: (db id, argv) effects of write commands go to
         # every sink (the AOF writer); empty while no sink is attached.
         self.propagation_sinks: list[Callable[[list[tuple[int, list[bytes]]]], None]] = []
@@ -197,19 +203,22 @@ class Server:
 
     # -- server states that gate every command -----------------------------
     # loading, maxmemory, CLIENT PAUSE's end (a time.monotonic() reading, 0 when not
-    # paused) and MISCONF's check (set by persistence while a failed save or AOF
-    # write must stop writes) are each rare, but execute() asks about all of them
-    # for every command: setting any one refreshes a combined flag, so the
-    # ordinary case costs a single test.
+    # paused), MISCONF's check (set by persistence while a failed save or AOF
+    # write must stop writes) and client tracking (some client has it on: every
+    # command goes through call(), which remembers what tracking clients read) are
+    # each rare, but execute() asks about all of them for every command: setting
+    # any one refreshes a combined flag, so the ordinary case costs a single test.
     _special = False
     _loading = False
     _maxmemory = 0
     _pause_until = 0.0
     _write_denied: Callable[[], ReplyError | None] | None = None
+    _tracking_active = False
 
     def _update_special(self) -> None:
         self._special = bool(
             self._loading or self._maxmemory or self._pause_until or self._write_denied is not None
+            or self._tracking_active
         )
         # A pause also holds expiry still (Redis keeps the dataset constant while paused).
         self.keyspace.expire_paused = bool(self._pause_until)
@@ -218,6 +227,7 @@ class Server:
     maxmemory = _GatingState()
     pause_until = _GatingState()
     write_denied = _GatingState()
+    tracking_active = _GatingState()
 
     # -- config ----------------------------------------------------------
     def _refresh_config(self) -> None:
@@ -261,6 +271,8 @@ class Server:
             self.monitors.remove(client)
         if client in self.paused_clients:
             self.paused_clients.remove(client)
+        if client.tracking:
+            self.tracking.disable(client)
         hook = getattr(self, "pubsub_client_gone", None)
         if hook is not None:
             hook(client)
@@ -359,7 +371,15 @@ class Server:
                 or client.subscriptions
                 or ((cmd.arity > 0 and cmd.arity != len(argv)) or len(argv) < -cmd.arity)
             ):
-                if self.execute(client, argv):
+                if self.tracking_active:
+                    # Its own invalidations follow its reply; CLIENT CACHING lapses.
+                    tracking = self.tracking
+                    tracking.begin(client)
+                    postponed = self.execute(client, argv)
+                    tracking.end(client, argv[0])
+                    if postponed:
+                        return i - 1, True
+                elif self.execute(client, argv):
                     return i - 1, True
                 if client.reply_mode > 1:
                     # CLIENT REPLY SKIP silences exactly the command after it.
@@ -566,7 +586,28 @@ class Server:
             self._prevent_propagation = False
         if self.monitors and not cmd.flags & (SKIP_MONITOR | ADMIN):
             self.feed_monitors(client, argv)
+        if self._tracking_active and cmd.flags & READONLY:
+            self._tracking_read(client, cmd, argv)
         return reply
+
+    def _tracking_read(self, client: Client, cmd: Command, argv: list[bytes]) -> None:
+        """A read-only command ran: remember its keys for its client if that one tracks.
+
+        A command a script runs stands for its caller, whose EVAL/FCALL declared the
+        keys: those are remembered once the script reads anything. EVAL_RO and the
+        like are left to what their script runs, as in Redis's call().
+        """
+        if client.id < 0:
+            from .scripting import running
+
+            ctx = running(self)
+            if ctx is None or ctx.client is not client or not ctx.caller.tracking:
+                return
+            caller = ctx.caller
+            if caller.cur_cmd is not None:
+                self.tracking.remember(caller, caller.cur_cmd, caller.argv)
+        elif client.tracking and cmd.fullname not in _SCRIPT_READS:
+            self.tracking.remember(client, cmd, argv)
 
     def _reply(self, client: Client, cmd: Command, argv: list[bytes], reply: Any) -> Any:
         """A handler's result: block the client on it, or count it as an error, and
@@ -734,6 +775,9 @@ class Server:
         dirty = self.dirty
         client.cur_cmd = wait.cmd
         blocking.serving = key
+        # The served client's own invalidations follow its reply, as its command's would.
+        tracking = self.tracking if self._tracking_active else None
+        held = tracking.hold(client) if tracking is not None else None
         try:
             reply = wait.cmd.handler(client, wait.argv)
         except ReplyError as err:
@@ -750,6 +794,8 @@ class Server:
             if self._also:
                 self._flush_also()
             client.db = saved_db
+            if tracking is not None:
+                tracking.release(client, held)
             return False
         blocking.unpark(wait)
         if isinstance(reply, ReplyError):
@@ -760,6 +806,8 @@ class Server:
         if self.dirty != dirty or self._also:
             self._after_write(client, wait.cmd, wait.argv, self.dirty != dirty)
         client.db = saved_db
+        if tracking is not None:
+            tracking.release(client, held)
         client.on_output(client)
         return True
 
@@ -791,6 +839,14 @@ class Server:
                     del wk.db.watched[wk.key]
         client.watched = []
         client.dirty_cas = False
+
+    def _key_modified(self, db: Database, key: bytes) -> None:
+        """The keyspace's modification signal (Redis's signalModifiedKey): WATCH and
+        client tracking. The keyspace sends it for WATCHed keys only, or for every key
+        while tracking needs them (Keyspace.set_signal_all)."""
+        self._touch_watched(db, key)
+        if self.keyspace.signal_all:
+            self.tracking.invalidate(key, self.tracking.current)
 
     def _touch_watched(self, db: Database, key: bytes) -> None:
         """A key changed (Redis's touchWatchedKey): its watchers' EXEC will fail.
@@ -830,6 +886,8 @@ class Server:
     def _expired(self, db: Database, key: bytes) -> None:
         if db.watched:
             self._touch_watched(db, key)
+            if self.keyspace.signal_all:
+                self.tracking.invalidate(key, None)
         # An expired stream must wake its XREADGROUP waiters with their error.
         self.blocking.signal(db.id, key)
         from .commands import keys
@@ -907,6 +965,8 @@ class Server:
                 ):
                     client.kill_requested = True
                     client.on_output(client)
+        if self.tracking.clients:
+            self.tracking.limit()
         for hook in self.cron_hooks:
             hook()
 

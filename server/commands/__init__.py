@@ -27,6 +27,7 @@ FAMILIES = (
     "hyperloglog",
     "persistence",
     "acl",
+    "tracking",
 )
 
 

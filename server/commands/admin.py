@@ -45,6 +45,7 @@ def flush_db(server, db, lazy: bool = False) -> None:
 @command("flushdb")
 def flushdb(c: Client, argv: list[bytes]):
     flush_db(c.server, c.db, _flush_is_async(c, argv))
+    c.server.tracking.flushed()
     c.server.dirty += 1
     return OK
 
@@ -55,6 +56,7 @@ def flushall(c: Client, argv: list[bytes]):
     server = c.server
     for db in server.keyspace.dbs:
         flush_db(server, db, lazy)
+    server.tracking.flushed()
     server.dirty += 1
     for hook in getattr(server, "flushall_hooks", ()):
         hook()

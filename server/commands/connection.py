@@ -162,5 +162,7 @@ def reset(c: Client, argv: list[bytes]):
     c.reply_mode = REPLY_ON
     c.no_evict = False
     c.no_touch = False
+    if c.tracking:
+        server.tracking.disable(c)
     server.acl.init_client(c)  # back to the default user, logged in if it needs no password
     return Status(b"RESET")

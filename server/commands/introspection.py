@@ -84,7 +84,7 @@ def _clients(c: Client) -> list[tuple[str, object]]:
         ("client_recent_max_output_buffer", 0),
         # Redis blocks a client whose command CLIENT PAUSE postponed (BLOCKED_POSTPONE).
         ("blocked_clients", s.blocking.blocked_clients + len(s.paused_clients)),
-        ("tracking_clients", 0),
+        ("tracking_clients", s.tracking.clients),
         ("clients_in_timeout_table", sum(1 for w in _waits(s) if w.deadline)),
     ]
 
@@ -244,9 +244,9 @@ def _stats(c: Client) -> list[tuple[str, object]]:
         ("active_defrag_key_misses", 0),
         ("total_active_defrag_time", 0),
         ("current_active_defrag_time", 0),
-        ("tracking_total_keys", 0),
-        ("tracking_total_items", 0),
-        ("tracking_total_prefixes", 0),
+        ("tracking_total_keys", len(s.tracking.table)),
+        ("tracking_total_items", s.tracking.items),
+        ("tracking_total_prefixes", len(s.tracking.prefixes)),
         ("unexpected_error_replies", st.unexpected_error_replies),
         ("total_error_replies", st.total_error_replies),
         ("dump_payload_sanitizations", st.dump_payload_sanitizations),
@@ -412,7 +412,7 @@ def client_info_line(cl: Client) -> bytes:
         f"age={int(now - cl.created)} idle={int(now - cl.last_interaction)} flags={cl.flags_string()} "
         f"db={cl.db.id} sub={len(cl.pubsub_channels)} psub={len(cl.pubsub_patterns)} ssub={len(cl.pubsub_shard_channels)} "
         f"multi={multi} qbuf={cl.querybuf_len} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 "
-        f"obl=0 oll=0 omem=0 tot-mem=2048 events=r cmd={cmd} user={cl.user.name.decode(errors='replace')} redir=-1 "
+        f"obl=0 oll=0 omem=0 tot-mem=2048 events=r cmd={cmd} user={cl.user.name.decode(errors='replace')} redir={cl.tracking_redir if cl.tracking else -1} "
         f"resp={3 if cl.resp3 else 2}"
     ).encode()
 
