@@ -165,7 +165,7 @@ class Database:
     """One numbered database: a dict of keys and a dict of expiry times (ms)."""
 
     __slots__ = ("id", "data", "expires", "watched", "scan_order", "keyspace", "volatile_log",
-                 "access", "access_base", "clock", "lfu")
+                 "access", "access_base", "clock", "lfu", "avg_ttl")
 
     def __init__(self, db_id: int, keyspace: Keyspace) -> None:
         self.id = db_id
@@ -184,6 +184,8 @@ class Database:
         self.clock = keyspace.lru_clock
         self.access_base = self.clock
         self.lfu = keyspace.lfu
+        # INFO keyspace's avg_ttl (ms): a running average of the TTLs active expiry samples.
+        self.avg_ttl = 0
 
     def __len__(self) -> int:
         return len(self.data)
@@ -336,6 +338,7 @@ class Database:
         self.expires.clear()
         self.scan_order.clear()
         self.volatile_log = []
+        self.avg_ttl = 0
 
     # -- iteration ---------------------------------------------------------
     def random_key(self) -> bytes | None:
@@ -404,10 +407,14 @@ class Database:
         """Sample keys with a TTL and delete the expired ones; how many were deleted.
 
         Like Redis's active expiry cycle: rounds of 20 samples, repeated while
-        more than 10% of a round had expired, up to ``budget`` rounds.
+        more than 10% of a round had expired, up to ``budget`` rounds. Each round's
+        live samples move ``avg_ttl`` 2% of the way towards their mean TTL.
         """
         expires = self.expires
-        if not expires or not self.keyspace.expire_allowed or self.keyspace.expire_paused:
+        if not expires:
+            self.avg_ttl = 0
+            return 0
+        if not self.keyspace.expire_allowed or self.keyspace.expire_paused:
             return 0
         log = self.volatile_log
         if len(log) < len(expires) or len(log) > 2 * len(expires) + 64:
@@ -423,11 +430,20 @@ class Database:
                 sample = [log[random.randrange(n)] for _ in range(20)]
             now = now_ms()
             hit = 0
+            ttl_sum = ttl_samples = 0
             for key in sample:
                 when = expires.get(key)
-                if when is not None and when < now:
+                if when is None:
+                    continue
+                if when < now:
                     self._expire(key)
                     hit += 1
+                elif when > now:
+                    ttl_sum += when - now
+                    ttl_samples += 1
+            if ttl_samples:
+                avg = ttl_sum // ttl_samples
+                self.avg_ttl = (self.avg_ttl or avg) // 50 * 49 + avg // 50
             removed += hit
             if hit * 10 <= len(sample):
                 break
@@ -497,6 +513,7 @@ class Keyspace:
         da.volatile_log, db.volatile_log = db.volatile_log, da.volatile_log
         da.access, db.access = db.access, da.access
         da.access_base, db.access_base = db.access_base, da.access_base
+        da.avg_ttl, db.avg_ttl = db.avg_ttl, da.avg_ttl
 
     signal_all = False
 

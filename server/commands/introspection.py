@@ -347,7 +347,7 @@ def _keyspace(c: Client) -> list[tuple[str, object]]:
     out = []
     for db in c.server.keyspace.dbs:
         if len(db):
-            out.append((f"db{db.id}", f"keys={len(db)},expires={len(db.expires)},avg_ttl=0"))
+            out.append((f"db{db.id}", f"keys={len(db)},expires={len(db.expires)},avg_ttl={db.avg_ttl}"))
     return out
 
 

@@ -589,3 +589,26 @@ def test_module_load_fails_and_says_why():
         assert "rill does not run Redis modules" in server.log()
     finally:
         server.stop()
+
+
+def test_info_keyspace_avg_ttl_follows_active_expiry(rill_server, oracle_server):
+    """avg_ttl is the running average active expiry keeps (0 until it has sampled)."""
+    def avg_ttl(port: int) -> int:
+        r = redis.Redis(port=port)
+        try:
+            r.flushall()
+            for i in range(50):
+                r.set(f"ttl:{i}", "v", px=100_000)
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                value = r.info("keyspace")["db0"]["avg_ttl"]
+                if value:
+                    return value
+                time.sleep(0.05)
+            return 0
+        finally:
+            r.flushall()
+            r.close()
+
+    for port in (rill_server.port, oracle_server.port):
+        assert 90_000 < avg_ttl(port) <= 100_000

@@ -347,3 +347,28 @@ def test_signal_all_reports_every_modified_key_and_keeps_watchers():
     assert not ks[1].watched
     db.modified(b"other")
     assert len(seen) == 2
+
+
+def test_avg_ttl_is_a_running_average_of_sampled_ttls():
+    ks = Keyspace(1)
+    db = ks[0]
+    now = now_ms()
+    for i in range(100):
+        db.set(b"k%d" % i, b"v")
+        db.set_expire(b"k%d" % i, now + 100_000)
+    db.active_expire()
+    first = db.avg_ttl
+    assert 99_000 < first <= 100_000  # the first estimate is the sample's mean
+    for i in range(100):
+        db.set_expire(b"k%d" % i, now_ms() + 10_000)
+    db.active_expire()
+    assert first * 0.97 < db.avg_ttl < first  # then each round moves it 2% towards the new mean
+    db.flush()
+    assert db.avg_ttl == 0
+    db.set(b"k", b"v")
+    db.set_expire(b"k", now_ms() + 5_000)
+    db.active_expire()
+    assert 4_000 < db.avg_ttl <= 5_000
+    db.persist(b"k")
+    db.active_expire()
+    assert db.avg_ttl == 0  # no key with a TTL left
