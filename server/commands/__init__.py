@@ -28,6 +28,7 @@ FAMILIES = (
     "persistence",
     "acl",
     "tracking",
+    "cluster",
 )
 
 

@@ -99,6 +99,7 @@ def dump(c: Client, argv: list[bytes]):
     return _payload(c, value)
 
 
+@command("restore-asking")  # cluster migrations send it; the same command on one server
 @command("restore")
 def restore(c: Client, argv: list[bytes]):
     """RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f], in Redis's order of checks."""
