@@ -56,10 +56,6 @@ REPL_AOF = 1
 REPL_REPLICA = 2
 REPL_ALL = REPL_AOF | REPL_REPLICA
 
-# Commands Redis 7.0 flags CMD_MAY_REPLICATE without showing it in COMMAND INFO
-# (so specs.json lacks it): read-only scripts must not call them either.
-_MAY_REPLICATE = frozenset({"publish", "spublish", "pfcount"})
-
 # Lua's C stack limit (LUAI_MAXCSTACK) is what stops Redis converting a nested
 # (or self-referencing) table; it gets this many levels deep before giving up.
 _MAX_REPLY_DEPTH = 7995
@@ -231,7 +227,7 @@ class RunContext:
             denied = server.acl.script_denied(self.caller, cmd, argv)
             if denied is not None:
                 return self._reject(cmd, denied)
-        if self.read_only and (flags & (WRITE | MAY_REPLICATE) or cmd.fullname in _MAY_REPLICATE):
+        if self.read_only and flags & (WRITE | MAY_REPLICATE):
             return self._reject(cmd, b"Write commands are not allowed from read-only scripts.")
         if flags & WRITE and not self.write_dirty and server.write_denied is not None:
             # Once the script has written it must be allowed to finish its writes.

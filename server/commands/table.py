@@ -46,6 +46,11 @@ ALLOW_BUSY = 1 << 16
 # enable-module-command say. Never shown by COMMAND INFO, as in Redis.
 PROTECTED = 1 << 17
 _PROTECTED_COMMANDS = frozenset({"debug", "module|load", "module|loadex", "module|unload"})
+# Redis 7.0 flags these CMD_MAY_REPLICATE but hides the flag from COMMAND INFO (and so
+# from specs.json): they may propagate something (PUBLISH its message, PFCOUNT a
+# re-encoded HLL, scripts their writes), so CLIENT PAUSE WRITE holds them and
+# read-only scripts may not call them.
+_HIDDEN_MAY_REPLICATE = frozenset({"pfcount", "publish", "spublish", "eval", "evalsha", "fcall"})
 
 _FLAG_BITS = {
     "write": WRITE,
@@ -104,6 +109,8 @@ class Command:
             self.flags |= _FLAG_BITS.get(f, 0)
         if fullname in _PROTECTED_COMMANDS:
             self.flags |= PROTECTED
+        if fullname in _HIDDEN_MAY_REPLICATE:
+            self.flags |= MAY_REPLICATE
         self.first_key, self.last_key, self.key_step = info[3], info[4], info[5]
         self.key_specs: list = _plain(info[8]) if len(info) > 8 else []
         # Redis's getkeys_proc: a command whose key specs are incomplete (SORT's STORE)

@@ -405,6 +405,41 @@ def test_client_pause_blocks_writers_and_holds_expiry_side_by_side(rill_server, 
     assert mine[1:3] == [1, ["b"]] and mine[3:7] == [b"$-1\r\n", b":0\r\n", b":2\r\n", 0]
 
 
+def _held_by_pause_write(port: int) -> list:
+    """Which commands CLIENT PAUSE WRITE holds: writes, and those Redis flags
+    may-replicate without COMMAND INFO showing it (PFCOUNT, PUBLISH, scripts that
+    may write), but not reads or no-writes scripts."""
+    a = RawClient(port)
+    a.call("FLUSHALL")
+    a.call("PFADD", "h", "x")
+    a.call("CLIENT", "PAUSE", "10000", "WRITE")
+    held = []
+    for args in [("GET", "h"), ("PFCOUNT", "h"), ("PUBLISH", "ch", "m"), ("SPUBLISH", "ch", "m"),
+                 ("EVAL", "return 1", "0"), ("EVAL", "#!lua\nreturn 1", "0"),
+                 ("EVAL", "#!lua flags=no-writes\nreturn 1", "0"), ("SET", "k", "v")]:
+        b = RawClient(port)
+        b.send_raw(encode_command(list(args)))
+        deadline = time.monotonic() + 0.3
+        b.sock.settimeout(0.3)
+        try:
+            b.read_reply()
+            held.append((args[0], False))
+        except TimeoutError:
+            held.append((args[0], True))
+        finally:
+            assert time.monotonic() < deadline + 1
+            b.close()
+    a.call("CLIENT", "UNPAUSE")
+    a.close()
+    return held
+
+
+def test_client_pause_write_holds_what_may_replicate_side_by_side(rill_server, oracle_server):
+    mine = _held_by_pause_write(rill_server.port)
+    assert mine == _held_by_pause_write(oracle_server.port)
+    assert [name for name, held in mine if held] == ["PFCOUNT", "PUBLISH", "SPUBLISH", "EVAL", "EVAL", "SET"]
+
+
 def test_monitor(rill_server):
     m = RawClient(rill_server.port)
     assert m.call("MONITOR") == b"+OK\r\n"
