@@ -158,8 +158,8 @@ class Wait:
     """A parked client: where it waits, until when, and what to retry."""
 
     __slots__ = (
-        "client", "db", "keys", "deadline", "argv", "cmd", "timeout_reply", "timer", "started",
-        "wake", "on_gone",
+        "client", "db", "keys", "deadline", "argv", "original", "cmd", "timeout_reply", "timer",
+        "started", "wake", "on_gone", "duration",
     )
 
     def __init__(self, client: Client, block: Block, cmd: Any, argv: list[bytes]) -> None:
@@ -169,6 +169,10 @@ class Wait:
         self.started = time.monotonic()
         self.deadline = self.started + block.timeout if block.timeout > 0 else 0.0
         self.argv = block.argv or argv
+        self.original = argv  # as the client sent it, for the SLOWLOG entry when it ends
+        # Microseconds the command took before it blocked, kept when that alone reached
+        # the SLOWLOG threshold (the entry is made once the wait is served).
+        self.duration = 0
         self.cmd = cmd
         self.timeout_reply = block.timeout_reply
         self.timer: Any = None

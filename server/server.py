@@ -724,6 +724,16 @@ class Server:
         client.reply(reply)
         client.on_output(client)
 
+    def _count_served(self, wait: Wait, reply_ns: int) -> None:
+        """updateStatsOnUnblock for a served waiter: serving it took time too, and its
+        SLOWLOG entry is made now, as the client sent it (a wait that times out gets
+        none, as in Redis 7.0). Its call was counted when it blocked."""
+        cmd = wait.cmd
+        cmd.nsec += reply_ns
+        us = wait.duration + reply_ns // 1000
+        if us * 1000 >= self.slowlog_threshold_ns >= 0 and not cmd.flags & SKIP_SLOWLOG:
+            self.slowlog_add(wait.client, wait.original, us)
+
     def serve_blocked(self) -> None:
         """Serve waiters of keys signalled ready, in FIFO order, until none is left.
 
@@ -778,6 +788,7 @@ class Server:
         # The served client's own invalidations follow its reply, as its command's would.
         tracking = self.tracking if self._tracking_active else None
         held = tracking.hold(client) if tracking is not None else None
+        start = perf_counter_ns()
         try:
             reply = wait.cmd.handler(client, wait.argv)
         except ReplyError as err:
@@ -801,6 +812,7 @@ class Server:
         if isinstance(reply, ReplyError):
             wait.cmd.failed_calls += 1
             self.count_error(reply)
+        self._count_served(wait, perf_counter_ns() - start)
         if reply is not NO_REPLY:
             client.reply(reply)
         if self.dirty != dirty or self._also:
@@ -901,6 +913,11 @@ class Server:
 
     # -- slowlog and monitor -------------------------------------------------
     def slowlog_add(self, client: Client, argv: list[bytes], duration: int) -> None:
+        wait = client.blocked
+        if wait is not None:
+            # The command blocked: its entry is made when it is served (_count_served).
+            wait.duration = duration
+            return
         args = []
         limit = min(len(argv), 32)
         for i in range(limit):

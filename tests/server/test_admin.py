@@ -363,6 +363,41 @@ def test_slowlog(r):
     r.config_set("slowlog-log-slower-than", 10000)
 
 
+def _blocked_slowlog(port: int) -> list:
+    """The SLOWLOG commands of blocking commands: logged when served, as sent, and not
+    when they block or time out."""
+    r = redis.Redis(port=port)
+    waiter = RawClient(port)
+    try:
+        r.flushall()
+        r.config_set("slowlog-log-slower-than", 0)
+        waiter.send_raw(encode_command(["BLPOP", "l", "0"]))
+        deadline = time.monotonic() + 5
+        while r.info("clients")["blocked_clients"] != 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        r.slowlog_reset()
+        pipe = r.pipeline(transaction=True)
+        pipe.lpush("l", "foo")
+        pipe.execute()
+        waiter.read_reply()
+        served = [e["command"] for e in r.slowlog_get()]
+        r.slowlog_reset()
+        waiter.call("BLPOP", "nothing", "0.05")  # times out
+        waiter.call("XREAD", "BLOCK", "10", "STREAMS", "s", "$")
+        timed_out = [e["command"] for e in r.slowlog_get()]
+        return [served, timed_out]
+    finally:
+        r.config_set("slowlog-log-slower-than", 10000)
+        r.close()
+        waiter.close()
+
+
+def test_slowlog_of_blocked_commands_side_by_side(rill_server, oracle_server):
+    mine = _blocked_slowlog(rill_server.port)
+    assert mine == _blocked_slowlog(oracle_server.port)
+    assert mine[0][0] == b"BLPOP l 0" and mine[1] == [b"SLOWLOG RESET"]
+
+
 def _info_field(client: RawClient, section: str, field: str) -> int:
     text = client.call("INFO", section).decode()
     return int(text.split(field + ":", 1)[1].split("\r\n", 1)[0])

@@ -349,6 +349,7 @@ class FakeCommand:
     def __init__(self, handler) -> None:
         self.handler = handler
         self.failed_calls = 0
+        self.nsec = 0
 
     def key_positions(self, argv):
         return [1]
