@@ -178,6 +178,8 @@ class Client:
             f += "S"
         if self.monitor:
             f += "O"
+        if self.kind == "master":
+            f += "M"
         if self.subscriptions:
             f += "P"
         if self.multi is not None:

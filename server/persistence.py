@@ -350,6 +350,20 @@ class Persistence:
         _notice("DB loaded from disk: %.3f seconds", time.monotonic() - start)
         return result
 
+    def load_from_master(self, payload: bytes) -> rdb.LoadResult:
+        """A replica's full sync: the master's snapshot replaces the dataset (nothing is
+        touched if it does not parse); an AOF in use is rewritten from it, since what
+        it held no longer leads to this dataset."""
+        try:
+            result = self._load_rdb_data(payload)
+        except rdb.RdbError as e:
+            raise PersistenceError(f"Failed trying to load the MASTER synchronization DB from socket: {e}") from None
+        self._install_functions(result.functions, flush=True, replace=False)
+        self._install(result)
+        if self.aof_state == AOF_ON and self.child_pid is None:
+            self.start_rewrite()
+        return result
+
     # ------------------------------------------------------------------ start-up / shutdown
     def load_at_startup(self) -> None:
         """Load the dataset before accepting clients; exit(1) on an unusable file."""

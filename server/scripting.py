@@ -229,6 +229,9 @@ class RunContext:
                 return self._reject(cmd, denied)
         if self.read_only and flags & (WRITE | MAY_REPLICATE):
             return self._reject(cmd, b"Write commands are not allowed from read-only scripts.")
+        if (flags & WRITE and server.replica_of is not None and self.caller.kind != "master"
+                and server.config.bool("replica-read-only")):
+            return self._reject(cmd, b"-READONLY You can't write against a read only replica.")
         if flags & WRITE and not self.write_dirty and server.write_denied is not None:
             # Once the script has written it must be allowed to finish its writes.
             err = server.write_denied()

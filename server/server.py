@@ -47,6 +47,7 @@ log = logging.getLogger("rill")
 NOAUTH = ReplyError("NOAUTH Authentication required.")
 LOADING_ERR = ReplyError("LOADING Redis is loading the dataset in memory")
 OOM_ERR = ReplyError("OOM command not allowed when used memory > 'maxmemory'.")
+READONLY_ERR = ReplyError("READONLY You can't write against a read only replica.")
 BUSY_SCRIPT = ReplyError("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
 
 # Commands that run (not queue) inside MULTI.
@@ -204,30 +205,34 @@ class Server:
     # -- server states that gate every command -----------------------------
     # loading, maxmemory, CLIENT PAUSE's end (a time.monotonic() reading, 0 when not
     # paused), MISCONF's check (set by persistence while a failed save or AOF
-    # write must stop writes) and client tracking (some client has it on: every
-    # command goes through call(), which remembers what tracking clients read) are
-    # each rare, but execute() asks about all of them for every command: setting
-    # any one refreshes a combined flag, so the ordinary case costs a single test.
+    # write must stop writes), client tracking (some client has it on: every
+    # command goes through call(), which remembers what tracking clients read) and
+    # following a master (REPLICAOF: writes are refused) are each rare, but
+    # execute() asks about all of them for every command: setting any one
+    # refreshes a combined flag, so the ordinary case costs a single test.
     _special = False
     _loading = False
     _maxmemory = 0
     _pause_until = 0.0
     _write_denied: Callable[[], ReplyError | None] | None = None
     _tracking_active = False
+    _replica_of: tuple[str, int] | None = None
 
     def _update_special(self) -> None:
         self._special = bool(
             self._loading or self._maxmemory or self._pause_until or self._write_denied is not None
-            or self._tracking_active
+            or self._tracking_active or self._replica_of is not None
         )
-        # A pause also holds expiry still (Redis keeps the dataset constant while paused).
-        self.keyspace.expire_paused = bool(self._pause_until)
+        # A pause holds expiry still (Redis keeps the dataset constant while paused), and
+        # so does following a master, whose DELs decide when keys go.
+        self.keyspace.expire_paused = bool(self._pause_until) or self._replica_of is not None
 
     loading = _GatingState()
     maxmemory = _GatingState()
     pause_until = _GatingState()
     write_denied = _GatingState()
     tracking_active = _GatingState()
+    replica_of = _GatingState()  # (host, port) of the master this server follows
 
     # -- config ----------------------------------------------------------
     def _refresh_config(self) -> None:
@@ -462,6 +467,10 @@ class Server:
             return False
         if self.write_denied is not None and self._denied_for_disk(client, cmd, flags, argv):
             return False
+        if (self.replica_of is not None and flags & WRITE and client.kind != "master"
+                and client.id >= 0 and self.config.bool("replica-read-only")):
+            self._reject(client, cmd, READONLY_ERR)
+            return False
         if self.pause_until and self._paused_for(client, cmd, flags):
             return True
         if client.multi is not None and argv[0].lower() not in _MULTI_PASSTHROUGH:
@@ -503,7 +512,7 @@ class Server:
         if time.monotonic() >= self.pause_until:
             self.end_pause()
             return False
-        if client.kind == "replica" or client.id < 0:
+        if client.kind in ("replica", "master") or client.id < 0:
             return False
         if self.pause_writes_only:
             flags |= client.multi_flags if cmd.fullname == "exec" else 0

@@ -277,7 +277,10 @@ def _replication(c: Client) -> list[tuple[str, object]]:
     p = persistence_of(c.server)
     replicas = p.live_replicas()
     now = int(time.time())
-    rows: list[tuple[str, object]] = [("role", "master"), ("connected_slaves", len(replicas))]
+    repl = c.server.__dict__.get("replication")
+    following = repl is not None and repl.host is not None
+    rows: list[tuple[str, object]] = repl.info() if following else [("role", "master")]
+    rows.append(("connected_slaves", len(replicas)))
     for i, r in enumerate(replicas):
         link = r.repl
         rows.append((
@@ -287,9 +290,9 @@ def _replication(c: Client) -> list[tuple[str, object]]:
         ))
     return rows + [
         ("master_failover_state", "no-failover"),
-        ("master_replid", c.server.run_id),
+        ("master_replid", repl.master_replid if following else c.server.run_id),
         ("master_replid2", "0" * 40),
-        ("master_repl_offset", p.repl_offset),
+        ("master_repl_offset", repl.offset if following else p.repl_offset),
         ("second_repl_offset", -1),
         ("repl_backlog_active", 0),
         ("repl_backlog_size", c.server.config["repl-backlog-size"]),

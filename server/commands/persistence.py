@@ -19,6 +19,7 @@ from ..blocking import Block, parse_timeout
 from ..client import Client
 from ..migrate import links_of
 from ..persistence import PersistenceError, ReplicaLink, install, persistence_of
+from ..replication import replication_of
 from .args import SYNTAX_ERR, get_int, redact, string2ll
 from .keys import notify
 from .table import TABLE, command
@@ -27,8 +28,12 @@ BUSYKEY = ReplyError("BUSYKEY Target key name already exists.")
 
 
 def setup(server) -> None:
-    """Family hook: every server gets its Persistence (idempotent; serve() also installs it)."""
+    """Family hook: every server gets its Persistence (idempotent; serve() also installs
+    it), and follows the master ``replicaof`` names, if any (the cron connects)."""
     install(server)
+    master = split_args(server.config["replicaof"].encode())
+    if master and len(master) == 2 and string2ll(master[1]) is not None:
+        replication_of(server).follow(master[0].decode(errors="replace"), string2ll(master[1]))
 
 BAD_PAYLOAD = ReplyError("ERR DUMP payload version or checksum are wrong")
 BAD_FORMAT = ReplyError("ERR Bad data format")
@@ -402,7 +407,10 @@ def replconf(c: Client, argv: list[bytes]):
                     persistence_of(c.server).acked(c, offset)
             return NO_REPLY
         elif opt == b"getack":
-            return NO_REPLY  # only a replica answers GETACK, and rill is always a master
+            # Our master asking how far we got: the answer goes to it, not as a reply.
+            if c.kind == "master":
+                replication_of(c.server).send_ack()
+            return NO_REPLY
         elif opt == b"rdb-only":
             n = get_int(value)
             if n < 0 or n > 1:
@@ -431,9 +439,32 @@ def replica_address(replica: Client) -> str:
     return replica.addr.rpartition(":")[0]
 
 
+@command("replicaof")
+@command("slaveof")
+def replicaof(c: Client, argv: list[bytes]):
+    """REPLICAOF host port: follow that master; REPLICAOF NO ONE: be a master again."""
+    repl = replication_of(c.server)
+    if argv[1].lower() == b"no" and argv[2].lower() == b"one":
+        repl.stop()
+        return OK
+    if c.kind == "replica":
+        raise ReplyError("ERR Command is not valid when client is a replica.")
+    port = string2ll(argv[2])
+    if port is None or not 0 <= port <= 65535:
+        raise ReplyError("ERR Invalid master port")
+    host = argv[1].decode(errors="replace")
+    if repl.host is not None and repl.host.lower() == host.lower() and repl.port == port:
+        return Status(b"OK Already connected to specified master")
+    repl.follow(host, port)
+    return OK
+
+
 @command("role")
 def role(c: Client, argv: list[bytes]):
-    """rill is always a master: its offset and every replica that is online."""
+    """A master: its offset and every replica that is online; a replica: whom it follows."""
+    repl = c.server.__dict__.get("replication")
+    if repl is not None and repl.host is not None:
+        return repl.role()
     p = persistence_of(c.server)
     rows = []
     for r in p.live_replicas():
@@ -461,6 +492,8 @@ def wait(c: Client, argv: list[bytes]):
     Redis waits for the offset after the client's own last command; rill waits for
     the offset when WAIT runs, which includes that one (and any later writes).
     """
+    if c.server.replica_of is not None:
+        raise WAIT_ON_REPLICA
     numreplicas = get_int(argv[1])
     timeout = parse_timeout(argv[2], unit_ms=True)
     p = persistence_of(c.server)

@@ -1,0 +1,399 @@
+"""rill as a replica: the link to a master (REPLICAOF), the full sync, the command stream.
+
+The replica connects, runs the handshake (PING, AUTH with masterauth/masteruser,
+REPLCONF listening-port and capa), asks for a full resynchronization (``PSYNC ? -1``),
+loads the snapshot the master sends (a ``$<len>`` bulk, or the diskless
+``$EOF:<mark>`` form) in place of its dataset, then executes the master's command
+stream through the dispatcher as the master client, counting every byte as
+replication offset. It acknowledges that offset every second and when the master
+asks (REPLCONF GETACK), which is what the master's WAIT counts. A lost link is
+retried from the cron, with a new full sync.
+
+While it follows a master the server refuses writes from its own clients
+(``replica-read-only``), and keys whose time has passed read as missing but stay
+until the master's DEL arrives, as on a Redis replica.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from rill.persistence import aof
+
+if TYPE_CHECKING:
+    from .client import Client
+    from .server import Server
+
+log = logging.getLogger("rill")
+
+# The link's states, as ROLE names them.
+CONNECT = "connect"  # to be (re)connected by the cron
+CONNECTING = "connecting"
+HANDSHAKE = "handshake"
+SYNC = "sync"  # receiving the snapshot
+CONNECTED = "connected"
+
+
+class MasterLink(asyncio.Protocol):
+    """The socket to the master: handshake replies, then the snapshot, then commands."""
+
+    def __init__(self, repl: Replication) -> None:
+        self.repl = repl
+        self.transport: asyncio.Transport | None = None
+        self.buf = bytearray()
+        self.expect: list[tuple[bytes, list[bytes]]] = []  # handshake steps left, the first sent
+        self.rdb_len = -1  # bytes of snapshot expected; -2 for the EOF-marked form
+        self.eof_mark = b""
+        self.closed = False
+
+    # -- asyncio ------------------------------------------------------------------
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        self.transport = transport
+        self.repl.link_up(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.repl.link_lost(self, exc)
+
+    def data_received(self, data: bytes) -> None:
+        self.repl.last_io = time.time()
+        self.buf += data
+        try:
+            self.repl.advance(self)
+        except LinkError as e:
+            log.warning("%s", e)
+            self.close()
+
+    def send(self, *argv: bytes) -> None:
+        if self.transport is not None and not self.closed:
+            self.transport.write(aof.encode_command(list(argv)))
+
+    def close(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.closed = True
+            self.transport.close()
+
+
+class LinkError(Exception):
+    """The master answered something the handshake cannot go on with."""
+
+
+class Replication:
+    """The replica side of one server: whom it follows and how far it got."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+        self.host: str | None = None
+        self.port = 0
+        self.state = CONNECT
+        self.link: MasterLink | None = None
+        self.master: Client | None = None  # the client the master's commands run as
+        self.master_replid = "?"
+        self.offset = -1  # the replication offset processed so far
+        self.last_io = 0.0
+        self.down_since = time.time()
+        self.sync_start = 0.0
+        self.sync_read = 0
+        self.sync_total = -1
+        self._last_ack = 0.0
+
+    # -- REPLICAOF ------------------------------------------------------------------
+    def follow(self, host: str, port: int) -> None:
+        """REPLICAOF host port: drop any current master and connect to this one."""
+        self._drop_link()
+        server = self.server
+        self.host, self.port = host, port
+        self.state = CONNECT
+        self.master_replid = "?"
+        self.offset = -1
+        self.down_since = time.time()
+        server.replica_of = (host, port)
+        log.warning("Connecting to MASTER %s:%d", host, port)
+        self.connect()
+
+    def stop(self) -> None:
+        """REPLICAOF NO ONE: keep the dataset, stop following, accept writes again."""
+        if self.host is None:
+            return
+        self._drop_link()
+        self.host = None
+        self.port = 0
+        self.server.replica_of = None
+        self.state = CONNECT
+        log.warning("MASTER MODE enabled (user request)")
+
+    def _drop_link(self) -> None:
+        link, self.link = self.link, None
+        if link is not None:
+            link.close()
+        master, self.master = self.master, None
+        if master is not None:
+            self.server.client_gone(master)
+
+    # -- connecting -------------------------------------------------------------------
+    def connect(self) -> None:
+        loop = self.server.loop
+        if loop is None or self.host is None or self.state != CONNECT:
+            return
+        self.state = CONNECTING
+        host, port = self.host, self.port
+
+        async def dial() -> None:
+            try:
+                await loop.create_connection(lambda: MasterLink(self), host, port)
+            except OSError as e:
+                log.warning("Error condition on socket for SYNC: %s", e.strerror or e)
+                if self.host == host and self.port == port and self.state == CONNECTING:
+                    self.state = CONNECT  # the cron tries again
+
+        loop.create_task(dial())
+
+    def link_up(self, link: MasterLink) -> None:
+        if self.host is None or self.state != CONNECTING:
+            link.close()  # REPLICAOF changed while connecting
+            return
+        self.link = link
+        self.state = HANDSHAKE
+        log.warning("MASTER <-> REPLICA sync started")
+        config = self.server.config
+        # One at a time, as Redis's replica does: a master refuses PSYNC from a client
+        # that still has replies pending.
+        steps = [(b"PING", [b"PING"])]
+        if config["masterauth"]:
+            user = config["masteruser"]
+            auth = [b"AUTH", user.encode()] if user else [b"AUTH"]
+            steps.append((b"AUTH", [*auth, config["masterauth"].encode()]))
+        steps.append((b"REPLCONF", [b"REPLCONF", b"listening-port", b"%d" % self.server.tcp_port]))
+        steps.append((b"REPLCONF", [b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"]))
+        steps.append((b"PSYNC", [b"PSYNC", b"?", b"-1"]))
+        link.expect = steps
+        link.send(*steps[0][1])
+
+    def link_lost(self, link: MasterLink, exc: Exception | None) -> None:
+        if link is not self.link:
+            return
+        self.link = None
+        master, self.master = self.master, None
+        if master is not None:
+            self.server.client_gone(master)
+        if self.host is not None:
+            log.warning("Connection with master lost.")
+            self.state = CONNECT
+            self.down_since = time.time()
+
+    # -- what the master sends ------------------------------------------------------------
+    def advance(self, link: MasterLink) -> None:
+        """Consume as much of the link's buffer as the current state allows."""
+        while link is self.link and not link.closed:
+            if self.state == HANDSHAKE:
+                if not self._handshake_reply(link):
+                    return
+            elif self.state == SYNC:
+                if not self._snapshot(link):
+                    return
+            elif self.state == CONNECTED:
+                self._commands(link)
+                return
+            else:
+                return
+
+    def _line(self, link: MasterLink) -> bytes | None:
+        i = link.buf.find(b"\r\n")
+        if i < 0:
+            return None
+        line = bytes(link.buf[:i])
+        del link.buf[: i + 2]
+        return line
+
+    def _handshake_reply(self, link: MasterLink) -> bool:
+        while link.buf[:1] == b"\n":  # a master's keepalive newline while it prepares
+            del link.buf[:1]
+        line = self._line(link)
+        if line is None:
+            return False
+        step = link.expect.pop(0)[0]
+        if link.expect:
+            link.send(*link.expect[0][1])
+        if step == b"PING":
+            # An error about authentication is fine here: AUTH comes next.
+            if line.startswith(b"-") and not line.startswith((b"-NOAUTH", b"-NOPERM", b"-ERR operation not permitted")):
+                raise LinkError(f"Error reply to PING from master: '{line[1:].decode(errors='replace')}'")
+        elif step == b"AUTH":
+            if line.startswith(b"-"):
+                raise LinkError(f"Unable to AUTH to MASTER: {line[1:].decode(errors='replace')}")
+        elif step == b"REPLCONF":
+            pass  # an old master may not know these; it matters not
+        elif step == b"PSYNC":
+            if not line.startswith(b"+FULLRESYNC"):
+                raise LinkError(f"Unexpected reply to PSYNC from master: {line.decode(errors='replace')}")
+            parts = line.split()
+            if len(parts) != 3 or not parts[2].isdigit():
+                raise LinkError("Master replied with wrong +FULLRESYNC syntax.")
+            self.master_replid = parts[1].decode(errors="replace")
+            self.offset = int(parts[2])
+            log.warning("Full resync from master: %s:%d", self.master_replid, self.offset)
+            self.state = SYNC
+            self.sync_start = time.time()
+            self.sync_read = 0
+            self.sync_total = -1
+            link.rdb_len = -1
+        return True
+
+    def _snapshot(self, link: MasterLink) -> bool:
+        if link.rdb_len == -1:
+            while link.buf[:1] == b"\n":
+                del link.buf[:1]
+            line = self._line(link)
+            if line is None:
+                return False
+            if line.startswith(b"-"):
+                raise LinkError(f"MASTER aborted replication with an error: {line[1:].decode(errors='replace')}")
+            if not line.startswith(b"$"):
+                raise LinkError(f"Bad protocol from MASTER, the first byte is not '$': {line[:64]!r}")
+            if line.startswith(b"$EOF:"):
+                link.eof_mark = line[5:]
+                if len(link.eof_mark) != 40:
+                    raise LinkError("Bad EOF mark from MASTER")
+                link.rdb_len = -2
+            else:
+                try:
+                    link.rdb_len = int(line[1:])
+                except ValueError:
+                    raise LinkError("Bad snapshot length from MASTER") from None
+                self.sync_total = link.rdb_len
+        if link.rdb_len == -2:
+            end = link.buf.find(link.eof_mark)
+            self.sync_read = len(link.buf)
+            if end < 0:
+                return False
+            payload = bytes(link.buf[:end])
+            del link.buf[: end + 40]
+        else:
+            self.sync_read = len(link.buf)
+            if len(link.buf) < link.rdb_len:
+                return False
+            payload = bytes(link.buf[: link.rdb_len])
+            del link.buf[: link.rdb_len]
+        self._load(payload)
+        return True
+
+    def _load(self, payload: bytes) -> None:
+        """Replace the dataset with the master's snapshot, then follow its stream."""
+        from .persistence import PersistenceError, persistence_of
+
+        log.warning("MASTER <-> REPLICA sync: receiving %d bytes from master", len(payload))
+        server = self.server
+        try:
+            persistence_of(server).load_from_master(payload)
+        except PersistenceError as e:
+            raise LinkError(str(e)) from None
+        log.warning("MASTER <-> REPLICA sync: Finished with success")
+        master = server.new_client(f"{self.host}:{self.port}", "", -1)
+        master.kind = "master"
+        master.reply_mode = 1  # the master's commands get no replies (REPLCONF ACK aside)
+        master.authenticated = True
+        self.master = master
+        self.state = CONNECTED
+        self.sync_total = -1
+        self.send_ack()
+
+    def _commands(self, link: MasterLink) -> None:
+        master = self.master
+        assert master is not None
+        server = self.server
+        data = bytes(link.buf)
+        parser = aof.CommandParser(data)
+        consumed = 0
+        keyspace = server.keyspace
+        try:
+            while True:
+                try:
+                    argv = parser.next()
+                except aof.AofTruncated:
+                    break
+                except aof.AofFormatError as e:
+                    raise LinkError(f"Protocol error from MASTER at offset {self.offset}: {e}") from None
+                if argv is None:
+                    break
+                size = parser.pos - consumed
+                consumed = parser.pos
+                # The master's commands see keys past their time as still there: the
+                # master decides when they go, and its DEL follows.
+                keyspace.expire_allowed = False
+                try:
+                    server.execute(master, argv)
+                finally:
+                    keyspace.expire_allowed = True
+                master.out.clear()
+                self.offset += size
+                if link is not self.link:
+                    return  # REPLICAOF inside the stream ended this link
+        finally:
+            del link.buf[:consumed]
+
+    # -- acknowledgements -------------------------------------------------------------------
+    def send_ack(self) -> None:
+        """REPLCONF ACK <offset>: how much of the stream this replica has processed."""
+        link = self.link
+        if link is not None and self.state == CONNECTED:
+            link.send(b"REPLCONF", b"ACK", b"%d" % self.offset)
+            self._last_ack = time.monotonic()
+
+    def cron(self) -> None:
+        if self.host is None:
+            return
+        if self.state == CONNECT:
+            self.connect()
+        elif self.state == CONNECTED and time.monotonic() - self._last_ack >= 1.0:
+            self.send_ack()
+
+    # -- introspection ------------------------------------------------------------------------
+    def info(self) -> list[tuple[str, object]]:
+        """INFO replication's replica fields, as Redis 7.0 prints them."""
+        now = time.time()
+        up = self.state == CONNECTED
+        rows: list[tuple[str, object]] = [
+            ("role", "slave"),
+            ("master_host", self.host),
+            ("master_port", self.port),
+            ("master_link_status", "up" if up else "down"),
+            ("master_last_io_seconds_ago", int(now - self.last_io) if up else -1),
+            ("master_sync_in_progress", 1 if self.state == SYNC else 0),
+            ("slave_read_repl_offset", self.offset),
+            ("slave_repl_offset", self.offset),
+        ]
+        if self.state == SYNC:
+            rows += [
+                ("master_sync_total_bytes", self.sync_total),
+                ("master_sync_read_bytes", self.sync_read),
+                ("master_sync_left_bytes", self.sync_total - self.sync_read if self.sync_total >= 0 else -1),
+                ("master_sync_perc", f"{self.sync_read * 100 / self.sync_total:.2f}"
+                 if self.sync_total > 0 else "-0.00"),
+                ("master_sync_last_io_seconds_ago", int(now - self.last_io)),
+            ]
+        if not up:
+            rows.append(("master_link_down_since_seconds", int(now - self.down_since)))
+        config = self.server.config
+        rows += [
+            ("slave_priority", config["replica-priority"]),
+            ("slave_read_only", 1 if config.bool("replica-read-only") else 0),
+            ("replica_announced", 1 if config.bool("replica-announced") else 0),
+        ]
+        return rows
+
+    def role(self) -> list[Any]:
+        """ROLE on a replica: slave, master host and port, the link state, the offset."""
+        return [b"slave", self.host.encode() if self.host else b"", self.port, self.state.encode(),
+                self.offset]
+
+
+def replication_of(server: Server) -> Replication:
+    """The server's replica side, made on first use (REPLICAOF, or replicaof in the config)."""
+    repl = server.__dict__.get("replication")
+    if repl is None:
+        repl = server.replication = Replication(server)
+        server.cron_hooks.append(repl.cron)
+    return repl

@@ -1,0 +1,221 @@
+"""rill as a replica (REPLICAOF): following a redis-server master and a rill master,
+side by side with a redis-server replica of the same master where replies can differ."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import redis
+
+from tests.support import RawClient, start_redis, start_rill
+
+
+def _wait_for(predicate, timeout: float = 15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
+def _linked(r: redis.Redis) -> bool:
+    return r.info("replication").get("master_link_status") == "up"
+
+
+def _caught_up(master: redis.Redis, replica: redis.Redis) -> bool:
+    return replica.info("replication")["slave_repl_offset"] >= master.info("replication")["master_repl_offset"]
+
+
+@pytest.fixture
+def redis_master(oracle_server):
+    # No diskless delay: the full sync starts at once.
+    m = start_redis("--repl-diskless-sync-delay", "0")
+    yield m
+    m.stop()
+
+
+def _dataset(port: int) -> dict:
+    """Every key of every database, read back by type (TTLs as present or not)."""
+    out = {}
+    for db in range(16):
+        r = redis.Redis(port=port, db=db)
+        for key in sorted(r.keys("*")):
+            kind = r.type(key)
+            if kind == b"string":
+                value = r.get(key)
+            elif kind == b"list":
+                value = r.lrange(key, 0, -1)
+            elif kind == b"hash":
+                value = sorted(r.hgetall(key).items())
+            elif kind == b"set":
+                value = sorted(r.smembers(key))
+            elif kind == b"zset":
+                value = r.zrange(key, 0, -1, withscores=True)
+            else:
+                full = r.execute_command("XINFO", "STREAM", key, "FULL")
+                for group in full[b"groups"]:
+                    for consumer in group[b"consumers"]:
+                        del consumer[b"seen-time"]  # when the replica ran the master's XCLAIM
+                value = (r.xrange(key), full)
+            out[(db, key)] = (kind, value, r.ttl(key) > 0)
+        r.close()
+    return out
+
+
+def _fill(m: redis.Redis) -> None:
+    m.set("s", "v")
+    m.rpush("l", *"abc")
+    m.hset("h", mapping={"f1": "1", "f2": "2"})
+    m.sadd("set", 1, 2, 3)
+    m.zadd("z", {"a": 1, "b": 2})
+    m.xadd("st", {"f": "v"}, id="1-1")
+    m.xadd("st", {"f": "w"}, id="2-1")
+    m.xgroup_create("st", "g", id="0")
+    m.xreadgroup("g", "alice", {"st": ">"}, count=1)
+    m.set("ttl", "v", ex=1000)
+    redis.Redis(port=m.connection_pool.connection_kwargs["port"], db=5).set("in5", "y")
+
+
+def test_follows_a_redis_server_master(redis_master):
+    """The dataset after the full sync and after a stream of writes is what a
+    redis-server replica of the same master holds (a replica's consumer groups lag
+    their master's entries-read counter, as Redis 7.0 propagates reads as XCLAIMs)."""
+    m = redis.Redis(port=redis_master.port)
+    _fill(m)
+    with start_rill() as rill, start_redis("--replicaof", "127.0.0.1", str(redis_master.port)) as twin:
+        r = redis.Redis(port=rill.port)
+        r.set("gone", "soon")  # a full sync replaces the dataset
+        assert r.execute_command("REPLICAOF", "127.0.0.1", redis_master.port) == b"OK"
+        _wait_for(lambda: _linked(r) and _linked(redis.Redis(port=twin.port)))
+        assert r.get("gone") is None
+        assert _dataset(rill.port) == _dataset(twin.port) == _dataset(redis_master.port)
+        # The stream of writes: transactions, other databases, consumer groups, expiry.
+        with m.pipeline(transaction=True) as p:
+            p.incr("counter")
+            p.lpush("l", "z")
+            p.execute()
+        m3 = redis.Redis(port=redis_master.port, db=3)
+        m3.set("in3", "x")
+        m.xreadgroup("g", "bob", {"st": ">"})
+        m.xack("st", "g", "1-1")
+        m.pexpire("s", 100_000)
+        m.delete("h")
+        assert m.execute_command("WAIT", 2, 5000) == 2  # both replicas acknowledge
+        _wait_for(lambda: _caught_up(m, r))
+        assert _dataset(rill.port) == _dataset(twin.port)
+        assert redis.Redis(port=rill.port, db=3).get("in3") == b"x"
+        assert r.xpending("st", "g")["pending"] == m.xpending("st", "g")["pending"] == 1
+        assert r.execute_command("ROLE") == [b"slave", b"127.0.0.1", redis_master.port, b"connected",
+                                             r.info("replication")["slave_repl_offset"]]
+        assert r.info("replication")["slave_repl_offset"] == m.info("replication")["master_repl_offset"]
+        r.close()
+    m.close()
+
+
+def test_read_only_and_errors_match_a_redis_replica(redis_master):
+    m = redis.Redis(port=redis_master.port)
+    m.set("k", "v")
+    with start_rill() as rill, start_redis("--replicaof", "127.0.0.1", str(redis_master.port)) as twin:
+        RawClient(rill.port).call("REPLICAOF", "127.0.0.1", str(redis_master.port))
+        mine, theirs = RawClient(rill.port), RawClient(twin.port)
+        _wait_for(lambda: _linked(redis.Redis(port=rill.port)) and _linked(redis.Redis(port=twin.port)))
+        for args in [
+            ("GET", "k"),
+            ("SET", "k", "x"),
+            ("DEL", "k"),
+            ("EVAL", "return redis.call('set', 'k', 'y')", "0"),
+            ("EVAL", "return redis.call('get', 'k')", "0"),
+            ("EVAL", "#!lua\nreturn 1", "0"),
+            ("MULTI",), ("SET", "k", "x"), ("GET", "k"), ("EXEC",),
+            ("REPLICAOF", "127.0.0.1", str(redis_master.port)),
+            ("REPLICAOF", "127.0.0.1", "x"),
+            ("REPLICAOF", "127.0.0.1", "70000"),
+            ("REPLICAOF", "127.0.0.1"),
+            ("SLAVEOF", "127.0.0.1", "-1"),
+            ("WAIT", "0", "0"),
+        ]:
+            a, b = mine.call(*args), theirs.call(*args)
+            assert a == b, f"{args}: rill {a!r} != redis {b!r}"
+        fields = set(redis.Redis(port=twin.port).info("replication"))
+        assert set(redis.Redis(port=rill.port).info("replication")) == fields
+        role_mine = redis.Redis(port=rill.port).execute_command("ROLE")
+        role_theirs = redis.Redis(port=twin.port).execute_command("ROLE")
+        assert role_mine[:4] == role_theirs[:4]
+        mine.close()
+        theirs.close()
+    m.close()
+
+
+def test_expired_keys_stay_until_the_master_deletes_them(redis_master):
+    m = redis.Redis(port=redis_master.port)
+    m.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    with start_rill() as rill:
+        r = redis.Redis(port=rill.port)
+        r.execute_command("REPLICAOF", "127.0.0.1", redis_master.port)
+        _wait_for(lambda: _linked(r))
+        m.set("e", "v", px=200)
+        m.set("other", "x")
+        _wait_for(lambda: r.get("other") == b"x")
+        time.sleep(0.3)
+        assert r.get("e") is None  # past its time: reads as missing on the replica...
+        assert r.dbsize() == 2  # ...but is not deleted there
+        assert m.get("e") is None  # the master expires it and sends DEL
+        _wait_for(lambda: r.dbsize() == 1)
+        r.close()
+    m.close()
+
+
+def test_follows_a_rill_master_then_becomes_a_master_again():
+    with start_rill() as master, start_rill() as rill:
+        m = redis.Redis(port=master.port)
+        r = redis.Redis(port=rill.port)
+        _fill(m)
+        r.execute_command("REPLICAOF", "127.0.0.1", master.port)
+        _wait_for(lambda: _linked(r))
+        m.incr("counter")
+        assert m.execute_command("WAIT", 1, 5000) == 1
+        assert r.execute_command("DEBUG", "DIGEST") == m.execute_command("DEBUG", "DIGEST")
+        info = m.info("replication")
+        assert info["connected_slaves"] == 1 and info["slave0"]["port"] == rill.port
+        with pytest.raises(redis.ReadOnlyError):
+            r.set("x", 1)
+        assert r.execute_command("REPLICAOF", "NO", "ONE") == b"OK"
+        assert r.set("x", 1) and r.get("counter") == b"1"
+        assert r.execute_command("ROLE")[0] == b"master"
+        assert r.info("replication")["role"] == "master"
+        m.incr("counter")  # no longer followed
+        time.sleep(0.2)
+        assert r.get("counter") == b"1"
+        r.close()
+        m.close()
+
+
+def test_a_lost_master_is_reconnected_and_resynced(tmp_path):
+    master = start_rill(workdir=str(tmp_path))
+    port = master.port
+    with start_rill() as rill:
+        r = redis.Redis(port=rill.port)
+        redis.Redis(port=port).set("before", 1)
+        r.execute_command("REPLICAOF", "127.0.0.1", port)
+        _wait_for(lambda: _linked(r))
+        master.stop()
+        _wait_for(lambda: r.info("replication")["master_link_status"] == "down")
+        assert r.execute_command("ROLE")[3] in (b"connect", b"connecting")
+        assert r.get("before") == b"1"  # the data stays while the link is down
+        master = start_rill(workdir=str(tmp_path), port=port)
+        redis.Redis(port=port).set("after", 2)
+        _wait_for(lambda: _linked(r) and r.get("after") == b"2")
+        r.close()
+    master.stop()
+
+
+def test_replicaof_in_the_config_file_and_command_line(redis_master):
+    redis.Redis(port=redis_master.port).set("k", "v")
+    with start_rill("--replicaof", "127.0.0.1", str(redis_master.port)) as rill:
+        r = redis.Redis(port=rill.port)
+        _wait_for(lambda: _linked(r) and r.get("k") == b"v")
+        assert r.config_get("replicaof") == {"replicaof": f"127.0.0.1 {redis_master.port}"}
+        r.close()
