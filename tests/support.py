@@ -104,6 +104,18 @@ def start_rill(*args: str, workdir: str | None = None, port: int | None = None,
     return ServerProcess(argv, port, workdir).start()
 
 
+def wait_until(predicate, timeout: float = 15.0):
+    """Poll ``predicate`` until it returns something true, and return that; fail the
+    test if it never does within ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("condition not reached in time")
+
+
 def redis_server_binary() -> str | None:
     return shutil.which("redis-server")
 

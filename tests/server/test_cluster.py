@@ -26,7 +26,6 @@ def test_cluster_commands_say_cluster_support_is_disabled(sbs):
         ("READWRITE",),
         ("READONLY", "extra"),
         ("COMMAND", "INFO", "asking", "readonly", "readwrite", "restore-asking"),
-        ("COMMAND", "COUNT"),
     ])
 
 

@@ -8,17 +8,7 @@ import time
 import pytest
 import redis
 
-from tests.support import RawClient, start_redis, start_rill
-
-
-def _wait_for(predicate, timeout: float = 15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
+from tests.support import RawClient, start_redis, start_rill, wait_until
 
 
 def _linked(r: redis.Redis) -> bool:
@@ -89,7 +79,7 @@ def test_follows_a_redis_server_master(redis_master):
         r = redis.Redis(port=rill.port)
         r.set("gone", "soon")  # a full sync replaces the dataset
         assert r.execute_command("REPLICAOF", "127.0.0.1", redis_master.port) == b"OK"
-        _wait_for(lambda: _linked(r) and _linked(redis.Redis(port=twin.port)))
+        wait_until(lambda: _linked(r) and _linked(redis.Redis(port=twin.port)))
         assert r.get("gone") is None
         assert _dataset(rill.port) == _dataset(twin.port) == _dataset(redis_master.port)
         # The stream of writes: transactions, other databases, consumer groups, expiry.
@@ -104,7 +94,7 @@ def test_follows_a_redis_server_master(redis_master):
         m.pexpire("s", 100_000)
         m.delete("h")
         assert m.execute_command("WAIT", 2, 5000) == 2  # both replicas acknowledge
-        _wait_for(lambda: _caught_up(m, r))
+        wait_until(lambda: _caught_up(m, r))
         assert _dataset(rill.port) == _dataset(twin.port)
         assert redis.Redis(port=rill.port, db=3).get("in3") == b"x"
         assert r.xpending("st", "g")["pending"] == m.xpending("st", "g")["pending"] == 1
@@ -121,7 +111,7 @@ def test_read_only_and_errors_match_a_redis_replica(redis_master):
     with start_rill() as rill, start_redis("--replicaof", "127.0.0.1", str(redis_master.port)) as twin:
         RawClient(rill.port).call("REPLICAOF", "127.0.0.1", str(redis_master.port))
         mine, theirs = RawClient(rill.port), RawClient(twin.port)
-        _wait_for(lambda: _linked(redis.Redis(port=rill.port)) and _linked(redis.Redis(port=twin.port)))
+        wait_until(lambda: _linked(redis.Redis(port=rill.port)) and _linked(redis.Redis(port=twin.port)))
         for args in [
             ("GET", "k"),
             ("SET", "k", "x"),
@@ -155,15 +145,15 @@ def test_expired_keys_stay_until_the_master_deletes_them(redis_master):
     with start_rill() as rill:
         r = redis.Redis(port=rill.port)
         r.execute_command("REPLICAOF", "127.0.0.1", redis_master.port)
-        _wait_for(lambda: _linked(r))
+        wait_until(lambda: _linked(r))
         m.set("e", "v", px=200)
         m.set("other", "x")
-        _wait_for(lambda: r.get("other") == b"x")
+        wait_until(lambda: r.get("other") == b"x")
         time.sleep(0.3)
         assert r.get("e") is None  # past its time: reads as missing on the replica...
         assert r.dbsize() == 2  # ...but is not deleted there
         assert m.get("e") is None  # the master expires it and sends DEL
-        _wait_for(lambda: r.dbsize() == 1)
+        wait_until(lambda: r.dbsize() == 1)
         r.close()
     m.close()
 
@@ -174,7 +164,7 @@ def test_follows_a_rill_master_then_becomes_a_master_again():
         r = redis.Redis(port=rill.port)
         _fill(m)
         r.execute_command("REPLICAOF", "127.0.0.1", master.port)
-        _wait_for(lambda: _linked(r))
+        wait_until(lambda: _linked(r))
         m.incr("counter")
         assert m.execute_command("WAIT", 1, 5000) == 1
         assert r.execute_command("DEBUG", "DIGEST") == m.execute_command("DEBUG", "DIGEST")
@@ -200,14 +190,14 @@ def test_a_lost_master_is_reconnected_and_resynced(tmp_path):
         r = redis.Redis(port=rill.port)
         redis.Redis(port=port).set("before", 1)
         r.execute_command("REPLICAOF", "127.0.0.1", port)
-        _wait_for(lambda: _linked(r))
+        wait_until(lambda: _linked(r))
         master.stop()
-        _wait_for(lambda: r.info("replication")["master_link_status"] == "down")
+        wait_until(lambda: r.info("replication")["master_link_status"] == "down")
         assert r.execute_command("ROLE")[3] in (b"connect", b"connecting")
         assert r.get("before") == b"1"  # the data stays while the link is down
         master = start_rill(workdir=str(tmp_path), port=port)
         redis.Redis(port=port).set("after", 2)
-        _wait_for(lambda: _linked(r) and r.get("after") == b"2")
+        wait_until(lambda: _linked(r) and r.get("after") == b"2")
         r.close()
     master.stop()
 
@@ -216,6 +206,6 @@ def test_replicaof_in_the_config_file_and_command_line(redis_master):
     redis.Redis(port=redis_master.port).set("k", "v")
     with start_rill("--replicaof", "127.0.0.1", str(redis_master.port)) as rill:
         r = redis.Redis(port=rill.port)
-        _wait_for(lambda: _linked(r) and r.get("k") == b"v")
+        wait_until(lambda: _linked(r) and r.get("k") == b"v")
         assert r.config_get("replicaof") == {"replicaof": f"127.0.0.1 {redis_master.port}"}
         r.close()

@@ -11,17 +11,7 @@ import time
 import pytest
 import redis
 
-from tests.support import RawClient, redis_server_binary, start_redis, start_rill
-
-
-def _wait_for(predicate, timeout: float = 15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("condition not reached in time")
+from tests.support import RawClient, redis_server_binary, start_redis, start_rill, wait_until
 
 
 @pytest.mark.parametrize("args", [
@@ -90,16 +80,16 @@ def test_a_redis_replica_follows_rill(master):
     replica = start_redis("--replicaof", "127.0.0.1", str(master.port))
     r = redis.Redis(port=replica.port)
     try:
-        _wait_for(lambda: r.info("replication")["master_link_status"] == "up")
+        wait_until(lambda: r.info("replication")["master_link_status"] == "up")
         m.xadd("s", {"g": "w"}, id="2-1")
         m.xgroup_create("s", "grp", id="0")
         m.xreadgroup("grp", "alice", {"s": ">"}, count=1)
         with redis.Redis(port=master.port, db=3) as m3:
             m3.set("k", "v", px=100_000)
-        _wait_for(lambda: r.xinfo_groups("s") and r.xpending("s", "grp")["pending"] == 1)
+        wait_until(lambda: r.xinfo_groups("s") and r.xpending("s", "grp")["pending"] == 1)
         assert r.xrange("s") == m.xrange("s")
         with redis.Redis(port=replica.port, db=3) as r3:
-            _wait_for(lambda: r3.get("k") == b"v")
+            wait_until(lambda: r3.get("k") == b"v")
             assert 0 < r3.pttl("k") <= 100_000
         assert r.get("before") == b"1"
         # The replica acknowledges every second: ROLE and INFO then show it caught up.
@@ -110,7 +100,7 @@ def test_a_redis_replica_follows_rill(master):
             role = m.role()
             return role if role[2] and role[2][0][2] == str(offset).encode() else None
 
-        role = _wait_for(caught_up)
+        role = wait_until(caught_up)
         assert role[:2] == [b"master", offset]
         assert role[2] == [[b"127.0.0.1", str(replica.port).encode(), str(offset).encode()]]
         info = m.info("replication")
@@ -122,7 +112,7 @@ def test_a_redis_replica_follows_rill(master):
         assert r.info("replication")["slave_repl_offset"] == offset
         # A replica that goes away leaves ROLE and INFO.
         replica.stop()
-        _wait_for(lambda: m.role()[2] == [])
+        wait_until(lambda: m.role()[2] == [])
         assert m.info("replication")["connected_slaves"] == 0
     finally:
         r.close()
@@ -137,7 +127,7 @@ def test_wait_for_a_real_replica(master):
     replica = start_redis("--replicaof", "127.0.0.1", str(master.port))
     r = redis.Redis(port=replica.port)
     try:
-        _wait_for(lambda: r.info("replication")["master_link_status"] == "up")
+        wait_until(lambda: r.info("replication")["master_link_status"] == "up")
         m.xadd("s", {"f": "v"}, id="1-1")
         # The GETACK that WAIT sends makes the replica answer well before its 1 s ACK.
         t = time.monotonic()
@@ -158,7 +148,7 @@ def test_wait_for_a_real_replica(master):
         result = []
         th = threading.Thread(target=lambda: result.append(blocked.wait(3, 0)))
         th.start()
-        _wait_for(lambda: m.info("clients")["blocked_clients"] == 1)
+        wait_until(lambda: m.info("clients")["blocked_clients"] == 1)
         assert m.client_unblock(blocked_id) is True
         th.join(5)
         assert result == [1]
@@ -179,7 +169,7 @@ def test_redis_cli_snapshot_of_rill(master, tmp_path, flag, keys):
     check = subprocess.run(["redis-check-rdb", path], capture_output=True, text=True, timeout=30)
     assert check.returncode == 0 and f"{keys} keys read" in check.stdout
     # The snapshot-only client is closed, not kept as a replica.
-    _wait_for(lambda: m.info("clients")["connected_clients"] == 1)
+    wait_until(lambda: m.info("clients")["connected_clients"] == 1)
     assert m.info("replication")["connected_slaves"] == 0
     m.close()
     assert os.path.getsize(path) > 0
@@ -202,7 +192,7 @@ def test_a_raw_replica_acknowledges(master):
         offset = m.info("replication")["master_repl_offset"]
         assert m.role()[2] == [[b"10.1.2.3", b"7777", b"0"]]
         c.send_raw(b"REPLCONF ACK %d\r\n" % offset)
-        _wait_for(lambda: m.role()[2] == [[b"10.1.2.3", b"7777", str(offset).encode()]])
+        wait_until(lambda: m.role()[2] == [[b"10.1.2.3", b"7777", str(offset).encode()]])
         c.send_raw(b"REPLCONF ACK 1\r\n")  # offsets only move forward
         m.ping()
         assert m.role()[2][0][2] == str(offset).encode()
