@@ -159,7 +159,7 @@ class Wait:
 
     __slots__ = (
         "client", "db", "keys", "deadline", "argv", "cmd", "timeout_reply", "timer", "started",
-        "wake", "on_gone",
+        "wake", "on_gone", "duration",
     )
 
     def __init__(self, client: Client, block: Block, cmd: Any, argv: list[bytes]) -> None:
@@ -174,6 +174,7 @@ class Wait:
         self.timer: Any = None
         self.wake = block.wake
         self.on_gone = block.on_gone
+        self.duration = 0  # ns of the command's first run (its latency sample adds the serving run)
 
     def servable_by(self, kind: bytes | None) -> bool:
         """Whether a key now holding a value of type ``kind`` (None: no key) may serve us."""

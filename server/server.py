@@ -27,6 +27,7 @@ from .commands.table import (
     ADMIN,
     ALLOW_BUSY,
     DENYOOM,
+    FAST,
     LOADING,
     MAY_REPLICATE,
     NO_AUTH,
@@ -38,7 +39,8 @@ from .commands.table import (
     WRITE,
     Command,
 )
-from .config import Config
+from .config import Config, parse_percentile
+from .latency import HDR_OF, LatencyMonitor, record, record_long, unrecord
 
 log = logging.getLogger("rill")
 
@@ -55,6 +57,9 @@ _PUBSUB_ALLOWED = {
     b"psubscribe", b"punsubscribe", b"quit", b"reset",
 }
 
+
+# A threshold no duration reaches (a monitor that is off).
+_NEVER = 1 << 63
 
 # Commands that may lazily expire keys they were not asked about (Redis's hidden
 # CMD_TOUCHES_ARBITRARY_KEYS flag): their DELs are propagated unwrapped.
@@ -161,6 +166,11 @@ class Server:
         self.shutdown_requested: str | None = None
         self.slowlog: deque[SlowlogEntry] = deque()
         self.slowlog_next_id = 0
+        self.latency = LatencyMonitor()
+        # fork() statistics (INFO stats, LATENCY DOCTOR), kept by persistence.
+        self.total_forks = 0
+        self.latest_fork_usec = 0
+        self.fork_rate = 0.0  # GB of memory per second of fork()
         self.monitors: list[Client] = []
         self.pause_until = 0.0
         self.pause_writes_only = False
@@ -226,6 +236,19 @@ class Server:
         # is negative); compared in nanoseconds, that is duration >= threshold * 1000.
         threshold = c.int("slowlog-log-slower-than")
         self.slowlog_threshold_ns = threshold * 1000 if threshold >= 0 else -1
+        # The latency monitor takes an event of >= threshold ms (0: off); a command's
+        # milliseconds are its nanoseconds // 10**6, so that is duration >= ms * 10**6.
+        self.latency_threshold_ms = c.int("latency-monitor-threshold")
+        self.latency_threshold_ns = self.latency_threshold_ms * 1_000_000 or _NEVER
+        # The dispatcher compares each duration with the smaller of the two
+        # thresholds only; slow_command() sorts out which of them it passed.
+        self.slow_ns = min(
+            self.latency_threshold_ns, self.slowlog_threshold_ns if threshold >= 0 else _NEVER
+        )
+        self.latency_tracking = c.bool("latency-tracking")
+        # As given (CONFIG GET shows them rounded to 6 decimals; INFO uses the numbers).
+        given = c.given.get("latency-tracking-info-percentiles", c["latency-tracking-info-percentiles"])
+        self.latency_percentiles = [parse_percentile(p) for p in given.split(" ")] if given else []
         self.slowlog_max_len = c.int("slowlog-max-len")
         self.proto_max_bulk_len = c.int("proto-max-bulk-len")
         self.maxclients = c.int("maxclients")
@@ -343,6 +366,11 @@ class Server:
         n = len(commands)
         dispatch = self.dispatch
         blocking = self.blocking
+        # Read once per batch, and again after any command that goes through
+        # execute(): only those (CONFIG SET, EXEC, ...) can change them.
+        slow_ns = self.slow_ns
+        tracking = self.latency_tracking
+        hdr_of = HDR_OF
         while i < n:
             argv = commands[i]
             i += 1
@@ -363,6 +391,8 @@ class Server:
                 if client.reply_mode > 1:
                     # CLIENT REPLY SKIP silences exactly the command after it.
                     client.reply_mode = 3 if client.reply_mode == 2 and argv[0].lower() == b"client" else 0
+                slow_ns = self.slow_ns
+                tracking = self.latency_tracking
             else:
                 # call(), with its rare branches left to the helpers it uses too.
                 client.last_cmd = client.cur_cmd = cmd
@@ -374,17 +404,26 @@ class Server:
                 except ReplyError as err:
                     reply = err
                 duration = perf_counter_ns() - start
-                cmd.calls += 1
                 cmd.nsec += duration
+                # The call is counted as its latency sample (see Command.calls).
+                if tracking:
+                    try:
+                        cmd.hist[hdr_of[duration]] += 1
+                    except IndexError:
+                        record_long(cmd, duration)
+                else:
+                    cmd.untracked += 1
                 t = type(reply)
                 if t is Raw:
                     client.out.append(reply)
                 elif t is Block or t is ReplyError or reply is NO_REPLY:
                     self._reply(client, cmd, argv, reply)
+                    if t is Block and client.blocked is not None:
+                        self._sample_when_served(client.blocked, duration, tracking)
                 else:
                     encode_into(reply, client.out, client.resp3)
-                if duration >= self.slowlog_threshold_ns >= 0 and not cmd.flags & SKIP_SLOWLOG:
-                    self.slowlog_add(client, argv, duration // 1000)
+                if duration >= slow_ns:
+                    self.slow_command(client, cmd, argv, duration)
                 if self._also or (self.dirty != dirty and (blocking.waiters or self.propagation_sinks)):
                     self._after_write(client, cmd, argv, self.dirty != dirty)
                 elif self._rewritten is not None or self._prevent_propagation:
@@ -551,11 +590,21 @@ class Server:
         except ReplyError as err:
             reply = err
         duration = perf_counter_ns() - start
-        cmd.calls += 1
         cmd.nsec += duration
+        tracking = self.latency_tracking
+        if tracking:
+            try:
+                cmd.hist[HDR_OF[duration]] += 1
+            except IndexError:
+                record_long(cmd, duration)
+        else:
+            cmd.untracked += 1
+        blocks = type(reply) is Block
         reply = self._reply(client, cmd, argv, reply)
-        if duration >= self.slowlog_threshold_ns >= 0 and not cmd.flags & SKIP_SLOWLOG:
-            self.slowlog_add(client, argv, duration // 1000)
+        if blocks and client.blocked is not None:
+            self._sample_when_served(client.blocked, duration, tracking)
+        if duration >= self.slow_ns:
+            self.slow_command(client, cmd, argv, duration)
         if self._also or (self.dirty != dirty and (self.blocking.waiters or self.propagation_sinks)):
             self._after_write(client, cmd, argv, self.dirty != dirty)
         elif self._rewritten is not None or self._prevent_propagation:
@@ -663,16 +712,19 @@ class Server:
         if wait.client.blocked is wait:
             self.unblock(wait.client, wait.timeout_reply)
 
-    def unblock(self, client: Client, reply: Any) -> None:
+    def unblock(self, client: Client, reply: Any, sample: bool = False) -> None:
         """End a client's wait with ``reply`` and resume it.
 
         Timeouts pass the waiter's ``timeout_reply``; CLIENT UNBLOCK passes that
-        too for TIMEOUT and ``blocking.UNBLOCKED_ERR`` for ERROR. A callable
-        reply is called for the value once the wait is over.
+        too for TIMEOUT and ``blocking.UNBLOCKED_ERR`` for ERROR, and ``sample``:
+        as in Redis, a wait CLIENT UNBLOCK ends leaves a latency sample, one that
+        times out does not. A callable reply is called for the value once the wait is over.
         """
         wait = client.blocked
         if wait is None:
             return
+        if sample:
+            self._served_sample(wait, 0)
         self.blocking.unpark(wait)
         if callable(reply):
             reply = reply()  # a reply worked out when the wait ends (WAIT's count of acks)
@@ -733,6 +785,7 @@ class Server:
         dirty = self.dirty
         client.cur_cmd = wait.cmd
         blocking.serving = key
+        start = perf_counter_ns()
         try:
             reply = wait.cmd.handler(client, wait.argv)
         except ReplyError as err:
@@ -742,6 +795,7 @@ class Server:
             reply = ReplyError("ERR internal error while serving a blocked client")
         finally:
             blocking.serving = None
+        serve_ns = perf_counter_ns() - start
         if type(reply) is Block:
             if reply.argv:
                 wait.argv = reply.argv
@@ -756,6 +810,8 @@ class Server:
             self.count_error(reply)
         if reply is not NO_REPLY:
             client.reply(reply)
+        self._served_sample(wait, serve_ns)
+        self.latency_event("command-unblocking", serve_ns)
         if self.dirty != dirty or self._also:
             self._after_write(client, wait.cmd, wait.argv, self.dirty != dirty)
         client.db = saved_db
@@ -840,7 +896,38 @@ class Server:
             # the cron flushes what active expiry produced.
             self._also.append((db.id, [b"DEL", key]))
 
-    # -- slowlog and monitor -------------------------------------------------
+    # -- slowlog, latency and monitor ---------------------------------------------
+    def slow_command(self, client: Client, cmd: Command, argv: list[bytes], duration: int) -> None:
+        """A command at or past one of the two thresholds (``slow_ns``): the slowlog
+        entry and the latency monitor's ``command``/``fast-command`` event, as Redis's
+        call() records them."""
+        if duration >= self.latency_threshold_ns:
+            self.latency.add("fast-command" if cmd.flags & FAST else "command", duration // 1_000_000)
+        if duration >= self.slowlog_threshold_ns >= 0 and not cmd.flags & SKIP_SLOWLOG:
+            self.slowlog_add(client, argv, duration // 1000)
+
+    def latency_event(self, event: str, duration_ns: int) -> None:
+        """Record ``event`` with the latency monitor if it took the threshold or longer."""
+        if duration_ns >= self.latency_threshold_ns:
+            self.latency.add(event, duration_ns // 1_000_000)
+
+    def _sample_when_served(self, wait: Wait, duration: int, recorded: bool) -> None:
+        """A command that blocked: its latency sample waits until it is served,
+        as Redis records it then (updateStatsOnUnblock); the call stays counted."""
+        wait.duration = duration
+        cmd = wait.cmd
+        if recorded:
+            unrecord(cmd, duration)
+            cmd.untracked += 1
+
+    def _served_sample(self, wait: Wait, serve_ns: int) -> None:
+        """The latency sample of a blocked command, once served: its first run and
+        the run that served it. A timed-out wait leaves none, as in Redis."""
+        cmd = wait.cmd
+        if self.latency_tracking:
+            record(cmd, wait.duration + serve_ns)
+            cmd.untracked -= 1  # counted when it blocked; the sample counts it from now
+
     def slowlog_add(self, client: Client, argv: list[bytes], duration: int) -> None:
         args = []
         limit = min(len(argv), 32)
@@ -880,6 +967,7 @@ class Server:
         )
         self.keyspace.tick()
         if self.active_expire_enabled and self.keyspace.expire_allowed:
+            start = perf_counter_ns()
             for db in self.keyspace.dbs:
                 if db.expires:
                     db.active_expire()
@@ -887,6 +975,7 @@ class Server:
                 ops, self._also = self._also, []
                 for op in ops:
                     self.propagate([op])
+            self.latency_event("expire-cycle", perf_counter_ns() - start)
             if self.blocking.ready:
                 self.serve_blocked()
         if self.timeout:
