@@ -484,6 +484,9 @@ class AofWriter:
         self.write_error: OSError | None = None
         self.delayed_fsyncs = 0
         self.on_data: Callable[[], None] | None = None  # called when the buffer becomes non-empty
+        # Told how long each write of the buffer ("write") and each fsync that
+        # appendfsync always makes ("fsync-always") took, in ns (the latency monitor).
+        self.on_latency: Callable[[str, int], None] | None = None
 
     # -- appending ---------------------------------------------------------
     def feed(self, ops: list[tuple[int, list[bytes]]]) -> None:
@@ -517,9 +520,19 @@ class AofWriter:
     # -- flushing ------------------------------------------------------------
     def write(self) -> bool:
         """Write the whole buffer (retrying short writes); False and keep it on error."""
-        buf = self.buf
-        if not buf:
+        if not self.buf:
             return True
+        report = self.on_latency
+        if report is None:
+            return self._write()
+        start = time.perf_counter_ns()
+        try:
+            return self._write()
+        finally:
+            report("write", time.perf_counter_ns() - start)
+
+    def _write(self) -> bool:
+        buf = self.buf
         try:
             done = os.write(self.fd, buf)
         except OSError as e:
@@ -559,7 +572,11 @@ class AofWriter:
         if not ok:
             return False
         policy = self.policy
-        if force_sync or policy == "always":
+        if policy == "always" and self.on_latency is not None:
+            start = time.perf_counter_ns()
+            self.sync_now()
+            self.on_latency("fsync-always", time.perf_counter_ns() - start)
+        elif force_sync or policy == "always":
             self.sync_now()
         elif policy == "everysec" and self.unsynced:
             now = time.monotonic()

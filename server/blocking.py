@@ -170,14 +170,14 @@ class Wait:
         self.deadline = self.started + block.timeout if block.timeout > 0 else 0.0
         self.argv = block.argv or argv
         self.original = argv  # as the client sent it, for the SLOWLOG entry when it ends
-        # Microseconds the command took before it blocked, kept when that alone reached
-        # the SLOWLOG threshold (the entry is made once the wait is served).
-        self.duration = 0
         self.cmd = cmd
         self.timeout_reply = block.timeout_reply
         self.timer: Any = None
         self.wake = block.wake
         self.on_gone = block.on_gone
+        # ns of the command's first run: its latency sample and SLOWLOG entry, made once
+        # it is served, add the serving run to it.
+        self.duration = 0
 
     def servable_by(self, kind: bytes | None) -> bool:
         """Whether a key now holding a value of type ``kind`` (None: no key) may serve us."""

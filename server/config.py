@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from rill.protocol.parser import split_args
 from rill.storage.glob import compile_glob
 
+from .latency import format_percentile
+
 
 class ConfigError(Exception):
     """A value a parameter refuses; the message is Redis's reason text."""
@@ -293,6 +295,40 @@ def _norm_any(value: str) -> str:
     return " ".join(value.split())
 
 
+def parse_percentile(text: str) -> float:
+    """Redis's string2d (strtod, the whole string, no leading space, no NaN, no overflow)."""
+    import math
+
+    if not text or text[0].isspace() or text[-1].isspace() or "_" in text:
+        raise ValueError(text)
+    try:
+        v = float(text)
+    except ValueError:
+        if not text.lower().lstrip("+-").startswith("0x"):
+            raise
+        v = float.fromhex(text)
+    if math.isnan(v) or (math.isinf(v) and "inf" not in text.lower()):
+        raise ValueError(text)  # overflow, which strtod reports as ERANGE
+    if v == 0.0 and any(c in "123456789" for c in text.lower().partition("e")[0]) and "x" not in text.lower():
+        raise ValueError(text)  # underflow, likewise
+    return v
+
+
+def _norm_percentiles(value: str) -> str:
+    """latency-tracking-info-percentiles: numbers in [0, 100] separated by single
+    spaces ("" for none), shown as ``%f`` without trailing zeros."""
+    out = []
+    for part in value.split(" ") if value else []:
+        try:
+            p = parse_percentile(part)
+        except ValueError:
+            raise ConfigError("Invalid latency-tracking-info-percentiles parameters") from None
+        if p > 100.0 or p < 0.0:
+            raise ConfigError("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]")
+        out.append(format_percentile(p))
+    return " ".join(out)
+
+
 def _norm_dir(value: str) -> str:
     try:
         os.chdir(value)
@@ -311,7 +347,7 @@ PARAMS += [
     P("notify-keyspace-events", "special", "", normalize=_norm_notify),
     P("oom-score-adj-values", "special", "0 200 800", multi_arg=True, normalize=_norm_oom),
     P("replicaof", "special", "", alias="slaveof", immutable=True, multi_arg=True, normalize=_norm_any),
-    P("latency-tracking-info-percentiles", "special", "50 99 99.9", multi_arg=True, normalize=_norm_any),
+    P("latency-tracking-info-percentiles", "special", "50 99 99.9", multi_arg=True, normalize=_norm_percentiles),
 ]
 
 _UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1024, "m": 1000**2, "mb": 1024**2, "g": 1000**3, "gb": 1024**3}

@@ -514,8 +514,10 @@ class Persistence:
         """Run ``work`` in a forked child that exits 0 on success, 1 on failure."""
         if self.writer is not None:
             self.writer.write()  # the child must not inherit (and never writes) a buffer
+        start = time.perf_counter_ns()
         pid = os.fork()
         if pid:
+            self._forked(time.perf_counter_ns() - start)
             return pid
         code = 1
         try:
@@ -531,6 +533,17 @@ class Persistence:
                 pass
         finally:
             os._exit(code)
+
+    def _forked(self, elapsed_ns: int) -> None:
+        """What the parent learns from a fork: INFO's fork statistics, the fork rate
+        LATENCY DOCTOR judges, and the latency monitor's ``fork`` event."""
+        s = self.server
+        s.total_forks += 1
+        s.latest_fork_usec = elapsed_ns // 1000
+        from .commands.introspection import used_memory
+
+        s.fork_rate = used_memory() * 1_000_000 / max(s.latest_fork_usec, 1) / (1024 ** 3)
+        s.latency_event("fork", elapsed_ns)
 
     def kill_child(self) -> None:
         """Stop a running child (SIGUSR1, no error status) and clean its temp files."""
@@ -671,7 +684,28 @@ class Persistence:
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
         w = AofWriter(path, self.config["appendfsync"])
         w.on_data = self._schedule_flush
+        w.on_latency = self._aof_latency
         return w
+
+    def _aof_latency(self, what: str, elapsed_ns: int) -> None:
+        """The latency monitor's AOF events, named as Redis names them: each write is
+        ``aof-write`` and, by what else was going on, ``aof-write-pending-fsync``
+        (an everysec fsync still running), ``-active-child`` or ``-alone``."""
+        s = self.server
+        if elapsed_ns < s.latency_threshold_ns:
+            return
+        if what == "fsync-always":
+            s.latency_event("aof-fsync-always", elapsed_ns)
+            return
+        thread = aofmod._fsync_thread
+        w = self.writer
+        if w is not None and w.policy == "everysec" and thread is not None and thread.pending():
+            s.latency_event("aof-write-pending-fsync", elapsed_ns)
+        elif self.child_pid is not None:
+            s.latency_event("aof-write-active-child", elapsed_ns)
+        else:
+            s.latency_event("aof-write-alone", elapsed_ns)
+        s.latency_event("aof-write", elapsed_ns)
 
     def _close_writer(self) -> None:
         w = self.writer

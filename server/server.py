@@ -27,6 +27,7 @@ from .commands.table import (
     ADMIN,
     ALLOW_BUSY,
     DENYOOM,
+    FAST,
     LOADING,
     MAY_REPLICATE,
     NO_AUTH,
@@ -39,7 +40,8 @@ from .commands.table import (
     WRITE,
     Command,
 )
-from .config import Config
+from .config import Config, parse_percentile
+from .latency import HDR_OF, LatencyMonitor, record, record_long, unrecord
 from .tracking import Tracking
 
 log = logging.getLogger("rill")
@@ -61,6 +63,9 @@ _PUBSUB_ALLOWED = {
 
 # Read-only script runners: what their scripts read decides what is tracked.
 _SCRIPT_READS = frozenset({"eval_ro", "evalsha_ro", "fcall_ro"})
+
+# A threshold no duration reaches (a monitor that is off).
+_NEVER = 1 << 63
 
 # Commands that may lazily expire keys they were not asked about (Redis's hidden
 # CMD_TOUCHES_ARBITRARY_KEYS flag): their DELs are propagated unwrapped.
@@ -167,6 +172,11 @@ class Server:
         self.shutdown_requested: str | None = None
         self.slowlog: deque[SlowlogEntry] = deque()
         self.slowlog_next_id = 0
+        self.latency = LatencyMonitor()
+        # fork() statistics (INFO stats, LATENCY DOCTOR), kept by persistence.
+        self.total_forks = 0
+        self.latest_fork_usec = 0
+        self.fork_rate = 0.0  # GB of memory per second of fork()
         self.monitors: list[Client] = []
         self.pause_until = 0.0
         self.pause_writes_only = False
@@ -242,6 +252,19 @@ class Server:
         # is negative); compared in nanoseconds, that is duration >= threshold * 1000.
         threshold = c.int("slowlog-log-slower-than")
         self.slowlog_threshold_ns = threshold * 1000 if threshold >= 0 else -1
+        # The latency monitor takes an event of >= threshold ms (0: off); a command's
+        # milliseconds are its nanoseconds // 10**6, so that is duration >= ms * 10**6.
+        self.latency_threshold_ms = c.int("latency-monitor-threshold")
+        self.latency_threshold_ns = self.latency_threshold_ms * 1_000_000 or _NEVER
+        # The dispatcher compares each duration with the smaller of the two
+        # thresholds only; slow_command() sorts out which of them it passed.
+        self.slow_ns = min(
+            self.latency_threshold_ns, self.slowlog_threshold_ns if threshold >= 0 else _NEVER
+        )
+        self.latency_tracking = c.bool("latency-tracking")
+        # As given (CONFIG GET shows them rounded to 6 decimals; INFO uses the numbers).
+        given = c.given.get("latency-tracking-info-percentiles", c["latency-tracking-info-percentiles"])
+        self.latency_percentiles = [parse_percentile(p) for p in given.split(" ")] if given else []
         self.slowlog_max_len = c.int("slowlog-max-len")
         self.proto_max_bulk_len = c.int("proto-max-bulk-len")
         self.maxclients = c.int("maxclients")
@@ -361,6 +384,11 @@ class Server:
         n = len(commands)
         dispatch = self.dispatch
         blocking = self.blocking
+        # Read once per batch, and again after any command that goes through
+        # execute(): only those (CONFIG SET, EXEC, ...) can change them.
+        slow_ns = self.slow_ns
+        latency_on = self.latency_tracking
+        hdr_of = HDR_OF
         while i < n:
             argv = commands[i]
             i += 1
@@ -378,10 +406,10 @@ class Server:
             ):
                 if self.tracking_active:
                     # Its own invalidations follow its reply; CLIENT CACHING lapses.
-                    tracking = self.tracking
-                    tracking.begin(client)
+                    tracker = self.tracking
+                    tracker.begin(client)
                     postponed = self.execute(client, argv)
-                    tracking.end(client, argv[0])
+                    tracker.end(client, argv[0])
                     if postponed:
                         return i - 1, True
                 elif self.execute(client, argv):
@@ -389,6 +417,8 @@ class Server:
                 if client.reply_mode > 1:
                     # CLIENT REPLY SKIP silences exactly the command after it.
                     client.reply_mode = 3 if client.reply_mode == 2 and argv[0].lower() == b"client" else 0
+                slow_ns = self.slow_ns
+                latency_on = self.latency_tracking
             else:
                 # call(), with its rare branches left to the helpers it uses too.
                 client.last_cmd = client.cur_cmd = cmd
@@ -400,17 +430,26 @@ class Server:
                 except ReplyError as err:
                     reply = err
                 duration = perf_counter_ns() - start
-                cmd.calls += 1
                 cmd.nsec += duration
+                # The call is counted as its latency sample (see Command.calls).
+                if latency_on:
+                    try:
+                        cmd.hist[hdr_of[duration]] += 1
+                    except IndexError:
+                        record_long(cmd, duration)
+                else:
+                    cmd.untracked += 1
                 t = type(reply)
                 if t is Raw:
                     client.out.append(reply)
                 elif t is Block or t is ReplyError or reply is NO_REPLY:
                     self._reply(client, cmd, argv, reply)
+                    if t is Block and client.blocked is not None:
+                        self._sample_when_served(client.blocked, duration, latency_on)
                 else:
                     encode_into(reply, client.out, client.resp3)
-                if duration >= self.slowlog_threshold_ns >= 0 and not cmd.flags & SKIP_SLOWLOG:
-                    self.slowlog_add(client, argv, duration // 1000)
+                if duration >= slow_ns:
+                    self.slow_command(client, cmd, argv, duration)
                 if self._also or (self.dirty != dirty and (blocking.waiters or self.propagation_sinks)):
                     self._after_write(client, cmd, argv, self.dirty != dirty)
                 elif self._rewritten is not None or self._prevent_propagation:
@@ -581,11 +620,21 @@ class Server:
         except ReplyError as err:
             reply = err
         duration = perf_counter_ns() - start
-        cmd.calls += 1
         cmd.nsec += duration
+        latency_on = self.latency_tracking
+        if latency_on:
+            try:
+                cmd.hist[HDR_OF[duration]] += 1
+            except IndexError:
+                record_long(cmd, duration)
+        else:
+            cmd.untracked += 1
+        blocks = type(reply) is Block
         reply = self._reply(client, cmd, argv, reply)
-        if duration >= self.slowlog_threshold_ns >= 0 and not cmd.flags & SKIP_SLOWLOG:
-            self.slowlog_add(client, argv, duration // 1000)
+        if blocks and client.blocked is not None:
+            self._sample_when_served(client.blocked, duration, latency_on)
+        if duration >= self.slow_ns:
+            self.slow_command(client, cmd, argv, duration)
         if self._also or (self.dirty != dirty and (self.blocking.waiters or self.propagation_sinks)):
             self._after_write(client, cmd, argv, self.dirty != dirty)
         elif self._rewritten is not None or self._prevent_propagation:
@@ -714,16 +763,19 @@ class Server:
         if wait.client.blocked is wait:
             self.unblock(wait.client, wait.timeout_reply)
 
-    def unblock(self, client: Client, reply: Any) -> None:
+    def unblock(self, client: Client, reply: Any, sample: bool = False) -> None:
         """End a client's wait with ``reply`` and resume it.
 
         Timeouts pass the waiter's ``timeout_reply``; CLIENT UNBLOCK passes that
-        too for TIMEOUT and ``blocking.UNBLOCKED_ERR`` for ERROR. A callable
-        reply is called for the value once the wait is over.
+        too for TIMEOUT and ``blocking.UNBLOCKED_ERR`` for ERROR, and ``sample``:
+        as in Redis, a wait CLIENT UNBLOCK ends leaves a latency sample, one that
+        times out does not. A callable reply is called for the value once the wait is over.
         """
         wait = client.blocked
         if wait is None:
             return
+        if sample:
+            self._count_served(wait, 0)
         self.blocking.unpark(wait)
         if callable(reply):
             reply = reply()  # a reply worked out when the wait ends (WAIT's count of acks)
@@ -732,16 +784,6 @@ class Server:
             self.count_error(reply)
         client.reply(reply)
         client.on_output(client)
-
-    def _count_served(self, wait: Wait, reply_ns: int) -> None:
-        """updateStatsOnUnblock for a served waiter: serving it took time too, and its
-        SLOWLOG entry is made now, as the client sent it (a wait that times out gets
-        none, as in Redis 7.0). Its call was counted when it blocked."""
-        cmd = wait.cmd
-        cmd.nsec += reply_ns
-        us = wait.duration + reply_ns // 1000
-        if us * 1000 >= self.slowlog_threshold_ns >= 0 and not cmd.flags & SKIP_SLOWLOG:
-            self.slowlog_add(wait.client, wait.original, us)
 
     def serve_blocked(self) -> None:
         """Serve waiters of keys signalled ready, in FIFO order, until none is left.
@@ -795,8 +837,8 @@ class Server:
         client.cur_cmd = wait.cmd
         blocking.serving = key
         # The served client's own invalidations follow its reply, as its command's would.
-        tracking = self.tracking if self._tracking_active else None
-        held = tracking.hold(client) if tracking is not None else None
+        tracker = self.tracking if self._tracking_active else None
+        held = tracker.hold(client) if tracker is not None else None
         start = perf_counter_ns()
         try:
             reply = wait.cmd.handler(client, wait.argv)
@@ -807,6 +849,7 @@ class Server:
             reply = ReplyError("ERR internal error while serving a blocked client")
         finally:
             blocking.serving = None
+        serve_ns = perf_counter_ns() - start
         if type(reply) is Block:
             if reply.argv:
                 wait.argv = reply.argv
@@ -814,21 +857,22 @@ class Server:
             if self._also:
                 self._flush_also()
             client.db = saved_db
-            if tracking is not None:
-                tracking.release(client, held)
+            if tracker is not None:
+                tracker.release(client, held)
             return False
         blocking.unpark(wait)
         if isinstance(reply, ReplyError):
             wait.cmd.failed_calls += 1
             self.count_error(reply)
-        self._count_served(wait, perf_counter_ns() - start)
         if reply is not NO_REPLY:
             client.reply(reply)
+        self._count_served(wait, serve_ns)
+        self.latency_event("command-unblocking", serve_ns)
         if self.dirty != dirty or self._also:
             self._after_write(client, wait.cmd, wait.argv, self.dirty != dirty)
         client.db = saved_db
-        if tracking is not None:
-            tracking.release(client, held)
+        if tracker is not None:
+            tracker.release(client, held)
         client.on_output(client)
         return True
 
@@ -920,13 +964,45 @@ class Server:
             # the cron flushes what active expiry produced.
             self._also.append((db.id, [b"DEL", key]))
 
-    # -- slowlog and monitor -------------------------------------------------
+    # -- slowlog, latency and monitor ---------------------------------------------
+    def slow_command(self, client: Client, cmd: Command, argv: list[bytes], duration: int) -> None:
+        """A command at or past one of the two thresholds (``slow_ns``): the slowlog
+        entry and the latency monitor's ``command``/``fast-command`` event, as Redis's
+        call() records them."""
+        if duration >= self.latency_threshold_ns:
+            self.latency.add("fast-command" if cmd.flags & FAST else "command", duration // 1_000_000)
+        if (duration >= self.slowlog_threshold_ns >= 0 and not cmd.flags & SKIP_SLOWLOG
+                and client.blocked is None):  # one that blocked is logged when served
+            self.slowlog_add(client, argv, duration // 1000)
+
+    def latency_event(self, event: str, duration_ns: int) -> None:
+        """Record ``event`` with the latency monitor if it took the threshold or longer."""
+        if duration_ns >= self.latency_threshold_ns:
+            self.latency.add(event, duration_ns // 1_000_000)
+
+    def _sample_when_served(self, wait: Wait, duration: int, recorded: bool) -> None:
+        """A command that blocked: its latency sample waits until it is served,
+        as Redis records it then (updateStatsOnUnblock); the call stays counted."""
+        wait.duration = duration
+        cmd = wait.cmd
+        if recorded:
+            unrecord(cmd, duration)
+            cmd.untracked += 1
+
+    def _count_served(self, wait: Wait, serve_ns: int) -> None:
+        """updateStatsOnUnblock, for a wait that was served (or ended by CLIENT UNBLOCK):
+        the serving run's time, the latency sample of both runs, and the SLOWLOG entry,
+        as the client sent the command. A timed-out wait leaves none, as in Redis 7.0."""
+        cmd = wait.cmd
+        cmd.nsec += serve_ns
+        total = wait.duration + serve_ns
+        if self.latency_tracking:
+            record(cmd, total)
+            cmd.untracked -= 1  # counted when it blocked; the sample counts it from now
+        if total >= self.slowlog_threshold_ns >= 0 and not cmd.flags & SKIP_SLOWLOG:
+            self.slowlog_add(wait.client, wait.original, total // 1000)
+
     def slowlog_add(self, client: Client, argv: list[bytes], duration: int) -> None:
-        wait = client.blocked
-        if wait is not None:
-            # The command blocked: its entry is made when it is served (_count_served).
-            wait.duration = duration
-            return
         args = []
         limit = min(len(argv), 32)
         for i in range(limit):
@@ -970,6 +1046,7 @@ class Server:
         )
         self.keyspace.tick()
         if self.active_expire_enabled and self.keyspace.expire_allowed:
+            start = perf_counter_ns()
             for db in self.keyspace.dbs:
                 if db.expires:
                     db.active_expire()
@@ -977,6 +1054,7 @@ class Server:
                 ops, self._also = self._also, []
                 for op in ops:
                     self.propagate([op])
+            self.latency_event("expire-cycle", perf_counter_ns() - start)
             if self.blocking.ready:
                 self.serve_blocked()
         if self.timeout:

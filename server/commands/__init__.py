@@ -9,6 +9,7 @@ FAMILIES = (
     "connection",
     "admin",
     "introspection",
+    "latency",
     "keys",
     "strings",
     "bits",

@@ -136,7 +136,10 @@ def config_resetstat(c: Client, argv: list[bytes]):
     ks = server.keyspace
     ks.hits = ks.misses = ks.expired_keys = ks.lazyfreed_objects = 0
     for cmd in server.table.all():
-        cmd.calls = cmd.nsec = cmd.rejected_calls = cmd.failed_calls = 0
+        cmd.reset_stats()
+    server.total_forks = 0
+    server.latest_fork_usec = 0
+    server.fork_rate = 0.0
     return OK
 
 

@@ -14,6 +14,7 @@ from rill.storage.stream import GCStats
 from .. import REDIS_VERSION, __version__
 from ..blocking import parse_timeout
 from ..client import REPLY_OFF, REPLY_ON, REPLY_SKIP_NEXT, Client
+from ..latency import percentiles_line
 from .admin import help_reply
 from .args import SYNTAX_ERR, get_int, string2ll
 from .connection import set_client_name
@@ -339,7 +340,13 @@ def _errorstats(c: Client) -> list[tuple[str, object]]:
 
 
 def _latencystats(c: Client) -> list[tuple[str, object]]:
-    return []
+    """Each command's latency percentiles (microseconds), while latency-tracking is on."""
+    s = c.server
+    if not s.latency_tracking:
+        return []
+    percentiles = s.latency_percentiles
+    return [("latency_percentiles_usec_" + cmd.fullname, percentiles_line(cmd, percentiles))
+            for cmd in s.table.all() if cmd.samples()]
 
 
 def _cluster(c: Client) -> list[tuple[str, object]]:
@@ -589,9 +596,9 @@ def client_unblock(c: Client, argv: list[bytes]):
     if target is None or target.blocked is None:
         return 0
     if error:
-        c.server.unblock(target, ReplyError("UNBLOCKED client unblocked via CLIENT UNBLOCK"))
+        c.server.unblock(target, ReplyError("UNBLOCKED client unblocked via CLIENT UNBLOCK"), sample=True)
     else:
-        c.server.unblock(target, target.blocked.timeout_reply)
+        c.server.unblock(target, target.blocked.timeout_reply, sample=True)
     return 1
 
 

@@ -22,6 +22,8 @@ from typing import Any
 from rill.protocol.parser import string2ll
 from rill.protocol.reply import Map, Set, Status
 
+from ..latency import NO_HIST, hist_total
+
 Handler = Callable[[Any, list], Any]
 
 # Flags the dispatcher consults, as bits for a cheap test on the hot path.
@@ -89,8 +91,11 @@ class Command:
         "docs",
         "subcommands",
         "parent",
-        "calls",
+        "untracked",
         "nsec",
+        "hist",
+        "hist_nsec",
+        "hist_count",
         "rejected_calls",
         "failed_calls",
         "key_specs",
@@ -123,13 +128,46 @@ class Command:
         self.docs = spec.get("docs")
         self.subcommands: dict[bytes, Command] = {}
         self.parent: Command | None = None
-        self.calls = 0
         self.nsec = 0  # time in the handler, summed (INFO shows microseconds)
         self.rejected_calls = 0
         self.failed_calls = 0
+        # Calls are counted once, in one of two places: while latency-tracking is on,
+        # each call is a sample in ``hist``, the latency histogram (HDR counters, see
+        # rill.server.latency); while it is off, in ``untracked``. The dispatcher
+        # pays for one increment per call either way.
+        self.untracked = 0
+        self.hist: list[int] | tuple = NO_HIST
+        # The histogram's sample count, cached while ``nsec`` (which every call
+        # moves) stays what it was when counted; -1 forces a recount.
+        self.hist_nsec = -1
+        self.hist_count = 0
 
     def __repr__(self) -> str:
         return f"<Command {self.fullname}>"
+
+    @property
+    def calls(self) -> int:
+        """Calls since the last CONFIG RESETSTAT (INFO commandstats)."""
+        return self.untracked + self.samples()
+
+    @calls.setter
+    def calls(self, value: int) -> None:
+        self.untracked = value - self.samples()
+
+    def samples(self) -> int:
+        """How many latency samples the histogram holds (LATENCY HISTOGRAM's calls)."""
+        if not self.hist:
+            return 0
+        if self.hist_nsec != self.nsec:
+            self.hist_count = hist_total(self)
+            self.hist_nsec = self.nsec
+        return self.hist_count
+
+    def reset_stats(self) -> None:
+        """CONFIG RESETSTAT: counters to zero, the histogram dropped."""
+        self.untracked = self.nsec = self.rejected_calls = self.failed_calls = 0
+        self.hist = NO_HIST
+        self.hist_nsec = -1
 
     def info_reply(self) -> list:
         """This command's COMMAND INFO entry, listing only implemented subcommands."""

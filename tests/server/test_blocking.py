@@ -349,7 +349,11 @@ class FakeCommand:
     def __init__(self, handler) -> None:
         self.handler = handler
         self.failed_calls = 0
+        # the counters, time and latency histogram a served wait updates
         self.nsec = 0
+        self.untracked = 0
+        self.hist = []
+        self.hist_nsec = -1
 
     def key_positions(self, argv):
         return [1]

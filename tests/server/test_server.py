@@ -32,7 +32,7 @@ def clocked(monkeypatch):
     monkeypatch.setattr(server_module, "perf_counter_ns", clock)
     server = Server()
     for cmd in server.table.all():  # the table is shared by every Server in this process
-        cmd.calls = cmd.nsec = cmd.rejected_calls = cmd.failed_calls = 0
+        cmd.reset_stats()
     client = server.new_client("127.0.0.1:5000", "127.0.0.1:6379")
     return server, client, clock
 
