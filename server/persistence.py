@@ -792,6 +792,9 @@ class Persistence:
         expire_allowed = keyspace.expire_allowed
         keyspace.expire_allowed = False
         was_loading = server.loading
+        # Replayed commands are not calls: INFO commandstats and the latency histograms
+        # show none of them, as Redis's loader calls the handlers directly.
+        stats = [(cmd, cmd.stats_snapshot()) for cmd in server.table.all()]
         total = 0
         try:
             for i, f in enumerate(files):
@@ -803,6 +806,8 @@ class Persistence:
             keyspace.expire_allowed = expire_allowed
             server.loading = was_loading
             server.propagation_sinks[:] = saved_sinks
+            for cmd, snapshot in stats:
+                cmd.restore_stats(snapshot)
         return "ok" if total else "empty"
 
     def _load_aof_file(self, path: str, name: str, last: bool, base: bool) -> int:

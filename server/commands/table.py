@@ -163,6 +163,16 @@ class Command:
             self.hist_nsec = self.nsec
         return self.hist_count
 
+    def stats_snapshot(self) -> tuple:
+        """The counters as they are, for restore_stats (work that must not count)."""
+        hist = self.hist
+        return (self.untracked, self.nsec, self.rejected_calls, self.failed_calls,
+                list(hist) if type(hist) is list else hist)
+
+    def restore_stats(self, snapshot: tuple) -> None:
+        self.untracked, self.nsec, self.rejected_calls, self.failed_calls, self.hist = snapshot
+        self.hist_nsec = -1  # the cached count is recomputed
+
     def reset_stats(self) -> None:
         """CONFIG RESETSTAT: counters to zero, the histogram dropped."""
         self.untracked = self.nsec = self.rejected_calls = self.failed_calls = 0
