@@ -1,13 +1,15 @@
 """rill as a replica: the link to a master (REPLICAOF), the full sync, the command stream.
 
 The replica connects, runs the handshake (PING, AUTH with masterauth/masteruser,
-REPLCONF listening-port and capa), asks for a full resynchronization (``PSYNC ? -1``),
-loads the snapshot the master sends (a ``$<len>`` bulk, or the diskless
-``$EOF:<mark>`` form) in place of its dataset, then executes the master's command
+REPLCONF listening-port and capa) and asks to continue where it stopped (``PSYNC
+<replid> <offset+1>``) or, the first time, for a full resynchronization (``PSYNC ? -1``).
+A master that can continue answers +CONTINUE and resumes its stream; otherwise the
+replica loads the snapshot it sends (a ``$<len>`` bulk, or the diskless
+``$EOF:<mark>`` form) in place of its dataset. It then executes the master's command
 stream through the dispatcher as the master client, counting every byte as
-replication offset. It acknowledges that offset every second and when the master
+replication offset, and acknowledges that offset every second and when the master
 asks (REPLCONF GETACK), which is what the master's WAIT counts. A lost link is
-retried from the cron, with a new full sync.
+retried from the cron.
 
 While it follows a master the server refuses writes from its own clients
 (``replica-read-only``), and keys whose time has passed read as missing but stay
@@ -168,7 +170,11 @@ class Replication:
             steps.append((b"AUTH", [*auth, config["masterauth"].encode()]))
         steps.append((b"REPLCONF", [b"REPLCONF", b"listening-port", b"%d" % self.server.tcp_port]))
         steps.append((b"REPLCONF", [b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"]))
-        steps.append((b"PSYNC", [b"PSYNC", b"?", b"-1"]))
+        if self.master_replid != "?" and self.offset >= 0:
+            psync = [b"PSYNC", self.master_replid.encode(), b"%d" % (self.offset + 1)]
+        else:
+            psync = [b"PSYNC", b"?", b"-1"]
+        steps.append((b"PSYNC", psync))
         link.expect = steps
         link.send(*steps[0][1])
 
@@ -227,6 +233,13 @@ class Replication:
         elif step == b"REPLCONF":
             pass  # an old master may not know these; it matters not
         elif step == b"PSYNC":
+            if line.startswith(b"+CONTINUE"):
+                parts = line.split()
+                if len(parts) > 1:
+                    self.master_replid = parts[1].decode(errors="replace")
+                log.warning("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.")
+                self._attach_master()
+                return True
             if not line.startswith(b"+FULLRESYNC"):
                 raise LinkError(f"Unexpected reply to PSYNC from master: {line.decode(errors='replace')}")
             parts = line.split()
@@ -291,14 +304,28 @@ class Replication:
         except PersistenceError as e:
             raise LinkError(str(e)) from None
         log.warning("MASTER <-> REPLICA sync: Finished with success")
-        master = server.new_client(f"{self.host}:{self.port}", "", -1)
+        self.sync_total = -1
+        self._attach_master()
+
+    def _attach_master(self) -> None:
+        """The link carries the master's stream from now on, run as the master client."""
+        link = self.link
+        assert link is not None
+        sock = link.transport.get_extra_info("sockname") if link.transport is not None else None
+        laddr = f"{sock[0]}:{sock[1]}" if sock else ""
+        master = self.server.new_client(f"{self.host}:{self.port}", laddr, -1)
         master.kind = "master"
         master.reply_mode = 1  # the master's commands get no replies (REPLCONF ACK aside)
         master.authenticated = True
+        master.on_output = self._master_output
         self.master = master
         self.state = CONNECTED
-        self.sync_total = -1
         self.send_ack()
+
+    def _master_output(self, master: Client) -> None:
+        """CLIENT KILL of the master client drops the link (it is retried, as in Redis)."""
+        if master.kill_requested and self.link is not None:
+            self.link.close()
 
     def _commands(self, link: MasterLink) -> None:
         master = self.master

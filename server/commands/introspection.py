@@ -433,6 +433,8 @@ _CLIENT_TYPES = {b"normal", b"master", b"replica", b"slave", b"pubsub"}
 def _client_type(cl: Client) -> bytes:
     if cl.kind == "replica":
         return b"replica"
+    if cl.kind == "master":
+        return b"master"
     if cl.subscriptions:
         return b"pubsub"
     return b"normal"

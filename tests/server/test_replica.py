@@ -209,3 +209,28 @@ def test_replicaof_in_the_config_file_and_command_line(redis_master):
         wait_until(lambda: _linked(r) and r.get("k") == b"v")
         assert r.config_get("replicaof") == {"replicaof": f"127.0.0.1 {redis_master.port}"}
         r.close()
+
+
+def test_a_dropped_link_continues_with_a_partial_resync(redis_master):
+    """After the link drops (killed from either side) the replica asks to continue at
+    its offset, and a master with the backlog resumes its stream (+CONTINUE)."""
+    m = redis.Redis(port=redis_master.port)
+    m.set("k", "0")
+    with start_rill() as rill:
+        r = redis.Redis(port=rill.port)
+        r.execute_command("REPLICAOF", "127.0.0.1", redis_master.port)
+        wait_until(lambda: _linked(r))
+        full = m.info("stats")["sync_full"]
+        for kill in (lambda: m.client_kill_filter(_type="replica"),
+                     lambda: r.client_kill_filter(_type="master")):
+            m.incr("k")
+            wait_until(lambda: _caught_up(m, r))
+            assert kill() == 1
+            m.incr("k")  # while the link may be down: the backlog keeps it
+            wait_until(lambda: _linked(r) and _caught_up(m, r))
+        stats = m.info("stats")
+        assert stats["sync_full"] == full and stats["sync_partial_ok"] == 2
+        assert r.get("k") == b"4"
+        assert m.execute_command("WAIT", 1, 5000) == 1
+        r.close()
+    m.close()
