@@ -42,8 +42,9 @@ CONNECTED = "connected"
 class MasterLink(asyncio.Protocol):
     """The socket to the master: handshake replies, then the snapshot, then commands."""
 
-    def __init__(self, repl: Replication) -> None:
+    def __init__(self, repl: Replication, generation: int) -> None:
         self.repl = repl
+        self.generation = generation  # which REPLICAOF this link was dialled for
         self.transport: asyncio.Transport | None = None
         self.buf = bytearray()
         self.expect: list[tuple[bytes, list[bytes]]] = []  # handshake steps left, the first sent
@@ -101,12 +102,14 @@ class Replication:
         self.sync_read = 0
         self.sync_total = -1
         self._last_ack = 0.0
+        self.generation = 0  # bumped by every REPLICAOF: a link dialled before is stale
 
     # -- REPLICAOF ------------------------------------------------------------------
     def follow(self, host: str, port: int) -> None:
         """REPLICAOF host port: drop any current master and connect to this one."""
         self._drop_link()
         server = self.server
+        self.generation += 1
         self.host, self.port = host, port
         self.state = CONNECT
         self.master_replid = "?"
@@ -121,6 +124,7 @@ class Replication:
         if self.host is None:
             return
         self._drop_link()
+        self.generation += 1
         self.host = None
         self.port = 0
         self.server.replica_of = None
@@ -141,20 +145,20 @@ class Replication:
         if loop is None or self.host is None or self.state != CONNECT:
             return
         self.state = CONNECTING
-        host, port = self.host, self.port
+        host, port, generation = self.host, self.port, self.generation
 
         async def dial() -> None:
             try:
-                await loop.create_connection(lambda: MasterLink(self), host, port)
+                await loop.create_connection(lambda: MasterLink(self, generation), host, port)
             except OSError as e:
                 log.warning("Error condition on socket for SYNC: %s", e.strerror or e)
-                if self.host == host and self.port == port and self.state == CONNECTING:
+                if self.generation == generation and self.state == CONNECTING:
                     self.state = CONNECT  # the cron tries again
 
         loop.create_task(dial())
 
     def link_up(self, link: MasterLink) -> None:
-        if self.host is None or self.state != CONNECTING:
+        if link.generation != self.generation or self.state != CONNECTING:
             link.close()  # REPLICAOF changed while connecting
             return
         self.link = link
@@ -352,6 +356,12 @@ class Replication:
                 keyspace.expire_allowed = False
                 try:
                     server.execute(master, argv)
+                except Exception:
+                    # A bug must not leave this replica quietly diverged: drop the link
+                    # and start again from a full sync.
+                    log.exception("Failed to run a command from MASTER: %r", argv[:1])
+                    self.master_replid = "?"
+                    raise LinkError("Dropping the link to MASTER; a full sync follows.") from None
                 finally:
                     keyspace.expire_allowed = True
                 master.out.clear()
