@@ -30,6 +30,7 @@ FAMILIES = (
     "acl",
     "tracking",
     "cluster",
+    "lolwut",
 )
 
 
