@@ -127,6 +127,13 @@ class Persistence:
         self.replicas: list[Client] = []
         self.repl_selected_db = -1
         self.repl_offset = 0
+        # The replication backlog: the last repl-backlog-size bytes of the stream, so a
+        # replica that lost its link can continue (PSYNC +CONTINUE) instead of resyncing.
+        # Made when the first replica syncs, as in Redis; None until then.
+        self.backlog: bytearray | None = None
+        self.sync_full = 0
+        self.sync_partial_ok = 0
+        self.sync_partial_err = 0
         # WAIT: (client, offset, replicas wanted, marker of its wait), oldest first
         self.ack_waiters: list[tuple[Client, int, int, Any]] = []
         self.getack_scheduled = False
@@ -232,7 +239,8 @@ class Persistence:
     def _update_sinks(self) -> None:
         sinks = self.server.propagation_sinks
         want_aof = self.writer is not None and self.aof_state != AOF_OFF
-        for sink, wanted in ((self._feed_aof, want_aof), (self._feed_replicas, bool(self.replicas))):
+        want_repl = bool(self.replicas) or self.backlog is not None
+        for sink, wanted in ((self._feed_aof, want_aof), (self._feed_replicas, want_repl)):
             present = sink in sinks
             if wanted and not present:
                 sinks.append(sink)
@@ -1176,8 +1184,10 @@ class Persistence:
         return OK
 
     # ------------------------------------------------------------------ replicas
-    def attach_replica(self, c: Client, psync: bool) -> None:
-        """SYNC / PSYNC: a full resync (snapshot as a bulk) then the propagated stream.
+    def attach_replica(self, c: Client, psync: bool, replid: bytes = b"?", offset: int = -1) -> None:
+        """SYNC / PSYNC: a full resync (snapshot as a bulk) then the propagated stream,
+        or, when PSYNC names this server's replication ID and an offset the backlog
+        still holds, +CONTINUE and the stream from there.
 
         A client that asked for the snapshot only (REPLCONF rdb-only 1, as
         ``redis-cli --rdb`` does) is closed once it has it; one that filtered the
@@ -1187,6 +1197,10 @@ class Persistence:
         if link is None:
             link = c.repl = ReplicaLink()
         link.ack_time = int(time.time())
+        if psync and replid != b"?" and not link.rdb_only and not link.exclude_data:
+            if self._continue(c, link, replid, offset):
+                return
+            self.sync_partial_err += 1
         if link.exclude_data:
             buf = io.BytesIO()
             rdb.save_file(buf, iter(()), self.save_options())
@@ -1204,10 +1218,35 @@ class Persistence:
         if link.rdb_only:
             c.close_after_reply = True
             return
+        self.sync_full += 1
         link.online = True
         self.replicas.append(c)
         self.repl_selected_db = -1  # the next command tells every replica its db
+        if self.backlog is None:
+            self.backlog = bytearray()
         self._update_sinks()
+
+    def _continue(self, c: Client, link: ReplicaLink, replid: bytes, offset: int) -> bool:
+        """PSYNC <our replid> <offset>: +CONTINUE and what the backlog holds from the
+        offset on, if it still holds it (Redis's masterTryPartialResynchronization)."""
+        backlog = self.backlog
+        if backlog is None or replid.decode(errors="replace") != self.server.run_id:
+            return False
+        first = self.repl_offset - len(backlog) + 1
+        if offset < first or offset > self.repl_offset + 1:
+            return False
+        c.out.append(b"+CONTINUE %s\r\n" % self.server.run_id.encode())
+        if offset <= self.repl_offset:
+            c.out.append(bytes(backlog[offset - first:]))
+        c.kind = "replica"
+        c.reply_mode = 1
+        link.online = True
+        self.replicas.append(c)
+        self.sync_partial_ok += 1
+        _notice("Partial resynchronization request from %s accepted. Sending %d bytes of backlog "
+                "starting from offset %d.", c.addr, self.repl_offset + 1 - offset, offset)
+        self._update_sinks()
+        return True
 
     def live_replicas(self) -> list[Client]:
         """The replicas still connected, in the order they attached."""
@@ -1263,8 +1302,10 @@ class Persistence:
         self.ack_waiters = waiting
 
     def _feed_replicas(self, ops: list[tuple[int, list[bytes]]]) -> None:
+        """The stream to every live replica, and into the backlog (which goes on
+        recording while no replica is connected, for one that comes back)."""
         live = self.live_replicas()
-        if not live:
+        if not live and self.backlog is None:
             return
         parts = []
         for db, argv in ops:
@@ -1274,6 +1315,12 @@ class Persistence:
             parts.append(aofmod.encode_command(argv))
         data = b"".join(parts)
         self.repl_offset += len(data)
+        backlog = self.backlog
+        if backlog is not None:
+            backlog += data
+            excess = len(backlog) - self.config.int("repl-backlog-size")
+            if excess > 0:
+                del backlog[:excess]
         for r in live:
             r.out.append(data)
             r.on_output(r)

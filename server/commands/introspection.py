@@ -206,6 +206,9 @@ def _stats(c: Client) -> list[tuple[str, object]]:
     ks = s.keyspace
     ops, in_kbps, out_kbps = _instantaneous(s)
     pubsub = getattr(s, "pubsub", None)
+    from ..persistence import persistence_of
+
+    p = persistence_of(s)
     return [
         ("total_connections_received", st.total_connections_received),
         ("total_commands_processed", st.total_commands_processed),
@@ -219,9 +222,9 @@ def _stats(c: Client) -> list[tuple[str, object]]:
         ("instantaneous_input_repl_kbps", "0.00"),
         ("instantaneous_output_repl_kbps", "0.00"),
         ("rejected_connections", st.rejected_connections),
-        ("sync_full", 0),
-        ("sync_partial_ok", 0),
-        ("sync_partial_err", 0),
+        ("sync_full", p.sync_full),
+        ("sync_partial_ok", p.sync_partial_ok),
+        ("sync_partial_err", p.sync_partial_err),
         ("expired_keys", ks.expired_keys),
         ("expired_stale_perc", "0.00"),
         ("expired_time_cap_reached_count", 0),
@@ -295,10 +298,10 @@ def _replication(c: Client) -> list[tuple[str, object]]:
         ("master_replid2", "0" * 40),
         ("master_repl_offset", repl.offset if following else p.repl_offset),
         ("second_repl_offset", -1),
-        ("repl_backlog_active", 0),
+        ("repl_backlog_active", 0 if p.backlog is None else 1),
         ("repl_backlog_size", c.server.config["repl-backlog-size"]),
-        ("repl_backlog_first_byte_offset", 0),
-        ("repl_backlog_histlen", 0),
+        ("repl_backlog_first_byte_offset", 0 if p.backlog is None else p.repl_offset - len(p.backlog) + 1),
+        ("repl_backlog_histlen", 0 if p.backlog is None else len(p.backlog)),
     ]
 
 

@@ -366,7 +366,9 @@ def sync(c: Client, argv: list[bytes]):
 def psync(c: Client, argv: list[bytes]):
     from ..server import NO_REPLY
 
-    persistence_of(c.server).attach_replica(c, psync=True)
+    offset = string2ll(argv[2])
+    persistence_of(c.server).attach_replica(c, psync=True, replid=argv[1],
+                                            offset=offset if offset is not None else -1)
     return NO_REPLY
 
 

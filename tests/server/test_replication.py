@@ -199,3 +199,44 @@ def test_a_raw_replica_acknowledges(master):
     finally:
         m.close()
         c.close()
+
+
+def test_a_redis_replica_continues_from_the_backlog():
+    """A redis-server replica of rill whose link drops asks to continue at its offset;
+    rill answers +CONTINUE from its backlog instead of a full resync, and INFO shows
+    the backlog and the counts."""
+    with start_rill() as master:
+        m = redis.Redis(port=master.port)
+        assert m.info("replication")["repl_backlog_active"] == 0
+        m.set("k", "0")
+        with start_redis("--replicaof", "127.0.0.1", str(master.port)) as replica:
+            r = redis.Redis(port=replica.port)
+            wait_until(lambda: r.info("replication")["master_link_status"] == "up")
+            for i in range(1, 4):
+                m.incr("k")
+                assert m.execute_command("WAIT", 1, 5000) == 1
+                assert m.client_kill_filter(_type="replica") == 1
+                m.incr("k")  # written while the replica is away: the backlog keeps it
+                want = b"%d" % (2 * i)
+                wait_until(lambda want=want: r.info("replication")["master_link_status"] == "up"
+                           and r.get("k") == want)
+            stats = m.info("stats")
+            assert (stats["sync_full"], stats["sync_partial_ok"], stats["sync_partial_err"]) == (1, 3, 0)
+            info = m.info("replication")
+            assert info["repl_backlog_active"] == 1
+            assert info["repl_backlog_histlen"] == info["master_repl_offset"]  # all of it, so far
+            assert info["repl_backlog_first_byte_offset"] == 1
+            assert r.info("replication")["slave_repl_offset"] == info["master_repl_offset"]
+            r.close()
+        m.close()
+
+
+def test_an_unknown_history_gets_a_full_resync():
+    with start_rill() as srv:
+        c = RawClient(srv.port)
+        c.call("REPLCONF", "listening-port", "1")
+        c.send_raw(b"*3\r\n$5\r\nPSYNC\r\n$40\r\n" + b"f" * 40 + b"\r\n$3\r\n100\r\n")
+        assert c.read_reply().startswith(b"+FULLRESYNC ")
+        c.close()
+        stats = redis.Redis(port=srv.port).info("stats")
+        assert (stats["sync_full"], stats["sync_partial_err"]) == (1, 1)
