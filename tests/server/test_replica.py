@@ -234,3 +234,70 @@ def test_a_dropped_link_continues_with_a_partial_resync(redis_master):
         assert m.execute_command("WAIT", 1, 5000) == 1
         r.close()
     m.close()
+
+
+def _random_writes(rng, n: int) -> list[tuple]:
+    """A mixed write workload over a few keys of every type, in two databases."""
+    keys = [f"k{i}" for i in range(8)]
+    out: list[tuple] = []
+    for _ in range(n):
+        k = rng.choice(keys)
+        roll = rng.randrange(16)
+        if roll == 0:
+            out.append(("SELECT", rng.choice(["0", "1"])))
+        elif roll == 1:
+            out.append(("SET", k, str(rng.randrange(100)), "PX", str(rng.randrange(50, 5000))))
+        elif roll == 2:
+            out.append(("APPEND", k + ":s", "x"))
+        elif roll == 3:
+            out.append(("RPUSH", k + ":l", *[str(rng.randrange(9)) for _ in range(rng.randrange(1, 4))]))
+        elif roll == 4:
+            out.append(("LPOP", k + ":l"))
+        elif roll == 5:
+            out.append(("HSET", k + ":h", f"f{rng.randrange(5)}", str(rng.randrange(9))))
+        elif roll == 6:
+            out.append(("HINCRBYFLOAT", k + ":h", "n", "1.5"))
+        elif roll == 7:
+            out.append(("SADD", k + ":set", str(rng.randrange(20))))
+        elif roll == 8:
+            out.append(("SPOP", k + ":set"))
+        elif roll == 9:
+            out.append(("ZINCRBY", k + ":z", str(rng.randrange(1, 5)), f"m{rng.randrange(6)}"))
+        elif roll == 10:
+            out.append(("XADD", "st", "MAXLEN", "~", "50", "*", "f", str(rng.randrange(9))))
+        elif roll == 11:
+            out.append(("XREADGROUP", "GROUP", "g", f"c{rng.randrange(3)}", "COUNT", "2", "STREAMS", "st", ">"))
+        elif roll == 12:
+            out.append(("XAUTOCLAIM", "st", "g", "c0", "0", "0-0", "COUNT", "2"))
+        elif roll == 13:
+            out.append(("DEL", rng.choice(keys) + rng.choice([":s", ":l", ":h", ":set", ":z"])))
+        elif roll == 14:
+            out.append(("EXPIRE", k + ":h", str(rng.randrange(10, 1000))))
+        else:
+            out.append(("INCRBY", k + ":n", str(rng.randrange(-5, 6))))
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_random_write_workload_leaves_rill_as_a_redis_replica(redis_master, seed):
+    """The same random writes on a redis-server master: rill's dataset ends equal to a
+    redis-server replica's (consumer groups, expiry marks and all)."""
+    import random
+
+    m = redis.Redis(port=redis_master.port)
+    m.xadd("st", {"f": "0"})
+    m.xgroup_create("st", "g", id="0")
+    with start_rill() as rill, start_redis("--replicaof", "127.0.0.1", str(redis_master.port)) as twin:
+        r = redis.Redis(port=rill.port)
+        r.execute_command("REPLICAOF", "127.0.0.1", redis_master.port)
+        wait_until(lambda: _linked(r) and _linked(redis.Redis(port=twin.port)))
+        c = RawClient(redis_master.port)
+        for args in _random_writes(random.Random(seed), 400):
+            c.call(*args)
+        c.close()
+        assert m.execute_command("WAIT", 2, 5000) == 2
+        wait_until(lambda: _caught_up(m, r))
+        mine = _dataset(rill.port)
+        assert len(mine) > 20 and mine == _dataset(twin.port)
+        r.close()
+    m.close()
