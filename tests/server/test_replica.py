@@ -246,7 +246,8 @@ def _random_writes(rng, n: int) -> list[tuple]:
         if roll == 0:
             out.append(("SELECT", rng.choice(["0", "1"])))
         elif roll == 1:
-            out.append(("SET", k, str(rng.randrange(100)), "PX", str(rng.randrange(50, 5000))))
+            # (long enough not to expire while the datasets are read and compared)
+            out.append(("SET", k, str(rng.randrange(100)), "PX", str(rng.randrange(60_000, 120_000))))
         elif roll == 2:
             out.append(("APPEND", k + ":s", "x"))
         elif roll == 3:
