@@ -454,15 +454,13 @@ def _held_by_pause_write(port: int) -> list:
                  ("EVAL", "#!lua flags=no-writes\nreturn 1", "0"), ("SET", "k", "v")]:
         b = RawClient(port)
         b.send_raw(encode_command(list(args)))
-        deadline = time.monotonic() + 0.3
-        b.sock.settimeout(0.3)
+        b.sock.settimeout(0.5)  # a command not held answers at once; a held one never does
         try:
             b.read_reply()
             held.append((args[0], False))
         except TimeoutError:
             held.append((args[0], True))
         finally:
-            assert time.monotonic() < deadline + 1
             b.close()
     a.call("CLIENT", "UNPAUSE")
     a.close()
