@@ -45,6 +45,7 @@ from rill.persistence.rdb_split import save_file_split
 from rill.protocol.reply import OK, ReplyError
 
 from .client import Client
+from .server import ReplicasOnly
 
 if TYPE_CHECKING:
     from .server import Server
@@ -640,6 +641,11 @@ class Persistence:
         if self.aof_state == AOF_ON or (self.aof_state == AOF_WAIT_REWRITE and self.child_type == "aof"):
             w = self.writer
             if w is not None:
+                if type(ops[-1][1]) is ReplicasOnly or (len(ops) > 1 and any(
+                        type(argv) is ReplicasOnly for _, argv in ops)):
+                    ops = _without_replica_only(ops)
+                    if not ops:
+                        return
                 w.feed(ops)
 
     def _schedule_flush(self) -> None:
@@ -1324,6 +1330,15 @@ class Persistence:
         for r in live:
             r.out.append(data)
             r.on_output(r)
+
+
+def _without_replica_only(ops: list[tuple[int, list[bytes]]]) -> list[tuple[int, list[bytes]]]:
+    """What the AOF keeps of one propagated unit: no replicas-only effects, and no
+    MULTI/EXEC left around nothing."""
+    kept = [op for op in ops if type(op[1]) is not ReplicasOnly]
+    if len(kept) == 2 and kept[0][1] == [b"MULTI"] and kept[1][1] == [b"EXEC"]:
+        return []
+    return kept
 
 
 def _status(text: str) -> Any:

@@ -72,6 +72,11 @@ _NEVER = 1 << 63
 _TOUCHES_ARBITRARY_KEYS = frozenset({"scan", "randomkey"})
 
 
+class ReplicasOnly(list):
+    """An effect for replicas only, as Redis's PROPAGATE_REPL (PUBLISH, SPUBLISH): it
+    travels the one propagation path, and the AOF leaves it out."""
+
+
 class NoReply:
     """A handler's way to say it queued its replies itself (or none at all)."""
 

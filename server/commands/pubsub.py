@@ -15,7 +15,7 @@ from rill.protocol.reply import Push, ReplyError
 from rill.storage.glob import compile_glob
 
 from ..client import Client
-from ..server import NO_REPLY, Server
+from ..server import NO_REPLY, ReplicasOnly, Server
 from . import keys as _keys
 from .admin import help_reply
 from .table import command
@@ -158,6 +158,8 @@ def punsubscribe(c: Client, argv: list[bytes]):
 
 @command("publish")
 def publish(c: Client, argv: list[bytes]):
+    # Replicas deliver it to their own subscribers (not the AOF: a message is not data).
+    c.server.also_propagate(c.db.id, ReplicasOnly(argv))
     return pubsub_of(c.server).publish(argv[1], argv[2])
 
 
@@ -196,6 +198,7 @@ def sunsubscribe(c: Client, argv: list[bytes]):
 
 @command("spublish")
 def spublish(c: Client, argv: list[bytes]):
+    c.server.also_propagate(c.db.id, ReplicasOnly(argv))
     return pubsub_of(c.server).spublish(argv[1], argv[2])
 
 

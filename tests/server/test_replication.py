@@ -240,3 +240,41 @@ def test_an_unknown_history_gets_a_full_resync():
         c.close()
         stats = redis.Redis(port=srv.port).info("stats")
         assert (stats["sync_full"], stats["sync_partial_err"]) == (1, 1)
+
+
+def test_publish_reaches_the_subscribers_of_replicas_but_not_the_aof(tmp_path):
+    """PUBLISH and SPUBLISH travel to replicas (a redis-server replica of rill, and a
+    rill replica of that rill), which deliver them to their own subscribers; the AOF
+    has none of them, as Redis propagates them to replicas only."""
+    from rill.persistence import aof
+
+    with start_rill("--appendonly", "yes", workdir=str(tmp_path)) as master, \
+            start_redis("--replicaof", "127.0.0.1", str(master.port)) as twin, start_rill() as rill:
+        m = redis.Redis(port=master.port)
+        redis.Redis(port=rill.port).execute_command("REPLICAOF", "127.0.0.1", master.port)
+        subs = []
+        for port in (twin.port, rill.port):
+            wait_until(lambda port=port: redis.Redis(port=port).info("replication")["master_link_status"] == "up")
+            sub = RawClient(port)
+            sub.call("SUBSCRIBE", "news")
+            sub.call("SSUBSCRIBE", "shard")
+            subs.append(sub)
+        m.set("k", "v")
+        with m.pipeline(transaction=True) as p:
+            p.publish("news", "in a transaction")
+            p.incr("n")
+            p.execute()
+        assert m.publish("news", "hello") == 0  # nobody subscribed on the master itself
+        m.execute_command("SPUBLISH", "shard", "sharded")
+        for sub in subs:
+            assert sub.read_reply() == b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$16\r\nin a transaction\r\n"
+            assert sub.read_reply() == b"*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$5\r\nhello\r\n"
+            assert sub.read_reply() == b"*3\r\n$8\r\nsmessage\r\n$5\r\nshard\r\n$7\r\nsharded\r\n"
+            sub.close()
+        incr = [f for f in os.listdir(tmp_path / "appendonlydir") if f.endswith(".incr.aof")]
+        logged = [argv for name in incr
+                  for argv in aof.CommandParser(open(tmp_path / "appendonlydir" / name, "rb").read())]
+        names = [a[0].upper() for a in logged]
+        assert b"PUBLISH" not in names and b"SPUBLISH" not in names
+        assert names[0] == b"SELECT" and names[1] == b"SET" and names[2] == b"MULTI" and names[-1] == b"EXEC"
+        m.close()
