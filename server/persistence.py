@@ -1264,6 +1264,12 @@ class Persistence:
                 self._update_sinks()
         return live
 
+    def good_replicas(self, max_lag: int) -> int:
+        """Replicas online whose last ACK is at most ``max_lag`` seconds old
+        (refreshGoodSlavesCount): what min-replicas-to-write counts."""
+        now = int(time.time())
+        return sum(1 for r in self.live_replicas() if now - r.repl.ack_time <= max_lag)
+
     def count_acks(self, offset: int) -> int:
         """How many replicas have acknowledged the stream up to ``offset``."""
         return sum(1 for r in self.live_replicas() if r.repl.ack_offset >= offset)

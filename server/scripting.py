@@ -229,14 +229,18 @@ class RunContext:
                 return self._reject(cmd, denied)
         if self.read_only and flags & (WRITE | MAY_REPLICATE):
             return self._reject(cmd, b"Write commands are not allowed from read-only scripts.")
-        if (flags & WRITE and server.replica_of is not None and self.caller.kind != "master"
-                and server.config.bool("replica-read-only")):
-            return self._reject(cmd, b"-READONLY You can't write against a read only replica.")
-        if flags & WRITE and not self.write_dirty and server.write_denied is not None:
-            # Once the script has written it must be allowed to finish its writes.
-            err = server.write_denied()
-            if err is not None:
-                return self._reject(cmd, b"-" + err.message)
+        if flags & WRITE and not self.write_dirty:
+            # scriptVerifyWriteCommandAllow; once the script has written it must be
+            # allowed to finish its writes.
+            if (server.replica_of is not None and self.caller.kind != "master"
+                    and server.config.bool("replica-read-only")):
+                return self._reject(cmd, b"-READONLY You can't write against a read only replica.")
+            if server.write_denied is not None:
+                err = server.write_denied()
+                if err is not None:
+                    return self._reject(cmd, b"-" + err.message)
+            if not server.good_replicas_ok():
+                return self._reject(cmd, b"-NOREPLICAS Not enough good replicas to write.")
         if flags & DENYOOM and self.oom and not self.allow_oom and not self.write_dirty:
             return self._reject(cmd, OOM_ERR_TEXT)
         if flags & WRITE:

@@ -36,6 +36,7 @@ from .commands.table import (
     READONLY,
     SKIP_MONITOR,
     SKIP_SLOWLOG,
+    STALE,
     TABLE,
     WRITE,
     Command,
@@ -50,6 +51,8 @@ NOAUTH = ReplyError("NOAUTH Authentication required.")
 LOADING_ERR = ReplyError("LOADING Redis is loading the dataset in memory")
 OOM_ERR = ReplyError("OOM command not allowed when used memory > 'maxmemory'.")
 READONLY_ERR = ReplyError("READONLY You can't write against a read only replica.")
+NOREPLICAS_ERR = ReplyError("NOREPLICAS Not enough good replicas to write.")
+MASTERDOWN_ERR = ReplyError("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
 BUSY_SCRIPT = ReplyError("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
 
 # Commands that run (not queue) inside MULTI.
@@ -222,7 +225,8 @@ class Server:
     # paused), MISCONF's check (set by persistence while a failed save or AOF
     # write must stop writes), client tracking (some client has it on: every
     # command goes through call(), which remembers what tracking clients read) and
-    # following a master (REPLICAOF: writes are refused) are each rare, but
+    # following a master (REPLICAOF: writes are refused) and min-replicas-to-write
+    # (writes need enough replicas acknowledging in time) are each rare, but
     # execute() asks about all of them for every command: setting any one
     # refreshes a combined flag, so the ordinary case costs a single test.
     _special = False
@@ -232,11 +236,12 @@ class Server:
     _write_denied: Callable[[], ReplyError | None] | None = None
     _tracking_active = False
     _replica_of: tuple[str, int] | None = None
+    _min_replicas: tuple[int, int] | None = None
 
     def _update_special(self) -> None:
         self._special = bool(
             self._loading or self._maxmemory or self._pause_until or self._write_denied is not None
-            or self._tracking_active or self._replica_of is not None
+            or self._tracking_active or self._replica_of is not None or self._min_replicas is not None
         )
         # A pause holds expiry still (Redis keeps the dataset constant while paused), and
         # so does following a master, whose DELs decide when keys go.
@@ -248,6 +253,7 @@ class Server:
     write_denied = _GatingState()
     tracking_active = _GatingState()
     replica_of = _GatingState()  # (host, port) of the master this server follows
+    min_replicas = _GatingState()  # (min-replicas-to-write, min-replicas-max-lag), both set
 
     # -- config ----------------------------------------------------------
     def _refresh_config(self) -> None:
@@ -270,6 +276,8 @@ class Server:
         # As given (CONFIG GET shows them rounded to 6 decimals; INFO uses the numbers).
         given = c.given.get("latency-tracking-info-percentiles", c["latency-tracking-info-percentiles"])
         self.latency_percentiles = [parse_percentile(p) for p in given.split(" ")] if given else []
+        to_write, max_lag = c.int("min-replicas-to-write"), c.int("min-replicas-max-lag")
+        self.min_replicas = (to_write, max_lag) if to_write and max_lag else None
         self.slowlog_max_len = c.int("slowlog-max-len")
         self.proto_max_bulk_len = c.int("proto-max-bulk-len")
         self.maxclients = c.int("maxclients")
@@ -502,6 +510,9 @@ class Server:
                         "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
                     ),
                 )
+        if self.replica_of is not None and self._stale_denied(client, cmd):
+            self._reject(client, cmd, MASTERDOWN_ERR)
+            return False
         if self.loading and not cmd.flags & LOADING:
             self._reject(client, cmd, LOADING_ERR)
             return False
@@ -510,6 +521,10 @@ class Server:
             self._reject(client, cmd, OOM_ERR)
             return False
         if self.write_denied is not None and self._denied_for_disk(client, cmd, flags, argv):
+            return False
+        if self.min_replicas is not None and not self.good_replicas_ok() and (
+                flags & WRITE or (cmd.fullname == "exec" and client.multi_flags & WRITE)):
+            self._reject(client, cmd, NOREPLICAS_ERR)
             return False
         if (self.replica_of is not None and flags & WRITE and client.kind != "master"
                 and client.id >= 0 and self.config.bool("replica-read-only")):
@@ -526,6 +541,28 @@ class Server:
         if self.blocking.ready:
             self.serve_blocked()
         return False
+
+    def good_replicas_ok(self) -> bool:
+        """checkGoodReplicasStatus: a replica, or a master with at least
+        min-replicas-to-write replicas that acknowledged within min-replicas-max-lag s."""
+        if self.min_replicas is None or self.replica_of is not None:
+            return True
+        to_write, max_lag = self.min_replicas
+        from .persistence import persistence_of
+
+        return persistence_of(self).good_replicas(max_lag) >= to_write
+
+    def _stale_denied(self, client: Client, cmd: Command) -> bool:
+        """replica-serve-stale-data no, while the link to the master is not up: only
+        commands flagged stale (INFO, REPLICAOF, ...) run; EXEC only if all it holds are."""
+        if client.kind == "master" or self.config.bool("replica-serve-stale-data"):
+            return False
+        repl = self.__dict__.get("replication")
+        if repl is None or repl.state == "connected":
+            return False
+        if cmd.fullname == "exec" and client.multi is not None:
+            return any(not queued.flags & STALE for queued, _ in client.multi)
+        return not cmd.flags & STALE
 
     def _rejects_for_memory(self, client: Client, flags: int, argv: list[bytes]) -> bool:
         """maxmemory with noeviction: commands that may grow memory are refused."""

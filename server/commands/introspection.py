@@ -285,6 +285,8 @@ def _replication(c: Client) -> list[tuple[str, object]]:
     following = repl is not None and repl.host is not None
     rows: list[tuple[str, object]] = repl.info() if following else [("role", "master")]
     rows.append(("connected_slaves", len(replicas)))
+    if c.server.min_replicas is not None:
+        rows.append(("min_slaves_good_slaves", p.good_replicas(c.server.min_replicas[1])))
     for i, r in enumerate(replicas):
         link = r.repl
         rows.append((

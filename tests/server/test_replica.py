@@ -302,3 +302,31 @@ def test_a_random_write_workload_leaves_rill_as_a_redis_replica(redis_master, se
         assert len(mine) > 20 and mine == _dataset(twin.port)
         r.close()
     m.close()
+
+
+def test_stale_data_refused_while_the_link_is_down_side_by_side():
+    """replica-serve-stale-data no: while the master cannot be reached, only commands
+    flagged stale run; the others get MASTERDOWN."""
+    from tests.support import free_port
+
+    nowhere = str(free_port())
+    with start_rill() as rill, start_redis() as twin:
+        mine, theirs = RawClient(rill.port), RawClient(twin.port)
+        for c in (mine, theirs):
+            c.call("SET", "k", "v")
+            c.call("CONFIG", "SET", "replica-serve-stale-data", "no")
+            c.call("REPLICAOF", "127.0.0.1", nowhere)
+        assert mine.call("GET", "k").startswith(b"-MASTERDOWN Link with MASTER is down")
+        for args in [("GET", "k"), ("PING",), ("ECHO", "x"), ("CONFIG", "GET", "maxmemory"), ("DBSIZE",),
+                     ("MULTI",), ("INFO", "nosuchsection"), ("EXEC",),
+                     ("MULTI",), ("GET", "k"), ("EXEC",),
+                     ("CONFIG", "SET", "replica-serve-stale-data", "yes"), ("GET", "k")]:
+            a, b = mine.call(*args), theirs.call(*args)
+            assert a == b, f"{args}: rill {a!r} != redis {b!r}"
+            if args == ("GET", "k"):
+                refused = a.startswith(b"-MASTERDOWN")
+        assert not refused  # the last GET, with stale data served again
+        assert mine.call("DBSIZE") == b":1\r\n"
+        for c in (mine, theirs):
+            c.call("REPLICAOF", "NO", "ONE")
+            c.close()

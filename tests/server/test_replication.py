@@ -278,3 +278,30 @@ def test_publish_reaches_the_subscribers_of_replicas_but_not_the_aof(tmp_path):
         assert b"PUBLISH" not in names and b"SPUBLISH" not in names
         assert names[0] == b"SELECT" and names[1] == b"SET" and names[2] == b"MULTI" and names[-1] == b"EXEC"
         m.close()
+
+
+def test_min_replicas_to_write_side_by_side():
+    """min-replicas-to-write: writes (and EXEC of writes, and scripts that write) are
+    refused with NOREPLICAS until enough replicas acknowledge in time."""
+    def scenario(start) -> list:
+        seen = []
+        with start() as master:
+            c = RawClient(master.port)
+            c.call("CONFIG", "SET", "min-replicas-to-write", "1")
+            for args in [("SET", "k", "v"), ("GET", "k"), ("MULTI",), ("SET", "k", "v"), ("EXEC",),
+                         ("EVAL", "return redis.call('set', 'k', 'v')", "0"),
+                         ("EVAL", "return redis.call('get', 'k')", "0"),
+                         ("EVAL", "#!lua flags=no-writes\nreturn 1", "0"),
+                         ("EVAL", "#!lua\nreturn 1", "0")]:
+                seen.append(c.call(*args))
+            info = redis.Redis(port=master.port).info("replication")
+            seen.append(info["min_slaves_good_slaves"])
+            with start_redis("--replicaof", "127.0.0.1", str(master.port)):
+                wait_until(lambda: redis.Redis(port=master.port).info("replication")["min_slaves_good_slaves"] == 1)
+                seen.append(c.call("SET", "k", "v"))
+            c.close()
+        return seen
+
+    mine = scenario(start_rill)
+    assert mine == scenario(start_redis)
+    assert mine[0] == b"-NOREPLICAS Not enough good replicas to write.\r\n" and mine[-1] == b"+OK\r\n"
