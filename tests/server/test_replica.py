@@ -94,7 +94,9 @@ def test_follows_a_redis_server_master(redis_master):
         m.pexpire("s", 100_000)
         m.delete("h")
         assert m.execute_command("WAIT", 2, 5000) == 2  # both replicas acknowledge
-        wait_until(lambda: _caught_up(m, r))
+        # (WAIT covers this client's writes; m3's came later, so both replicas are
+        # also waited for up to the master's offset)
+        wait_until(lambda: _caught_up(m, r) and _caught_up(m, redis.Redis(port=twin.port)))
         assert _dataset(rill.port) == _dataset(twin.port)
         assert redis.Redis(port=rill.port, db=3).get("in3") == b"x"
         assert r.xpending("st", "g")["pending"] == m.xpending("st", "g")["pending"] == 1
@@ -296,8 +298,8 @@ def test_a_random_write_workload_leaves_rill_as_a_redis_replica(redis_master, se
         for args in _random_writes(random.Random(seed), 400):
             c.call(*args)
         c.close()
-        assert m.execute_command("WAIT", 2, 5000) == 2
-        wait_until(lambda: _caught_up(m, r))
+        # WAIT would only cover m's own writes: wait for both replicas' offsets instead.
+        wait_until(lambda: _caught_up(m, r) and _caught_up(m, redis.Redis(port=twin.port)))
         mine = _dataset(rill.port)
         assert len(mine) > 20 and mine == _dataset(twin.port)
         r.close()
