@@ -369,9 +369,21 @@ class Persistence:
             raise PersistenceError(f"Failed trying to load the MASTER synchronization DB from socket: {e}") from None
         self._install_functions(result.functions, flush=True, replace=False)
         self._install(result)
+        self.drop_replicas()
         if self.aof_state == AOF_ON and self.child_pid is None:
             self.start_rewrite()
         return result
+
+    def drop_replicas(self) -> None:
+        """Our own replicas' copy no longer leads to this dataset (a full sync from a
+        master replaced it): disconnect them and forget the backlog, so that they come
+        back for a full resync rather than continue, as Redis does."""
+        for r in self.live_replicas():
+            r.kill_requested = True
+            r.on_output(r)
+        self.replicas = []
+        self.backlog = None
+        self._update_sinks()
 
     # ------------------------------------------------------------------ start-up / shutdown
     def load_at_startup(self) -> None:

@@ -332,3 +332,25 @@ def test_stale_data_refused_while_the_link_is_down_side_by_side():
         for c in (mine, theirs):
             c.call("REPLICAOF", "NO", "ONE")
             c.close()
+
+
+def test_a_chained_replica_resyncs_when_its_master_resyncs():
+    """rill A <- rill B <- rill C: when B does a full sync from a new master, C is
+    disconnected and comes back for a full resync instead of continuing from B's
+    backlog with data B no longer has."""
+    with start_rill() as a, start_rill() as a2, start_rill() as b, start_rill() as c:
+        ra, ra2 = redis.Redis(port=a.port), redis.Redis(port=a2.port)
+        rb, rc = redis.Redis(port=b.port), redis.Redis(port=c.port)
+        ra.set("from-a", 1)
+        ra2.set("from-a2", 2)
+        rb.execute_command("REPLICAOF", "127.0.0.1", a.port)
+        wait_until(lambda: _linked(rb))
+        rc.execute_command("REPLICAOF", "127.0.0.1", b.port)
+        wait_until(lambda: _linked(rc) and rc.get("from-a") == b"1")
+        rb.execute_command("REPLICAOF", "127.0.0.1", a2.port)
+        wait_until(lambda: _linked(rb) and rb.get("from-a2") == b"2")
+        wait_until(lambda: _linked(rc) and rc.get("from-a2") == b"2")
+        assert rc.get("from-a") is None
+        assert rb.info("stats")["sync_full"] == 2
+        for r in (ra, ra2, rb, rc):
+            r.close()
