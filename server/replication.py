@@ -147,11 +147,14 @@ class Replication:
         self.state = CONNECTING
         host, port, generation = self.host, self.port, self.generation
 
+        timeout = max(1, self.server.config.int("repl-timeout"))
+
         async def dial() -> None:
             try:
-                await loop.create_connection(lambda: MasterLink(self, generation), host, port)
-            except OSError as e:
-                log.warning("Error condition on socket for SYNC: %s", e.strerror or e)
+                await asyncio.wait_for(
+                    loop.create_connection(lambda: MasterLink(self, generation), host, port), timeout)
+            except OSError as e:  # TimeoutError included
+                log.warning("Error condition on socket for SYNC: %s", e.strerror or str(e) or "timed out")
                 if self.generation == generation and self.state == CONNECTING:
                     self.state = CONNECT  # the cron tries again
 
@@ -163,6 +166,7 @@ class Replication:
             return
         self.link = link
         self.state = HANDSHAKE
+        self.last_io = time.time()
         log.warning("MASTER <-> REPLICA sync started")
         config = self.server.config
         # One at a time, as Redis's replica does: a master refuses PSYNC from a client
@@ -384,6 +388,14 @@ class Replication:
             return
         if self.state == CONNECT:
             self.connect()
+            return
+        link = self.link
+        if link is not None and time.time() - self.last_io > self.server.config.int("repl-timeout"):
+            # The master pings every repl-ping-replica-period seconds: silence this long
+            # means the link is dead even if the socket does not know it yet.
+            log.warning("Timeout connecting to the MASTER..." if self.state != CONNECTED else
+                        "MASTER timeout: no data nor PING received...")
+            link.close()
         elif self.state == CONNECTED and time.monotonic() - self._last_ack >= 1.0:
             self.send_ack()
 

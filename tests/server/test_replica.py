@@ -354,3 +354,40 @@ def test_a_chained_replica_resyncs_when_its_master_resyncs():
         assert rb.info("stats")["sync_full"] == 2
         for r in (ra, ra2, rb, rc):
             r.close()
+
+
+def test_a_silent_master_is_given_up_after_repl_timeout():
+    """A master that accepts the connection and then says nothing: after repl-timeout
+    the link is dropped and dialled again, rather than waited on for ever."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    accepted: list[socket.socket] = []
+
+    def accept() -> None:
+        listener.settimeout(10)
+        try:
+            while len(accepted) < 2:
+                conn, _ = listener.accept()
+                accepted.append(conn)  # never answers PING
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        with start_rill() as rill:
+            r = redis.Redis(port=rill.port)
+            r.config_set("repl-timeout", 1)
+            r.execute_command("REPLICAOF", "127.0.0.1", listener.getsockname()[1])
+            wait_until(lambda: len(accepted) >= 2, timeout=10)
+            assert r.execute_command("ROLE")[3] in (b"connect", b"connecting", b"handshake")  # never connected
+            assert r.info("replication")["master_link_status"] == "down"
+            r.close()
+    finally:
+        listener.close()
+        for conn in accepted:
+            conn.close()
