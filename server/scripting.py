@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import lupa.lua51 as lua51
 from rill.protocol.parser import split_args
 from rill.protocol.reply import Double, Raw, ReplyError, encode
+from rill.storage.keyspace import freeze_expiry_clock, release_expiry_clock
 
 from . import REDIS_VERSION, acl, lua_libs
 from .client import Client
@@ -644,9 +645,11 @@ class LuaEngine:
         ctx.name = name
         rt = self.lua
         opened = server.begin_exec_propagation()
+        clock = freeze_expiry_clock()
         try:
             ok, result = self._run(fn, rt.table_from(keys), rt.table_from(args), eval_mode)
         finally:
+            release_expiry_clock(clock)
             self.ctx = None
             if ctx.timed_out:
                 log.warning("Slow script finished after %d milliseconds.", (time.monotonic() - ctx.start) * 1000)

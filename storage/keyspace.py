@@ -33,6 +33,33 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+# The time lookups judge expiry by: the wall clock, or while a script or a transaction
+# runs, the moment it began. Redis holds it there so that a key cannot expire half way
+# through one (what is propagated stays consistent); TTLs and new expiry times still
+# read the wall clock, as there.
+_frozen_ms: int | None = None
+
+
+def expiry_now() -> int:
+    frozen = _frozen_ms
+    return int(time.time() * 1000) if frozen is None else frozen
+
+
+def freeze_expiry_clock() -> int | None:
+    """Hold expiry_now() at this moment (a nested hold keeps the outer one); returns
+    what release_expiry_clock restores."""
+    global _frozen_ms
+    held = _frozen_ms
+    if held is None:
+        _frozen_ms = int(time.time() * 1000)
+    return held
+
+
+def release_expiry_clock(held: int | None) -> None:
+    global _frozen_ms
+    _frozen_ms = held
+
+
 # LFU, as Redis's evict.c keeps it: (minutes << 8) | counter, the counter starting
 # at 5, growing logarithmically and losing one per decay period without access.
 LFU_INIT_VAL = 5
@@ -198,7 +225,7 @@ class Database:
         if value is not None:
             if self.expires:
                 when = self.expires.get(key)
-                if when is not None and when < now_ms() and self.keyspace.expire_allowed:
+                if when is not None and when < expiry_now() and self.keyspace.expire_allowed:
                     if not self.keyspace.expire_paused:
                         self._expire(key)
                     return None
@@ -213,7 +240,7 @@ class Database:
         value = self.data.get(key)
         if value is not None and self.expires:
             when = self.expires.get(key)
-            if when is not None and when < now_ms() and self.keyspace.expire_allowed:
+            if when is not None and when < expiry_now() and self.keyspace.expire_allowed:
                 if not self.keyspace.expire_paused:
                     self._expire(key)
                 return None
@@ -278,7 +305,7 @@ class Database:
     def is_expired(self, key: bytes) -> bool:
         """Whether ``key`` exists but its time has passed (not yet deleted)."""
         when = self.expires.get(key)
-        return when is not None and when < now_ms()
+        return when is not None and when < expiry_now()
 
     # -- writes ------------------------------------------------------------
     def set(self, key: bytes, value: Any, keep_ttl: bool = False) -> None:
@@ -354,7 +381,7 @@ class Database:
         while data:
             key = self._sample_key()
             when = self.expires.get(key) if self.expires else None
-            if when is None or when >= now_ms():
+            if when is None or when >= expiry_now():
                 return key
             if not self.keyspace.expire_allowed or paused:
                 if len(self.expires) == len(data):

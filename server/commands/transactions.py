@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from rill.protocol.reply import NULL_ARRAY, OK, Raw, ReplyError
+from rill.storage.keyspace import freeze_expiry_clock, release_expiry_clock
 
 from ..client import Client
 from .table import command
@@ -42,6 +43,7 @@ def exec_(c: Client, argv: list[bytes]):
     c.reply(Raw(b"*%d\r\n" % len(queued)))
     c.in_exec = True
     server.begin_exec_propagation()
+    clock = freeze_expiry_clock()
     try:
         for cmd, args in queued:
             if not c.authenticated:
@@ -53,6 +55,7 @@ def exec_(c: Client, argv: list[bytes]):
                     continue
             server.call(c, cmd, args)
     finally:
+        release_expiry_clock(clock)
         c.in_exec = False
         server.end_exec_propagation()
     from ..server import NO_REPLY

@@ -123,3 +123,28 @@ def test_propagation_wraps_multi_effects(rill_server):
     server.execute(c, [b"SET", b"b", b"2", b"EX", b"100"])
     ((db, argv),) = seen[0]
     assert argv[:4] == [b"SET", b"b", b"2", b"PXAT"]
+
+
+def test_expiry_clock_is_held_during_exec_and_scripts_side_by_side(sbs):
+    """A key cannot expire half way through a transaction or a script: lookups judge
+    expiry by the time it began (TTLs still read the wall clock, so PTTL says 0)."""
+    sbs.run([("DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1")])
+    try:
+        sbs.run([
+            ("EVAL", "redis.call('SET', KEYS[1], 'v', 'PX', 1); redis.call('DEBUG', 'SLEEP', 0.01); "
+                     "return {redis.call('EXISTS', KEYS[1]), redis.call('PTTL', KEYS[1])}", "1", "s"),
+            ("EXISTS", "s"),
+            ("MULTI",),
+            ("SET", "t", "v", "PX", "1"),
+            ("DEBUG", "SLEEP", "0.01"),
+            ("EXISTS", "t"),
+            ("PTTL", "t"),
+            ("GET", "t"),
+            ("EXEC",),
+            ("EXISTS", "t"),
+        ])
+        mine = sbs.rill.call("EVAL", "redis.call('SET', KEYS[1], 'v', 'PX', 1); "
+                             "redis.call('DEBUG', 'SLEEP', 0.01); return redis.call('EXISTS', KEYS[1])", "1", "u")
+        assert mine == b":1\r\n"
+    finally:
+        sbs.run([("DEBUG", "SET-DISABLE-DENY-SCRIPTS", "0")])
