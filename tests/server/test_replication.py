@@ -146,9 +146,13 @@ def test_wait_for_a_real_replica(master):
         blocked = redis.Redis(port=master.port)
         blocked_id = blocked.client_id()
         result = []
+        target = m.info("replication")["master_repl_offset"]  # what the WAIT below waits for
         th = threading.Thread(target=lambda: result.append(blocked.wait(3, 0)))
         th.start()
         wait_until(lambda: m.info("clients")["blocked_clients"] == 1)
+        # The replica's ACK (to the GETACK that WAIT sent) must be in before the UNBLOCK,
+        # or the count is still 0: on a loaded machine it can come later than INFO's reply.
+        wait_until(lambda: m.info("replication")["slave0"]["offset"] >= target)
         assert m.client_unblock(blocked_id) is True
         th.join(5)
         assert result == [1]
