@@ -339,8 +339,9 @@ class Replication:
         master = self.master
         assert master is not None
         server = self.server
-        data = bytes(link.buf)
-        parser = aof.CommandParser(data)
+        # Parsed in place: copying the buffer on every read would make a large value
+        # arriving in many reads cost quadratic time. Arguments are copied out once whole.
+        parser = aof.CommandParser(link.buf)  # type: ignore[arg-type]
         consumed = 0
         keyspace = server.keyspace
         try:
@@ -353,6 +354,7 @@ class Replication:
                     raise LinkError(f"Protocol error from MASTER at offset {self.offset}: {e}") from None
                 if argv is None:
                     break
+                argv = [bytes(a) for a in argv]
                 size = parser.pos - consumed
                 consumed = parser.pos
                 # The master's commands see keys past their time as still there: the

@@ -391,3 +391,19 @@ def test_a_silent_master_is_given_up_after_repl_timeout():
         listener.close()
         for conn in accepted:
             conn.close()
+
+
+def test_a_large_value_in_the_stream_arrives_whole(redis_master):
+    """A value of several megabytes comes in many reads; the replica applies it once."""
+    m = redis.Redis(port=redis_master.port)
+    with start_rill() as rill:
+        r = redis.Redis(port=rill.port)
+        r.execute_command("REPLICAOF", "127.0.0.1", redis_master.port)
+        wait_until(lambda: _linked(r))
+        big = bytes(range(256)) * 40_000  # 10 MB
+        m.set("big", big)
+        m.set("after", "1")
+        wait_until(lambda: _caught_up(m, r))
+        assert r.get("big") == big and r.get("after") == b"1"
+        r.close()
+    m.close()
