@@ -417,7 +417,7 @@ class Server:
                 or client.subscriptions
                 or ((cmd.arity > 0 and cmd.arity != len(argv)) or len(argv) < -cmd.arity)
             ):
-                if self.tracking_active:
+                if self._tracking_active:
                     # Its own invalidations follow its reply; CLIENT CACHING lapses.
                     tracker = self.tracking
                     tracker.begin(client)
