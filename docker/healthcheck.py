@@ -45,20 +45,28 @@ def rill_pids(proc: str = "/proc") -> list[int]:
 
 
 def _socket_inodes(pid: int) -> set[int] | None:
-    """The inodes of the process's sockets; None if its fds cannot be read (another user)."""
+    """The inodes of the process's sockets; None if its fds cannot be read: they belong to
+    another user, and even root needs CAP_SYS_PTRACE, which containers do not get."""
     inodes = set()
     try:
-        fds = os.listdir(f"/proc/{pid}/fd")
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except FileNotFoundError:  # closed meanwhile
+                continue
+            if target.startswith("socket:["):
+                inodes.add(int(target[8:-1]))
     except PermissionError:
         return None
-    for fd in fds:
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(int(target[8:-1]))
     return inodes
+
+
+def _euid(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("Uid:"):
+                return int(line.split()[2])
+    raise FileNotFoundError(pid)
 
 
 def _tcp_address(hexaddr: str) -> tuple[int, str]:
@@ -71,9 +79,14 @@ def _tcp_address(hexaddr: str) -> tuple[int, str]:
 
 
 def listeners(pid: int) -> list[tuple[int, object]]:
-    """(family, address) for each listening socket of ``pid``; every listener in its network
-    namespace when its sockets cannot be told apart (its fds belong to another user)."""
+    """(family, address) for each listening socket of ``pid``. When its fds cannot be read,
+    the listeners in its network namespace that its user owns (the tables' uid column)."""
     mine = _socket_inodes(pid)
+    owner = _euid(pid) if mine is None else None
+
+    def its_own(inode: str, uid: str) -> bool:
+        return int(inode) in mine if mine is not None else int(uid) == owner
+
     out: list[tuple[int, object]] = []
     for table in ("tcp", "tcp6"):
         try:
@@ -83,7 +96,7 @@ def listeners(pid: int) -> list[tuple[int, object]]:
             continue
         for row in rows:
             cols = row.split()
-            if cols[3] != LISTEN_TCP or (mine is not None and int(cols[9]) not in mine):
+            if cols[3] != LISTEN_TCP or not its_own(cols[9], cols[7]):
                 continue
             family, hostport = _tcp_address(cols[1])
             host, _, port = hostport.rpartition(":")
@@ -99,12 +112,18 @@ def listeners(pid: int) -> list[tuple[int, object]]:
         cols = row.split()
         if len(cols) < 8 or not int(cols[3], 16) & ACCEPTING or cols[7].startswith("@"):
             continue
-        if mine is not None and int(cols[6]) not in mine:
-            continue
         path = cols[7]
         if not path.startswith("/"):  # bound relative to the server's working directory
             try:
                 path = os.path.join(os.readlink(f"/proc/{pid}/cwd"), path)
+            except OSError:
+                continue
+        if mine is not None and int(cols[6]) not in mine:
+            continue
+        if mine is None:  # no uid column here: the socket file's owner
+            try:
+                if os.stat(path).st_uid != owner:
+                    continue
             except OSError:
                 continue
         out.append((socket.AF_UNIX, path))

@@ -487,6 +487,46 @@ def test_healthcheck_fails_without_a_listener():
     assert done.returncode == 1 and "no listening socket" in done.stdout
 
 
+# Run as root in a network namespace of its own (unshare --net): loopback up, a server
+# (uid 999, as rill in the image) and a decoy (another uid) that both listen, then the
+# check as a third user, who cannot read the server's fds.
+FOREIGN_CHECK = """
+import fcntl, json, socket, struct, subprocess, sys
+replier, check = sys.argv[1], sys.argv[2]
+s = socket.socket()
+fcntl.ioctl(s, 0x8914, struct.pack("16sH14x", b"lo", 0x1 | 0x8 | 0x40))  # SIOCSIFFLAGS lo UP
+s.close()
+def start(uid, reply):
+    p = subprocess.Popen(["/usr/bin/python3", "-c", replier, reply], user=uid, group=uid, extra_groups=[],
+                         stdout=subprocess.PIPE, text=True)
+    return p, int(p.stdout.readline())
+server, server_port = start(999, "-LOADING Redis is loading the dataset in memory")
+decoy, decoy_port = start(4321, "+PONG")
+done = subprocess.run(["/usr/bin/python3", check, "--pid", str(server.pid)], user=5555, group=5555,
+                      extra_groups=[], capture_output=True, text=True)
+for p in (server, decoy):
+    p.kill()
+print(json.dumps([done.returncode, done.stdout, done.stderr, server.pid, server_port, decoy_port]))
+"""
+
+
+def test_healthcheck_that_cannot_read_the_servers_fds_goes_by_the_sockets_owner(tmp_path):
+    """In a container the check runs as root without CAP_SYS_PTRACE, so the fds of a server
+    running as rill cannot be read: the listeners rill's uid owns are the server's."""
+    need_root()
+    check = Path(scratch_dir("healthcheck-")) / "rill-healthcheck"
+    check.parent.chmod(0o755)
+    shutil.copy(HEALTHCHECK, check)
+    check.chmod(0o755)
+    done = subprocess.run(["unshare", "--net", "/usr/bin/python3", "-c", FOREIGN_CHECK, FAKE_REPLIER, str(check)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    code, out, err, pid, server_port, decoy_port = json.loads(done.stdout)
+    assert (code, err) == (0, ""), out
+    assert out == f"pid {pid}: 127.0.0.1:{server_port} -LOADING Redis is loading the dataset in memory\n"
+    assert str(decoy_port) not in out
+
+
 def test_healthcheck_finds_rill_server_itself_in_a_container_like_pid_namespace(tmp_path):
     """As in a container: a PID namespace of its own, rill-server on some port, and the check
     run without --pid. Before the server runs, and after it exits, the check fails."""
