@@ -11,6 +11,8 @@ import sys
 import time
 from typing import Any
 
+from rill.protocol.reply import ReplyError
+
 from . import REDIS_VERSION, __version__
 from .config import Config, ConfigError
 
@@ -177,7 +179,7 @@ async def serve(config: Config) -> int:
     for hook in server.shutdown_hooks:
         try:
             hook()
-        except Exception as e:  # a failed final save must not hide the exit
+        except Exception as e:  # a failing duty must not hide the exit
             log.warning("Error during shutdown: %s", e)
             code = 1
     for srv in listeners:
@@ -244,8 +246,13 @@ async def _serve(loop: asyncio.AbstractEventLoop, server: Any, sock: socket.sock
 def _on_signal(server, sig: int) -> None:
     name = "SIGINT" if sig == signal.SIGINT else "SIGTERM"
     log.warning("Received %s scheduling shutdown...", name)
-    notice("User requested shutdown...")
-    server.request_shutdown()
+    # shutdown-on-sigterm / shutdown-on-sigint: flags as SHUTDOWN takes them.
+    flags = server.config["shutdown-on-sigint" if sig == signal.SIGINT else "shutdown-on-sigterm"].split()
+    save = True if "save" in flags else False if "nosave" in flags else None
+    try:
+        server.shutdown(save, force="force" in flags)
+    except ReplyError:
+        pass  # the final save failed and is logged; Redis keeps serving, and so does rill
 
 
 async def _cron(server) -> None:

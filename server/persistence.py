@@ -29,7 +29,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from rill.persistence import aof as aofmod
 from rill.persistence import rdb
@@ -405,27 +405,29 @@ class Persistence:
             raise SystemExit(1) from None
         self.dirty_at_save = server.dirty
 
-    def prepare_shutdown(self, save: bool | None) -> None:
-        """SHUTDOWN [SAVE|NOSAVE]: stop children, flush the AOF, final save; ReplyError to abort."""
-        self._finish(save)
+    def prepare_shutdown(self, save: bool | None, force: bool = False) -> None:
+        """The final duties of SHUTDOWN, SIGTERM and SIGINT: stop children, flush the AOF,
+        the final save. ReplyError (the server must go on) when they fail, unless ``force``."""
+        self._finish(save, force)
         self.shutdown_prepared = True
 
     def at_shutdown(self) -> None:
-        """At exit (also after SIGTERM/SIGINT): the same duties unless SHUTDOWN did them."""
+        """At exit, after prepare_shutdown: close the AOF."""
         if not self.shutdown_prepared:
-            mode = self.config["shutdown-on-sigterm"]
-            save = True if "save" in mode.split() else False if "nosave" in mode.split() else None
-            try:
-                self._finish(save)
-            except ReplyError:
-                raise PersistenceError("final save failed") from None
+            self._finish(None, force=False)
         if self.writer is not None:
             self.writer.close()
             self.writer = None
 
-    def _finish(self, save: bool | None) -> None:
+    def _finish(self, save: bool | None, force: bool) -> None:
         if self.child_pid is not None:
             kind = self.child_type
+            if kind == "aof" and self.aof_state == AOF_WAIT_REWRITE:
+                # The first rewrite after turning the AOF on is the only copy of the data
+                # the AOF will have: killing it loses the data unless asked to.
+                if not force:
+                    self._cannot_exit("Writing initial AOF, can't exit.")
+                log.warning("Writing initial AOF. Exit anyway.")
             log.warning("There is a child %s. Killing it!",
                         "saving an .rdb" if kind == "rdb" else "rewriting the AOF")
             self.kill_child()
@@ -436,9 +438,17 @@ class Persistence:
             _notice("Saving the final RDB snapshot before exiting.")
             try:
                 self.save()
-            except PersistenceError as e:
-                log.warning("Error trying to save the DB, can't exit: %s", e)
-                raise SHUTDOWN_ERR from None
+            except PersistenceError:  # save() logged why
+                if not force:
+                    self._cannot_exit("Error trying to save the DB, can't exit.")
+                log.warning("Error trying to save the DB. Exit anyway.")
+
+    @staticmethod
+    def _cannot_exit(reason: str) -> NoReturn:
+        """Abort the shutdown: the data would be lost. The server goes on serving."""
+        log.warning("%s", reason)
+        log.warning("Errors trying to shut down the server. Check the logs for more information.")
+        raise SHUTDOWN_ERR
 
     # ------------------------------------------------------------------ RDB saving
     def _write_rdb(self, final: str, aof_base: bool = False, resp: bool = False, split: bool = False) -> None:
@@ -447,10 +457,14 @@ class Persistence:
         ``split``: a foreground save, which may share the encoding with a forked helper.
         """
         dirname = os.path.dirname(final) or "."
-        tmp = os.path.join(self.config["dir"], f"temp-{os.getpid()}.rdb")
+        tmp_name = f"temp-{os.getpid()}.rdb"
+        tmp = os.path.join(self.config["dir"], tmp_name)
         dbs = rdb.iter_dbs(self.server.keyspace.dbs)
+        snapshot = not (aof_base or resp)  # Redis's rdbSave words its two commonest failures
+        stage = "open"
         try:
             with open(tmp, "wb", buffering=0) as f:
+                stage = "write"
                 if resp:
                     aofmod.write_resp_base(f, dbs, self.function_codes())
                 elif split:
@@ -461,13 +475,22 @@ class Persistence:
                 else:
                     rdb.save_file(f, dbs, self.save_options(aof_base))
                 os.fsync(f.fileno())
+            stage = "rename"
             os.rename(tmp, final)
+            stage = "sync"
             aofmod.fsync_dir(dirname)
         except (OSError, rdb.RdbError) as e:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
+            if snapshot and stage == "open" and isinstance(e, OSError):
+                raise PersistenceError(f"Failed opening the temp RDB file {tmp_name} (in server root dir "
+                                       f"{os.getcwd()}) for saving: {e.strerror}") from None
+            if snapshot and stage == "rename" and isinstance(e, OSError):
+                raise PersistenceError(f"Error moving temp DB file {tmp_name} on the final destination "
+                                       f"{os.path.relpath(final, self.config['dir'])} (in server root dir "
+                                       f"{os.getcwd()}): {e.strerror}") from None
             raise PersistenceError(f"Write error saving DB on disk: {e}") from None
 
     def save(self) -> None:
@@ -476,9 +499,9 @@ class Persistence:
         try:
             self._write_rdb(self.rdb_path(), split=True)
         except PersistenceError as e:
+            # A failed foreground save leaves rdb_last_bgsave_status (and so MISCONF)
+            # as it was, as Redis's rdbSave does.
             log.warning("%s", e)
-            self.lastbgsave_ok = False
-            self._update_write_denied()
             raise
         _notice("DB saved on disk")
         self.dirty_at_save = self.server.dirty

@@ -1121,6 +1121,16 @@ class Server:
         if self.shutdown_event is not None:
             self.shutdown_event.set()
 
+    def shutdown(self, save: bool | None, force: bool = False) -> None:
+        """SHUTDOWN, SIGTERM and SIGINT alike (Redis's prepareForShutdown): the final duties,
+        then stop serving. ``save`` None follows the save points. A failed final save raises
+        ReplyError and the server goes on serving, as Redis does, unless ``force``."""
+        log.warning("User requested shutdown...")
+        prepare = getattr(self, "prepare_shutdown", None)
+        if prepare is not None:
+            prepare(save, force)
+        self.request_shutdown()
+
     def uptime(self) -> int:
         return int(time.monotonic() - self.start_monotonic)
 

@@ -1,8 +1,8 @@
-"""Packaging and the files around it: the distribution, Makefile, CI script, Docker, README, bench.
+"""Packaging and the files around it: the distribution, Makefile, CI script, README, bench
+(the Docker image has tests/test_docker.py).
 
-These tests read the repository's files statically where running them is impossible here
-(no Docker engine), and run what can run: a wheel build, the image's CMD and HEALTHCHECK
-commands against a real rill-server, ``make -n``/``make -q`` on the Makefile's rules.
+These tests read the repository's files statically where running them is impossible here,
+and run what can run: a wheel build, ``make -n``/``make -q`` on the Makefile's rules.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support import ServerProcess, free_port, start_rill
+from tests.support import start_rill
 
 ROOT = Path(__file__).resolve().parent.parent
 # The product card's top-level folders and the import name they install under.
@@ -163,107 +163,7 @@ def test_ci_script():
     assert text.rstrip().splitlines()[-1] == "make test"
 
 
-# -- Docker ------------------------------------------------------------------------------
-
-
-def _dockerfile() -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
-    text = (ROOT / "docker" / "Dockerfile").read_text()
-    text = re.sub(r"\\\n", " ", "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#")))
-    out = []
-    for line in text.splitlines():
-        if line.strip():
-            instr, _, rest = line.strip().partition(" ")
-            out.append((instr.upper(), rest.strip()))
-    return out
-
-
-def _final_stage() -> list[tuple[str, str]]:
-    steps = _dockerfile()
-    last_from = max(i for i, (ins, _) in enumerate(steps) if ins == "FROM")
-    return steps[last_from:]
-
-
-def test_dockerfile_is_conventional():
-    steps = _dockerfile()
-    known = {"FROM", "WORKDIR", "COPY", "RUN", "ENV", "USER", "EXPOSE", "VOLUME", "HEALTHCHECK", "CMD", "ARG",
-             "LABEL", "ENTRYPOINT"}
-    assert all(ins in known for ins, _ in steps), steps
-    final = dict(_final_stage())
-    assert re.fullmatch(r"python:3\.11-slim(-\w+)?", final["FROM"])
-    assert final["EXPOSE"] == "6379"
-    assert final["VOLUME"] == "/data"
-    assert final["WORKDIR"] == "/data"
-    user = final["USER"]
-    assert user not in ("root", "0", "")
-    assert re.search(r"useradd [^&]*\b" + re.escape(user) + r"\s*(&&|$)", final["RUN"])  # created in the image
-    assert re.search(r"chown " + re.escape(user) + r":\S+ /data", final["RUN"])  # and owns the volume
-    # The package is installed with pip from the repository (build context = repo root).
-    assert any(ins == "RUN" and "pip wheel" in args and args.rstrip().endswith(" .") for ins, args in steps)
-    assert "pip install /wheels/*.whl" in final["RUN"]
-
-
-def test_dockerignore_keeps_what_the_build_needs():
-    ignored = [ln.strip() for ln in (ROOT / "docker" / "Dockerfile.dockerignore").read_text().splitlines()
-               if ln.strip() and not ln.startswith("#")]
-    for needed in ["pyproject.toml", "README.md", *[f for f in SOURCE_FOLDERS if (ROOT / f).is_dir()]]:
-        assert needed not in ignored
-    assert ".venv" in ignored and ".git" in ignored
-
-
-def _exec_form(args: str) -> list[str]:
-    value = json.loads(args)
-    assert isinstance(value, list) and all(isinstance(v, str) for v in value)
-    return value
-
-
-def test_image_cmd_and_healthcheck_work_against_rill(tmp_path):
-    """Run the image's CMD (with this machine's port and data dir) and its HEALTHCHECK command."""
-    final = dict(_final_stage())
-    cmd = _exec_form(final["CMD"])
-    assert cmd[0] == "rill-server"
-    assert ["--bind", "0.0.0.0"] == cmd[cmd.index("--bind"):cmd.index("--bind") + 2]
-    assert ["--protected-mode", "no"] == cmd[cmd.index("--protected-mode"):cmd.index("--protected-mode") + 2]
-    health_opts, _, health_cmd = final["HEALTHCHECK"].partition("CMD ")
-    assert re.search(r"--interval=\d+s", health_opts) and re.search(r"--timeout=\d+s", health_opts)
-    check = _exec_form(health_cmd)
-    assert check[:2] == ["python", "-c"] and "6379" in check[2]
-
-    port = free_port()
-    argv = [str(Path(sys.executable).with_name("rill-server"))] + [
-        str(tmp_path) if a == "/data" else a for a in cmd[1:]] + ["--port", str(port)]
-    with ServerProcess(argv, port, str(tmp_path)).start():
-        probe = [sys.executable, "-c", check[2].replace("6379", str(port))]
-        assert subprocess.run(probe, timeout=10).returncode == 0
-    # Against nothing listening, the check fails.
-    assert subprocess.run([sys.executable, "-c", check[2].replace("6379", str(port))],
-                          capture_output=True, timeout=10).returncode != 0
-
-
-def test_healthcheck_accepts_a_password_protected_server(tmp_path):
-    check = _exec_form(dict(_final_stage())["HEALTHCHECK"].partition("CMD ")[2])
-    port = free_port()
-    argv = [str(Path(sys.executable).with_name("rill-server")), "--port", str(port), "--save", "",
-            "--requirepass", "secret"]
-    with ServerProcess(argv, port, str(tmp_path)).start():
-        assert subprocess.run([sys.executable, "-c", check[2].replace("6379", str(port))],
-                              timeout=10).returncode == 0
-
-
-def test_compose_example():
-    compose = yaml.safe_load((ROOT / "docker" / "compose.yml").read_text())
-    rill = compose["services"]["rill"]
-    context = (ROOT / "docker" / rill["build"]["context"]).resolve()
-    assert context == ROOT
-    assert (context / rill["build"]["dockerfile"]).resolve() == ROOT / "docker" / "Dockerfile"
-    assert rill["command"] == _exec_form(dict(_final_stage())["CMD"])
-    assert any(str(p).endswith("6379:6379") for p in rill["ports"])
-    assert any(str(v).endswith(":/data") for v in rill["volumes"])
-    for v in rill["volumes"]:
-        name = str(v).split(":")[0]
-        assert name in (compose.get("volumes") or {}), name
-    client = compose["services"]["client"]
-    assert client["depends_on"]["rill"]["condition"] == "service_healthy"
+# The Docker image: tests/test_docker.py.
 
 
 # -- README ------------------------------------------------------------------------------

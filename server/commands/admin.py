@@ -510,17 +510,29 @@ def slowlog_help(c: Client, argv: list[bytes]):
 @command("shutdown")
 def shutdown(c: Client, argv: list[bytes]):
     save = None
+    force = abort = flagged = False
     for arg in argv[1:]:
         a = arg.lower()
         if a == b"nosave":
+            if save is True:
+                raise SYNTAX_ERR
             save = False
         elif a == b"save":
+            if save is False:
+                raise SYNTAX_ERR
             save = True
-        elif a in (b"now", b"force", b"abort"):
-            if a == b"abort":
-                raise ReplyError("ERR No shutdown in progress.")
-        else:
+        elif a == b"force":
+            force = True
+        elif a == b"abort":
+            abort = True
+            continue
+        elif a != b"now":  # NOW: rill never waits for replicas to catch up anyway
             raise SYNTAX_ERR
+        flagged = True
+    if abort:
+        if flagged:
+            raise SYNTAX_ERR
+        raise ReplyError("ERR No shutdown in progress.")  # rill's shutdown never waits
     server = c.server
     from ..scripting import busy_error, running
 
@@ -531,14 +543,7 @@ def shutdown(c: Client, argv: list[bytes]):
         if save is not False:
             raise busy_error(ctx)
         ctx.shutdown = ctx.killed = True
-    server.shutdown_save = save
-    hook = getattr(server, "prepare_shutdown", None)
-    if hook is not None:
-        hook(save)  # may raise ReplyError ("Errors trying to SHUTDOWN. Check logs.")
-    import logging
-
-    logging.getLogger("rill").log(25, "User requested shutdown...")
-    server.request_shutdown()
+    server.shutdown(save, force)  # ReplyError "Errors trying to SHUTDOWN. Check logs." if it can't
     c.close_after_reply = True
     from ..server import NO_REPLY
 
