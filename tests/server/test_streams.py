@@ -244,6 +244,24 @@ def test_deleted_entries_count_toward_node_max_bytes(sbs):
         _node_limits(sbs, 100)
 
 
+def test_approx_trim_default_limit_is_a_hundred_nodes_of_live_entries(sbs):
+    """``~`` without LIMIT stops after 100 * stream-node-max-entries entries, read at trim
+    time and clamped (0 -> 10000); the count is of live entries, so nodes with tombstones
+    (compacted ones too) let more nodes go."""
+    _node_limits(sbs, 3)
+    try:
+        fill(sbs, "s", 1500)
+        sbs.check("XDEL", "s", *[f"{i}-1" for i in range(1, 600) if i % 3 != 1])
+        sbs.run([("XINFO", "STREAM", "s"), ("XTRIM", "s", "MAXLEN", "~", "0"), ("XINFO", "STREAM", "s"),
+                 ("XADD", "s", "MINID", "~", "1400", "2000-1", "f", "v"), ("XINFO", "STREAM", "s")])
+        _node_limits(sbs, 5)  # the default follows the config at trim time: 500
+        sbs.run([("XTRIM", "s", "MAXLEN", "~", "0"), ("XINFO", "STREAM", "s", "FULL")])
+        _node_limits(sbs, 0)  # 100 * 0 -> 10000
+        sbs.run([("XTRIM", "s", "MAXLEN", "~", "0"), ("XINFO", "STREAM", "s")])
+    finally:
+        _node_limits(sbs, 100)
+
+
 # -- XRANGE / XREVRANGE / XLEN -------------------------------------------------------------------
 
 
