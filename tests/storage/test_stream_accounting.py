@@ -225,3 +225,20 @@ def test_default_trim_limit_is_a_hundred_nodes_clamped():
     assert default_trim_limit(4) == 400
     assert default_trim_limit(0) == 10000
     assert default_trim_limit(20000) == 1000000
+
+
+def test_gc_sweep_compacts_closed_nodes_only():
+    """Deletions made while GC was off are collected by a sweep, except in the open tail."""
+    a, b = NoGC(), NoGC()
+    for s in (a, b):
+        fill(s, 1, 12)
+        for i in (1, 2, 3, 5, 6, 7, 9, 10, 11):
+            s.delete(make_id(i, 0))
+    saved = NoGC.gc_ratio
+    try:
+        NoGC.gc_ratio = 0.5
+        b.gc()
+    finally:
+        NoGC.gc_ratio = saved
+    assert [node_counts(lp) for _k, lp in b.raw_nodes()] == [(1, 1), (1, 1), (1, 3)]
+    check_pair(a, b)
