@@ -214,6 +214,7 @@ op = st.one_of(
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(op, max_size=80))
+# Node 1 is compacted (3 of 4 deleted, node 5 after it), node 5 goes, node 1 is the tail again.
 @example([("cfg", 4, 4096)] + [("add", make_id(i, 0), [b"f", b"v"]) for i in range(1, 9)]
          + [("del", make_id(i, 0)) for i in (2, 3, 4, 6, 7, 8, 5)] + [("add", make_id(9, 0), [b"f", b"v"])])
 def test_gc_never_changes_the_redis_layout(ops):
