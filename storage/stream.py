@@ -952,60 +952,72 @@ def _find_live(key: int, lp: bytes | bytearray, sid: int) -> tuple[int, int] | N
 
 
 # --------------------------------------------------------------------------------------------
-# Node rewriting (garbage collection of tombstones)
+# Node compaction (garbage collection of tombstones)
 # --------------------------------------------------------------------------------------------
 #
-# Redis never reclaims the bytes of deleted entries: XDEL only sets a flag, and a node goes
-# away only when its last live entry does. The seed's plan was to rewrite a node once enough
-# of it is tombstones and to glue small neighbours together. A rewritten node keeps its rax
-# key (its master ID) and its master fields, so the live entries' bytes -- flags, ID deltas,
-# fields or SAMEFIELDS values, lp-count -- are copied verbatim; only entries moved into
-# another node are re-encoded against that node's master. Either way the result is an
-# ordinary Redis stream node (count/deleted/master fields/terminator, lp-count back-links)
-# that redis-server loads and iterates like any other.
+# Redis never reclaims the bytes of deleted entries: XDEL and exact trims only set a flag, and
+# a node goes away only when its last live entry does. rill rewrites a node without its
+# tombstones once enough of it is deleted, but only in ways no reply can tell apart from
+# Redis's layout, because that layout decides what Redis does next:
+#
+# - Node boundaries never move (no merging): XINFO's radix-tree counters and ``~`` trims,
+#   which remove whole nodes only, depend on them.
+# - The open tail node is never rewritten: XADD appends to it or opens a new node depending
+#   on its byte size and on its live + deleted entry count (streamAppendItem).  A node is
+#   rewritten when it is closed or later.
+# - The first and the last entry of a node stay, tombstones or not: Redis reads them
+#   (lpGetEdgeStreamID) for MINID's whole-node test and for the ID an approximate MINID trim
+#   propagates.
+# - What a rewrite dropped (entry count and bytes) is remembered per node (Stream._ghost):
+#   a closed node becomes the tail again when every node after it goes, and XADD then has to
+#   see the counters and size Redis's copy of the node has.
+#
+# The rewritten node keeps its rax key and master entry, and the kept entries' bytes are
+# copied verbatim, so it is an ordinary Redis stream node (counters match its entries) that
+# redis-server loads and iterates like any other.
 
 
-def _entry_bytes(key: int, lp: bytes | bytearray, nf: int) -> list[tuple[bytes, int]]:
-    """``(raw_bytes, element_count)`` of every live entry of a node, in order."""
+def _int_len(v: int) -> int:
+    """Encoded size of integer element ``v`` (what a master counter occupies)."""
+    return 2 if 0 <= v < 128 else len(int_element(v))
+
+
+def _compact_entries(
+    key: int, lp: bytes | bytearray, nf: int
+) -> tuple[list[tuple[bytes, int]], int, int, int]:
+    """The entries of a node that a compaction keeps -- every live one plus the first and the
+    last entry -- as ``(raw_bytes, element_count)``; then how many kept entries are tombstones,
+    and how many entries and bytes were dropped."""
     out: list[tuple[bytes, int]] = []
     mms = key >> 64
     mseq = key & MASK64
     _c, _d, _nf, _f, p = _master(lp)
     end = len(lp) - 1
+    kept_dead = dropped = dropped_bytes = 0
+    first = True
     while p < end:
         flags, _sid, q = _entry_head(lp, p, mms, mseq)
         nxt = _skip_entry_data(lp, q, flags, nf)
-        if not flags & FLAG_DELETED:
+        if not flags & FLAG_DELETED or first or nxt >= end:
             lc, _ = _get_int(lp, _prev(lp, nxt))
             out.append((bytes(lp[p:nxt]), lc + 1))
+            if flags & FLAG_DELETED:
+                kept_dead += 1
+        else:
+            dropped += 1
+            dropped_bytes += nxt - p
+        first = False
         p = nxt
-    return out
+    return out, kept_dead, dropped, dropped_bytes
 
 
-def _encode_entry(mkey: int, mfields: list[bytes], sid: int, fv: list[bytes]) -> tuple[bytes, int]:
-    """One live entry encoded for a node whose master is ``mkey``/``mfields``:
-    ``(bytes, element_count)``, as streamAppendItem lays it out."""
-    nf = len(fv) >> 1
-    same = nf == len(mfields) and fv[0::2] == mfields
-    parts = [
-        int_element(FLAG_SAMEFIELDS if same else FLAG_NONE),
-        int_element(_to_int64((sid >> 64) - (mkey >> 64))),
-        int_element(_to_int64((sid & MASK64) - (mkey & MASK64))),
-    ]
-    if same:
-        parts += [element(v) for v in fv[1::2]]
-        lc = nf + 3
-    else:
-        parts.append(int_element(nf))
-        parts += [element(x) for x in fv]
-        lc = nf + nf + 4
-    parts.append(int_element(lc))
-    return b"".join(parts), lc + 1
-
-
-def _build_node(fields: list[bytes], entries: list[tuple[bytes, int]]) -> bytes:
-    """A node listpack: master entry (count = len(entries), deleted 0) plus the entries."""
-    parts = [b"\x00" * LP_HDR_SIZE, int_element(len(entries)), _E_ZERO, int_element(len(fields))]
+def _build_node(
+    fields: list[bytes], entries: list[tuple[bytes, int]], count: int, deleted: int
+) -> bytes:
+    """A node listpack: master entry (``count`` live, ``deleted`` tombstones, ``fields``)
+    followed by the given raw entries."""
+    parts = [b"\x00" * LP_HDR_SIZE, int_element(count), int_element(deleted),
+             int_element(len(fields))]
     parts += [element(f) for f in fields]
     parts.append(_E_ZERO)
     nele = 4 + len(fields)
@@ -1022,8 +1034,7 @@ class GCStats:
     """Process-wide garbage-collection counters (INFO memory)."""
 
     runs = 0  # nodes rewritten without their tombstones
-    merges = 0  # neighbour nodes glued together
-    reclaimed_bytes = 0  # listpack bytes given back by both
+    reclaimed_bytes = 0  # listpack bytes given back
 
 
 # --------------------------------------------------------------------------------------------
@@ -1625,6 +1636,8 @@ class IdmpState:
 _SIZEOF_INT128 = sys.getsizeof(ID_MAX)
 _SIZEOF_NACK = sys.getsizeof(NACK(0))
 _SIZEOF_LIST_EMPTY = sys.getsizeof([])
+_SIZEOF_GHOST = sys.getsizeof(1 << 40)  # a packed ghost value (its key is the rax's)
+_MASK32 = (1 << 32) - 1
 
 
 class Stream:
@@ -1640,8 +1653,9 @@ class Stream:
 
     node_max_bytes: int = 4096
     node_max_entries: int = 100
-    # Tombstone share of a node at which it is rewritten without them (0 = never: Redis's
-    # layout, the storage default); the server sets it from CONFIG stream-node-gc-percent.
+    # Tombstone share of a closed node at which it is compacted (0 = never, the storage
+    # default); the server sets it from CONFIG stream-node-gc-percent. Compaction is
+    # invisible in replies: see "Node compaction".
     gc_ratio: float = 0.0
 
     # TYPE and OBJECT ENCODING both say "stream" (Redis has one stream encoding).
@@ -1676,7 +1690,11 @@ class Stream:
         "_t_nf",
         "_t_count",
         "_t_deleted",
+        "_t_xbytes",
         "_t_nele",
+        # node key -> bytes << 32 | entries that compactions dropped from it (see "Node
+        # compaction"); one int per node, as a compacted node is small
+        "_ghost",
         # last_valid_id() and the (last_id, length, max_deleted_entry_id) it was found for
         "_lv_key",
         "_lv",
@@ -1699,7 +1717,9 @@ class Stream:
         self._t_nf = 0
         self._t_count = 0
         self._t_deleted = 0
+        self._t_xbytes = 0
         self._t_nele = 0
+        self._ghost: dict[int, int] | None = None
         self._lv_key: tuple[int, int, int] | None = None
         self._lv = 0
 
@@ -1760,9 +1780,18 @@ class Stream:
         self._t_fields = fields
         self._t_nf = nf
         self._t_count = count
-        self._t_deleted = deleted
+        self._t_deleted, self._t_xbytes = self._redis_accounting(key, deleted)
         self._t_nele = length(lp)
         return lp
+
+    def _redis_accounting(self, key: int, deleted: int) -> tuple[int, int]:
+        """For node ``key`` holding ``deleted`` tombstones: the deleted count Redis's copy of
+        the node has, and how many bytes bigger that copy is (0, 0 unless compacted)."""
+        g = self._ghost.get(key) if self._ghost else None
+        if g is None:
+            return deleted, 0
+        total = deleted + (g & _MASK32)
+        return total, (g >> 32) + _int_len(total) - _int_len(deleted)
 
     def _touch(self, key: int) -> None:
         """Drop the tail cache if node ``key`` is the cached tail (it is being changed)."""
@@ -1777,7 +1806,8 @@ class Stream:
         ``ms-*`` use :meth:`auto_seq_id`).  Raises StreamIDError if the ID is not greater
         than ``last_id`` and StreamSizeError if the entry exceeds 1 GiB.  Node limits:
         a new node starts when ``lpBytes(tail) + payload >= node_max_bytes`` or
-        ``count + deleted >= node_max_entries``.
+        ``count + deleted >= node_max_entries``, both as Redis's copy of the tail has them
+        (tombstones a compaction dropped still count).
         """
         if type(fields_values) is not list:
             fields_values = list(fields_values)
@@ -1803,13 +1833,17 @@ class Stream:
             if mb <= 0 or mb > STREAM_LISTPACK_MAX_SIZE:
                 mb = STREAM_LISTPACK_MAX_SIZE
             me = self.node_max_entries
-            if len(lp) + tot >= mb or (me > 0 and self._t_count + self._t_deleted >= me):
+            if len(lp) + self._t_xbytes + tot >= mb or (
+                me > 0 and self._t_count + self._t_deleted >= me
+            ):
                 # Close the node: store it as exact-size immutable bytes (lpShrinkToFit).
                 closed = bytes(lp)
                 self._rax.insert(self._t_key, closed)
                 if _NC:
                     _nc_move(lp, closed)
                 lp = None
+                if self.gc_ratio > 0 and node_counts(closed)[1]:
+                    self._gc_node(self._t_key, True)
 
         values = fields_values[1::2]
         if lp is None:
@@ -1829,6 +1863,7 @@ class Stream:
             self._t_nf = nf
             self._t_count = 1
             self._t_deleted = 0
+            self._t_xbytes = 0
             nele = nf + 4
             self._rax.insert(sid, lp)
             self._t_lp = lp
@@ -2176,6 +2211,8 @@ class Stream:
         count, deleted = node_counts(lp)
         if count == 1:
             rax.remove(key)
+            if self._ghost:
+                self._ghost.pop(key, None)
         else:
             if type(lp) is not bytearray:
                 lp = bytearray(lp)
@@ -2195,80 +2232,39 @@ class Stream:
 
     # ---------------------------------------------------------------------------- GC
 
-    def _gc_node(self, key: int) -> None:
-        """Rewrite node ``key`` without its tombstones once they reach ``gc_ratio`` of its
-        entries, then glue it to a neighbour when the two fit in one node."""
+    def _gc_node(self, key: int, closing: bool = False) -> None:
+        """Compact node ``key`` (see "Node compaction") once its tombstones reach
+        ``gc_ratio`` of its entries, unless it is the open tail (``closing``: it is the
+        last node but XADD is closing it)."""
         ratio = self.gc_ratio
         rax = self._rax
         lp = rax.get(key)
         if ratio <= 0 or lp is None:
             return
         count, deleted = node_counts(lp)
-        if not deleted or deleted < ratio * (count + deleted):
+        # At most two tombstones (the edges) are kept, so fewer than three frees nothing.
+        if deleted < 3 or deleted < ratio * (count + deleted):
+            return
+        if not closing and rax.last_key() == key:
+            return
+        _c, _d, nf, fields, _p = _master(lp)
+        entries, kept_dead, dropped, dropped_bytes = _compact_entries(key, lp, nf)
+        if not dropped:
             return
         self._touch(key)
         _nc_drop(lp)
-        before = len(lp)
-        GCStats.runs += 1
-        if count == 0:
-            rax.remove(key)
-            GCStats.reclaimed_bytes += before
-            return
-        _c, _d, nf, fields, _p = _master(lp)
-        new = _build_node(fields, _entry_bytes(key, lp, nf))
+        new = _build_node(fields, entries, count, kept_dead)
         rax.insert(key, new)
-        GCStats.reclaimed_bytes += before - len(new)
-        self._merge_around(key)
-
-    def _fits(self, entries: int, nbytes: int) -> bool:
-        """Whether one node may hold this much (the limits XADD applies)."""
-        mb = self.node_max_bytes
-        if mb <= 0 or mb > STREAM_LISTPACK_MAX_SIZE:
-            mb = STREAM_LISTPACK_MAX_SIZE
-        me = self.node_max_entries
-        return (me <= 0 or entries <= me) and nbytes < mb
-
-    def _merge_around(self, key: int) -> None:
-        """Glue node ``key`` to its previous and then its next neighbour where they fit."""
-        rax = self._rax
-        lp = rax[key]
-        count, deleted = node_counts(lp)
-        prev = rax.seek_lt(key)
-        if prev is not None:
-            pc, pd = node_counts(prev[1])
-            if self._fits(pc + count, len(prev[1]) + len(lp)):
-                key = self._merge(prev[0], prev[1], key, lp)
-                lp = rax[key]
-                count, deleted = node_counts(lp)
-        nxt = rax.seek_gt(key)
-        if nxt is not None:
-            nc, nd = node_counts(nxt[1])
-            if self._fits(count + deleted + nc, len(lp) + len(nxt[1])):
-                self._merge(key, lp, nxt[0], nxt[1])
-
-    def _merge(self, ak: int, alp: bytes | bytearray, bk: int, blp: bytes | bytearray) -> int:
-        """Replace nodes ``ak`` < ``bk`` by one node under ``ak`` holding the live entries of
-        both (``bk``'s re-encoded against ``ak``'s master); returns ``ak``."""
-        rax = self._rax
-        self._touch(ak)
-        self._touch(bk)
-        _nc_drop(alp)
-        _nc_drop(blp)
-        _c, _d, nf, fields, _p = _master(alp)
-        entries = _entry_bytes(ak, alp, nf)
-        live: list[tuple[int, list[bytes]]] = []
-        _fwd_node(bk, blp, 0, ID_MAX, 0, False, live)
-        for sid, fv in live:
-            entries.append(_encode_entry(ak, fields, sid, fv))
-        new = _build_node(fields, entries)
-        rax.remove(bk)
-        rax.insert(ak, new)
-        GCStats.merges += 1
-        GCStats.reclaimed_bytes += len(alp) + len(blp) - len(new)
-        return ak
+        ghost = self._ghost
+        if ghost is None:
+            ghost = self._ghost = {}
+        # Adding packed (bytes, entries) pairs adds both (a node holds < 2**32 entries).
+        ghost[key] = ghost.get(key, 0) + (dropped_bytes << 32 | dropped)
+        GCStats.runs += 1
+        GCStats.reclaimed_bytes += len(lp) - len(new)
 
     def gc(self) -> None:
-        """Collect every node past the ratio (tests and tools; deletions do it as they go)."""
+        """Compact every node past the ratio (tests and tools; deletions do it as they go)."""
         for key in list(self._rax.keys()):
             if key in self._rax:
                 self._gc_node(key)
@@ -2389,6 +2385,8 @@ class Stream:
             if remove_node:
                 self._touch(key)
                 _nc_drop(lp)
+                if self._ghost:
+                    self._ghost.pop(key, None)
                 if delref:
                     for e in _walk(key, lp):
                         if not e.flags & FLAG_DELETED:
@@ -2451,6 +2449,8 @@ class Stream:
         should check the payload with :func:`validate_node` first."""
         self._touch(master_id)
         _nc_drop(self._rax.get(master_id))
+        if self._ghost:
+            self._ghost.pop(master_id, None)
         self._rax.insert(master_id, bytes(lp))
         self._t_lp = None
 
@@ -2861,6 +2861,8 @@ class Stream:
         s.entries_added = self.entries_added
         for key, lp in self._rax.items():
             s._rax.insert(key, bytes(lp))
+        if self._ghost:
+            s._ghost = dict(self._ghost)
         if self._cgroups:
             s._cgroups = {name: g.copy() for name, g in self._cgroups.items()}
         if self.idmp is not None:
@@ -2888,6 +2890,8 @@ class Stream:
             else:
                 size += (lpsize // taken) * (n - 1)
                 size += sys.getsizeof(rax.last()[1])  # type: ignore[index]
+        if self._ghost:
+            size += sys.getsizeof(self._ghost) + len(self._ghost) * _SIZEOF_GHOST
         if self._cgroups:
             size += sys.getsizeof(self._cgroups)
             per_pel_entry = _SIZEOF_INT128 + 16

@@ -149,7 +149,6 @@ def _memory(c: Client) -> list[tuple[str, object]]:
         ("mem_replication_backlog", 0),
         # rill: what stream-node garbage collection gave back (listpack bytes).
         ("stream_gc_runs", GCStats.runs),
-        ("stream_gc_merges", GCStats.merges),
         ("stream_gc_reclaimed_bytes", GCStats.reclaimed_bytes),
         ("mem_clients_slaves", 0),
         ("mem_clients_normal", 0),

@@ -331,12 +331,13 @@ def test_gc_reclaims_memory_and_keeps_replies(r):
     assert r.xrevrange("a", count=7) == r.xrevrange("b", count=7)
     da = fields(rawcmd(r, "xinfo", "STREAM", "a"))[1]
     db = fields(rawcmd(r, "xinfo", "STREAM", "b"))[1]
-    for f in (b"length", b"last-generated-id", b"max-deleted-entry-id", b"entries-added",
-              b"recorded-first-entry-id", b"first-entry", b"last-entry"):
-        assert da[f] == db[f]
-    assert da[b"radix-tree-keys"] < db[b"radix-tree-keys"] / 3
+    # GC compacts nodes in place (issue 20): XINFO, radix-tree counters included, is the
+    # same as without it, i.e. as Redis's.
+    assert da == db
     ma = r.memory_usage("a", samples=0)
     mb = r.memory_usage("b", samples=0)
-    assert ma < mb / 3
+    # Every node stays (and the open tail keeps its tombstones), so 20 small nodes keep their
+    # fixed costs: well under half here; issue 8's target against Redis is a bench row.
+    assert ma < mb / 2
     info = r.info("memory")
     assert info["stream_gc_reclaimed_bytes"] > 0

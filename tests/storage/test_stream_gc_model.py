@@ -141,7 +141,8 @@ def test_random_sequences_agree_with_model_gc_on_and_off(n, seq, same_fields):
     a, b = streams
     assert (a.first_id, a.last_id, a.max_deleted_entry_id, a.entries_added) == (
         b.first_id, b.last_id, b.max_deleted_entry_id, b.entries_added)
-    assert b.node_count() <= a.node_count()
+    # Compaction never moves node boundaries (XINFO and ``~`` trims see Redis's layout).
+    assert [k for k, _ in a.nodes()] == [k for k, _ in b.nodes()]
 
 
 def test_gc_after_random_90_percent_deletion_is_much_smaller():
