@@ -24,7 +24,7 @@ import time
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Collection, Iterable
-from itertools import compress
+from itertools import chain, compress
 from operator import neg
 from typing import Any
 
@@ -153,7 +153,9 @@ class ScanLog:
         self.keys: list[bytes] = list(live)  # the main run, numbered upwards
         base = _next_base
         _next_base = base + len(self.keys) + 1
-        self.seqs = array("q", range(base, base + len(self.keys)))
+        # A range until the first compaction: an array filled from a range would cost
+        # a Python int per key, ten times what copying the keys costs.
+        self.seqs: range | array = range(base, base + len(self.keys))
         # Keys new since the main run was made, newest last; they come first in the
         # walk, newest first. front_neg holds minus their numbers (ascending, for bisect).
         self.front: list[bytes] = []
@@ -187,7 +189,7 @@ class ScanLog:
         """Drop dead slots and fold the front into the main run; every surviving
         slot keeps its number, so no cursor needs translating."""
         keys = self.front[::-1] + self.keys
-        seqs = array("q", map(neg, reversed(self.front_neg))) + self.seqs
+        seqs = chain(map(neg, reversed(self.front_neg)), self.seqs)
         keep = list(map(live.__contains__, keys))
         self.keys = list(compress(keys, keep))
         self.seqs = array("q", compress(seqs, keep))
