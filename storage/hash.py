@@ -80,16 +80,16 @@ class HashValue(dict):
         if self.listpack:
             if len(self) > max_listpack_entries:
                 self.listpack = False
-        elif self.scan_log is not None:
-            self.scan_log.added(field)
+        elif self.scan_log is not None and self.scan_log.added(field):
+            self.scan_log = None
         return 1
 
     def delete_field(self, field: bytes) -> bool:
         """Remove ``field``; whether it was there."""
         if self.pop(field, None) is None:
             return False
-        if self.scan_log is not None:
-            self.scan_log.removed(field, self)
+        if self.scan_log is not None and self.scan_log.removed(field, self):
+            self.scan_log = None
         return True
 
     def put_checked(self, field: bytes, value: bytes) -> int:

@@ -132,21 +132,27 @@ class ScanLog:
 
     The log lives only while it is needed: the owner builds it for the first page
     (or RANDOMKEY's sample) and drops it when an iteration ends and no other is open
-    (``open`` counts iterations begun at cursor 0 and not finished; an abandoned one
-    keeps the log until the data is flushed). Without a log a write costs one
-    ``is None`` test. A cursor that outlives its log resumes a new one from its start:
-    keys present all along are still all returned, some a second time. That needs the
-    open count to be wrong (an iteration resumed from a made-up cursor finished) or
-    the data flushed or reloaded.
+    (``open`` counts iterations begun at cursor 0 and not finished). Without a log a
+    write costs one ``is None`` test. An iteration left unfinished (a client that
+    broke out of its loop, or went away) would keep the log, and the cost, for good;
+    so the owner also drops it after a long stretch of writes without a page: four
+    times the log's size, at least IDLE_MIN (``added`` and ``removed`` say when).
+
+    A cursor that outlives its log resumes a new one from its start: keys present all
+    along are still all returned, some a second time. That takes an iteration idle
+    for that stretch of writes, an open count gone wrong (an iteration resumed from a
+    made-up cursor finished), or the data flushed or reloaded.
 
     The owner reports every new key (``added``) and every removed one (``removed``);
     ``page`` repairs the log if a write went around it (the live count disagrees).
     """
 
-    __slots__ = ("keys", "seqs", "front", "front_neg", "low", "dead", "open")
+    __slots__ = ("keys", "seqs", "front", "front_neg", "low", "dead", "open", "budget")
 
     # Compaction waits for this many dead slots, so a small log isn't rebuilt per delete.
     COMPACT_MIN = 1024
+    # The least number of writes without a page before the log is given up.
+    IDLE_MIN = 4096
 
     def __init__(self, live: Iterable[bytes]) -> None:
         global _next_base
@@ -163,27 +169,36 @@ class ScanLog:
         self.low = base  # the lowest number given out; the next front slot gets one less
         self.dead: set[bytes] = set()
         self.open = 0
+        self.budget = max(4 * len(self.keys), self.IDLE_MIN)  # writes left before giving up
 
     def __len__(self) -> int:
         return len(self.keys) + len(self.front)
 
-    def added(self, key: bytes) -> None:
-        """``key`` is new in the live collection."""
+    def added(self, key: bytes) -> bool:
+        """``key`` is new in the live collection; True: drop the log (long idle)."""
+        self.budget -= 1
+        if self.budget < 0:
+            return True
         dead = self.dead
         if key in dead:
             dead.remove(key)  # back in its own slot
-            return
+            return False
         low = self.low - 1
         self.low = low
         self.front.append(key)
         self.front_neg.append(-low)
+        return False
 
-    def removed(self, key: bytes, live: Collection[bytes]) -> None:
-        """``key`` left the live collection."""
+    def removed(self, key: bytes, live: Collection[bytes]) -> bool:
+        """``key`` left the live collection; True: drop the log (long idle)."""
+        self.budget -= 1
+        if self.budget < 0:
+            return True
         dead = self.dead
         dead.add(key)
         if len(dead) > self.COMPACT_MIN and 2 * len(dead) > len(self.keys) + len(self.front):
             self.compact(live)
+        return False
 
     def compact(self, live: Collection[bytes]) -> None:
         """Drop dead slots and fold the front into the main run; every surviving
@@ -243,6 +258,8 @@ class ScanLog:
         if len(self.keys) + len(self.front) - len(self.dead) != len(live):
             self.compact(live)
         nf = len(self.front)
+        total = nf + len(self.keys)
+        self.budget = max(4 * total, self.IDLE_MIN)
         if cursor == 0:
             self.open += 1
             pos = 0
@@ -251,7 +268,6 @@ class ScanLog:
             in_front = bisect_right(self.front_neg, -cursor)
             pos = nf - in_front if in_front else nf + bisect_left(self.seqs, cursor)
         count = max(count, 1)
-        total = nf + len(self.keys)
         limit = min(total, pos + count * 10)
         found: list[bytes] = []
         want = count
@@ -429,8 +445,8 @@ class Database:
         data = self.data
         if key not in data:
             data[key] = value
-            if self.scan_log is not None:
-                self.scan_log.added(key)
+            if self.scan_log is not None and self.scan_log.added(key):
+                self.scan_log = None
             self._stamp_new(key)
             if self.keyspace.on_new is not None:
                 self.keyspace.on_new(self, key)
@@ -445,8 +461,8 @@ class Database:
         """Remove ``key``; whether it existed."""
         if self.data.pop(key, None) is None:
             return False
-        if self.scan_log is not None:
-            self.scan_log.removed(key, self.data)
+        if self.scan_log is not None and self.scan_log.removed(key, self.data):
+            self.scan_log = None
         self.access.pop(key, None)
         if self.expires:
             self.expires.pop(key, None)
@@ -472,7 +488,8 @@ class Database:
 
     def _expire(self, key: bytes) -> None:
         if self.data.pop(key, None) is not None and self.scan_log is not None:
-            self.scan_log.removed(key, self.data)
+            if self.scan_log.removed(key, self.data):
+                self.scan_log = None
         self.access.pop(key, None)
         self.expires.pop(key, None)
         self.keyspace.expired_keys += 1

@@ -85,15 +85,15 @@ class SetValue(set):
         if self.intset:
             if len(self) > max_intset_entries or not is_int(member):
                 self.intset = False
-        elif self.scan_log is not None:
-            self.scan_log.added(member)
+        elif self.scan_log is not None and self.scan_log.added(member):
+            self.scan_log = None
         return 1
 
     def discard_member(self, member: bytes) -> None:
         """Remove ``member``, which must be present."""
         self.discard(member)
-        if self.scan_log is not None:
-            self.scan_log.removed(member, self)
+        if self.scan_log is not None and self.scan_log.removed(member, self):
+            self.scan_log = None
 
     def discard_members(self, members: Iterable[bytes]) -> None:
         """Remove ``members``, each present once."""
@@ -101,7 +101,9 @@ class SetValue(set):
         log = self.scan_log
         if log is not None:
             for m in members:
-                log.removed(m, self)
+                if log.removed(m, self):
+                    self.scan_log = None
+                    break
 
     def ordered(self) -> list[bytes]:
         """Members in Redis's iteration order: ascending values for an intset."""

@@ -129,8 +129,8 @@ class SortedSet:
                 score = 0.0  # the listpack keeps -0 as the integer 0
             d[member] = score
             self._insert((score, member))
-            if self._scan is not None:
-                self._scan.added(member)
+            if self._scan is not None and self._scan.added(member):
+                self._scan = None
         elif old != score:
             if score == 0 and self.listpack:
                 score = 0.0
@@ -143,8 +143,8 @@ class SortedSet:
         if old is None:
             return False
         self._remove((old, member))
-        if self._scan is not None:
-            self._scan.removed(member, self.dict)
+        if self._scan is not None and self._scan.removed(member, self.dict):
+            self._scan = None
         return True
 
     def pop(self, count: int, from_max: bool) -> list[tuple[bytes, float]]:
@@ -179,8 +179,8 @@ class SortedSet:
             if self._fen is not None:
                 self._fen_add(i, -1)
         del self.dict[item[1]]
-        if self._scan is not None:
-            self._scan.removed(item[1], self.dict)
+        if self._scan is not None and self._scan.removed(item[1], self.dict):
+            self._scan = None
         return item
 
     def remove_rank_range(self, start: int, stop: int) -> int:
@@ -346,9 +346,12 @@ class SortedSet:
         d = self.dict
         for _s, m in items:
             del d[m]
-        if self._scan is not None:
+        log = self._scan
+        if log is not None:
             for _s, m in items:
-                self._scan.removed(m, d)
+                if log.removed(m, d):
+                    self._scan = None
+                    break
         if not d:
             self._lists = []
             self._maxes = []

@@ -412,13 +412,17 @@ def test_hscan_after_churn_returns_each_field_once(r):
     r.hset("h", mapping={f"f{i}": "v" for i in range(600)})
     assert len(dict(r.hscan_iter("h", count=50))) == 600
     cursor, returned = r.hscan("h", 0, count=1)  # and one iteration left open
+    returned = dict(returned)
     pipe = r.pipeline(transaction=False)
     for i in range(20_000):
         pipe.hset("h", f"k{i % 3}", "v")
         pipe.hdel("h", f"k{(i + 1) % 3}")
         if i % 1000 == 999:
             pipe.execute()
+            cursor, page = r.hscan("h", cursor, count=1)  # the open iteration goes on
+            returned.update(page)
     pipe.execute()
+    assert cursor != 0
     raw = _raw_reply(r, "HSCAN", "h", "0", "COUNT", "10000000")
     assert raw[0] == b"0" and len(raw[1]) == 2 * r.hlen("h") == 2 * 602
     assert set(raw[1][0::2]) == set(r.hkeys("h"))

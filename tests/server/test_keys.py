@@ -363,14 +363,18 @@ def test_scan_guarantees_over_the_wire(r, script, count):
     assert set(returned) <= ever
 
 
-def _churn(client, rounds: int, add, remove) -> None:
-    """rounds of add(i % 3); remove((i + 1) % 3), pipelined."""
+def _churn(client, rounds: int, add, remove, between=None) -> None:
+    """rounds of add(i % 3); remove((i + 1) % 3), pipelined; ``between()`` after every
+    1000 rounds (a page of an open iteration: one idle for a long stretch of writes
+    may restart, and return keys twice)."""
     pipe = client.pipeline(transaction=False)
     for i in range(rounds):
         add(pipe, i % 3)
         remove(pipe, (i + 1) % 3)
         if i % 1000 == 999:
             pipe.execute()
+            if between is not None:
+                between()
     pipe.execute()
 
 
@@ -385,8 +389,15 @@ def test_churned_keys_are_returned_once(r):
     assert cursor == 0 and len(keys) == r.dbsize() == 102
     assert sorted(keys) == sorted(r.keys())
     # the same with an iteration open across the churn
-    cursor, returned = r.scan(0, count=1)
-    _churn(r, 20_000, set_k, del_k)
+    walk = dict(zip(("cursor", "returned"), r.scan(0, count=1), strict=True))
+
+    def page() -> None:
+        walk["cursor"], keys = r.scan(walk["cursor"], count=1)
+        walk["returned"] += keys
+
+    _churn(r, 20_000, set_k, del_k, page)
+    cursor, returned = walk["cursor"], walk["returned"]
+    assert cursor != 0
     cursor2, keys = r.scan(0, count=10_000_000)
     assert cursor2 == 0 and len(keys) == r.dbsize() == 102
     assert sorted(keys) == sorted(r.keys())

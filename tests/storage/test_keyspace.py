@@ -207,6 +207,27 @@ def test_log_lives_while_any_iteration_is_open():
     assert db.scan_log is None
 
 
+def test_an_abandoned_iteration_does_not_keep_the_log():
+    """A client that breaks out of its SCAN loop never finishes its iteration; after a
+    long stretch of writes without a page the log goes, and writes stop paying for it.
+    Resuming that iteration after all still returns every key (some a second time)."""
+    _, db, _ = make_db()
+    stable = {b"s%d" % i for i in range(100)}
+    for k in stable:
+        db.set(k, b"v")
+    cursor, returned = db.scan(0, 10)
+    assert db.scan_log is not None and cursor
+    for i in range(ScanLog.IDLE_MIN):  # two writes each
+        db.set(b"tmp:%d" % i, b"v")
+        db.delete(b"tmp:%d" % i)
+    assert db.scan_log is None
+    while cursor:
+        cursor, keys = db.scan(cursor, 10)
+        returned += keys
+    assert set(returned) == stable
+    assert db.scan_log is None
+
+
 def test_churned_keys_are_returned_once_and_the_log_stays_flat():
     """Issue 20, finding 4: 200k rounds of SET k<i%3>; DEL k<(i+1)%3> left 350 "keys" to
     SCAN in a database of 2. Here 20k rounds run while an iteration is open."""
