@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from .keyspace import ScanOrder
+from .keyspace import ScanLog, scan_step
 from .list import _jemalloc_size, lp_entry_size
 
 max_listpack_entries = 512
@@ -42,19 +42,19 @@ _SDS_HDR = 3  # sdshdr8 plus the terminating NUL
 class HashValue(dict):
     """A Redis hash. ``listpack`` is True while Redis would keep it compact.
 
-    ``scan`` is created by the first HSCAN of a hashtable-encoded hash and
-    from then on logs new fields, so a cursor stays valid while fields come
-    and go (see ``storage.keyspace.ScanOrder``).
+    ``scan_log`` exists while an HSCAN iteration of the hashtable encoding is
+    open; fields come and go through ``put``/``delete_field`` so that it hears of
+    them and a cursor stays valid (see ``storage.keyspace.ScanLog``).
     """
 
-    __slots__ = ("listpack", "scan")
+    __slots__ = ("listpack", "scan_log")
 
     type_name = b"hash"
 
     def __init__(self, *args: object) -> None:
         super().__init__(*args)
         self.listpack = True
-        self.scan: ScanOrder | None = None
+        self.scan_log: ScanLog | None = None
 
     def encoding(self) -> bytes:
         return b"listpack" if self.listpack else b"hashtable"
@@ -80,9 +80,17 @@ class HashValue(dict):
         if self.listpack:
             if len(self) > max_listpack_entries:
                 self.listpack = False
-        elif self.scan is not None:
-            self.scan.added(field, self)
+        elif self.scan_log is not None and self.scan_log.added(field):
+            self.scan_log = None
         return 1
+
+    def delete_field(self, field: bytes) -> bool:
+        """Remove ``field``; whether it was there."""
+        if self.pop(field, None) is None:
+            return False
+        if self.scan_log is not None and self.scan_log.removed(field, self):
+            self.scan_log = None
+        return True
 
     def put_checked(self, field: bytes, value: bytes) -> int:
         """hashTypeSet with its own size check (HINCRBY*, whose value is computed)."""
@@ -92,10 +100,8 @@ class HashValue(dict):
 
     def scan_page(self, cursor: int, count: int) -> tuple[int, list[bytes]]:
         """HSCAN over a hashtable-encoded hash: (next cursor, fields)."""
-        if self.scan is None:
-            self.scan = ScanOrder()
-            self.scan.log = list(self)
-        return self.scan.scan(self, cursor, count)
+        self.scan_log, cursor, fields = scan_step(self.scan_log, self, cursor, count)
+        return cursor, fields
 
     def copy(self) -> HashValue:
         h = HashValue(self)

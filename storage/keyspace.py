@@ -5,9 +5,9 @@ hooks (``on_modified`` for WATCH, ``on_expired`` for propagating the DEL of an
 expired key, ``on_new``/``on_miss`` for keyspace events) and drives active
 expiry from its timer.
 
-Writers go through ``set``/``delete``/``set_expire`` so that SCAN's order and
-active expiry's sample stay complete; code that fills ``data`` directly (a bulk
-loader) calls ``reindex()`` afterwards. Expiry follows Redis: a key is expired
+Writers go through ``set``/``delete``/``set_expire`` so that SCAN's log (while
+an iteration is open) and active expiry's sample stay complete; code that fills
+``data`` directly (a bulk loader) calls ``reindex()`` afterwards. Expiry follows Redis: a key is expired
 once ``now > when`` (an expiry equal to now still lives).
 
 Every key also has an access stamp, Redis's per-object ``lru`` field: the LRU
@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import random
 import time
-from bisect import bisect_left
-from collections.abc import Callable
+from array import array
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Collection, Iterable
+from itertools import chain, compress
+from operator import neg
 from typing import Any
 
 from .glob import compile_glob
@@ -91,82 +94,210 @@ def lfu_incremented(counter: int, log_factor: int) -> int:
     return counter
 
 
-class ScanOrder:
-    """A cursor-stable order over the keys of a dict, for SCAN's guarantees.
+# Where the numbering of a new log's first slots starts. Each log numbers its first slots
+# above every number an earlier log handed out, so a cursor that outlives its log (the
+# log was dropped, or the data reloaded) lies before all of a new log's first slots:
+# resuming from it walks the whole new log and misses nothing. New keys are numbered
+# downwards from a log's lowest number; 2**56 leaves room for 7e16 of them.
+_next_base = 1 << 56
 
-    Keys are appended to a log when created; deletion leaves the entry behind
-    until the log is compacted. A cursor is a position in the log (plus the
-    compaction epoch it was issued in), so an element present for the whole
-    iteration is returned, and one that comes and goes may be returned or not,
-    as Redis promises. Compaction keeps the log within about twice the live size
-    and remembers how to translate positions issued before it.
+
+class ScanLog:
+    """The order SCAN, SSCAN, HSCAN and ZSCAN walk while an iteration is open.
+
+    Why this shape. Redis walks its own hash table with a reverse-binary cursor. A
+    Python dict's table can't be walked, and any order fixed by the keys themselves
+    (by hash) costs a pass of Python code over every key before the first page, about
+    half a second per million keys, or a sorted index kept on every write. A dict does
+    keep insertion order, and ``list(live)`` copies it in C in milliseconds, so the
+    log starts from that and keeps these rules:
+
+    - Every key has one slot, numbered; the numbers increase along the walk, and a
+      cursor is the number of the next slot to visit. Numbers never change, so a
+      cursor stays valid whatever happens to the slots around it.
+    - A deleted key's slot stays, marked in ``dead``; if the key comes back while the
+      slot is there it takes the slot again. (The log this replaces appended a second
+      slot instead, so a churned key was returned once per round: 350 "keys" from a
+      database of 2.)
+    - A key that is new to the log goes to the *front*, numbered below every slot,
+      where no open iteration will look again (each has passed the front already).
+      An iteration therefore visits only slots that existed when it began: it ends
+      even while keys keep coming and going, and a key whose dead slot was compacted
+      away and which then comes back can't be met a second time.
+    - Dead slots are compacted away once they are more than half of the log, so it
+      stays under about twice the live size however much churn there is.
+
+    So a full iteration returns every key present all along exactly once, and any
+    other key at most once.
+
+    The log lives only while it is needed: the owner builds it for the first page
+    (or RANDOMKEY's sample) and drops it when an iteration ends and no other is open
+    (``open`` counts iterations begun at cursor 0 and not finished). Without a log a
+    write costs one ``is None`` test. An iteration left unfinished (a client that
+    broke out of its loop, or went away) would keep the log, and the cost, for good;
+    so the owner also drops it after a long stretch of writes without a page: four
+    times the log's size, at least IDLE_MIN (``added`` and ``removed`` say when).
+
+    A cursor that outlives its log resumes a new one from its start: keys present all
+    along are still all returned, some a second time. That takes an iteration idle
+    for that stretch of writes, an open count gone wrong (an iteration resumed from a
+    made-up cursor finished), or the data flushed or reloaded.
+
+    The owner reports every new key (``added``) and every removed one (``removed``);
+    ``page`` repairs the log if a write went around it (the live count disagrees).
     """
 
-    __slots__ = ("log", "epoch", "_prev_live")
+    __slots__ = ("keys", "seqs", "front", "front_neg", "low", "dead", "open", "budget")
 
-    EPOCH_BITS = 8
+    # Compaction waits for this many dead slots, so a small log isn't rebuilt per delete.
+    COMPACT_MIN = 1024
+    # The least number of writes without a page before the log is given up.
+    IDLE_MIN = 4096
 
-    def __init__(self) -> None:
-        self.log: list[bytes] = []
-        self.epoch = 0
-        self._prev_live: list[int] | None = None  # live positions in the previous log
+    def __init__(self, live: Iterable[bytes]) -> None:
+        global _next_base
+        self.keys: list[bytes] = list(live)  # the main run, numbered upwards
+        base = _next_base
+        _next_base = base + len(self.keys) + 1
+        # A range until the first compaction: an array filled from a range would cost
+        # a Python int per key, ten times what copying the keys costs.
+        self.seqs: range | array = range(base, base + len(self.keys))
+        # Keys new since the main run was made, newest last; they come first in the
+        # walk, newest first. front_neg holds minus their numbers (ascending, for bisect).
+        self.front: list[bytes] = []
+        self.front_neg = array("q")
+        self.low = base  # the lowest number given out; the next front slot gets one less
+        self.dead: set[bytes] = set()
+        self.open = 0
+        self.budget = max(4 * len(self.keys), self.IDLE_MIN)  # writes left before giving up
 
-    def added(self, key: bytes, live: dict) -> None:
-        log = self.log
-        log.append(key)
-        if len(log) > 1024 and len(log) > 2 * len(live):
-            self._compact(live)
+    def __len__(self) -> int:
+        return len(self.keys) + len(self.front)
 
-    def clear(self) -> None:
-        self.log = []
-        self.epoch += 1
-        self._prev_live = []
+    def added(self, key: bytes) -> bool:
+        """``key`` is new in the live collection; True: drop the log (long idle)."""
+        self.budget -= 1
+        if self.budget < 0:
+            return True
+        dead = self.dead
+        if key in dead:
+            dead.remove(key)  # back in its own slot
+            return False
+        low = self.low - 1
+        self.low = low
+        self.front.append(key)
+        self.front_neg.append(-low)
+        return False
 
-    def _compact(self, live: dict) -> None:
+    def removed(self, key: bytes, live: Collection[bytes]) -> bool:
+        """``key`` left the live collection; True: drop the log (long idle)."""
+        self.budget -= 1
+        if self.budget < 0:
+            return True
+        dead = self.dead
+        dead.add(key)
+        if len(dead) > self.COMPACT_MIN and 2 * len(dead) > len(self.keys) + len(self.front):
+            self.compact(live)
+        return False
+
+    def compact(self, live: Collection[bytes]) -> None:
+        """Drop dead slots and fold the front into the main run; every surviving
+        slot keeps its number, so no cursor needs translating."""
+        keys = self.front[::-1] + self.keys
+        seqs = chain(map(neg, reversed(self.front_neg)), self.seqs)
+        keep = list(map(live.__contains__, keys))
+        self.keys = list(compress(keys, keep))
+        self.seqs = array("q", compress(seqs, keep))
+        self.front = []
+        self.front_neg = array("q")
+        self.dead = set()
+        if len(self.keys) != len(live):
+            self._repair(live)
+
+    def _repair(self, live: Collection[bytes]) -> None:
+        """A write went around the log: keep each key's first slot, put missing keys
+        in the front."""
         seen: set[bytes] = set()
-        positions: list[int] = []
-        new_log: list[bytes] = []
-        for i, key in enumerate(self.log):
-            if key in live and key not in seen:
+        keys: list[bytes] = []
+        seqs = array("q")
+        for key, seq in zip(self.keys, self.seqs, strict=True):
+            if key not in seen:
                 seen.add(key)
-                positions.append(i)
-                new_log.append(key)
-        self.log = new_log
-        self._prev_live = positions
-        self.epoch += 1
+                keys.append(key)
+                seqs.append(seq)
+        self.keys, self.seqs = keys, seqs
+        for key in live:
+            if key not in seen:
+                self.added(key)
 
-    def _position(self, cursor: int) -> int:
-        mask = (1 << self.EPOCH_BITS) - 1
-        epoch, index = cursor & mask, cursor >> self.EPOCH_BITS
-        if epoch == self.epoch & mask:
-            return index
-        if epoch == (self.epoch - 1) & mask and self._prev_live is not None:
-            return bisect_left(self._prev_live, index)
-        return 0  # too old to translate: restarting may repeat keys but never misses one
+    def sample(self) -> bytes:
+        """A slot's key, uniformly (it may be dead)."""
+        front = self.front
+        i = random.randrange(len(front) + len(self.keys))
+        return front[i] if i < len(front) else self.keys[i - len(front)]
 
-    def scan(self, live: dict, cursor: int, count: int) -> tuple[int, list[bytes]]:
+    def _slots(self, a: int, b: int) -> list[bytes]:
+        """The keys of walk positions [a, b): the front newest first, then the main run."""
+        nf = len(self.front)
+        if a >= nf:
+            return self.keys[a - nf : b - nf]
+        stop = nf - 1 - b
+        part = self.front[nf - 1 - a : stop if stop >= 0 else None : -1]
+        if b > nf:
+            part += self.keys[: b - nf]
+        return part
+
+    def page(self, live: Collection[bytes], cursor: int, count: int) -> tuple[int, list[bytes]]:
         """Collect about ``count`` live keys from ``cursor``; return (next cursor, keys).
 
-        Like Redis's dictScan loop: stop once ``count`` keys were gathered or
-        ten times as many positions were visited (a log full of deleted keys
-        must not make one call slow); filtering happens afterwards, so a call
-        may return fewer keys than asked, or none, before the end.
+        Like Redis's dictScan loop: stop once ``count`` keys were gathered or ten times
+        as many slots were visited (dead slots must not make one call slow); MATCH and
+        TYPE filter afterwards, so a call may return fewer keys than asked, or none,
+        before the end. Keeps the count of open iterations.
         """
+        if len(self.keys) + len(self.front) - len(self.dead) != len(live):
+            self.compact(live)
+        nf = len(self.front)
+        total = nf + len(self.keys)
+        self.budget = max(4 * total, self.IDLE_MIN)
+        if cursor == 0:
+            self.open += 1
+            pos = 0
+        else:
+            # walk position of the first slot numbered >= cursor
+            in_front = bisect_right(self.front_neg, -cursor)
+            pos = nf - in_front if in_front else nf + bisect_left(self.seqs, cursor)
         count = max(count, 1)
-        pos = self._position(cursor)
-        log = self.log
-        n = len(log)
-        keys: list[bytes] = []
-        limit = min(n, pos + count * 10)
-        step = count
-        while pos < limit and len(keys) < count:
-            end = min(pos + step, limit)
-            keys.extend(k for k in log[pos:end] if k in live)
+        limit = min(total, pos + count * 10)
+        found: list[bytes] = []
+        want = count
+        while pos < limit and want > 0:
+            end = min(pos + want, limit)
+            found.extend(filter(live.__contains__, self._slots(pos, end)))
             pos = end
-            step = count - len(keys)
-        if pos >= n:
-            return 0, keys
-        return (pos << self.EPOCH_BITS) | (self.epoch & ((1 << self.EPOCH_BITS) - 1)), keys
+            want = count - len(found)
+        if pos >= total:
+            self.open -= 1
+            return 0, found
+        return (-self.front_neg[nf - 1 - pos] if pos < nf else self.seqs[pos - nf]), found
+
+
+def scan_step(log: ScanLog | None, live: Collection[bytes], cursor: int,
+              count: int) -> tuple[ScanLog | None, int, list[bytes]]:
+    """One SCAN-family call over ``live``: (the log to keep, next cursor, keys).
+
+    Builds the log when there is none (a non-zero cursor then counts as an iteration
+    in flight) and gives back None once the last open iteration has finished, so that
+    writes stop paying for a scan nobody runs.
+    """
+    if log is None:
+        log = ScanLog(live)
+        if cursor:
+            log.open = 1
+    cursor, keys = log.page(live, cursor, count)
+    if cursor == 0 and log.open <= 0:
+        return None, 0, keys
+    return log, cursor, keys
 
 
 class WatchAll(dict):
@@ -191,7 +322,7 @@ class WatchAll(dict):
 class Database:
     """One numbered database: a dict of keys and a dict of expiry times (ms)."""
 
-    __slots__ = ("id", "data", "expires", "watched", "scan_order", "keyspace", "volatile_log",
+    __slots__ = ("id", "data", "expires", "watched", "scan_log", "keyspace", "volatile_log",
                  "access", "access_base", "clock", "lfu", "avg_ttl")
 
     def __init__(self, db_id: int, keyspace: Keyspace) -> None:
@@ -201,7 +332,8 @@ class Database:
         # key -> watchers; maintained by the server's WATCH implementation (a
         # WatchAll while the keyspace signals every modification).
         self.watched: dict[bytes, list] = WatchAll() if keyspace.signal_all else {}
-        self.scan_order = ScanOrder()
+        # SCAN's order while an iteration is open (and RANDOMKEY's sample); None otherwise.
+        self.scan_log: ScanLog | None = None
         self.keyspace = keyspace
         # Keys that were given a TTL, in order, for O(1) random sampling by
         # active expiry; entries go stale when the TTL goes and are compacted.
@@ -312,8 +444,9 @@ class Database:
         """Store ``value`` under ``key``; any TTL is dropped unless ``keep_ttl``."""
         data = self.data
         if key not in data:
-            self.scan_order.added(key, data)
             data[key] = value
+            if self.scan_log is not None and self.scan_log.added(key):
+                self.scan_log = None
             self._stamp_new(key)
             if self.keyspace.on_new is not None:
                 self.keyspace.on_new(self, key)
@@ -328,6 +461,8 @@ class Database:
         """Remove ``key``; whether it existed."""
         if self.data.pop(key, None) is None:
             return False
+        if self.scan_log is not None and self.scan_log.removed(key, self.data):
+            self.scan_log = None
         self.access.pop(key, None)
         if self.expires:
             self.expires.pop(key, None)
@@ -352,7 +487,9 @@ class Database:
             self.keyspace.on_modified(self, key)
 
     def _expire(self, key: bytes) -> None:
-        self.data.pop(key, None)
+        if self.data.pop(key, None) is not None and self.scan_log is not None:
+            if self.scan_log.removed(key, self.data):
+                self.scan_log = None
         self.access.pop(key, None)
         self.expires.pop(key, None)
         self.keyspace.expired_keys += 1
@@ -363,7 +500,7 @@ class Database:
         self.access.clear()
         self.access_base = self.clock
         self.expires.clear()
-        self.scan_order.clear()
+        self.scan_log = None
         self.volatile_log = []
         self.avg_ttl = 0
 
@@ -396,14 +533,18 @@ class Database:
         data = self.data
         if len(data) < 64:
             return random.choice(list(data))
-        log = self.scan_order.log
+        # A dict can't be indexed, so sample SCAN's log (built here if no scan is open;
+        # at most half of it is dead slots, and each key has one slot, so it's uniform).
+        log = self.scan_log
+        if log is None:
+            log = self.scan_log = ScanLog(data)
+        elif len(log) - len(log.dead) != len(data):
+            log.compact(data)
         for _ in range(64):
-            key = log[random.randrange(len(log))]
+            key = log.sample()
             if key in data:
                 return key
-        # The log is mostly stale (or was bypassed): fall back to the dict.
-        self.reindex()
-        return random.choice(self.scan_order.log)
+        return random.choice(list(data))  # a log that writes went around
 
     def keys(self, pattern: bytes) -> list[bytes]:
         """KEYS: live keys matching ``pattern`` (expired ones are skipped, not deleted).
@@ -423,12 +564,14 @@ class Database:
         return [k for k in self.data if match(k) and ((w := expires.get(k)) is None or w >= now)]
 
     def reindex(self) -> None:
-        """Rebuild SCAN's order from the dict, for code that filled ``data`` directly."""
-        self.scan_order.clear()
-        self.scan_order.log = list(self.data)
+        """Forget SCAN's log, for code that filled ``data`` directly (the next page
+        builds a new one; a cursor from before restarts it from the head)."""
+        self.scan_log = None
 
     def scan(self, cursor: int, count: int) -> tuple[int, list[bytes]]:
-        return self.scan_order.scan(self.data, cursor, count)
+        """One SCAN page: (next cursor, keys), expired keys included (see ``ScanLog``)."""
+        self.scan_log, cursor, keys = scan_step(self.scan_log, self.data, cursor, count)
+        return cursor, keys
 
     def active_expire(self, budget: int = 16) -> int:
         """Sample keys with a TTL and delete the expired ones; how many were deleted.
@@ -536,7 +679,7 @@ class Keyspace:
         da, db = self.dbs[a], self.dbs[b]
         da.data, db.data = db.data, da.data
         da.expires, db.expires = db.expires, da.expires
-        da.scan_order, db.scan_order = db.scan_order, da.scan_order
+        da.scan_log, db.scan_log = db.scan_log, da.scan_log
         da.volatile_log, db.volatile_log = db.volatile_log, da.volatile_log
         da.access, db.access = db.access, da.access
         da.access_base, db.access_base = db.access_base, da.access_base

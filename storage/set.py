@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Iterator
 
-from .keyspace import ScanOrder
+from .keyspace import ScanLog, scan_step
 from .list import _jemalloc_size
 
 max_intset_entries = 512
@@ -58,16 +58,21 @@ _SDS_HDR = 3
 
 
 class SetValue(set):
-    """A Redis set; ``intset`` is True while Redis would keep it as an intset."""
+    """A Redis set; ``intset`` is True while Redis would keep it as an intset.
 
-    __slots__ = ("intset", "scan")
+    ``scan_log`` exists while an SSCAN iteration of the hashtable encoding is open;
+    members come and go through ``add_member``/``discard_member(s)`` so that it hears
+    of them (see ``storage.keyspace.ScanLog``).
+    """
+
+    __slots__ = ("intset", "scan_log")
 
     type_name = b"set"
 
     def __init__(self, members: Iterable[bytes] = ()) -> None:
         super().__init__(members)
         self.intset = True
-        self.scan: ScanOrder | None = None
+        self.scan_log: ScanLog | None = None
 
     def encoding(self) -> bytes:
         return b"intset" if self.intset else b"hashtable"
@@ -80,9 +85,25 @@ class SetValue(set):
         if self.intset:
             if len(self) > max_intset_entries or not is_int(member):
                 self.intset = False
-        elif self.scan is not None:
-            self.scan.added(member, self)
+        elif self.scan_log is not None and self.scan_log.added(member):
+            self.scan_log = None
         return 1
+
+    def discard_member(self, member: bytes) -> None:
+        """Remove ``member``, which must be present."""
+        self.discard(member)
+        if self.scan_log is not None and self.scan_log.removed(member, self):
+            self.scan_log = None
+
+    def discard_members(self, members: Iterable[bytes]) -> None:
+        """Remove ``members``, each present once."""
+        self.difference_update(members)
+        log = self.scan_log
+        if log is not None:
+            for m in members:
+                if log.removed(m, self):
+                    self.scan_log = None
+                    break
 
     def ordered(self) -> list[bytes]:
         """Members in Redis's iteration order: ascending values for an intset."""
@@ -95,10 +116,8 @@ class SetValue(set):
 
     def scan_page(self, cursor: int, count: int) -> tuple[int, list[bytes]]:
         """SSCAN over a hashtable-encoded set: (next cursor, members)."""
-        if self.scan is None:
-            self.scan = ScanOrder()
-            self.scan.log = list(self)
-        return self.scan.scan(self, cursor, count)  # type: ignore[arg-type]
+        self.scan_log, cursor, members = scan_step(self.scan_log, self, cursor, count)
+        return cursor, members
 
     def copy(self) -> SetValue:
         s = SetValue(self)

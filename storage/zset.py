@@ -22,7 +22,7 @@ from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Iterator
 from operator import itemgetter
 
-from .keyspace import ScanOrder
+from .keyspace import ScanLog, scan_step
 
 LOAD = 512  # target block size; blocks split beyond 2*LOAD and merge below LOAD/4
 
@@ -73,7 +73,9 @@ class SortedSet:
         self._maxes: list[tuple[float, bytes]] = []
         self._fen: list[int] | None = None
         self.listpack = listpack
-        self._scan: ScanOrder | None = None
+        # ZSCAN's log while an iteration of the skiplist encoding is open; every add and
+        # removal below reports to it (see storage.keyspace.ScanLog).
+        self._scan: ScanLog | None = None
 
     # -- size and lookups -------------------------------------------------------
     def __len__(self) -> int:
@@ -104,6 +106,7 @@ class SortedSet:
         if not self.listpack and len(self.dict) <= max_listpack_entries:
             if all(len(m) <= max_listpack_value for m in self.dict):
                 self.listpack = True
+                self._scan = None  # a listpack is scanned whole
                 self._drop_negative_zeros()
 
     def _drop_negative_zeros(self) -> None:
@@ -126,8 +129,8 @@ class SortedSet:
                 score = 0.0  # the listpack keeps -0 as the integer 0
             d[member] = score
             self._insert((score, member))
-            if self._scan is not None:
-                self._scan.added(member, d)
+            if self._scan is not None and self._scan.added(member):
+                self._scan = None
         elif old != score:
             if score == 0 and self.listpack:
                 score = 0.0
@@ -140,6 +143,8 @@ class SortedSet:
         if old is None:
             return False
         self._remove((old, member))
+        if self._scan is not None and self._scan.removed(member, self.dict):
+            self._scan = None
         return True
 
     def pop(self, count: int, from_max: bool) -> list[tuple[bytes, float]]:
@@ -174,6 +179,8 @@ class SortedSet:
             if self._fen is not None:
                 self._fen_add(i, -1)
         del self.dict[item[1]]
+        if self._scan is not None and self._scan.removed(item[1], self.dict):
+            self._scan = None
         return item
 
     def remove_rank_range(self, start: int, stop: int) -> int:
@@ -270,10 +277,8 @@ class SortedSet:
     # -- ZSCAN ---------------------------------------------------------------------------
     def scan(self, cursor: int, count: int) -> tuple[int, list[bytes]]:
         """A cursor-stable walk of the members (skiplist encoding; a listpack is sent whole)."""
-        if self._scan is None:
-            self._scan = ScanOrder()
-            self._scan.log = list(self.dict)
-        return self._scan.scan(self.dict, cursor, count)
+        self._scan, cursor, members = scan_step(self._scan, self.dict, cursor, count)
+        return cursor, members
 
     # -- the ordered index --------------------------------------------------------------
     def _insert(self, item: tuple[float, bytes]) -> None:
@@ -341,6 +346,12 @@ class SortedSet:
         d = self.dict
         for _s, m in items:
             del d[m]
+        log = self._scan
+        if log is not None:
+            for _s, m in items:
+                if log.removed(m, d):
+                    self._scan = None
+                    break
         if not d:
             self._lists = []
             self._maxes = []

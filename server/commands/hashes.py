@@ -171,7 +171,7 @@ def hdel(c: Client, argv: list[bytes]):
     deleted = 0
     removed_key = False
     for field in argv[2:]:
-        if h.pop(field, None) is not None:
+        if h.delete_field(field):
             deleted += 1
             if not h:
                 c.db.delete(key)

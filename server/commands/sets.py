@@ -115,7 +115,7 @@ def srem(c: Client, argv: list[bytes]):
     removed_key = False
     for m in argv[2:]:
         if m in s:
-            s.discard(m)
+            s.discard_member(m)
             deleted += 1
             if not s:
                 c.db.delete(key)
@@ -144,7 +144,7 @@ def smove(c: Client, argv: list[bytes]):
         return int(member in src)
     if member not in src:
         return 0
-    src.discard(member)
+    src.discard_member(member)
     _notify(c, b"srem", src_key)
     _delete_emptied(c, src_key, src)
     if dst is None:
@@ -198,7 +198,7 @@ def spop(c: Client, argv: list[bytes]):
     if s is None:
         return None
     member = s.random_member()
-    s.discard(member)
+    s.discard_member(member)
     _notify(c, b"spop", key)
     c.server.rewrite_propagation([b"SREM", key, member])
     _delete_emptied(c, key, s)
@@ -228,7 +228,7 @@ def _spop_count(c: Client, argv: list[bytes]):
     remaining = size - count
     if remaining * SPOP_MOVE_STRATEGY_MUL > count:
         popped = random.sample(tuple(s), count)
-        s.difference_update(popped)
+        s.discard_members(popped)
     else:
         # Redis draws the members that stay, rebuilds the set from them and
         # replies with the rest in the old set's order.

@@ -25,6 +25,7 @@ from ..blocking import Block, parse_timeout
 from ..client import Client
 from . import keys as _keys
 from .args import NOT_FLOAT, NOT_INT, SYNTAX_ERR, WRONGTYPE, get_positive, parse_mpop, string2ll
+from .hashes import parse_scan_options
 from .keys import parse_cursor
 from .table import command, spec_copy
 
@@ -1076,28 +1077,13 @@ def _randmember_count(c: Client, key: bytes, count: int, withscores: bool):
 
 @command("zscan")
 def zscan(c: Client, argv: list[bytes]):
+    # As Redis: the cursor, then the key (a missing one answers before any option is
+    # read, a wrong type errs), then the options.
     cursor = parse_cursor(argv[2])
-    count = 10
-    pattern = None
-    i = 3
-    n = len(argv)
-    while i < n:
-        opt = argv[i].lower()
-        more = n - i >= 2
-        if opt == b"count" and more:
-            count = _long(argv[i + 1])
-            if count < 1:
-                raise SYNTAX_ERR
-        elif opt == b"match" and more:
-            pattern = argv[i + 1]
-            if pattern == b"*":
-                pattern = None
-        else:
-            raise SYNTAX_ERR
-        i += 2
     zs = _zread(c, argv[1])
     if zs is None:
         return _EMPTY_SCAN
+    count, pattern = parse_scan_options(argv, 3)
     match = compile_glob(pattern) if pattern is not None else None
     d = zs.dict
     out: list[bytes] = []

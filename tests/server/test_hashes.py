@@ -404,3 +404,45 @@ def test_random_ops_match_redis(sbs, ops):
     else:
         mine, theirs = sbs.both("HGETALL", "h")
         assert sorted(mine.split(b"\r\n")) == sorted(theirs.split(b"\r\n"))
+
+
+def test_hscan_after_churn_returns_each_field_once(r):
+    """Issue 20, finding 4: once an HSCAN had run on a hashtable hash, fields churned
+    by HSET/HDEL piled up in its scan log and were returned again and again."""
+    r.hset("h", mapping={f"f{i}": "v" for i in range(600)})
+    assert len(dict(r.hscan_iter("h", count=50))) == 600
+    cursor, returned = r.hscan("h", 0, count=1)  # and one iteration left open
+    returned = dict(returned)
+    pipe = r.pipeline(transaction=False)
+    for i in range(20_000):
+        pipe.hset("h", f"k{i % 3}", "v")
+        pipe.hdel("h", f"k{(i + 1) % 3}")
+        if i % 1000 == 999:
+            pipe.execute()
+            cursor, page = r.hscan("h", cursor, count=1)  # the open iteration goes on
+            returned.update(page)
+    pipe.execute()
+    assert cursor != 0
+    raw = _raw_reply(r, "HSCAN", "h", "0", "COUNT", "10000000")
+    assert raw[0] == b"0" and len(raw[1]) == 2 * r.hlen("h") == 2 * 602
+    assert set(raw[1][0::2]) == set(r.hkeys("h"))
+    fields = list(returned)
+    while cursor:
+        cursor, page = r.hscan("h", cursor, count=7)
+        fields += page
+    assert {f"f{i}".encode() for i in range(600)} <= set(fields)
+
+
+def _raw_reply(r, *args: str):
+    """A reply without redis-py's callbacks (which fold pages into dicts and tuples)."""
+    from hiredis import Reader
+
+    from tests.support import RawClient
+
+    client = RawClient(r.connection_pool.connection_kwargs["port"])
+    try:
+        reader = Reader()
+        reader.feed(client.call(*args))
+        return reader.gets()
+    finally:
+        client.close()

@@ -363,6 +363,95 @@ def test_scan_guarantees_over_the_wire(r, script, count):
     assert set(returned) <= ever
 
 
+def _churn(client, rounds: int, add, remove, between=None) -> None:
+    """rounds of add(i % 3); remove((i + 1) % 3), pipelined; ``between()`` after every
+    1000 rounds (a page of an open iteration: one idle for a long stretch of writes
+    may restart, and return keys twice)."""
+    pipe = client.pipeline(transaction=False)
+    for i in range(rounds):
+        add(pipe, i % 3)
+        remove(pipe, (i + 1) % 3)
+        if i % 1000 == 999:
+            pipe.execute()
+            if between is not None:
+                between()
+    pipe.execute()
+
+
+def test_churned_keys_are_returned_once(r):
+    """Issue 20, finding 4: after 200k rounds of SET k<i%3> v; DEL k<(i+1)%3>,
+    SCAN 0 COUNT 10000000 returned 350 keys while DBSIZE was 2."""
+    r.mset({f"s{i}": "v" for i in range(100)})
+    set_k = lambda pipe, i: pipe.set(f"k{i}", "v")  # noqa: E731
+    del_k = lambda pipe, i: pipe.delete(f"k{i}")  # noqa: E731
+    _churn(r, 20_000, set_k, del_k)
+    cursor, keys = r.scan(0, count=10_000_000)
+    assert cursor == 0 and len(keys) == r.dbsize() == 102
+    assert sorted(keys) == sorted(r.keys())
+    # the same with an iteration open across the churn
+    walk = dict(zip(("cursor", "returned"), r.scan(0, count=1), strict=True))
+
+    def page() -> None:
+        walk["cursor"], keys = r.scan(walk["cursor"], count=1)
+        walk["returned"] += keys
+
+    _churn(r, 20_000, set_k, del_k, page)
+    cursor, returned = walk["cursor"], walk["returned"]
+    assert cursor != 0
+    cursor2, keys = r.scan(0, count=10_000_000)
+    assert cursor2 == 0 and len(keys) == r.dbsize() == 102
+    assert sorted(keys) == sorted(r.keys())
+    while cursor:
+        cursor, page = r.scan(cursor, count=7)
+        returned += page
+    stable = [f"s{i}".encode() for i in range(100)]
+    assert set(stable) <= set(returned) and len(returned) == len(set(returned))
+
+
+_SCAN_FAMILY_SETUP = [
+    ("SADD", "ints", "5", "-3", "100", "7", "9223372036854775807", "-9223372036854775808"),
+    ("HSET", "h", "f1", "v1", "f2", "v2", "g", ""),
+    ("ZADD", "z", "1", "a", "2", "b", "1.5", "c", "-0", "d", "inf", "e", "100000000000000000", "f"),
+    ("SADD", "bigs", *[f"m{i}" for i in range(600)]),
+    ("HSET", "bigh", *[x for i in range(600) for x in (f"f{i}", "v")]),
+    ("ZADD", "bigz", *[x for i in range(200) for x in (str(i), f"m{i}")]),
+    ("SET", "str", "x"),
+]
+
+
+def _scan_family_script() -> list[tuple]:
+    script: list[tuple] = []
+    # a compact encoding is answered whole, in its own order, with cursor 0
+    for cmd, key in (("SSCAN", "ints"), ("HSCAN", "h"), ("ZSCAN", "z")):
+        script += [(cmd, key, "0"), (cmd, key, "12345"), (cmd, key, "0", "COUNT", "1"),
+                   (cmd, key, "0", "MATCH", "*1*"), (cmd, key, "0", "MATCH", "[a-f]", "COUNT", "2"),
+                   (cmd, key, "0", "MATCH", "*")]
+    # argument errors, on compact and hashtable encodings, a wrong type and a missing key
+    for cmd, keys in (("SSCAN", ("ints", "bigs")), ("HSCAN", ("h", "bigh")), ("ZSCAN", ("z", "bigz"))):
+        for key in (*keys, "str", "nokey"):
+            for args in (("0", "COUNT", "0"), ("0", "COUNT", "-1"), ("0", "COUNT", "x"),
+                         ("0", "COUNT", "9223372036854775808"), ("0", "COUNT"), ("0", "MATCH"),
+                         ("0", "TYPE", "string"), ("0", "NOVALUES"), ("0", "COUNT", "10", "COUNT", "0"),
+                         ("0", "MATCH", "a", "COUNT", "x"), ("x",), ("-1", "COUNT", "0"),
+                         ("18446744073709551616",), (" 0",), ("0", "BOGUS", "1")):
+                script.append((cmd, key, *args))
+    script += [("SCAN", "0", "TYPE"), ("SCAN", "0", "COUNT", "0", "TYPE", "set"),
+               ("SCAN", "x", "TYPE", "set"), ("SCAN", "0", "MATCH", "a", "COUNT", "-5")]
+    return script
+
+
+@pytest.mark.parametrize("fixture", ["sbs", "sbs3"])
+def test_scan_family_replies_match_redis(request, fixture):
+    """What is deterministic in the SCAN family, byte for byte: compact encodings in one
+    reply, and every argument error, in RESP2 and RESP3."""
+    sbs = request.getfixturevalue(fixture)
+    run(sbs, *_SCAN_FAMILY_SETUP)
+    for enc in (("ints", b"intset"), ("bigs", b"hashtable"), ("h", b"listpack"), ("bigh", b"hashtable"),
+                ("z", b"listpack"), ("bigz", b"skiplist")):
+        assert enc[1] in sbs.check("OBJECT", "ENCODING", enc[0])
+    run(sbs, *_scan_family_script())
+
+
 # -- EXPIRE family -------------------------------------------------------------------------------
 def test_expire_ttl_persist(sbs):
     run(

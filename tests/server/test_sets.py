@@ -477,3 +477,28 @@ def test_copy_rename_type_and_encoding(oracle):
         ("TYPE", "h2"),
         ("TYPE", "hs2"),
     ])
+
+
+def test_sscan_after_churn_returns_each_member_once(r):
+    """Issue 20, finding 4: once an SSCAN had run on a hashtable set, members churned
+    by SADD/SREM piled up in its scan log and were returned again and again."""
+    r.sadd("s", *[f"m{i}" for i in range(600)])
+    assert len(list(r.sscan_iter("s", count=50))) == 600
+    cursor, returned = r.sscan("s", 0, count=1)  # and one iteration left open
+    pipe = r.pipeline(transaction=False)
+    for i in range(20_000):
+        pipe.sadd("s", f"k{i % 3}")
+        pipe.srem("s", f"k{(i + 1) % 3}")
+        if i % 1000 == 999:
+            pipe.execute()
+            cursor, page = r.sscan("s", cursor, count=1)  # the open iteration goes on
+            returned += page
+    pipe.execute()
+    assert cursor != 0
+    cursor2, members = r.sscan("s", 0, count=10_000_000)
+    assert cursor2 == 0 and len(members) == r.scard("s") == 602
+    assert set(members) == r.smembers("s")
+    while cursor:
+        cursor, page = r.sscan("s", cursor, count=7)
+        returned += page
+    assert len(returned) == len(set(returned)) and {f"m{i}".encode() for i in range(600)} <= set(returned)

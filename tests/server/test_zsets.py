@@ -477,3 +477,43 @@ def test_setop_store_propagates_as_is(inproc):
     _run(server, c, "ZINTERSTORE", "u", "2", "a", "nokey")
     _run(server, c, "ZINTERSTORE", "u", "2", "a", "nokey")  # nothing to delete: no effect
     assert [argv[0] for _, argv in effects] == [b"ZADD", b"ZUNIONSTORE", b"ZINTERSTORE"]
+
+
+def test_zscan_after_churn_returns_each_member_once(r):
+    """The SSCAN/HSCAN finding of issue 20 (4), for ZSCAN over a skiplist."""
+    r.zadd("z", {f"m{i}": i for i in range(300)})
+    assert len(list(r.zscan_iter("z", count=50))) == 300
+    cursor, returned = r.zscan("z", 0, count=1)  # and one iteration left open
+    pipe = r.pipeline(transaction=False)
+    for i in range(20_000):
+        pipe.zadd("z", {f"k{i % 3}": -1})
+        pipe.zrem("z", f"k{(i + 1) % 3}")
+        if i % 1000 == 999:
+            pipe.execute()
+            cursor, page = r.zscan("z", cursor, count=1)  # the open iteration goes on
+            returned += page
+    pipe.execute()
+    assert cursor != 0
+    raw = _raw_reply(r, "ZSCAN", "z", "0", "COUNT", "10000000")
+    assert raw[0] == b"0" and len(raw[1]) == 2 * r.zcard("z") == 2 * 302
+    assert set(raw[1][0::2]) == set(r.zrange("z", 0, -1))
+    members = [m for m, _ in returned]
+    while cursor:
+        cursor, page = r.zscan("z", cursor, count=7)
+        members += [m for m, _ in page]
+    assert len(members) == len(set(members)) and {f"m{i}".encode() for i in range(300)} <= set(members)
+
+
+def _raw_reply(r, *args: str):
+    """A reply without redis-py's callbacks (which fold pages into dicts and tuples)."""
+    from hiredis import Reader
+
+    from tests.support import RawClient
+
+    client = RawClient(r.connection_pool.connection_kwargs["port"])
+    try:
+        reader = Reader()
+        reader.feed(client.call(*args))
+        return reader.gets()
+    finally:
+        client.close()

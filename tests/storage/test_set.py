@@ -89,8 +89,42 @@ def test_scan_page_covers_everything_present_throughout():
     while True:
         cursor, page = s.scan_page(cursor, 9)
         seen.update(page)
-        s.discard(b"m%d" % next(gone, 1))
+        victim = b"m%d" % next(gone, 1)
+        if victim in s:
+            s.discard_member(victim)
         s.add_member(b"extra%d" % len(seen))
         if cursor == 0:
             break
     assert {b"m%d" % i for i in range(200) if i % 3} <= seen
+
+
+def _full_sscan(s: SetValue, count: int) -> list[bytes]:
+    out: list[bytes] = []
+    cursor = 0
+    while True:
+        cursor, page = s.scan_page(cursor, count)
+        out += page
+        if cursor == 0:
+            return out
+
+
+def test_churn_after_a_scan_leaves_no_stale_members():
+    """Issue 20, finding 4: once a scan had run, 3 members churned in a hashtable set
+    piled up in the scan log and SSCAN returned them again and again."""
+    s = from_members([b"m%d" % i for i in range(600)])
+    assert not s.intset
+    assert len(_full_sscan(s, 50)) == 600
+    cursor, returned = s.scan_page(0, 2)  # and one iteration open throughout
+    for i in range(20_000):
+        s.add_member(b"k%d" % (i % 3))
+        s.discard_member(b"k%d" % ((i + 1) % 3))
+        assert len(s.scan_log) <= 603
+        if i % 100 == 99:
+            cursor, page = s.scan_page(cursor, 2)
+            returned += page
+    while cursor:
+        cursor, page = s.scan_page(cursor, 2)
+        returned += page
+    assert sorted(returned) == sorted(b"m%d" % i for i in range(600))
+    assert sorted(_full_sscan(s, 10_000_000)) == sorted(s)
+    assert s.scan_log is None

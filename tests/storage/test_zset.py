@@ -194,3 +194,40 @@ def test_scan_is_cursor_stable():
 def test_score_formats(value, g17, d2s):
     assert format_score(value) == g17
     assert d2string(value) == d2s
+
+
+def _full_zscan(z: SortedSet, count: int) -> list[bytes]:
+    out: list[bytes] = []
+    cursor = 0
+    while True:
+        cursor, page = z.scan(cursor, count)
+        out += page
+        if cursor == 0:
+            return out
+
+
+def test_churn_after_a_scan_leaves_no_stale_members():
+    """The SSCAN/HSCAN finding of issue 20 (4), for ZSCAN: churn through ZADD, ZREM,
+    ZPOPMIN and ZREMRANGEBYRANK after a scan leaves neither stale slots nor repeats."""
+    z = from_pairs((b"m%d" % i, float(i)) for i in range(300))
+    assert len(_full_zscan(z, 50)) == 300
+    cursor, returned = z.scan(0, 1)
+    for i in range(20_000):
+        z.add(b"k%d" % (i % 3), -1.0)
+        z.remove(b"k%d" % ((i + 1) % 3))
+        if i % 3 == 0:
+            z.add(b"x", -2.0)
+            z.pop_end(False)  # takes x, the lowest
+        elif i % 3 == 1:
+            z.add(b"x", -2.0)
+            z.remove_rank_range(0, 1)
+        assert len(z._scan) <= 304  # 300 + k0..k2 + x
+        if i % 100 == 99:
+            cursor, page = z.scan(cursor, 1)
+            returned += page
+    while cursor:
+        cursor, page = z.scan(cursor, 1)
+        returned += page
+    assert sorted(returned) == sorted(b"m%d" % i for i in range(300))
+    assert sorted(_full_zscan(z, 10_000_000)) == sorted(z.dict)
+    assert z._scan is None
