@@ -494,3 +494,28 @@ def test_aof_disable_auto_gc_keeps_history_until_switched_off(tmp_path):
         "file appendonly.aof.2.incr.aof seq 2 type i\n"
     )
     assert results[0][3] == ["appendonly.aof.2.base.rdb", "appendonly.aof.2.incr.aof", "appendonly.aof.manifest"]
+
+
+def test_a_bad_manifest_stops_start_up_even_with_the_aof_off(tmp_path):
+    """Redis reads the manifest at start whatever appendonly says, and exits on a bad one."""
+    import subprocess
+
+    from tests.support import free_port, redis_server_binary
+
+    codes = []
+    for name in ("rill", "redis"):
+        d = tmp_path / name
+        (d / "appendonlydir").mkdir(parents=True)
+        (d / "appendonlydir" / "appendonly.aof.manifest").write_text("file x seq 1 type q\n")
+        if name == "rill":
+            code, out = start_expecting_failure(["--appendonly", "no"], str(d))
+            assert "Unknown AOF file type" in out
+        else:
+            binary = redis_server_binary()
+            assert binary is not None, "redis-server (the oracle) is required"
+            proc = subprocess.run([binary, "--port", str(free_port()), "--save", "", "--appendonly", "no",
+                                   "--dir", str(d)], capture_output=True, timeout=30)
+            code = proc.returncode
+            assert b"Unknown AOF file type" in proc.stdout + proc.stderr
+        codes.append(code)
+    assert codes == [1, 1]
