@@ -246,10 +246,11 @@ class Manifest:
         )
 
     def new_base(self, filename: str, rdb_preamble: bool) -> str:
-        """Name the next base; the current one becomes history."""
+        """Name the next base; the current one becomes history (first in line, as Redis
+        lists it)."""
         if self.base is not None:
             self.base.kind = HISTORY
-            self.history.append(self.base)
+            self.history.insert(0, self.base)
         self.base_seq += 1
         ext = "rdb" if rdb_preamble else "aof"
         name = f"{filename}.{self.base_seq}.base.{ext}"
@@ -262,12 +263,16 @@ class Manifest:
         self.incrs.append(AofFile(name, self.incr_seq, INCR))
         return name
 
-    def rewritten(self) -> None:
-        """After a rewrite: every incr file but the one being appended becomes history."""
-        for f in self.incrs[:-1]:
+    def rewritten(self, appending: bool) -> None:
+        """After a rewrite the new base holds everything the incr files did, so they
+        become history; only the one being appended to stays (``appending``: the AOF
+        is on). With the AOF off none is kept: a leftover incr from an earlier time
+        the AOF was on would otherwise be replayed on top of the new base."""
+        done = self.incrs[:-1] if appending else self.incrs
+        for f in done:
             f.kind = HISTORY
-            self.history.append(f)
-        self.incrs = self.incrs[-1:]
+        self.history[:0] = done
+        self.incrs = self.incrs[len(done):]
 
     def files(self) -> list[AofFile]:
         """The files to load, in order: base, then incrs."""

@@ -227,6 +227,7 @@ class Persistence:
             cron_hooks.append(self.cron)
         s.config_changed_hooks["appendonly"] = self._config_appendonly
         s.config_changed_hooks["appendfsync"] = self._config_appendfsync
+        s.config_changed_hooks["aof-disable-auto-gc"] = self._config_aof_auto_gc
         handlers = getattr(s, "debug_handlers", None)
         if handlers is None:
             handlers = s.debug_handlers = {}
@@ -390,10 +391,13 @@ class Persistence:
         """Load the dataset before accepting clients; exit(1) on an unusable file."""
         server = self.server
         try:
-            if self.config.bool("appendonly"):
+            # The manifest is read even with the AOF off, as Redis does, so that a later
+            # BGREWRITEAOF numbers its base after the files already there and retires them.
+            aof_on = self.config.bool("appendonly")
+            self.manifest = self._manifest_from_disk(upgrade=aof_on)
+            if aof_on:
                 self.aof_state = AOF_ON
                 start = time.monotonic()
-                self.manifest = self._manifest_from_disk(upgrade=True)
                 status = self._load_aof(self.manifest)
                 if status != "not_exist":
                     _notice("DB loaded from append only file: %.3f seconds", time.monotonic() - start)
@@ -403,6 +407,7 @@ class Persistence:
         except (PersistenceError, ManifestError, OSError) as e:
             log.warning("Fatal error loading the DB: %s. Exiting.", e)
             raise SystemExit(1) from None
+        self.delete_history()
         self.dirty_at_save = server.dirty
 
     def prepare_shutdown(self, save: bool | None, force: bool = False) -> None:
@@ -923,8 +928,10 @@ class Persistence:
         return len(data)
 
     def delete_history(self) -> None:
+        """aofDelHistoryFiles: unlink history files and drop them from the manifest,
+        unless aof-disable-auto-gc keeps them for inspection."""
         m = self.manifest
-        if m is None or not m.history:
+        if m is None or not m.history or self.config.bool("aof-disable-auto-gc"):
             return
         for f in m.history:
             try:
@@ -1061,7 +1068,7 @@ class Persistence:
             os.rename(self._temp_incr_path(), incr_path)
             if self.writer is not None:
                 self.writer.path = incr_path
-        m.rewritten()
+        m.rewritten(appending=self.aof_state != AOF_OFF and self.writer is not None)
         try:
             self._persist_manifest(m)
         except OSError:
@@ -1152,6 +1159,11 @@ class Persistence:
         elif not want and self.aof_state != AOF_OFF:
             self.stop_aof()
 
+    def _config_aof_auto_gc(self) -> None:
+        """Switching aof-disable-auto-gc back off removes the history kept meanwhile."""
+        if not self.config.bool("aof-disable-auto-gc"):
+            self.delete_history()
+
     def _config_appendfsync(self) -> None:
         if self.writer is not None:
             self.writer.policy = self.config["appendfsync"]
@@ -1210,9 +1222,10 @@ class Persistence:
         engine = getattr(server, "functions", None)
         if engine is not None:
             engine.flush()  # emptyData: the AOF loads its libraries again
-        if self.aof_state != AOF_OFF:
-            self.manifest = m
-            self.delete_history()
+        # As Redis: the manifest on disk becomes the one in use and its history goes,
+        # whether or not the AOF is on.
+        self.manifest = m
+        self.delete_history()
         try:
             status = self._load_aof(m)
         except (PersistenceError, OSError) as e:

@@ -68,11 +68,33 @@ def test_rewrite_naming_and_history():
     assert m.new_incr("appendonly.aof") == "appendonly.aof.2.incr.aof"
     # ... and when it ends, the new base replaces the old, older incrs become history
     assert m.new_base("appendonly.aof", False) == "appendonly.aof.2.base.aof"
-    m.rewritten()
+    m.rewritten(appending=True)
     assert [f.name for f in m.incrs] == ["appendonly.aof.2.incr.aof"]
-    assert sorted(f.name for f in m.history) == [
-        "appendonly.aof.1.base.rdb", "appendonly.aof.1.incr.aof"]
+    # Redis's order: the incrs that became history, then the old base
+    assert [f.name for f in m.history] == ["appendonly.aof.1.incr.aof", "appendonly.aof.1.base.rdb"]
     assert all(f.kind == "h" for f in m.history)
+    assert m.format() == (
+        "file appendonly.aof.2.base.aof seq 2 type b\n"
+        "file appendonly.aof.1.incr.aof seq 1 type h\n"
+        "file appendonly.aof.1.base.rdb seq 1 type h\n"
+        "file appendonly.aof.2.incr.aof seq 2 type i\n"
+    )
+
+
+def test_rewrite_with_the_aof_off_keeps_no_incr():
+    """With nothing appended to, every incr is history after a rewrite: the new base
+    already holds what they did, and replaying one on top of it would change the data."""
+    m = aof.Manifest()
+    m.new_base("appendonly.aof", True)
+    m.new_incr("appendonly.aof")
+    m.new_incr("appendonly.aof")
+    m.new_base("appendonly.aof", False)
+    m.rewritten(appending=False)
+    assert m.incrs == []
+    assert [f.name for f in m.files()] == ["appendonly.aof.2.base.aof"]
+    assert [f.name for f in m.history] == [
+        "appendonly.aof.1.incr.aof", "appendonly.aof.2.incr.aof", "appendonly.aof.1.base.rdb"]
+    assert m.incr_seq == 2  # a later incr still gets a new number
 
 
 def test_write_manifest_is_atomic(tmp_path):

@@ -379,3 +379,143 @@ def test_replayed_commands_are_not_counted_as_calls(tmp_path):
     mine = _commandstats_after_aof_reload(start_rill, str(tmp_path / "rill"))
     theirs = _commandstats_after_aof_reload(start_redis, str(tmp_path / "redis"))
     assert mine == theirs == ["cmdstat_debug", "cmdstat_get"]
+
+
+# -- a rewrite with the AOF off (Redis's Tcl unit/other, issue 20 finding 10) -----------------------
+def _stale_incr_then_rewrite(start, workdir: str, preamble: str) -> tuple[list[bytes], str]:
+    """Switch the AOF on and off again (its incr file stays in the manifest), build a
+    new dataset, then BGREWRITEAOF + DEBUG LOADAOF with the AOF off, as unit/other
+    does. Returns the checks that must hold and the manifest afterwards."""
+    with start(workdir=workdir) as srv:
+        c = RawClient(srv.port)
+        c.call("CONFIG", "SET", "appendonly", "yes")
+        wait_rewrite(c)
+        # what the incr file records: a flush and older values, with a shorter TTL
+        c.call("SET", "x", "stale", "EX", "50")
+        c.call("FLUSHDB")
+        c.call("SET", "gone", "1")
+        c.call("CONFIG", "SET", "appendonly", "no")
+        c.call("DEL", "gone")
+        c.call("SET", "x", "10")
+        c.call("EXPIRE", "x", "1000")
+        c.call("RPUSH", "l", "a", "b")
+        c.call("SELECT", "5")
+        c.call("HSET", "h", "f", "v")
+        c.call("SELECT", "0")
+        digest = c.call("DEBUG", "DIGEST")
+        c.call("CONFIG", "SET", "aof-use-rdb-preamble", preamble)
+        assert c.call("BGREWRITEAOF") == b"+Background append only file rewriting started\r\n"
+        wait_rewrite(c)
+        assert c.call("DEBUG", "LOADAOF") == b"+OK\r\n"
+        ttl = int(c.call("TTL", "x")[1:-2])
+        checks = [
+            c.call("DEBUG", "DIGEST") == digest,
+            900 < ttl <= 1000,
+            c.call("GET", "x"),
+            c.call("EXISTS", "gone"),
+            c.call("LRANGE", "l", "0", "-1"),
+            c.call("SELECT", "5") + c.call("HGETALL", "h"),
+        ]
+        c.close()
+        return checks, manifest(workdir)
+
+
+@pytest.mark.parametrize("preamble", ["yes", "no"])
+def test_rewrite_with_the_aof_off_keeps_the_dataset(tmp_path, preamble):
+    """An incr file left from when the AOF was on must not be replayed on top of a new
+    base: the digest and the TTL are the same after BGREWRITEAOF + DEBUG LOADAOF."""
+    from tests.support import start_redis, start_rill
+
+    (tmp_path / "rill").mkdir()
+    (tmp_path / "redis").mkdir()
+    mine, my_manifest = _stale_incr_then_rewrite(start_rill, str(tmp_path / "rill"), preamble)
+    theirs, their_manifest = _stale_incr_then_rewrite(start_redis, str(tmp_path / "redis"), preamble)
+    assert mine == theirs
+    assert mine[:4] == [True, True, b"$2\r\n10\r\n", b":0\r\n"]
+    ext = "rdb" if preamble == "yes" else "aof"
+    assert my_manifest == their_manifest == f"file appendonly.aof.2.base.{ext} seq 2 type b\n"
+    assert files(aof_dir(str(tmp_path / "rill"))) == [f"appendonly.aof.2.base.{ext}", "appendonly.aof.manifest"]
+
+
+def _restart_over_an_old_aof(start, workdir: str, *extra: str) -> tuple[str, list[bytes]]:
+    """An AOF written by an earlier run, then a server with the AOF off in the same
+    directory: its rewrite follows on from the manifest already there."""
+    with start("--appendonly", "yes", workdir=workdir) as srv:
+        c = RawClient(srv.port)
+        c.call("SET", "old", "1")
+        c.close()
+    with start(*extra, workdir=workdir) as srv:
+        c = RawClient(srv.port)
+        c.call("SET", "new", "2")
+        c.call("BGREWRITEAOF")
+        wait_rewrite(c)
+        c.call("DEBUG", "LOADAOF")
+        keys = [c.call("KEYS", "*")]
+        c.call("CONFIG", "SET", "aof-disable-auto-gc", "no")
+        text = manifest(workdir)
+        c.close()
+    return text, keys
+
+
+def test_a_server_with_the_aof_off_continues_the_manifest_on_disk(tmp_path):
+    from tests.support import start_redis, start_rill
+
+    (tmp_path / "rill").mkdir()
+    (tmp_path / "redis").mkdir()
+    mine = _restart_over_an_old_aof(start_rill, str(tmp_path / "rill"))
+    theirs = _restart_over_an_old_aof(start_redis, str(tmp_path / "redis"))
+    assert mine == theirs == ("file appendonly.aof.2.base.rdb seq 2 type b\n", [b"*1\r\n$3\r\nnew\r\n"])
+    assert files(aof_dir(str(tmp_path / "rill"))) == ["appendonly.aof.2.base.rdb", "appendonly.aof.manifest"]
+
+
+def test_aof_disable_auto_gc_keeps_history_until_switched_off(tmp_path):
+    from tests.support import start_redis, start_rill
+
+    results = []
+    for start, name in ((start_rill, "rill"), (start_redis, "redis")):
+        d = tmp_path / name
+        d.mkdir()
+        with start("--appendonly", "yes", "--aof-disable-auto-gc", "yes", workdir=str(d)) as srv:
+            c = RawClient(srv.port)
+            c.call("SET", "k", "v")
+            c.call("BGREWRITEAOF")
+            wait_rewrite(c)
+            kept = manifest(str(d))
+            kept_files = files(aof_dir(str(d)))
+            c.call("CONFIG", "SET", "aof-disable-auto-gc", "no")
+            wait_for(lambda d=d: len(files(aof_dir(str(d)))) == 3)
+            results.append((kept, kept_files, manifest(str(d)), files(aof_dir(str(d)))))
+            c.close()
+    assert results[0] == results[1]
+    assert results[0][0] == (
+        "file appendonly.aof.2.base.rdb seq 2 type b\n"
+        "file appendonly.aof.1.incr.aof seq 1 type h\n"
+        "file appendonly.aof.1.base.rdb seq 1 type h\n"
+        "file appendonly.aof.2.incr.aof seq 2 type i\n"
+    )
+    assert results[0][3] == ["appendonly.aof.2.base.rdb", "appendonly.aof.2.incr.aof", "appendonly.aof.manifest"]
+
+
+def test_a_bad_manifest_stops_start_up_even_with_the_aof_off(tmp_path):
+    """Redis reads the manifest at start whatever appendonly says, and exits on a bad one."""
+    import subprocess
+
+    from tests.support import free_port, redis_server_binary
+
+    codes = []
+    for name in ("rill", "redis"):
+        d = tmp_path / name
+        (d / "appendonlydir").mkdir(parents=True)
+        (d / "appendonlydir" / "appendonly.aof.manifest").write_text("file x seq 1 type q\n")
+        if name == "rill":
+            code, out = start_expecting_failure(["--appendonly", "no"], str(d))
+            assert "Unknown AOF file type" in out
+        else:
+            binary = redis_server_binary()
+            assert binary is not None, "redis-server (the oracle) is required"
+            proc = subprocess.run([binary, "--port", str(free_port()), "--save", "", "--appendonly", "no",
+                                   "--dir", str(d)], capture_output=True, timeout=30)
+            code = proc.returncode
+            assert b"Unknown AOF file type" in proc.stdout + proc.stderr
+        codes.append(code)
+    assert codes == [1, 1]

@@ -1,0 +1,51 @@
+"""tools/run_tcl_units.py: reading runtest's output into the comparison table."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+_PATH = Path(__file__).resolve().parents[2] / "tools" / "run_tcl_units.py"
+_spec = importlib.util.spec_from_file_location("run_tcl_units", _PATH)
+tool = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tool)
+
+REDIS_LOG = (
+    "[\x1b[0;32;49mok\x1b[0m]: SAVE works (11 ms)\n"
+    "[\x1b[0;32;49mok\x1b[0m]: EXPIRES after a reload (78 ms)\n"
+    "[\x1b[0;32;49mok\x1b[0m]: Same test, two modes (1 ms)\n"
+    "[\x1b[0;32;49mok\x1b[0m]: Same test, two modes (1 ms)\n"
+    "[\x1b[0;31;49merr\x1b[0m]: Broken in Redis too in tests/unit/x.tcl\n"
+    "\nEXIT 0\n"
+)
+RILL_LOG = (
+    "[\x1b[0;32;49mok\x1b[0m]: SAVE works (11 ms)\n"
+    "[\x1b[0;31;49merr\x1b[0m]: EXPIRES after a reload in tests/unit/other.tcl\n"
+    "Expected '1 1' to equal or match '1 0'\n"
+    "[\x1b[0;32;49mok\x1b[0m]: Same test, two modes (1 ms)\n"
+    "[\x1b[0;31;49merr\x1b[0m]: Same test, two modes in tests/unit/other.tcl\n"
+    "[\x1b[0;31;49merr\x1b[0m]: Broken in Redis too in tests/unit/x.tcl\n"
+    "\nEXIT 1\n"
+)
+
+
+def test_parse_and_row(tmp_path):
+    (tmp_path / "redis.log").write_text(REDIS_LOG)
+    (tmp_path / "rill.log").write_text(RILL_LOG)
+    redis = tool.parse(tmp_path / "redis.log")
+    rill = tool.parse(tmp_path / "rill.log")
+    assert redis == (["SAVE works", "EXPIRES after a reload", "Same test, two modes", "Same test, two modes"],
+                     ["Broken in Redis too"], "0")
+    assert rill[2] == "1" and len(rill[0]) == 2 and len(rill[1]) == 3
+    # a test Redis fails too is not rill's; one that fails in one of its modes is
+    assert tool.row("unit/other", redis, rill) == (
+        "| unit/other | 4/1 | 2/3 (exit 1) | EXPIRES after a reload; Same test, two modes |")
+
+
+def test_default_units_skip_the_list_helper(tmp_path):
+    for rel in ("unit/other.tcl", "unit/type/list.tcl", "unit/type/list-common.tcl",
+                "unit/cluster/x.tcl", "integration/replication.tcl"):
+        p = tmp_path / "tests" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text("")
+    assert tool.default_units(tmp_path) == ["unit/other", "unit/type/list"]

@@ -1,0 +1,147 @@
+"""Run Redis's own Tcl units against rill and against redis-server, one at a time.
+
+Each unit gets a fresh server (its own temporary directory, a free port, DEBUG allowed,
+no save points) and ``./runtest --host 127.0.0.1 --port N --single UNIT --clients 1
+--durable``; redis-server runs the same unit the same way first, so the table shows
+which tests real Redis passes as an external server (many are tagged to skip there).
+Units run serially: the suite's timing tests are sensitive to a loaded machine.
+
+    python tools/run_tcl_units.py --tree ~/redis-7.0.15 [--timeout 900] [unit/other ...]
+
+The tree is a checkout of Redis 7.0.15 (tag ``7.0.15``); the harness writes into its
+``tests/tmp``, so it must be writable. Logs go to ``--logs`` (default: a temp dir).
+Prints a Markdown table: unit, redis ok/err, rill ok/err, the tests rill fails (or
+does not reach) that redis-server passes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_RESULT = re.compile(r"^\[(ok|err|exception|timeout)\]: (.*?)(?: \(\d+ ms\))?$", re.M)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_ping(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(16).startswith(b"+PONG"):
+                    return True
+        except OSError:
+            time.sleep(0.1)
+    return False
+
+
+def default_units(tree: Path) -> list[str]:
+    tests = tree / "tests"
+    found = sorted(tests.glob("unit/*.tcl")) + sorted(tests.glob("unit/type/*.tcl"))
+    # list-common.tcl is a helper sourced by the list units, not a unit
+    return [str(p.relative_to(tests).with_suffix("")) for p in found if p.stem != "list-common"]
+
+
+def run_unit(server_argv: list[str], tree: Path, unit: str, log: Path, timeout: float) -> None:
+    """One fresh server, one runtest; the harness's output (and exit status) goes to ``log``."""
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="tcl-unit-")
+    argv = [*server_argv, "--port", str(port), "--save", "", "--enable-debug-command", "yes", "--dir", workdir]
+    with open(log.with_suffix(".server.log"), "wb") as slog:
+        server = subprocess.Popen(argv, cwd=workdir, stdout=slog, stderr=subprocess.STDOUT)
+    try:
+        with open(log, "wb") as out:
+            if not wait_for_ping(port, server):
+                out.write(b"server did not start\nEXIT -1\n")
+                return
+            # --baseport: the harness's own listener (it probes base-32..base and those
+            # +10000), kept apart from other harnesses running on the machine
+            base = 21111 + (os.getpid() % 250) * 40
+            cmd = ["./runtest", "--host", "127.0.0.1", "--port", str(port), "--single", unit,
+                   "--clients", "1", "--durable", "--baseport", str(base)]
+            harness = subprocess.Popen(cmd, cwd=tree, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                code = harness.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(harness.pid, signal.SIGKILL)  # the harness and its test clients
+                harness.wait()
+                code = "timeout"
+            out.write(f"\nEXIT {code}\n".encode())
+    finally:
+        server.terminate()
+        try:
+            server.wait(15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def parse(log: Path) -> tuple[list[str], list[str], str]:
+    """(names of passed tests, names of failed ones, exit status) from a runtest log."""
+    text = _ANSI.sub("", log.read_text(errors="replace"))
+    ok: list[str] = []
+    err: list[str] = []
+    for m in _RESULT.finditer(text):
+        name = re.sub(r" in tests/\S+$", "", m.group(2).strip())
+        (ok if m.group(1) == "ok" else err).append(name)
+    status = re.findall(r"^EXIT (\S+)$", text, re.M)
+    return ok, err, status[-1] if status else "?"
+
+
+def row(unit: str, redis: tuple[list[str], list[str], str], rill: tuple[list[str], list[str], str]) -> str:
+    def cell(r: tuple[list[str], list[str], str]) -> str:
+        return f"{len(r[0])}/{len(r[1])}" + ("" if r[2] == "0" else f" (exit {r[2]})")
+
+    lost = sorted({t for t in redis[0] if t not in rill[0] or t in rill[1]} - set(redis[1]))
+    return f"| {unit} | {cell(redis)} | {cell(rill)} | {'; '.join(lost)} |"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tree", required=True, type=Path, help="a writable Redis 7.0.15 source tree")
+    ap.add_argument("--rill", default=str(Path(sys.executable).with_name("rill-server")))
+    ap.add_argument("--redis", default=shutil.which("redis-server") or "redis-server")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per unit and server")
+    ap.add_argument("--logs", type=Path, default=None)
+    ap.add_argument("units", nargs="*", help="e.g. unit/other unit/type/stream (default: all)")
+    args = ap.parse_args()
+    tree = args.tree.resolve()
+    logs = args.logs or Path(tempfile.mkdtemp(prefix="tcl-logs-"))
+    logs.mkdir(parents=True, exist_ok=True)
+    units = args.units or default_units(tree)
+    print(f"logs: {logs}", file=sys.stderr)
+    rows = []
+    for unit in units:
+        name = unit.replace("/", "_")
+        results = {}
+        for label, argv in (("redis", [args.redis]), ("rill", [args.rill])):
+            print(f"{time.strftime('%H:%M:%S')} {unit} on {label}", file=sys.stderr)
+            log = logs / f"{name}.{label}.log"
+            run_unit(argv, tree, unit, log, args.timeout)
+            results[label] = parse(log)
+        rows.append(row(unit, results["redis"], results["rill"]))
+    print("| unit | redis ok/err | rill ok/err | rill fails, redis passes |")
+    print("|---|---|---|---|")
+    print("\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
