@@ -16,11 +16,9 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support import RawClient, redis_server_binary, scratch_dir, start_redis, start_rill
+from tests.support import RawClient, require_tool, scratch_dir, start_redis, start_rill
 
-pytestmark = pytest.mark.skipif(
-    redis_server_binary() is None and not os.environ.get("CI"), reason="redis-server not installed"
-)
+pytestmark = pytest.mark.requires("redis-server")
 
 
 @pytest.fixture(scope="module")
@@ -595,7 +593,7 @@ def start_redis_with_config(conf: str, workdir: str):
     from tests.support import ServerProcess, free_port
 
     port = free_port()
-    argv = [redis_server_binary(), conf, "--port", str(port), "--save", "", "--dir", workdir]
+    argv = [require_tool("redis-server"), conf, "--port", str(port), "--save", "", "--dir", workdir]
     return ServerProcess(argv, port, workdir).start()
 
 
