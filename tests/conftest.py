@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import redis
+from hypothesis import settings
 
-from tests.support import RawClient, require_module, require_tool, start_redis, start_rill
+from tests.support import RawClient, in_ci, require_module, require_tool, start_redis, start_rill
+
+# hypothesis profiles. "ci": every draw derives from the test itself (derandomize) and
+# nothing is replayed from a local example database, so whether CI passes never depends
+# on luck; the cases random exploration has found are pinned as @example on their tests.
+# "dev" (local runs): random draws, failures remembered in .hypothesis/. "fuzz": random
+# draws and more of them (for tests that don't fix max_examples themselves), each failure
+# printed as a reproduction blob. HYPOTHESIS_PROFILE overrides the choice.
+_hypothesis_default = settings.get_profile("default")  # not hypothesis's own CI profile
+settings.register_profile("ci", _hypothesis_default, derandomize=True, database=None,
+                          deadline=None, print_blob=True)
+settings.register_profile("dev", _hypothesis_default)
+settings.register_profile("fuzz", _hypothesis_default, max_examples=1000, database=None,
+                          print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if in_ci() else "dev"))
 
 
 def pytest_configure(config):

@@ -120,3 +120,14 @@ def test_marked_tests_skip_locally_and_fail_in_ci(tmp_path):
     for name in ("redis-check-rdb", "Python module lzf", "redis-server"):
         assert f"{name} is required in CI" in ci.stdout, ci.stdout
 
+
+def test_hypothesis_is_derandomised_in_ci():
+    """CI's pass or fail never depends on hypothesis's draw (conftest loads the profile)."""
+    from hypothesis import settings
+
+    ci = settings.get_profile("ci")
+    assert ci.derandomize and ci.database is None
+    assert not settings.get_profile("dev").derandomize
+    assert not settings.get_profile("fuzz").derandomize
+    expected = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if support.in_ci() else "dev")
+    assert settings.default == settings.get_profile(expected)
