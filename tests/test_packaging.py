@@ -158,7 +158,9 @@ def test_ci_script():
     assert "set -euo pipefail" in text
     assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
     install = next(ln for ln in text.splitlines() if ln.startswith("packages=("))
-    assert {"redis-server", "redis-tools", "tcl", "make"} <= set(install[len("packages=("):-1].split())
+    # The oracle and its tools, Tcl, make; Java for PySpark; a C toolchain for python-lzf.
+    assert {"redis-server", "redis-tools", "tcl", "make", "default-jre-headless", "gcc",
+            "libc6-dev"} <= set(install[len("packages=("):-1].split())
     assert "apt-get update" in text and "apt-get install -y" in text
     assert text.rstrip().splitlines()[-1] == "make test"
 
