@@ -283,6 +283,17 @@ def test_readme_make_targets_exist():
     assert mentioned <= targets, mentioned - targets
 
 
+def test_readme_prerequisites_are_what_ci_installs():
+    """The Quick start names what a fresh machine needs; .ci/run, which starts from a
+    machine with only python3, installs exactly those packages."""
+    quick = _readme().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    ci = (ROOT / ".ci" / "run").read_text()
+    for package in ["python3-venv", "make", "gcc", "libc6-dev", "python3-dev", "redis-server",
+                    "redis-tools", "default-jre-headless"]:
+        assert f"`{package}`" in quick, package
+        assert re.search(rf"(packages=\(|packages\+=\().*\b{re.escape(package)}\b", ci), package
+
+
 def test_readme_rill_server_command_lines_parse():
     """Every ``rill-server ...`` example in the README is a command line rill accepts."""
     from rill.server.config import Config
