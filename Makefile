@@ -34,7 +34,11 @@ venv: $(STAMP)
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# wheel first: Debian 12's venv pip (23.0) installs an sdist without a pyproject.toml
+# (python-lzf) by the deprecated `setup.py install` unless wheel is there; with it, pip
+# builds a wheel and caches it for the next venv.
 $(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet wheel
 	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	@touch $@
 

@@ -15,6 +15,10 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable
+from types import ModuleType
+from typing import NoReturn
+
+import pytest
 
 _SCRATCH: list[str] = []
 
@@ -120,11 +124,78 @@ def redis_server_binary() -> str | None:
     return shutil.which("redis-server")
 
 
+# -- what a test needs from the machine --------------------------------------------------------
+
+# Where each outside tool a test may need comes from (Debian packages; .ci/run installs them).
+TOOL_SOURCES = {
+    "redis-server": "apt-get install redis-server",
+    "redis-cli": "apt-get install redis-tools",
+    "redis-check-rdb": "apt-get install redis-tools",
+    "redis-check-aof": "apt-get install redis-tools",
+    "redis-benchmark": "apt-get install redis-tools",
+    "java": "apt-get install default-jre-headless",
+    "make": "apt-get install make",
+}
+# Python modules from rill's extras that some tests need (make test installs them all).
+MODULE_SOURCES = {
+    "lzf": "the lzf extra: python-lzf, built from source (needs a C compiler, python3-dev)",
+    "pyspark": "the spark extra: pyspark",
+}
+
+
+def in_ci() -> bool:
+    """Whether this is a CI run (``CI`` set, as CI systems and .ci/run do)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def unavailable(what: str, source: str) -> NoReturn:
+    """``what`` is missing, so the calling test cannot run: a skip locally, a failure
+    under CI, where a skipped oracle test would pass without having checked anything."""
+    if in_ci():
+        pytest.fail(f"{what} is required in CI ({source})", pytrace=False)
+    pytest.skip(f"{what} not available ({source})")
+
+
+def require_tool(name: str) -> str:
+    """The path of the outside tool ``name``; skips locally and fails in CI without it."""
+    path = shutil.which(name)
+    if path is None:
+        unavailable(name, TOOL_SOURCES.get(name, "not on PATH"))
+    return path
+
+
+def optional_tool(name: str) -> str | None:
+    """The path of ``name`` for a check that is extra locally (None when it is absent),
+    but required in CI."""
+    path = shutil.which(name)
+    if path is None and in_ci():
+        unavailable(name, TOOL_SOURCES.get(name, "not on PATH"))
+    return path
+
+
+def require_module(name: str) -> ModuleType:
+    """Import the Python module ``name``; skips locally and fails in CI without it."""
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        unavailable(f"Python module {name}", MODULE_SOURCES.get(name, "pip install"))
+
+
+def require_java() -> str:
+    """The java that PySpark will launch: $JAVA_HOME/bin/java when JAVA_HOME is set (as
+    PySpark prefers), else java on PATH."""
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return os.path.join(home, "bin", "java")
+    return require_tool("java")
+
+
 def start_redis(*args: str, workdir: str | None = None) -> ServerProcess:
-    """Start Debian's redis-server (the oracle) on a free port."""
-    binary = redis_server_binary()
-    if binary is None:
-        raise RuntimeError("redis-server is not installed")
+    """Start Debian's redis-server (the oracle) on a free port; without one the calling
+    test skips locally and fails in CI."""
+    binary = require_tool("redis-server")
     port = free_port()
     workdir = workdir or scratch_dir("redis-oracle-")
     argv = [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--dir", workdir,

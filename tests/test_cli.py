@@ -12,7 +12,6 @@ import os
 import pty
 import re
 import select
-import shutil
 import signal
 import socket
 import struct
@@ -24,7 +23,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import RawClient, ServerProcess, free_port, scratch_dir, start_redis
+from tests.support import (
+    RawClient,
+    ServerProcess,
+    free_port,
+    require_tool,
+    scratch_dir,
+    start_redis,
+)
 
 RILL_SERVER = Path(sys.executable).with_name("rill-server")
 # Redis's log line: "pid:role dd Mon yyyy hh:mm:ss.mmm <level char> message".
@@ -33,19 +39,9 @@ LOG_LINE = re.compile(r"^(\d+):(?:[MCSX] \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\
                       r"|signal-handler \(\d+\)) (.*)$")
 
 
-def need(binary: str, package: str) -> str:
-    """The path of a Debian tool the test needs: skipped locally when absent, never in CI."""
-    path = shutil.which(binary)
-    if path is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"{binary} is required in CI (apt-get install {package})")
-        pytest.skip(f"{binary} not installed")
-    return path
-
-
 def redis_cli(port: int, *args: str, stdin: bytes | None = None) -> tuple[int, str]:
     """Run the real redis-cli one-shot; (exit code, stdout+stderr)."""
-    binary = need("redis-cli", "redis-tools")
+    binary = require_tool("redis-cli")
     proc = subprocess.run([binary, "-p", str(port), *args], input=stdin or b"", capture_output=True,
                           timeout=20)
     return proc.returncode, (proc.stdout + proc.stderr).decode(errors="replace")
@@ -106,7 +102,7 @@ def test_config_file_then_command_line_overrides(tmp_path):
 
 def test_same_config_and_overrides_as_redis_server(tmp_path):
     """The same file and overrides give the same CONFIG GET replies on both servers."""
-    redis_server = need("redis-server", "redis-server")
+    redis_server = require_tool("redis-server")
     conf = tmp_path / "redis.conf"
     conf.write_text("maxmemory 1gb\nmaxmemory-policy allkeys-lru\nnotify-keyspace-events Ex\n"
                     "save 3600 1\ntimeout 30\nappendonly no\n")
@@ -160,7 +156,7 @@ def _messages(log: str, pid: int) -> list[str]:
 
 def test_log_line_format_is_redis_servers_own():
     """The pattern the rill checks use really is redis-server's log format."""
-    need("redis-server", "redis-server")
+    require_tool("redis-server")
     srv = start_redis()
     pid = srv.proc.pid
     srv.stop()
@@ -278,7 +274,7 @@ def _interactive_hint(port: int, typed: bytes, until: bytes) -> bytes:
     """Type into an interactive redis-cli on a pty; the screen bytes once ``until`` shows."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 250, 0, 0))
-    proc = subprocess.Popen([shutil.which("redis-cli"), "-p", str(port)], stdin=slave, stdout=slave,
+    proc = subprocess.Popen([require_tool("redis-cli"), "-p", str(port)], stdin=slave, stdout=slave,
                             stderr=slave, env={**os.environ, "TERM": "xterm"}, close_fds=True)
     os.close(slave)
 
@@ -312,7 +308,7 @@ def _interactive_hint(port: int, typed: bytes, until: bytes) -> bytes:
 
 
 def test_interactive_redis_cli_shows_hints_from_rills_command_docs(rill_server, oracle_server):
-    need("redis-cli", "redis-tools")
+    require_tool("redis-cli")
     c = RawClient(rill_server.port)
     try:
         def docs_calls() -> int:

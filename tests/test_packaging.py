@@ -158,7 +158,9 @@ def test_ci_script():
     assert "set -euo pipefail" in text
     assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
     install = next(ln for ln in text.splitlines() if ln.startswith("packages=("))
-    assert {"redis-server", "redis-tools", "tcl", "make"} <= set(install[len("packages=("):-1].split())
+    # The oracle and its tools, Tcl, make; Java for PySpark; a C toolchain for python-lzf.
+    assert {"redis-server", "redis-tools", "tcl", "make", "default-jre-headless", "gcc",
+            "libc6-dev"} <= set(install[len("packages=("):-1].split())
     assert "apt-get update" in text and "apt-get install -y" in text
     assert text.rstrip().splitlines()[-1] == "make test"
 
@@ -179,6 +181,17 @@ def test_readme_make_targets_exist():
     mentioned = set(re.findall(r"\bmake ([a-z][\w-]*)", _readme()))
     assert {"run", "test"} <= mentioned
     assert mentioned <= targets, mentioned - targets
+
+
+def test_readme_prerequisites_are_what_ci_installs():
+    """The Quick start names what a fresh machine needs; .ci/run, which starts from a
+    machine with only python3, installs exactly those packages."""
+    quick = _readme().split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    ci = (ROOT / ".ci" / "run").read_text()
+    for package in ["python3-venv", "make", "gcc", "libc6-dev", "python3-dev", "redis-server",
+                    "redis-tools", "default-jre-headless"]:
+        assert f"`{package}`" in quick, package
+        assert re.search(rf"(packages=\(|packages\+=\().*\b{re.escape(package)}\b", ci), package
 
 
 def test_readme_rill_server_command_lines_parse():

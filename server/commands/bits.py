@@ -308,6 +308,23 @@ def _fit(total: int, bits: int, signed: bool, policy: bytes) -> int | None:
     return wrapped
 
 
+def _set_value(value: int, bits: int, signed: bool, policy: bytes) -> int | None:
+    """What SET stores for the 64-bit argument ``value``; None when FAIL refuses it."""
+    if not signed:
+        # An unsigned field reads the argument as an unsigned 64-bit integer: a negative
+        # one is huge, so it overflows upward (SAT stores the maximum).
+        return _fit(value & 0xFFFFFFFFFFFFFFFF, bits, False, policy)
+    hi = (1 << (bits - 1)) - 1
+    if policy == b"sat" and bits < 64 and value <= hi - (1 << 63):
+        # Redis tests for upward overflow first, comparing the increment (0 for SET)
+        # with the headroom max - value, computed in 64-bit two's complement. When the
+        # argument is more than INT64_MAX below the field's maximum, that headroom wraps
+        # negative and the value counts as overflowing upward: SAT stores the maximum,
+        # not the minimum. (WRAP and FAIL don't depend on the direction.)
+        return hi
+    return _fit(value, bits, True, policy)
+
+
 def _bitfield(c: Client, argv: list[bytes], readonly_cmd: bool):
     ops: list[tuple[int, bool, int, int, int, bytes]] = []
     policy = b"wrap"
@@ -355,8 +372,7 @@ def _bitfield(c: Client, argv: list[bytes], readonly_cmd: bool):
             new = _fit(old + value, bits, signed, pol)
             reply = new
         else:
-            # SET takes the 64-bit argument as the field's type would read it.
-            new = _fit(value if signed else value & 0xFFFFFFFFFFFFFFFF, bits, signed, pol)
+            new = _set_value(value, bits, signed, pol)
             reply = old
         if new is None:
             out.append(None)

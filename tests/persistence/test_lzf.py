@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rill.persistence import lzf
 
-needs_c = pytest.mark.skipif(not lzf.HAVE_C, reason="python-lzf not installed")
+needs_c = pytest.mark.requires(modules=["lzf"])  # python-lzf, the C compressor
 
 # Compressible inputs: runs and repeats over a small alphabet (overlapping back-references).
 texty = st.lists(st.sampled_from([b"a", b"b", b"ab", b"abc", b"xyz" * 5, b"\x00", b"hello "]), max_size=400).map(

@@ -8,7 +8,7 @@ import struct
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rill.persistence import lzf, rdb
+from rill.persistence import rdb
 from rill.persistence.crc64 import crc64
 from rill.storage import listpack
 from rill.storage.list import ListValue, set_packed_threshold
@@ -111,7 +111,7 @@ def test_string_forms(s, encoded):
     assert rdb.RdbReader(encoded).string() == s
 
 
-@pytest.mark.skipif(not lzf.HAVE_C, reason="python-lzf not installed")
+@pytest.mark.requires(modules=["lzf"])
 def test_lzf_strings_only_when_they_shrink_by_four():
     long = b"abcabcabcabcabcabcabcabcabcabc"
     enc = rdb.encode_string(long, compress=True)

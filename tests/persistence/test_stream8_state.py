@@ -5,7 +5,6 @@ redis-check-rdb accepts) and an AOF rewrite replayed by the AOF loader client.""
 from __future__ import annotations
 
 import io
-import shutil
 import subprocess
 
 import pytest
@@ -64,7 +63,7 @@ def test_plain_streams_are_written_as_before():
     assert rdb.stream_ext(s, b"s") is None
 
 
-@pytest.mark.skipif(shutil.which("redis-check-rdb") is None, reason="redis-check-rdb missing")
+@pytest.mark.requires("redis-check-rdb")
 def test_redis_check_rdb_accepts_the_extension(tmp_path):
     path = tmp_path / "dump.rdb"
     path.write_bytes(save({b"s": rich_stream()}))

@@ -1,7 +1,8 @@
 """One SparkSession (local[2]) for every pipeline test, and servers to read from.
 
 Everything here is marked ``spark`` so a quick run can deselect it (``-m "not spark"``);
-``make test`` runs it.  pyspark comes with the ``spark`` extra; it is required in CI.
+``make test`` runs it.  pyspark comes with the ``spark`` extra and needs Java; both are
+required in CI.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import sys
 
 import pytest
 import redis
+
+from tests.support import require_java, require_module
 
 
 def pytest_collection_modifyitems(config, items):
@@ -26,10 +29,10 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session")
 def spark():
-    if os.environ.get("CI"):
-        import pyspark  # noqa: F401 - required in CI: make installs the spark extra
-    else:
-        pytest.importorskip("pyspark")
+    # Skipped locally without pyspark or Java, failed in CI (make installs the spark
+    # extra, .ci/run a JRE).
+    require_module("pyspark")
+    require_java()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable

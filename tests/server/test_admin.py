@@ -15,7 +15,7 @@ from tests.support import (
     RawClient,
     encode_command,
     free_port,
-    redis_server_binary,
+    require_tool,
     start_redis,
     start_rill,
 )
@@ -533,8 +533,7 @@ def _secrets_scenario(port: int) -> tuple[list[list[bytes]], list[bytes]]:
 def test_secrets_are_redacted_in_slowlog_and_monitor_side_by_side():
     """Passwords never show in SLOWLOG or MONITOR: AUTH, HELLO AUTH, ACL SETUSER, and
     CONFIG SET of masterauth/masteruser/requirepass (even when the SET fails)."""
-    if redis_server_binary() is None:
-        pytest.skip("redis-server not installed")
+    require_tool("redis-server")
     servers = [start_rill(), start_redis()]
     try:
         mine, theirs = (_secrets_scenario(s.port) for s in servers)
@@ -618,8 +617,7 @@ def test_idle_timeout_disconnects(tmp_path):
 def test_debug_and_module_are_protected_as_in_redis(setting):
     """enable-debug-command / enable-module-command (default no): refused, allowed from
     loopback with "local", allowed with "yes"; counted as rejected, as Redis does."""
-    if redis_server_binary() is None:
-        pytest.skip("redis-server not installed")
+    require_tool("redis-server")
     opts = ("--enable-debug-command", setting, "--enable-module-command", setting)
     mine, theirs = start_rill(*opts), start_redis(*opts)
     try:

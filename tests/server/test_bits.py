@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+import pytest
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 
@@ -164,8 +165,77 @@ _bf_op = st.one_of(
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(start=_blob, ops=st.lists(_bf_op, max_size=6))
+# Found by hypothesis (issue 20): SAT on a signed SET far below the field's range.
+@example(start=b"", ops=[("OVERFLOW", "SAT"), ("SET", "i17", "0", "-9223372036854710273")])
 def test_bitfield_matches_redis_for_any_ops(sbs, start, ops):
     sbs.rill.call("SET", "bf", start)
     sbs.oracle.call("SET", "bf", start)
     sbs.check("BITFIELD", "bf", *[x for op in ops for x in op])
     sbs.check("GET", "bf")
+
+
+def test_bitfield_sat_set_far_below_a_signed_field_saturates_to_its_maximum(sbs):
+    """Redis computes a signed field's headroom (max - value) in 64 bits; for an argument
+    more than INT64_MAX below the maximum it wraps negative, the value counts as too big,
+    and SAT stores the maximum (issue 20: rill stored the minimum, \x80\x00\x00)."""
+    sbs.check("BITFIELD", "bf", "OVERFLOW", "SAT", "SET", "i17", "0", "-9223372036854710273")
+    assert sbs.check("GET", "bf") == b"$3\r\n\x7f\xff\x80\r\n"
+    # One further down than the headroom can hold: the minimum, as one would expect.
+    sbs.check("BITFIELD", "bf", "OVERFLOW", "SAT", "SET", "i17", "0", "-9223372036854710272")
+    assert sbs.check("GET", "bf") == b"$3\r\n\x80\x00\x00\r\n"
+
+
+def _limits(signed: bool, bits: int) -> tuple[int, int]:
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+
+
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _set_arguments(signed: bool, bits: int) -> list[int]:
+    """SET arguments at and beyond the field's limits, at the ends of the 64-bit range, and
+    at the edge where Redis's 64-bit headroom arithmetic wraps (max - 2**63)."""
+    lo, hi = _limits(signed, bits)
+    values = {lo, hi, lo - 1, hi + 1, lo + 1, hi - 1, 0, 1, -1, 2 * hi + 1, -2 * hi - 2,
+              _I64_MIN, _I64_MIN + 1, _I64_MAX, _I64_MAX - 1,
+              hi + _I64_MIN, hi + _I64_MIN + 1, hi + _I64_MIN - 1, lo + _I64_MAX, lo + _I64_MAX + 1}
+    return sorted(v for v in values if _I64_MIN <= v <= _I64_MAX)
+
+
+def _increments(signed: bool, bits: int) -> list[int]:
+    lo, hi = _limits(signed, bits)
+    span = hi - lo
+    values = {0, 1, -1, span, -span, span + 1, -span - 1, hi, -hi, lo, -lo, hi + 1, lo - 1,
+              _I64_MIN, _I64_MIN + 1, _I64_MAX, _I64_MAX - 1}
+    return sorted(v for v in values if _I64_MIN <= v <= _I64_MAX)
+
+
+@pytest.mark.parametrize("mode", ["WRAP", "SAT", "FAIL"])
+@pytest.mark.parametrize("sign", ["i", "u"])
+def test_bitfield_overflow_at_every_width_matches_redis(sbs, mode, sign):
+    """Every overflow mode, SET and INCRBY, at every width, with values at and beyond the
+    field's limits and the 64-bit range's: replies and the stored bytes as Redis's. The
+    field sits at an unaligned offset inside set bits, so its neighbours are checked too."""
+    signed = sign == "i"
+    for bits in range(1, 65 if signed else 64):
+        field = f"{sign}{bits}"
+        lo, hi = _limits(signed, bits)
+        for args in (
+            [x for v in _set_arguments(signed, bits) for x in ("SET", field, "5", str(v))],
+            [x for start in sorted(v for v in {lo, hi, 0, lo + 1, hi - 1} if lo <= v <= hi)
+             for inc in _increments(signed, bits)
+             for x in ("OVERFLOW", "WRAP", "SET", field, "5", str(start),
+                       "OVERFLOW", mode, "INCRBY", field, "5", str(inc), "GET", field, "5")],
+        ):
+            sbs.rill.call("SET", "bf", b"\xff" * 10)
+            sbs.oracle.call("SET", "bf", b"\xff" * 10)
+            sbs.check("BITFIELD", "bf", "OVERFLOW", mode, *args)
+            sbs.check("GET", "bf")
+
+
+def test_bitfield_arguments_beyond_64_bits_are_refused(sbs):
+    for field in ("i1", "i17", "i63", "i64", "u1", "u17", "u63"):
+        for value in (str(1 << 63), str(-(1 << 63) - 1), "18446744073709551615"):
+            for op in ("SET", "INCRBY"):
+                sbs.check("BITFIELD", "bf", "OVERFLOW", "SAT", op, field, "0", value)
+    sbs.check("EXISTS", "bf")

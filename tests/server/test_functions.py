@@ -23,7 +23,7 @@ from tests.support import (
     effects_as_aof,
     encode_command,
     redis_aof_commands,
-    redis_server_binary,
+    require_tool,
     start_redis,
     start_rill,
 )
@@ -516,8 +516,7 @@ def _busy_transcript(port: int) -> list[bytes]:
 
 
 def test_busy_function_side_by_side():
-    if redis_server_binary() is None:
-        pytest.skip("redis-server not installed")
+    require_tool("redis-server")
     mine, theirs = start_rill(), start_redis()
     try:
         assert _busy_transcript(mine.port) == _busy_transcript(theirs.port)
@@ -556,8 +555,7 @@ def test_propagation_matches_redis_aof(inproc, tmp_path):
     sinks: FUNCTION LOAD/DELETE/FLUSH as sent, FCALL's writes as effects."""
     from rill.server.commands import setup_all
 
-    if redis_server_binary() is None:
-        pytest.skip("redis-server not installed")
+    require_tool("redis-server")
     dumped: list[bytes] = []
 
     def restore_own_dump(cli: RawClient) -> None:
@@ -600,8 +598,7 @@ def _load_all(c: RawClient) -> None:
 
 
 def test_rill_rdb_with_functions_loads_in_redis(tmp_path):
-    if redis_server_binary() is None:
-        pytest.skip("redis-server not installed")
+    require_tool("redis-server")
     workdir = str(tmp_path)
     with rill_in(workdir) as srv:
         c = RawClient(srv.port)
@@ -621,8 +618,7 @@ def test_rill_rdb_with_functions_loads_in_redis(tmp_path):
 
 
 def test_redis_rdb_with_functions_loads_in_rill(tmp_path):
-    if redis_server_binary() is None:
-        pytest.skip("redis-server not installed")
+    require_tool("redis-server")
     workdir = str(tmp_path)
     with redis_in(workdir, "--dbfilename", "dump.rdb") as redis:
         r = RawClient(redis.port)
@@ -673,8 +669,7 @@ def test_aof_keeps_functions(tmp_path, preamble):
     """Loads and deletes reach the AOF as sent; a rewrite's base carries the libraries
     (FUNCTION LOAD commands without the RDB preamble); rill and redis-server replay
     each other's directories the same way."""
-    if redis_server_binary() is None:
-        pytest.skip("redis-server not installed")
+    require_tool("redis-server")
     states = []
     for make in (rill_in, redis_in):
         workdir = str(tmp_path / make.__name__)

@@ -8,7 +8,6 @@ must satisfy. The rest runs on an in-process server with a fake clock.
 from __future__ import annotations
 
 import itertools
-import os
 import re
 import threading
 import time
@@ -18,17 +17,14 @@ import pytest
 import redis
 
 from tests.conftest import SideBySide
-from tests.support import RawClient, encode_command, redis_server_binary, start_redis, start_rill
+from tests.support import RawClient, encode_command, require_tool, start_redis, start_rill
 
 # -- servers of our own: these tests change latency settings and reset statistics ---------
 
 
 @pytest.fixture(scope="module")
 def servers():
-    if redis_server_binary() is None:
-        if os.environ.get("CI"):
-            pytest.fail("redis-server is required in CI (apt-get install redis-server)")
-        pytest.skip("redis-server not installed")
+    require_tool("redis-server")
     rill, oracle = start_rill(), start_redis()
     yield rill, oracle
     rill.stop()

@@ -9,9 +9,9 @@ import time
 import pytest
 from rill.persistence import aof
 
-from tests.support import RawClient, free_port, redis_server_binary, start_redis, start_rill
+from tests.support import RawClient, free_port, start_redis, start_rill
 
-pytestmark = pytest.mark.skipif(redis_server_binary() is None, reason="redis-server not installed")
+pytestmark = pytest.mark.requires("redis-server")
 
 
 @pytest.fixture(scope="module")

@@ -22,12 +22,9 @@ from tests.server.persistence_helpers import (
     snapshot,
     wait_rewrite,
 )
-from tests.support import RawClient, redis_server_binary
+from tests.support import RawClient
 
-pytestmark = pytest.mark.skipif(
-    redis_server_binary() is None or shutil.which("redis-check-rdb") is None,
-    reason="redis-server / redis-tools not installed",
-)
+pytestmark = pytest.mark.requires("redis-server", "redis-check-rdb")
 
 STREAM_KEYS_ONLY = ["--sanitize-dump-payload", "yes"]
 

@@ -11,7 +11,7 @@ import time
 import pytest
 import redis
 
-from tests.support import RawClient, redis_server_binary, start_redis, start_rill, wait_until
+from tests.support import RawClient, require_tool, start_redis, start_rill, wait_until
 
 
 @pytest.mark.parametrize("args", [
@@ -72,8 +72,7 @@ def master():
 
 
 def test_a_redis_replica_follows_rill(master):
-    if redis_server_binary() is None:
-        pytest.skip("redis-server not installed")
+    require_tool("redis-server")
     m = redis.Redis(port=master.port)
     m.set("before", "1")
     m.xadd("s", {"f": "v"}, id="1-1")
@@ -121,8 +120,7 @@ def test_a_redis_replica_follows_rill(master):
 
 
 def test_wait_for_a_real_replica(master):
-    if redis_server_binary() is None:
-        pytest.skip("redis-server not installed")
+    require_tool("redis-server")
     m = redis.Redis(port=master.port)
     replica = start_redis("--replicaof", "127.0.0.1", str(master.port))
     r = redis.Redis(port=replica.port)

@@ -12,7 +12,7 @@ from tests.support import (
     effects_as_aof,
     encode_command,
     redis_aof_commands,
-    redis_server_binary,
+    require_tool,
     start_redis,
     start_rill,
 )
@@ -464,8 +464,7 @@ def test_propagation_matches_redis_aof(inproc, tmp_path):
     what rill hands to its propagation sinks (relative expiry times masked)."""
     from rill.server.commands import setup_all
 
-    if redis_server_binary() is None:
-        pytest.skip("redis-server not installed")
+    require_tool("redis-server")
     theirs = redis_aof_commands(str(tmp_path), AOF_SCRIPT)
     server, c, effects = inproc
     setup_all(server)
@@ -516,8 +515,7 @@ def _busy_transcript(port: int) -> list[bytes]:
 
 
 def test_busy_script_side_by_side():
-    if redis_server_binary() is None:
-        pytest.skip("redis-server not installed")
+    require_tool("redis-server")
     mine, theirs = start_rill(), start_redis()
     try:
         assert _busy_transcript(mine.port) == _busy_transcript(theirs.port)

@@ -704,10 +704,9 @@ AOF_SCRIPT = [
 def test_propagation_matches_redis_aof(inproc, tmp_path):
     """The same script through redis-server with appendonly yes: its AOF holds exactly
     what rill hands to its propagation sinks (clock readings masked)."""
-    from tests.support import redis_aof_commands, redis_server_binary
+    from tests.support import redis_aof_commands, require_tool
 
-    if redis_server_binary() is None:
-        pytest.skip("redis-server not installed")
+    require_tool("redis-server")
     theirs = redis_aof_commands(str(tmp_path), AOF_SCRIPT)
     assert theirs[0][0] == b"SELECT"
     server, c, effects = inproc

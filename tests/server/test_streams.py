@@ -550,6 +550,9 @@ _op = st.one_of(
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(_op, max_size=60))
+# Found by hypothesis (c0bcf26): with node GC on, the second node, half deleted, is
+# rewritten and merged into the first, so radix-tree-keys is 2 where Redis has 3.
+@example([("add", 1, 3)] * 4 + [("del", 1), ("del", 2), ("del", 3), ("del", 4)])
 def test_random_sequences_match_redis(sbs, ops):
     sbs.check("DEL", "s")
     sbs.rill.call("CONFIG", "SET", "stream-node-max-entries", "7")
