@@ -13,14 +13,15 @@ from tests.support import RawClient, in_ci, require_module, require_tool, start_
 # hypothesis profiles. "ci": every draw derives from the test itself (derandomize) and
 # nothing is replayed from a local example database, so whether CI passes never depends
 # on luck; the cases random exploration has found are pinned as @example on their tests.
-# "dev" (local runs): random draws, failures remembered in .hypothesis/. "fuzz": random
+# "dev" (local runs): random draws, failures remembered in .hypothesis/. No profile has a
+# deadline: timings belong in benchmarks, and a loaded machine is no failure. "fuzz": random
 # draws and more of them (for tests that don't fix max_examples themselves), each failure
 # printed as a reproduction blob. HYPOTHESIS_PROFILE overrides the choice.
 _hypothesis_default = settings.get_profile("default")  # not hypothesis's own CI profile
 settings.register_profile("ci", _hypothesis_default, derandomize=True, database=None,
                           deadline=None, print_blob=True)
-settings.register_profile("dev", _hypothesis_default)
-settings.register_profile("fuzz", _hypothesis_default, max_examples=1000, database=None,
+settings.register_profile("dev", _hypothesis_default, deadline=None)
+settings.register_profile("fuzz", _hypothesis_default, max_examples=1000, database=None, deadline=None,
                           print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if in_ci() else "dev"))
 
