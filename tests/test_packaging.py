@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support import start_rill
+from tests.support import require_tool, start_redis, start_rill
 
 ROOT = Path(__file__).resolve().parent.parent
 # The product card's top-level folders and the import name they install under.
@@ -313,3 +313,27 @@ def test_bench_skips_what_rill_does_not_serve(tmp_path):
     table = render_table([skipped, ran])
     assert "skipped: not implemented in rill yet (NO-SUCH-COMMAND)" in table
     assert "1.00x" in table
+
+
+def test_readme_redis_cli_lines_run():
+    """Each one-shot ``redis-cli`` line of the README runs against rill and prints what it
+    prints against redis-server (HELLO's connection id aside)."""
+    cli = require_tool("redis-cli")
+    lines = []
+    for block in re.findall(r"```sh\n(.*?)```", _readme(), re.S):
+        for line in block.splitlines():
+            line = line.split("#", 1)[0].strip()
+            if line.startswith("redis-cli ") and len(shlex.split(line)) > 3:
+                lines.append(shlex.split(line)[1:])
+    assert len(lines) >= 3
+    with start_rill() as mine, start_redis() as oracle:
+        outputs = []
+        for server in (mine, oracle):
+            printed = []
+            for args in lines:
+                args = [str(server.port) if a == "6379" else a for a in args]
+                out = subprocess.run([cli, *args], capture_output=True, text=True, timeout=30)
+                assert out.returncode == 0 and "ERR" not in out.stdout, (args, out.stdout, out.stderr)
+                printed.append(re.sub(r"(?m)^id \d+$", "id ?", out.stdout))  # HELLO's connection id
+            outputs.append(printed)
+        assert outputs[0] == outputs[1]
