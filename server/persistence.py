@@ -104,7 +104,7 @@ class ReplicaLink:
 
     __slots__ = ("listening_port", "ip", "rdb_only", "exclude_data", "exclude_functions", "capa_eof",
                  "pre_psync", "ack_offset", "ack_time", "state", "initial_offset", "buffered", "stream_on_ack",
-                 "bulk", "bulk_left", "slow_since")
+                 "acked_in_sync", "bulk", "bulk_left", "slow_since")
 
     def __init__(self) -> None:
         self.listening_port = 0
@@ -122,6 +122,9 @@ class ReplicaLink:
         # (and, after a diskless one, until its first ACK); None once it flows.
         self.buffered: list[bytes] | None = None
         self.stream_on_ack = False
+        # It ACKed before the diskless child was reaped: it has the whole snapshot, so
+        # its stream starts as soon as the child is, not at its next ACK a second later.
+        self.acked_in_sync = False
         self.bulk: Any = None  # the dump file being sent (disk-based sync)
         self.bulk_left = 0
         self.slow_since = 0  # since when it has held a diskless transfer back (0: it hasn't)
@@ -661,7 +664,9 @@ class Persistence:
             # come back for another (Redis's updateSlavesWaitingBgsave with an error).
             socket_target, self.rdb_child_socket = self.rdb_child_socket, False
             self._relay_close(drain=False)
-            self._replicas_after_bgsave(False, socket_target)
+            # No new snapshot from here (the caller may be shutting down, or about to
+            # load another dataset): the cron starts one for replicas still waiting.
+            self._replicas_after_bgsave(False, socket_target, start_next=False)
 
     def _remove_temp(self, name: str) -> None:
         try:
@@ -1367,6 +1372,7 @@ class Persistence:
         link = r.repl
         link.initial_offset = offset
         link.state = WAIT_BGSAVE_END
+        link.acked_in_sync = False
         if link.buffered is None:
             link.buffered = []
         self.repl_selected_db = -1
@@ -1497,11 +1503,22 @@ class Persistence:
         if relay.eof:
             self._relay_watch(False)
             _notice("Diskless rdb transfer, done reading from pipe, %d replicas still up.", len(targets))
-            self._reap()  # the child is likely gone already: the replicas need not wait for the cron
+            self._reap_soon()
         elif loop is None:
             self._relay_pump()  # no loop to come back (in-process use): block until the end
         else:
             self._relay_watch(True)
+
+    def _reap_soon(self, tries: int = 40) -> None:
+        """The diskless child has written everything and is exiting: look for its end
+        every few milliseconds for a while, so its replicas need not wait for the cron."""
+        pid = self.child_pid
+        if pid is None or not self.rdb_child_socket:
+            return
+        self._reap()
+        loop = self.server.loop
+        if self.child_pid == pid and tries > 0 and loop is not None:
+            loop.call_later(SNAPSHOT_POLL, self._reap_soon, tries - 1)
 
     def _relay_watch(self, on: bool) -> None:
         relay = self.relay
@@ -1556,7 +1573,7 @@ class Persistence:
         self.rdb_save_time_last = int(time.time() - self.child_start)
         return ok
 
-    def _replicas_after_bgsave(self, ok: bool, socket_target: bool) -> None:
+    def _replicas_after_bgsave(self, ok: bool, socket_target: bool, start_next: bool = True) -> None:
         """updateSlavesWaitingBgsave: the snapshot the waiting replicas recorded for is
         done. After a diskless one they are online, and their stream flows at their
         first ACK (so it cannot run into the EOF mark); after a disk one the dump is
@@ -1573,7 +1590,10 @@ class Persistence:
                 _notice("Streamed RDB transfer with replica %s succeeded (socket). Waiting for REPLCONF ACK "
                         "from slave to enable streaming", self._replica_name(r))
                 if self._put_online(r):
-                    link.stream_on_ack = True
+                    if link.acked_in_sync:
+                        self._start_stream(r)
+                    else:
+                        link.stream_on_ack = True
             else:
                 try:
                     f = open(self.rdb_path(), "rb")
@@ -1588,7 +1608,8 @@ class Persistence:
                 link.bulk_left = size
                 r.out.append(b"$%d\r\n" % size)
                 self._send_bulk(r)
-        self._start_pending_fork()
+        if start_next:
+            self._start_pending_fork()
 
     def _send_bulk(self, r: Client) -> None:
         """sendBulkToSlave: the dump file, as fast as the replica takes it, then the
@@ -1769,6 +1790,8 @@ class Persistence:
         link.ack_time = int(time.time())
         if link.state == WAIT_BGSAVE_END and self.child_type == "rdb":
             self._reap()  # the ACK may come before the cron has seen the child end
+            if link.state == WAIT_BGSAVE_END and self.rdb_child_socket:
+                link.acked_in_sync = True
         if link.stream_on_ack and link.state == ONLINE:
             self._start_stream(replica)
         if not self.ack_waiters:
