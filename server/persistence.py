@@ -1698,8 +1698,9 @@ class Persistence:
         snapshot alive with a newline, and drop replicas silent past repl-timeout."""
         replicas = self.live_replicas()
         period = max(1, self.config.int("repl-ping-replica-period"))
-        # A replica does not ping its own replicas: they take its master's stream.
-        if replicas and self.repl_cron_loops % period == 0 and self.server.replica_of is None:
+        # A rill replica pings its own replicas too: it feeds them its own stream (what
+        # its master's commands propagate), with its own offsets, not its master's bytes.
+        if replicas and self.repl_cron_loops % period == 0:
             self._feed_replicas([(self.repl_selected_db, [b"PING"])])
         for r in replicas:
             state = r.repl.state

@@ -594,3 +594,25 @@ def test_a_silent_replica_is_dropped_after_repl_timeout(kind):
             os.kill(replica.proc.pid, signal.SIGCONT)
             m.close()
             replica.stop()
+
+
+def test_a_replica_of_a_rill_replica_keeps_its_link_when_idle():
+    """rill A <- rill B <- redis-server C: B feeds C its own stream, so B pings C too,
+    and C, with a repl-timeout of 2 s, keeps its link while nothing is written."""
+    period, delay = ("--repl-ping-replica-period", "1"), ("--repl-diskless-sync-delay", "0")
+    with start_rill(*period, *delay) as a, start_rill(*period, *delay) as b:
+        rb = redis.Redis(port=b.port)
+        rb.execute_command("REPLICAOF", "127.0.0.1", a.port)
+        wait_until(lambda: rb.info("replication")["master_link_status"] == "up")
+        c = _replica_of("redis", b.port, "--repl-timeout", "2")
+        rc = redis.Redis(port=c.port)
+        try:
+            start = rc.info("replication")["slave_repl_offset"]
+            wait_until(lambda: rc.info("replication")["slave_repl_offset"] >= start + 5 * PING_BYTES, timeout=30)
+            assert rc.info("replication")["master_link_status"] == "up"
+            assert (rb.info("stats")["sync_full"], rb.info("stats")["sync_partial_ok"]) == (1, 0)
+            assert "MASTER timeout" not in c.log()
+        finally:
+            rc.close()
+            rb.close()
+            c.stop()
