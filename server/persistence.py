@@ -1313,6 +1313,8 @@ class Persistence:
         together share one fork. A client that asked for the snapshot only (REPLCONF
         rdb-only 1, as ``redis-cli --rdb`` does) is closed once it has it.
         """
+        if c.kind == "replica":
+            return  # already one: a second SYNC is ignored, as in Redis
         link = c.repl
         if link is None:
             link = c.repl = ReplicaLink()
