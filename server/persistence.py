@@ -197,6 +197,7 @@ class Persistence:
         # Made when the first replica syncs, as in Redis; None until then.
         self.backlog: bytearray | None = None
         self.rdb_child_socket = False  # the rdb child streams to replicas (diskless sync)
+        self.rdb_for_replicas = False  # dump.rdb was written to feed replicas (rdb-del-sync-files)
         self.relay: _Relay | None = None
         # replicationCron's runs, once a second: the replicas get a PING every period of
         # them. Redis's first run (its PING turn) comes before any replica can connect;
@@ -1397,6 +1398,8 @@ class Persistence:
             if ok:
                 for r in waiting:
                     self._setup_full_resync(r, self.repl_offset)
+                if self.config.bool("rdb-del-sync-files"):
+                    self.rdb_for_replicas = True
         if not ok:
             log.warning("BGSAVE for replication failed")
             for r in self.live_replicas():
@@ -1722,7 +1725,27 @@ class Persistence:
                 continue
             r.kill_requested = True
             r.on_output(r)
+        self._remove_sync_rdb()
         self.repl_cron_loops += 1
+
+    def _remove_sync_rdb(self) -> None:
+        """rdb-del-sync-files: a server without persistence (no save points, no AOF) does
+        not keep the dump it wrote only to feed replicas, once none of them needs it."""
+        if not self.config.bool("rdb-del-sync-files"):
+            self.rdb_for_replicas = False
+            return
+        if not self.rdb_for_replicas or self.save_params() or self.aof_state != AOF_OFF:
+            return
+        if any(r.repl.state in (WAIT_BGSAVE_START, WAIT_BGSAVE_END, SEND_BULK) for r in self.live_replicas()):
+            return
+        path = self.rdb_path()
+        if os.path.lexists(path):
+            self.rdb_for_replicas = False
+            _notice("Removing the RDB file used to feed replicas in a persistence-less instance")
+            try:
+                os.unlink(path)
+            except OSError as e:
+                log.warning("Can't remove %s: %s", path, e)
 
     def _continue(self, c: Client, link: ReplicaLink, replid: bytes, offset: int) -> bool:
         """PSYNC <our replid> <offset>: +CONTINUE and what the backlog holds from the

@@ -616,3 +616,20 @@ def test_a_replica_of_a_rill_replica_keeps_its_link_when_idle():
             rc.close()
             rb.close()
             c.stop()
+
+
+def _dump_left_after_sync(start) -> bool:
+    with start("--repl-diskless-sync", "no", "--rdb-del-sync-files", "yes") as master:
+        redis.Redis(port=master.port).set("k", "v")
+        path = os.path.join(master.workdir, "dump.rdb")
+        with start_redis("--replicaof", "127.0.0.1", str(master.port)) as replica:
+            r = redis.Redis(port=replica.port)
+            wait_until(lambda: r.info("replication")["master_link_status"] == "up" and r.get("k") == b"v")
+            r.close()
+            wait_until(lambda: not os.path.exists(path))
+            return "Removing the RDB file used to feed replicas in a persistence-less instance" in master.log()
+
+
+def test_rdb_del_sync_files_side_by_side():
+    """A master without persistence removes the dump it wrote only for a replica's sync."""
+    assert _dump_left_after_sync(start_rill) is _dump_left_after_sync(start_redis) is True
