@@ -198,6 +198,7 @@ class Persistence:
         self.backlog: bytearray | None = None
         self.rdb_child_socket = False  # the rdb child streams to replicas (diskless sync)
         self.rdb_for_replicas = False  # dump.rdb was written to feed replicas (rdb-del-sync-files)
+        self.sync_abandoned = False  # a replica waiting for a snapshot went away
         self.relay: _Relay | None = None
         # replicationCron's runs, once a second: the replicas get a PING every period of
         # them. Redis's first run (its PING turn) comes before any replica can connect;
@@ -718,7 +719,9 @@ class Persistence:
         if now - self.repl_cron_last >= 1.0:
             self.repl_cron_last = now
             self.replication_cron()
-        if self.replicas:
+        if self.replicas or self.sync_abandoned:
+            self.live_replicas()
+            self._stop_unwanted_dump()
             self._start_pending_fork()
         if self.child_pid is None:
             if self.aof_rewrite_scheduled:
@@ -1728,6 +1731,17 @@ class Persistence:
         self._remove_sync_rdb()
         self.repl_cron_loops += 1
 
+    def _stop_unwanted_dump(self) -> None:
+        """The last replica waiting for the dump being written went away: on a server
+        without save points nobody else wants it, so the child is stopped, as Redis
+        does when it frees such a replica."""
+        if not self.sync_abandoned:
+            return
+        self.sync_abandoned = False
+        if (self.child_type == "rdb" and not self.rdb_child_socket and not self.save_params()
+                and not any(r.repl.state == WAIT_BGSAVE_END for r in self.replicas)):
+            self.kill_child()
+
     def _remove_sync_rdb(self) -> None:
         """rdb-del-sync-files: a server without persistence (no save points, no AOF) does
         not keep the dump it wrote only to feed replicas, once none of them needs it."""
@@ -1775,6 +1789,8 @@ class Persistence:
         clients = self.server.clients
         live = [r for r in self.replicas if clients.get(r.id) is r]
         if len(live) != len(self.replicas):
+            if any(r.repl.state == WAIT_BGSAVE_END for r in self.replicas if clients.get(r.id) is not r):
+                self.sync_abandoned = True  # the cron sees whether its dump is still wanted
             self.replicas = live
             if not live:
                 self._update_sinks()

@@ -633,3 +633,24 @@ def _dump_left_after_sync(start) -> bool:
 def test_rdb_del_sync_files_side_by_side():
     """A master without persistence removes the dump it wrote only for a replica's sync."""
     assert _dump_left_after_sync(start_rill) is _dump_left_after_sync(start_redis) is True
+
+
+def _dump_stopped_when_its_replica_leaves(start) -> tuple:
+    with start("--repl-diskless-sync", "no") as master:
+        m = redis.Redis(port=master.port)
+        m.mset({f"k{i}": i for i in range(100)})
+        m.config_set("rdb-key-save-delay", 1_000_000)  # 100 s of dump: only a kill ends it soon
+        replica = _RawReplica(master.port, capa_eof=False)
+        replica.line()
+        wait_until(lambda: m.info("persistence")["rdb_bgsave_in_progress"] == 1)
+        replica.close()
+        wait_until(lambda: m.info("persistence")["rdb_bgsave_in_progress"] == 0)
+        seen = (m.info("persistence")["rdb_last_bgsave_status"], m.info("replication")["connected_slaves"])
+        m.close()
+        return seen
+
+
+def test_a_dump_nobody_waits_for_is_stopped_side_by_side():
+    """Without save points, the dump written for a replica that left is not finished."""
+    assert _dump_stopped_when_its_replica_leaves(start_rill) == _dump_stopped_when_its_replica_leaves(start_redis) \
+        == ("ok", 0)
