@@ -413,4 +413,4 @@ rb_command("ZRANGE 0 99 WITHSCORES", ["ZRANGE", "bench:zr", "0", "99", "WITHSCOR
 # -- issues 7 and 8: their modules register their own workloads ------------------------------
 # issue 7: Spark reads with rill vs redis-server as the store; issue 8: memory after deleting
 # most of a stream.
-from . import spark, streams8  # noqa: E402,F401
+from . import fullsync, spark, streams8  # noqa: E402,F401

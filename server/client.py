@@ -33,6 +33,10 @@ REPLY_SKIP_NEXT = 2
 REPLY_SKIP = 3
 
 
+def _nothing_queued() -> int:
+    return 0
+
+
 class Client:
     """One connected (or internal) client."""
 
@@ -76,6 +80,7 @@ class Client:
         "subscriptions",
         "flags_extra",
         "on_output",
+        "output_backlog",
         "net_in",
         "net_out",
         "querybuf_len",
@@ -138,6 +143,9 @@ class Client:
         # Called when output is produced outside the connection's own batch
         # (a blocked client served, a MONITOR feed, a pub/sub message).
         self.on_output: Callable[[Client], None] = lambda c: None
+        # Bytes written but not yet taken by the peer (the connection sets it): a
+        # replica's snapshot is sent only as fast as the replica reads it.
+        self.output_backlog: Callable[[], int] = _nothing_queued
         self.net_in = 0
         self.net_out = 0
         self.querybuf_len = 0

@@ -165,6 +165,7 @@ class Connection(asyncio.Protocol):
         if self._unix:
             client.kind = "unix"
         client.on_output = self._output_ready
+        client.output_backlog = lambda: transport.get_write_buffer_size()
         self.client = client
         server.stats.total_connections_received += 1
         if len(server.clients) > server.maxclients:

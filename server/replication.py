@@ -50,6 +50,7 @@ class MasterLink(asyncio.Protocol):
         self.expect: list[tuple[bytes, list[bytes]]] = []  # handshake steps left, the first sent
         self.rdb_len = -1  # bytes of snapshot expected; -2 for the EOF-marked form
         self.eof_mark = b""
+        self.eof_scan = 0  # where the search for the EOF mark goes on from
         self.closed = False
 
     # -- asyncio ------------------------------------------------------------------
@@ -276,6 +277,7 @@ class Replication:
                 raise LinkError(f"Bad protocol from MASTER, the first byte is not '$': {line[:64]!r}")
             if line.startswith(b"$EOF:"):
                 link.eof_mark = line[5:]
+                link.eof_scan = 0
                 if len(link.eof_mark) != 40:
                     raise LinkError("Bad EOF mark from MASTER")
                 link.rdb_len = -2
@@ -286,9 +288,12 @@ class Replication:
                     raise LinkError("Bad snapshot length from MASTER") from None
                 self.sync_total = link.rdb_len
         if link.rdb_len == -2:
-            end = link.buf.find(link.eof_mark)
+            # Search only what arrived since the last look (and the mark's length
+            # before it): scanning the whole snapshot on every read is quadratic.
+            end = link.buf.find(link.eof_mark, link.eof_scan)
             self.sync_read = len(link.buf)
             if end < 0:
+                link.eof_scan = max(0, len(link.buf) - len(link.eof_mark))
                 return False
             payload = bytes(link.buf[:end])
             del link.buf[: end + 40]

@@ -286,12 +286,13 @@ def _replication(c: Client) -> list[tuple[str, object]]:
     rows.append(("connected_slaves", len(replicas)))
     if c.server.min_replicas is not None:
         rows.append(("min_slaves_good_slaves", p.good_replicas(c.server.min_replicas[1])))
-    for i, r in enumerate(replicas):
+    shown = [r for r in replicas if r.repl.state_name]  # a snapshot-only client that has it is not
+    for i, r in enumerate(shown):
         link = r.repl
         rows.append((
             f"slave{i}",
-            f"ip={replica_address(r)},port={link.listening_port},state=online,"
-            f"offset={link.ack_offset},lag={now - link.ack_time}",
+            f"ip={replica_address(r)},port={link.listening_port},state={link.state_name},"
+            f"offset={link.ack_offset},lag={now - link.ack_time if link.online else 0}",
         ))
     return rows + [
         ("master_failover_state", "no-failover"),

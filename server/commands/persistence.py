@@ -400,7 +400,8 @@ def replconf(c: Client, argv: list[bytes]):
                 )
             link.ip = value
         elif opt == b"capa":
-            pass  # rill sends every replica the same thing: an RDB bulk, then the stream
+            if value.lower() == b"eof":
+                link.capa_eof = True  # it can take a diskless snapshot ($EOF:<mark>)
         elif opt == b"ack":
             # Internal to replicas and never answered; from anyone else it is ignored.
             if c.kind == "replica":
@@ -425,9 +426,10 @@ def replconf(c: Client, argv: list[bytes]):
             for f in filters:
                 if f.lower() != b"functions":
                     raise ReplyError(f"ERR Unsupported rdb-filter-only option: {f.decode(errors='replace')}")
-            # Everything is filtered out unless included, and rill has no functions to
-            # include: what is left is a snapshot without keys.
+            # Everything is filtered out unless included: keys always, functions
+            # unless named.
             link.exclude_data = True
+            link.exclude_functions = not any(f.lower() == b"functions" for f in filters)
         else:
             raise ReplyError(f"ERR Unrecognized REPLCONF option: {argv[j].decode(errors='replace')}")
     return OK
@@ -471,6 +473,8 @@ def role(c: Client, argv: list[bytes]):
     rows = []
     for r in p.live_replicas():
         link = r.repl
+        if not link.online:
+            continue
         addr = replica_address(r).encode()
         port = b"%d" % link.listening_port
         off = b"%d" % link.ack_offset

@@ -269,7 +269,7 @@ def test_sync_streams_the_snapshot_then_the_effects(workdir):
         header = b""
         while not header.endswith(b"\r\n"):
             header += repl.sock.recv(1)
-        n = int(header[1:-2])
+        n = int(header.lstrip(b"\n")[1:-2])  # newlines keep the link alive while the snapshot is made
         payload = b""
         while len(payload) < n:
             payload += repl.sock.recv(n - len(payload))

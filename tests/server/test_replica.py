@@ -161,7 +161,7 @@ def test_expired_keys_stay_until_the_master_deletes_them(redis_master):
 
 
 def test_follows_a_rill_master_then_becomes_a_master_again():
-    with start_rill() as master, start_rill() as rill:
+    with start_rill("--repl-diskless-sync-delay", "0") as master, start_rill() as rill:
         m = redis.Redis(port=master.port)
         r = redis.Redis(port=rill.port)
         _fill(m)
@@ -186,7 +186,7 @@ def test_follows_a_rill_master_then_becomes_a_master_again():
 
 
 def test_a_lost_master_is_reconnected_and_resynced(tmp_path):
-    master = start_rill(workdir=str(tmp_path))
+    master = start_rill("--repl-diskless-sync-delay", "0", workdir=str(tmp_path))
     port = master.port
     with start_rill() as rill:
         r = redis.Redis(port=rill.port)
@@ -197,7 +197,7 @@ def test_a_lost_master_is_reconnected_and_resynced(tmp_path):
         wait_until(lambda: r.info("replication")["master_link_status"] == "down")
         assert r.execute_command("ROLE")[3] in (b"connect", b"connecting")
         assert r.get("before") == b"1"  # the data stays while the link is down
-        master = start_rill(workdir=str(tmp_path), port=port)
+        master = start_rill("--repl-diskless-sync-delay", "0", workdir=str(tmp_path), port=port)
         redis.Redis(port=port).set("after", 2)
         wait_until(lambda: _linked(r) and r.get("after") == b"2")
         r.close()
@@ -338,7 +338,7 @@ def test_a_chained_replica_resyncs_when_its_master_resyncs():
     """rill A <- rill B <- rill C: when B does a full sync from a new master, C is
     disconnected and comes back for a full resync instead of continuing from B's
     backlog with data B no longer has."""
-    with start_rill() as a, start_rill() as a2, start_rill() as b, start_rill() as c:
+    with start_rill("--repl-diskless-sync-delay", "0") as a, start_rill("--repl-diskless-sync-delay", "0") as a2, start_rill("--repl-diskless-sync-delay", "0") as b, start_rill() as c:
         ra, ra2 = redis.Redis(port=a.port), redis.Redis(port=a2.port)
         rb, rc = redis.Redis(port=b.port), redis.Redis(port=c.port)
         ra.set("from-a", 1)

@@ -4,6 +4,7 @@ clients of it (a redis-server replica following rill, ``redis-cli --rdb``)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -66,7 +67,7 @@ def test_role_and_info_without_replicas(rill_server):
 
 @pytest.fixture
 def master():
-    srv = start_rill()
+    srv = start_rill("--repl-diskless-sync-delay", "0")  # no diskless delay: the full sync starts at once
     yield srv
     srv.stop()
 
@@ -185,7 +186,7 @@ def test_a_raw_replica_acknowledges(master):
     header = b""
     while not header.endswith(b"\r\n"):
         header += c.sock.recv(1)
-    n = int(header[1:-2])
+    n = int(header.lstrip(b"\n")[1:-2])  # newlines keep the link alive while the snapshot is made
     while n:
         n -= len(c.sock.recv(n))
     m = redis.Redis(port=master.port)
@@ -207,7 +208,7 @@ def test_a_redis_replica_continues_from_the_backlog():
     """A redis-server replica of rill whose link drops asks to continue at its offset;
     rill answers +CONTINUE from its backlog instead of a full resync, and INFO shows
     the backlog and the counts."""
-    with start_rill() as master:
+    with start_rill("--repl-diskless-sync-delay", "0") as master:
         m = redis.Redis(port=master.port)
         assert m.info("replication")["repl_backlog_active"] == 0
         m.set("k", "0")
@@ -250,7 +251,7 @@ def test_publish_reaches_the_subscribers_of_replicas_but_not_the_aof(tmp_path):
     has none of them, as Redis propagates them to replicas only."""
     from rill.persistence import aof
 
-    with start_rill("--appendonly", "yes", workdir=str(tmp_path)) as master, \
+    with start_rill("--appendonly", "yes", "--repl-diskless-sync-delay", "0", workdir=str(tmp_path)) as master, \
             start_redis("--replicaof", "127.0.0.1", str(master.port)) as twin, start_rill() as rill:
         m = redis.Redis(port=master.port)
         redis.Redis(port=rill.port).execute_command("REPLICAOF", "127.0.0.1", master.port)
@@ -287,7 +288,7 @@ def test_min_replicas_to_write_side_by_side():
     refused with NOREPLICAS until enough replicas acknowledge in time."""
     def scenario(start) -> list:
         seen = []
-        with start() as master:
+        with start("--repl-diskless-sync-delay", "0") as master:
             c = RawClient(master.port)
             c.call("CONFIG", "SET", "min-replicas-to-write", "1")
             for args in [("SET", "k", "v"), ("GET", "k"), ("MULTI",), ("SET", "k", "v"), ("EXEC",),
@@ -307,3 +308,347 @@ def test_min_replicas_to_write_side_by_side():
     mine = scenario(start_rill)
     assert mine == scenario(start_redis)
     assert mine[0] == b"-NOREPLICAS Not enough good replicas to write.\r\n" and mine[-1] == b"+OK\r\n"
+
+
+# -- full sync in a fork (issue 20, finding 2) --------------------------------------------------
+
+
+class _RawReplica:
+    """A replica speaking the protocol by hand: what the master sends, read as it comes."""
+
+    def __init__(self, port: int, capa_eof: bool = True, psync: bool = True) -> None:
+        self.c = RawClient(port, timeout=30.0)
+        if capa_eof:
+            assert self.c.call("REPLCONF", "capa", "eof", "capa", "psync2") == b"+OK\r\n"
+        self.c.send_raw(b"PSYNC ? -1\r\n" if psync else b"SYNC\r\n")
+
+    def _fill(self) -> None:
+        data = self.c.sock.recv(1 << 16)
+        if not data:
+            raise ConnectionError("closed by the master")
+        self.c.buf += data
+
+    def line(self) -> bytes:
+        """The next reply line; newlines (the master's keepalives) before it are skipped."""
+        while True:
+            self.c.buf = self.c.buf.lstrip(b"\n")
+            i = self.c.buf.find(b"\r\n")
+            if i >= 0:
+                line, self.c.buf = self.c.buf[:i], self.c.buf[i + 2:]
+                return line
+            self._fill()
+
+    def snapshot(self) -> bytes:
+        """The RDB, whether sent as ``$<len>`` or diskless as ``$EOF:<mark>``."""
+        head = self.line()
+        if head.startswith(b"$EOF:"):
+            mark = head[5:]
+            assert len(mark) == 40
+            while (end := self.c.buf.find(mark)) < 0:
+                self._fill()
+            payload, self.c.buf = self.c.buf[:end], self.c.buf[end + 40:]
+            return payload
+        n = int(head[1:])
+        while len(self.c.buf) < n:
+            self._fill()
+        payload, self.c.buf = self.c.buf[:n], self.c.buf[n:]
+        return payload
+
+    def commands(self, n: int) -> list[list[bytes]]:
+        """The next ``n`` commands of the stream (PINGs of the heartbeat left out)."""
+        from rill.persistence import aof
+
+        while True:
+            try:
+                got = [argv for argv in aof.CommandParser(self.c.buf) if argv != [b"PING"]]
+            except aof.AofTruncated:
+                got = []
+            if len(got) >= n:
+                return got[:n]
+            self._fill()
+
+    def close(self) -> None:
+        self.c.close()
+
+
+def _sync_in_a_fork(start, diskless: str) -> dict:
+    """A replica's full sync with a snapshot that takes 20 s to write (rdb-key-save-delay,
+    a second per key): what the master shows, and does, while it is being written."""
+    with start("--repl-diskless-sync", diskless, "--repl-diskless-sync-delay", "0") as master:
+        m = redis.Redis(port=master.port)
+        m.mset({f"k{i}": i for i in range(20)})
+        m.config_set("rdb-key-save-delay", 1_000_000)
+        forks, saves = m.info("stats")["total_forks"], m.info("persistence")["rdb_saves"]
+        replica = _RawReplica(master.port)
+        try:
+            fullresync = replica.line()
+            wait_until(lambda: m.info("persistence")["rdb_bgsave_in_progress"] == 1)
+            seen = {"pong": m.ping(), "set": m.set("during", "1")}  # served while the child writes
+            persistence, stats, repl = m.info("persistence"), m.info("stats"), m.info("replication")
+            seen.update(
+                fullresync=fullresync.split()[0],
+                in_progress=persistence["rdb_bgsave_in_progress"],
+                last_status=persistence["rdb_last_bgsave_status"],
+                saves=persistence["rdb_saves"] - saves,
+                forks=stats["total_forks"] - forks,
+                fork_usec=stats["latest_fork_usec"] > 0,
+                sync_full=stats["sync_full"],
+                connected=repl["connected_slaves"],
+                state=repl["slave0"]["state"],
+                role=m.role()[2],  # only replicas online are listed
+            )
+        finally:
+            replica.close()
+            m.close()
+    return seen
+
+
+@pytest.mark.parametrize("diskless", ["yes", "no"])
+def test_a_full_sync_snapshot_is_made_in_a_fork_side_by_side(diskless):
+    """The master forks for a replica's snapshot, diskless or through the dump file, and
+    serves its clients while the child writes; INFO's fork and save figures are Redis's
+    (a diskless sync is no save: rdb_saves does not move)."""
+    mine = _sync_in_a_fork(start_rill, diskless)
+    assert mine == _sync_in_a_fork(start_redis, diskless)
+    assert mine["in_progress"] == 1 and mine["forks"] == 1 and mine["state"] == "wait_bgsave"
+
+
+def _racing_writes(master_port: int, stop: threading.Event, done: list[int]) -> None:
+    with redis.Redis(port=master_port) as w:
+        i = 0
+        while not stop.is_set():
+            with w.pipeline(transaction=False) as p:
+                p.incr("n").xadd("s", {"i": i}).set(f"w:{i % 50}", i).execute()
+            i += 1
+            done[0] = i
+
+
+@pytest.mark.parametrize("diskless", ["yes", "no"])
+@pytest.mark.parametrize("kind", ["redis", "rill"])
+def test_writes_racing_a_full_sync_all_reach_the_replica(kind, diskless):
+    """Writes made while the snapshot is in the fork are held for the replica and sent
+    after it: the replica ends with exactly the master's data."""
+    with start_rill("--repl-diskless-sync", diskless, "--repl-diskless-sync-delay", "0") as master:
+        m = redis.Redis(port=master.port)
+        m.mset({f"k{i}": i for i in range(2000)})
+        m.config_set("rdb-key-save-delay", 500)  # about a second of snapshot to race
+        stop, done = threading.Event(), [0]
+        writer = threading.Thread(target=_racing_writes, args=(master.port, stop, done))
+        writer.start()
+        replica = start_redis() if kind == "redis" else start_rill()
+        r = redis.Redis(port=replica.port)
+        try:
+            r.execute_command("REPLICAOF", "127.0.0.1", master.port)
+            wait_until(lambda: m.info("persistence")["rdb_bgsave_in_progress"] == 1)
+            during = done[0]
+            wait_until(lambda: done[0] > during + 20)  # writes while the child works
+            wait_until(lambda: r.info("replication")["master_link_status"] == "up", timeout=60)
+            after = done[0]
+            wait_until(lambda: done[0] > after + 20)  # and writes once the stream flows
+            stop.set()
+            writer.join(10)
+            assert m.execute_command("WAIT", 1, 10_000) == 1
+            wait_until(lambda: r.info("replication")["slave_repl_offset"]
+                       == m.info("replication")["master_repl_offset"])
+            assert r.get("n") == m.get("n") == b"%d" % done[0]
+            assert r.xrange("s") == m.xrange("s")
+            assert r.dbsize() == m.dbsize() == 2000 + 2 + min(done[0], 50)
+            assert m.info("stats")["total_forks"] == 1
+        finally:
+            stop.set()
+            writer.join(10)
+            r.close()
+            m.close()
+            replica.stop()
+
+
+def _shared_diskless_fork(start) -> dict:
+    """Two replicas and repl-diskless-sync-max-replicas 2: one fork serves both."""
+    with start("--repl-diskless-sync-delay", "60", "--repl-diskless-sync-max-replicas", "2") as master:
+        m = redis.Redis(port=master.port)
+        m.set("k", "v")
+        first = _RawReplica(master.port)
+        try:
+            wait_until(lambda: m.info("replication")["connected_slaves"] == 1)
+            assert m.info("persistence")["rdb_bgsave_in_progress"] == 0  # waiting for company
+            second = _RawReplica(master.port)
+            try:
+                lines = [first.line(), second.line()]
+                payloads = [first.snapshot(), second.snapshot()]
+                return {
+                    "offsets_equal": lines[0].split()[2] == lines[1].split()[2],
+                    "same_snapshot": payloads[0] == payloads[1],
+                    "forks": m.info("stats")["total_forks"],
+                    "sync_full": m.info("stats")["sync_full"],
+                }
+            finally:
+                second.close()
+        finally:
+            first.close()
+            m.close()
+
+
+def test_replicas_arriving_together_share_one_diskless_fork():
+    mine = _shared_diskless_fork(start_rill)
+    assert mine == _shared_diskless_fork(start_redis)
+    assert mine == {"offsets_equal": True, "same_snapshot": True, "forks": 1, "sync_full": 2}
+
+
+def _shared_disk_fork(start) -> dict:
+    """A second replica arriving while the first one's dump is being written joins it:
+    the same snapshot, and the writes recorded since the fork."""
+    with start("--repl-diskless-sync", "no") as master:
+        m = redis.Redis(port=master.port)
+        m.mset({f"k{i}": i for i in range(100)})
+        m.config_set("rdb-key-save-delay", 10_000)  # a second for the dump
+        first = _RawReplica(master.port, capa_eof=False)
+        try:
+            offset1 = first.line().split()[2]
+            m.set("written", "during the fork")
+            second = _RawReplica(master.port, capa_eof=False)
+            try:
+                offset2 = second.line().split()[2]
+                m.incr("after")
+                same = first.snapshot() == second.snapshot()
+                return {
+                    "offsets_equal": offset1 == offset2,
+                    "same_snapshot": same,
+                    "streams": [first.commands(4), second.commands(4)],
+                    "forks": m.info("stats")["total_forks"],
+                    "sync_full": m.info("stats")["sync_full"],
+                }
+            finally:
+                second.close()
+        finally:
+            first.close()
+            m.close()
+
+
+def test_a_replica_joins_the_dump_being_written_side_by_side():
+    mine = _shared_disk_fork(start_rill)
+    assert mine == _shared_disk_fork(start_redis)
+    # The second replica's attach makes the next command name its db again, as in Redis.
+    stream = [[b"SELECT", b"0"], [b"SET", b"written", b"during the fork"], [b"SELECT", b"0"], [b"INCRBY", b"after", b"1"]]
+    assert mine == {"offsets_equal": True, "same_snapshot": True, "streams": [stream, stream],
+                    "forks": 1, "sync_full": 2}
+
+
+# -- the heartbeat (issue 20, finding 3) --------------------------------------------------------
+
+PING_BYTES = len(b"*1\r\n$4\r\nPING\r\n")
+
+
+def _replica_of(kind: str, master_port: int, *args: str):
+    """A redis-server or rill replica of the master, linked."""
+    replica = start_redis(*args) if kind == "redis" else start_rill(*args)
+    r = redis.Redis(port=replica.port)
+    r.execute_command("REPLICAOF", "127.0.0.1", master_port)
+    wait_until(lambda: r.info("replication")["master_link_status"] == "up")
+    r.close()
+    return replica
+
+
+@pytest.mark.parametrize("kind", ["redis", "rill"])
+def test_an_idle_replica_keeps_its_link_through_the_masters_pings(kind):
+    """With nothing written, the master PINGs its replicas every repl-ping-replica-period
+    seconds, in the stream (the offset grows by a PING each time), so a replica with a
+    repl-timeout of 2 s keeps its link well past 2 s of silence from clients."""
+    with start_rill("--repl-ping-replica-period", "1", "--repl-diskless-sync-delay", "0") as master:
+        m = redis.Redis(port=master.port)
+        replica = _replica_of(kind, master.port, "--repl-timeout", "2")
+        r = redis.Redis(port=replica.port)
+        try:
+            start = m.info("replication")["master_repl_offset"]
+            # Five PINGs take about five seconds: well past the replica's timeout.
+            wait_until(lambda: m.info("replication")["master_repl_offset"] >= start + 5 * PING_BYTES, timeout=30)
+            offset = m.info("replication")["master_repl_offset"]
+            assert (offset - start) % PING_BYTES == 0  # nothing but PINGs went out
+            wait_until(lambda: r.info("replication")["slave_repl_offset"] >= offset)
+            assert r.info("replication")["master_link_status"] == "up"
+            stats = m.info("stats")
+            assert (stats["sync_full"], stats["sync_partial_ok"]) == (1, 0)  # never reconnected
+            assert "MASTER timeout" not in replica.log()
+            assert "Connection with master lost" not in replica.log()
+        finally:
+            r.close()
+            m.close()
+            replica.stop()
+
+
+@pytest.mark.parametrize("kind", ["redis", "rill"])
+def test_a_silent_replica_is_dropped_after_repl_timeout(kind):
+    """A replica that stops acknowledging (its process stopped) is disconnected once
+    repl-timeout seconds pass without a REPLCONF ACK, as Redis logs it."""
+    with start_rill("--repl-timeout", "2", "--repl-diskless-sync-delay", "0") as master:
+        m = redis.Redis(port=master.port)
+        replica = _replica_of(kind, master.port)
+        try:
+            wait_until(lambda: m.info("replication")["connected_slaves"] == 1)
+            wait_until(lambda: m.info("replication")["slave0"]["state"] == "online")
+            os.kill(replica.proc.pid, signal.SIGSTOP)
+            wait_until(lambda: m.info("replication")["connected_slaves"] == 0, timeout=30)
+            assert "Disconnecting timedout replica (streaming sync): 127.0.0.1:" in master.log()
+        finally:
+            os.kill(replica.proc.pid, signal.SIGCONT)
+            m.close()
+            replica.stop()
+
+
+def test_a_replica_of_a_rill_replica_keeps_its_link_when_idle():
+    """rill A <- rill B <- redis-server C: B feeds C its own stream, so B pings C too,
+    and C, with a repl-timeout of 2 s, keeps its link while nothing is written."""
+    period, delay = ("--repl-ping-replica-period", "1"), ("--repl-diskless-sync-delay", "0")
+    with start_rill(*period, *delay) as a, start_rill(*period, *delay) as b:
+        rb = redis.Redis(port=b.port)
+        rb.execute_command("REPLICAOF", "127.0.0.1", a.port)
+        wait_until(lambda: rb.info("replication")["master_link_status"] == "up")
+        c = _replica_of("redis", b.port, "--repl-timeout", "2")
+        rc = redis.Redis(port=c.port)
+        try:
+            start = rc.info("replication")["slave_repl_offset"]
+            wait_until(lambda: rc.info("replication")["slave_repl_offset"] >= start + 5 * PING_BYTES, timeout=30)
+            assert rc.info("replication")["master_link_status"] == "up"
+            assert (rb.info("stats")["sync_full"], rb.info("stats")["sync_partial_ok"]) == (1, 0)
+            assert "MASTER timeout" not in c.log()
+        finally:
+            rc.close()
+            rb.close()
+            c.stop()
+
+
+def _dump_left_after_sync(start) -> bool:
+    with start("--repl-diskless-sync", "no", "--rdb-del-sync-files", "yes") as master:
+        redis.Redis(port=master.port).set("k", "v")
+        path = os.path.join(master.workdir, "dump.rdb")
+        with start_redis("--replicaof", "127.0.0.1", str(master.port)) as replica:
+            r = redis.Redis(port=replica.port)
+            wait_until(lambda: r.info("replication")["master_link_status"] == "up" and r.get("k") == b"v")
+            r.close()
+            wait_until(lambda: not os.path.exists(path))
+            return "Removing the RDB file used to feed replicas in a persistence-less instance" in master.log()
+
+
+def test_rdb_del_sync_files_side_by_side():
+    """A master without persistence removes the dump it wrote only for a replica's sync."""
+    assert _dump_left_after_sync(start_rill) is _dump_left_after_sync(start_redis) is True
+
+
+def _dump_stopped_when_its_replica_leaves(start) -> tuple:
+    with start("--repl-diskless-sync", "no") as master:
+        m = redis.Redis(port=master.port)
+        m.mset({f"k{i}": i for i in range(100)})
+        m.config_set("rdb-key-save-delay", 1_000_000)  # 100 s of dump: only a kill ends it soon
+        replica = _RawReplica(master.port, capa_eof=False)
+        replica.line()
+        wait_until(lambda: m.info("persistence")["rdb_bgsave_in_progress"] == 1)
+        replica.close()
+        wait_until(lambda: m.info("persistence")["rdb_bgsave_in_progress"] == 0)
+        seen = (m.info("persistence")["rdb_last_bgsave_status"], m.info("replication")["connected_slaves"])
+        m.close()
+        return seen
+
+
+def test_a_dump_nobody_waits_for_is_stopped_side_by_side():
+    """Without save points, the dump written for a replica that left is not finished."""
+    assert _dump_stopped_when_its_replica_leaves(start_rill) == _dump_stopped_when_its_replica_leaves(start_redis) \
+        == ("ok", 0)
