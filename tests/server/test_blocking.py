@@ -114,7 +114,8 @@ def test_fractional_timeouts(r, waiters, timeout):
     w.send("BLPOP", "nothing", timeout)
     assert w.reply() == b"*-1\r\n"
     elapsed = time.monotonic() - start
-    assert float(timeout) - 0.01 <= elapsed < float(timeout) + 0.3
+    # the lower bound is exact; the upper one only tells a fraction from a rounded-up second
+    assert float(timeout) - 0.01 <= elapsed < float(timeout) + 0.7
     assert blocked(r) == 0
 
 
@@ -132,13 +133,13 @@ def test_timeout_replies_per_command_and_protocol(r, waiters):
 def test_timeout_is_not_reset_by_a_fruitless_wake_up(r, waiters):
     (w,) = waiters(1)
     start = time.monotonic()
-    w.send("BLPOP", "q", "0.6")
+    w.send("BLPOP", "q", "2")
     wait_blocked(r, 1)
-    time.sleep(0.3)
+    time.sleep(1)
     with r.pipeline(transaction=True) as p:
         p.lpush("q", "x").delete("q").execute()
     assert w.reply() == b"*-1\r\n"
-    assert time.monotonic() - start < 0.85
+    assert time.monotonic() - start < 2.9  # a reset timeout would end at 3 s or later
 
 
 def test_zero_timeout_blocks_until_data(r, waiters):
