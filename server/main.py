@@ -15,6 +15,16 @@ from rill.protocol.reply import ReplyError
 
 from . import REDIS_VERSION, __version__
 from .config import Config, ConfigError
+from .process import (
+    OOM_BGCHILD,
+    OOM_MASTER,
+    OOM_REPLICA,
+    OomScoreAdj,
+    Supervisor,
+    at_fork_child,
+    daemonize,
+    write_pidfile,
+)
 
 log = logging.getLogger("rill")
 
@@ -68,6 +78,11 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write(f"\n*** FATAL CONFIG FILE ERROR (rill {__version__}) ***\n{e}\n")
         sys.exit(1)
     setup_logging(config)
+    # As Redis: a supervised server stays in the foreground whatever daemonize says,
+    # and the fork happens before the event loop (or any thread) exists.
+    supervisor = Supervisor.detect(config["supervised"])
+    if config.bool("daemonize") and not supervisor.supervised:
+        daemonize()
     try:
         import uvloop
 
@@ -77,13 +92,13 @@ def main(argv: list[str] | None = None) -> None:
     loop = loop_factory()
     asyncio.set_event_loop(loop)
     try:
-        code = loop.run_until_complete(serve(config))
+        code = loop.run_until_complete(serve(config, supervisor))
     finally:
         loop.close()
     sys.exit(code)
 
 
-async def serve(config: Config) -> int:
+async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
     """Run a server until SHUTDOWN or a signal; the process exit code."""
     from .commands import load_all, setup_all
     from .connection import Connection
@@ -157,23 +172,32 @@ async def serve(config: Config) -> int:
             os.unlink(unixsocket)
         except FileNotFoundError:
             pass
-        srv = await loop.create_unix_server(lambda: Connection(server, unix=True), unixsocket)
+        srv = await loop.create_unix_server(lambda: Connection(server, unix=True), unixsocket,
+                                             backlog=config.int("tcp-backlog"))
         os.chmod(unixsocket, int(config["unixsocketperm"], 8) or 0o700)
         listeners.append(srv)
-    pidfile = config["pidfile"]
+    # Redis writes a pidfile when daemonized (to /var/run/redis.pid if none is named)
+    # or when one is named.
+    pidfile = config["pidfile"] or ("/var/run/redis.pid" if config.bool("daemonize")
+                                    and not (supervisor and supervisor.supervised) else "")
     if pidfile:
-        with open(pidfile, "w") as f:
-            f.write(f"{os.getpid()}\n")
+        write_pidfile(pidfile)
+    _setup_oom_score_adj(server, config)
     notice("Server initialized")
     for hook in server.startup_hooks:
         hook()
+    server.supervised_mode = supervisor.mode if supervisor is not None else "no"
     cron = loop.create_task(_cron(server))
     notice("Running mode=standalone, port=%d.", server.tcp_port)
     if port:
         notice("Ready to accept connections tcp")
     if unixsocket:
         notice("Ready to accept connections unix")
+    if supervisor is not None:
+        supervisor.ready(replica=server.replica_of is not None)
     await server.shutdown_event.wait()
+    if supervisor is not None:
+        supervisor.systemd("STOPPING=1\n")
     cron.cancel()
     code = 0
     for hook in server.shutdown_hooks:
@@ -196,6 +220,49 @@ async def serve(config: Config) -> int:
             pass
     notice("rill is now ready to exit, bye bye...")
     return code
+
+
+def _setup_oom_score_adj(server: Any, config: Config) -> None:
+    """oom-score-adj: the master's or replica's score now and whenever the role changes
+    (checked by the cron), the child's in every BGSAVE/BGREWRITEAOF child, and CONFIG
+    SET of either parameter applied at once (refused, and rolled back, if it cannot be)."""
+    oom = OomScoreAdj()
+    state = {"class": -1}
+
+    def role_class() -> int:
+        return OOM_REPLICA if server.replica_of is not None else OOM_MASTER
+
+    def apply(mode: str, values: str, process_class: int) -> None:
+        try:
+            oom.apply(mode, values, process_class)
+        except (OSError, ValueError) as e:
+            log.warning("Unable to write oom_score_adj: %s", getattr(e, "strerror", None) or e)
+            raise ConfigError("Failed to set current oom_score_adj. Check server logs.") from None
+        state["class"] = process_class
+
+    def on_cron() -> None:
+        if config["oom-score-adj"] != "no" and state["class"] != role_class():
+            try:
+                apply(config["oom-score-adj"], config["oom-score-adj-values"], role_class())
+            except ConfigError:
+                state["class"] = role_class()  # warned once; not retried every tick
+
+    def in_child() -> None:
+        if config["oom-score-adj"] != "no":
+            try:
+                oom.apply(config["oom-score-adj"], config["oom-score-adj-values"], OOM_BGCHILD)
+            except (OSError, ValueError):
+                pass
+
+    config.appliers["oom-score-adj"] = lambda v: apply(v, config["oom-score-adj-values"], role_class())
+    config.appliers["oom-score-adj-values"] = lambda v: apply(config["oom-score-adj"], v, role_class())
+    server.cron_hooks.append(on_cron)
+    at_fork_child(in_child)
+    if config["oom-score-adj"] != "no":
+        try:
+            apply(config["oom-score-adj"], config["oom-score-adj-values"], role_class())
+        except ConfigError:
+            pass  # warned; Redis starts anyway
 
 
 def _bind_tcp(config: Config, port: int) -> list[socket.socket]:
@@ -240,7 +307,9 @@ def _bind_tcp(config: Config, port: int) -> list[socket.socket]:
 async def _serve(loop: asyncio.AbstractEventLoop, server: Any, sock: socket.socket) -> asyncio.AbstractServer:
     from .connection import Connection
 
-    return await loop.create_server(lambda: Connection(server), sock=sock)
+    # create_server calls listen() again, with its own backlog unless told tcp-backlog.
+    return await loop.create_server(lambda: Connection(server), sock=sock,
+                                    backlog=server.config.int("tcp-backlog"))
 
 
 def _on_signal(server, sig: int) -> None:
@@ -255,9 +324,22 @@ def _on_signal(server, sig: int) -> None:
         pass  # the final save failed and is logged; Redis keeps serving, and so does rill
 
 
+def effective_hz(configured: int, dynamic: bool, clients: int) -> int:
+    """The cron's rate: ``hz`` within [1, 500], doubled while there are more than 200
+    clients per tick when ``dynamic-hz`` is on (up to 500), as Redis's serverCron."""
+    hz = max(1, min(500, configured))
+    if dynamic:
+        while clients // hz > 200:
+            hz *= 2
+            if hz > 500:
+                return 500
+    return hz
+
+
 async def _cron(server) -> None:
     while True:
-        hz = max(1, min(500, server.config.int("hz")))
+        config = server.config
+        server.hz = hz = effective_hz(config.int("hz"), config.bool("dynamic-hz"), len(server.clients))
         await asyncio.sleep(1 / hz)
         try:
             server.cron()
