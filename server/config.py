@@ -1,9 +1,8 @@
 """Configuration: every parameter Redis 7.0 has, parsed, validated and rendered as Redis does.
 
 Every parameter either does what Redis's does, or is refused. The ones rill does not
-implement (``UNSUPPORTED``) are accepted only at a value whose behaviour is what rill
-does anyway: their default (so a stock redis.conf, which spells out many defaults,
-still loads), or a value listed in ``EQUIVALENT``. Any other value is refused at
+implement (``UNSUPPORTED``) are accepted only at their default (so a stock redis.conf,
+which spells out many defaults, still loads). Any other value is refused at
 start-up and by CONFIG SET with an error naming the parameter; CONFIG GET answers
 for all of them. tests/server/test_config_audit.py checks the split against the code.
 """
@@ -416,8 +415,7 @@ def _parse_numeric(p: Param, value: str) -> int:
     return res
 
 
-# Parameters rill does not implement: accepted at their default (or an EQUIVALENT
-# value) only. The TLS parameters (tls-*) are another piece of work and not listed.
+# Parameters rill does not implement: accepted at their default only. The TLS parameters (tls-*) are another piece of work and not listed.
 UNSUPPORTED: frozenset[str] = frozenset({
     # clustering
     "cluster-enabled", "cluster-config-file", "cluster-port", "cluster-node-timeout",
@@ -446,13 +444,7 @@ UNSUPPORTED: frozenset[str] = frozenset({
     "syslog-enabled", "syslog-ident", "syslog-facility", "always-show-logo", "set-proc-title",
     "proc-title-template", "crash-log-enabled", "crash-memcheck-enabled", "ignore-warnings",
     "socket-mark-id", "enable-protected-configs",
-    "shutdown-timeout",
 })
-
-# Non-default values of unsupported parameters that describe what rill does anyway.
-EQUIVALENT: dict[str, frozenset[str]] = {
-    "shutdown-timeout": frozenset({"0"}),  # SHUTDOWN never waits for replicas in rill
-}
 
 
 class Config:
@@ -537,12 +529,11 @@ class Config:
         return str(res)
 
     def check_supported(self, name: str, normalised: str) -> None:
-        """Refuse a value of a parameter rill does not implement, unless rill behaves
-        that way anyway (its default, or an ``EQUIVALENT`` value)."""
+        """Refuse a value of a parameter rill does not implement, unless it is the default."""
         if name not in UNSUPPORTED:
             return
         default = self.normalise(name, self.params[name].default)
-        if normalised == default or normalised in EQUIVALENT.get(name, ()):
+        if normalised == default:
             return
         raise ConfigError(
             f"rill does not support '{name}' (only its default, {_quote(default)}, is accepted)"

@@ -25,6 +25,7 @@ from .process import (
     daemonize,
     write_pidfile,
 )
+from .shutdown import check as shutdown_check
 
 log = logging.getLogger("rill")
 
@@ -187,6 +188,7 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
     for hook in server.startup_hooks:
         hook()
     server.supervised_mode = supervisor.mode if supervisor is not None else "no"
+    server.cron_hooks.append(lambda: shutdown_check(server))  # shutdown-timeout's wait
     cron = loop.create_task(_cron(server))
     notice("Running mode=standalone, port=%d.", server.tcp_port)
     if port:
@@ -195,9 +197,8 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
         notice("Ready to accept connections unix")
     if supervisor is not None:
         supervisor.ready(replica=server.replica_of is not None)
+        server.notify_systemd = supervisor.systemd  # STOPPING=1 when a shutdown begins
     await server.shutdown_event.wait()
-    if supervisor is not None:
-        supervisor.systemd("STOPPING=1\n")
     cron.cancel()
     code = 0
     for hook in server.shutdown_hooks:
@@ -319,7 +320,7 @@ def _on_signal(server, sig: int) -> None:
     flags = server.config["shutdown-on-sigint" if sig == signal.SIGINT else "shutdown-on-sigterm"].split()
     save = True if "save" in flags else False if "nosave" in flags else None
     try:
-        server.shutdown(save, force="force" in flags)
+        server.shutdown(save, force="force" in flags, now="now" in flags)
     except ReplyError:
         pass  # the final save failed and is logged; Redis keeps serving, and so does rill
 

@@ -7,6 +7,7 @@ import time
 
 from rill.protocol.reply import OK, Map, Raw, ReplyError, Status
 
+from ..blocking import Block
 from ..client import Client
 from ..config import ConfigError
 from .args import NO_SUCH_KEY, SYNTAX_ERR, get_int, redact, string2ll
@@ -510,7 +511,7 @@ def slowlog_help(c: Client, argv: list[bytes]):
 @command("shutdown")
 def shutdown(c: Client, argv: list[bytes]):
     save = None
-    force = abort = flagged = False
+    force = abort = flagged = now = False
     for arg in argv[1:]:
         a = arg.lower()
         if a == b"nosave":
@@ -526,14 +527,20 @@ def shutdown(c: Client, argv: list[bytes]):
         elif a == b"abort":
             abort = True
             continue
-        elif a != b"now":  # NOW: rill never waits for replicas to catch up anyway
+        elif a == b"now":  # do not wait for lagging replicas (shutdown-timeout)
+            now = True
+        else:
             raise SYNTAX_ERR
         flagged = True
+    server = c.server
+    from .. import shutdown as shutdown_seq
+
     if abort:
         if flagged:
             raise SYNTAX_ERR
-        raise ReplyError("ERR No shutdown in progress.")  # rill's shutdown never waits
-    server = c.server
+        if not shutdown_seq.abort(server):
+            raise ReplyError("ERR No shutdown in progress.")
+        return OK
     from ..scripting import busy_error, running
 
     ctx = running(server)
@@ -543,7 +550,12 @@ def shutdown(c: Client, argv: list[bytes]):
         if save is not False:
             raise busy_error(ctx)
         ctx.shutdown = ctx.killed = True
-    server.shutdown(save, force)  # ReplyError "Errors trying to SHUTDOWN. Check logs." if it can't
+    # ReplyError "Errors trying to SHUTDOWN. Check logs." if it can't
+    if not server.shutdown(save, force, now):
+        # Waiting for lagging replicas: the caller waits too, until the server exits
+        # (no reply) or the shutdown is aborted or fails (the error).
+        server.pending_shutdown.clients.append(c)
+        return Block([], 0, timeout_reply=shutdown_seq.SHUTDOWN_FAILED)
     c.close_after_reply = True
     from ..server import NO_REPLY
 

@@ -71,7 +71,8 @@ def _server(c: Client) -> list[tuple[str, object]]:
         ("config_file", s.config.config_file or ""),
         ("io_threads_active", 0),
         ("rill_version", __version__),
-    ]
+    ] + ([("shutdown_in_milliseconds", max(0, int((s.pending_shutdown.deadline - time.monotonic()) * 1000)))]
+         if getattr(s, "pending_shutdown", None) is not None else [])
 
 
 def _clients(c: Client) -> list[tuple[str, object]]:
