@@ -443,7 +443,7 @@ UNSUPPORTED: frozenset[str] = frozenset({
     # logging, process title, crash reports, sockets
     "syslog-enabled", "syslog-ident", "syslog-facility", "always-show-logo", "set-proc-title",
     "proc-title-template", "crash-log-enabled", "crash-memcheck-enabled", "ignore-warnings",
-    "socket-mark-id", "enable-protected-configs",
+    "socket-mark-id",
 })
 
 

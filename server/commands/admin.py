@@ -107,6 +107,10 @@ def config_set(c: Client, argv: list[bytes]):
             raise ReplyError(
                 f"ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
             )
+        if canon in _PROTECTED_CONFIGS and not _protected_allowed(c, config["enable-protected-configs"]):
+            raise ReplyError(
+                f"ERR CONFIG SET failed (possibly related to argument '{name}') - can't set protected config"
+            )
         if canon in seen:
             raise ReplyError(
                 f"ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"
@@ -119,6 +123,19 @@ def config_set(c: Client, argv: list[bytes]):
         bad = getattr(e, "param", None) or _failing_param(config, pairs)
         raise ReplyError(f"ERR CONFIG SET failed (possibly related to argument '{bad}') - {e}") from None
     return OK
+
+
+# Where files go: CONFIG SET may change them only as enable-protected-configs allows.
+_PROTECTED_CONFIGS = frozenset({"dir", "dbfilename"})
+
+
+def _protected_allowed(c: Client, setting: str) -> bool:
+    """enable-protected-configs: yes, no, or local (a unix socket or a loopback peer)."""
+    if setting == "yes" or c.id < 0:
+        return True
+    if setting == "local":
+        return c.kind == "unix" or c.addr.rpartition(":")[0] in ("127.0.0.1", "::1")
+    return False
 
 
 def _failing_param(config, pairs: list[tuple[str, str]]) -> str:

@@ -16,7 +16,7 @@ import sys
 import pytest
 from rill.server.config import PARAMS, UNSUPPORTED, Config, ConfigError
 
-from tests.support import RawClient, free_port, scratch_dir, start_rill
+from tests.support import RawClient, free_port, scratch_dir, start_redis, start_rill
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ("server", "protocol", "storage", "persistence", "pipeline")
@@ -57,6 +57,7 @@ IMPLEMENTED: dict[str, str] = {
     "acl-pubsub-default": "server/acl.py",
     "sanitize-dump-payload": "server/persistence.py",
     "enable-debug-command": "server/server.py",
+    "enable-protected-configs": "server/commands/admin.py",
     "enable-module-command": "server/server.py",
     "shutdown-on-sigint": "server/main.py",
     "shutdown-on-sigterm": "server/main.py",
@@ -347,3 +348,22 @@ def _version() -> str:
     from rill.server import __version__
 
     return __version__
+
+
+@pytest.mark.parametrize("setting, allowed", [("no", False), ("yes", True), ("local", True)])
+def test_protected_configs_side_by_side(setting, allowed):
+    """dir and dbfilename change under CONFIG SET only as enable-protected-configs allows
+    (local: from a loopback or unix socket client, as this test's connection is)."""
+    replies = []
+    for start in (start_rill, start_redis):
+        with start("--enable-protected-configs", setting) as srv:
+            c = RawClient(srv.port)
+            replies.append([c.call("CONFIG", "SET", "dbfilename", "other.rdb"),
+                            c.call("CONFIG", "SET", "dir", srv.workdir),
+                            c.call("CONFIG", "SET", "maxmemory", "0", "dbfilename", "x.rdb")])
+            c.close()
+    assert replies[0] == replies[1]
+    assert (replies[0][0] == b"+OK\r\n") == allowed
+    if not allowed:
+        assert replies[0][0] == (b"-ERR CONFIG SET failed (possibly related to argument 'dbfilename') - "
+                                 b"can't set protected config\r\n")
