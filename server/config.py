@@ -427,7 +427,7 @@ UNSUPPORTED: frozenset[str] = frozenset({
     # memory allocator, defragmentation, rehashing, threads: C Redis internals
     "activedefrag", "active-defrag-cycle-min", "active-defrag-cycle-max",
     "active-defrag-threshold-lower", "active-defrag-threshold-upper", "active-defrag-ignore-bytes",
-    "active-defrag-max-scan-fields", "jemalloc-bg-thread", "activerehashing", "disable-thp",
+    "active-defrag-max-scan-fields", "jemalloc-bg-thread", "activerehashing",
     "io-threads", "io-threads-do-reads", "server_cpulist", "bio_cpulist", "aof_rewrite_cpulist",
     "bgsave_cpulist", "lazyfree-lazy-eviction", "lazyfree-lazy-server-del", "list-compress-depth",
     "active-expire-effort",

@@ -23,6 +23,7 @@ from .process import (
     Supervisor,
     at_fork_child,
     daemonize,
+    disable_thp,
     write_pidfile,
 )
 from .shutdown import check as shutdown_check
@@ -79,6 +80,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write(f"\n*** FATAL CONFIG FILE ERROR (rill {__version__}) ***\n{e}\n")
         sys.exit(1)
     setup_logging(config)
+    if config.bool("disable-thp"):
+        disable_thp()
     # As Redis: a supervised server stays in the foreground whatever daemonize says,
     # and the fork happens before the event loop (or any thread) exists.
     supervisor = Supervisor.detect(config["supervised"])

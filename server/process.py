@@ -143,6 +143,32 @@ class OomScoreAdj:
             f.write(f"{value}\n")
 
 
+# -- transparent huge pages ------------------------------------------------------
+PR_SET_THP_DISABLE = 41  # linux/prctl.h, since Linux 3.15
+
+
+def disable_thp(enabled_path: str = "/sys/kernel/mm/transparent_hugepage/enabled") -> bool | None:
+    """disable-thp: when the kernel gives every process huge pages ("[always]"), opt
+    rill out (prctl PR_SET_THP_DISABLE), as Redis does: copy-on-write after the fork of
+    a background save would copy 2 MB pages. None if there was nothing to do, else
+    whether it worked (a warning says why not)."""
+    try:
+        with open(enabled_path) as f:
+            if "[always]" not in f.read():
+                return None
+    except OSError:
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0:
+        return True
+    log.warning("WARNING you have Transparent Huge Pages (THP) support enabled in your kernel "
+                "and rill could not turn it off for itself (%s). This will create latency and "
+                "memory usage issues with rill.", os.strerror(ctypes.get_errno()))
+    return False
+
+
 # -- TCP keepalive -------------------------------------------------------------
 def set_keepalive(sock: Any, interval: int) -> None:
     """tcp-keepalive on one connected socket, as Redis sets it: probes start after

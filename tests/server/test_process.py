@@ -260,3 +260,20 @@ def test_oom_score_adj_follows_the_role():
         assert c.call("REPLICAOF", "NO", "ONE") == b"+OK\r\n"
         wait_until(lambda: _oom(srv.proc.pid) == base + 10)
         c.close()
+
+
+# -- disable-thp -------------------------------------------------------------------
+def _thp_probe(setting: str) -> str:
+    """THP_enabled of a fresh interpreter after disable_thp() read ``setting``."""
+    path = os.path.join(scratch_dir("rill-thp-"), "enabled")
+    with open(path, "w") as f:
+        f.write(setting + "\n")
+    code = ("from rill.server.process import disable_thp\n"
+            f"print(disable_thp({path!r}))\n"
+            "print([l for l in open('/proc/self/status') if l.startswith('THP_enabled')][0].split()[1])")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+
+
+def test_disable_thp_opts_out_when_the_kernel_forces_huge_pages():
+    assert _thp_probe("[always] madvise never") == "True\n0\n"
+    assert _thp_probe("always [madvise] never") == "None\n1\n"
