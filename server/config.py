@@ -441,7 +441,7 @@ UNSUPPORTED: frozenset[str] = frozenset({
     "replica-ignore-disk-write-errors", "replica-announce-ip", "replica-announce-port",
     "bind-source-addr", "propagation-error-behavior",
     # logging, process title, crash reports, sockets
-    "syslog-enabled", "syslog-ident", "syslog-facility", "always-show-logo", "set-proc-title",
+    "always-show-logo", "set-proc-title",
     "proc-title-template", "crash-log-enabled", "crash-memcheck-enabled", "ignore-warnings",
     "socket-mark-id",
 })

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import logging.handlers
 import os
 import signal
 import socket
@@ -49,12 +50,38 @@ logging.addLevelName(NOTICE, "NOTICE")
 _LEVELS = {"debug": logging.DEBUG, "verbose": logging.INFO, "notice": NOTICE, "warning": logging.WARNING}
 
 
-def setup_logging(config: Config) -> None:
+class RedisSyslogHandler(logging.handlers.SysLogHandler):
+    """syslog-enabled: each message also goes to syslog as ``ident[pid]: message`` at
+    the facility syslog-facility names, and the priority of its level (notice included).
+    A syslog that is not there (or goes away) loses the messages silently, as syslog(3)."""
+
+    def __init__(self, ident: str, facility: str, address: str = "/dev/log") -> None:
+        self.syslog_ident = ident
+        super().__init__(address, facility=self.facility_names[facility])
+        self.priority_map = {**self.priority_map, "NOTICE": "notice"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        # The pid when the message is sent: daemonize forks after logging is set up.
+        return f"{self.syslog_ident}[{os.getpid()}]: {record.getMessage()}"
+
+    def createSocket(self) -> None:  # noqa: N802 (the stdlib's name)
+        try:
+            super().createSocket()
+        except OSError:
+            self.socket = None  # tried again at the next message
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802
+        pass
+
+
+def setup_logging(config: Config, syslog_address: str = "/dev/log") -> None:
     logfile = config["logfile"]
     handler: logging.Handler
     handler = logging.FileHandler(logfile) if logfile else logging.StreamHandler(sys.stdout)
     handler.setFormatter(RedisLogFormatter())
     log.handlers[:] = [handler]
+    if config.bool("syslog-enabled"):
+        log.handlers.append(RedisSyslogHandler(config["syslog-ident"], config["syslog-facility"], syslog_address))
     log.setLevel(_LEVELS.get(config["loglevel"], NOTICE))
     log.propagate = False
 

@@ -277,3 +277,43 @@ def _thp_probe(setting: str) -> str:
 def test_disable_thp_opts_out_when_the_kernel_forces_huge_pages():
     assert _thp_probe("[always] madvise never") == "True\n0\n"
     assert _thp_probe("always [madvise] never") == "None\n1\n"
+
+
+# -- syslog ----------------------------------------------------------------------
+def test_syslog_gets_each_message_with_ident_pid_facility_and_level(tmp_path):
+    from rill.server.config import Config
+    from rill.server.main import log, notice, setup_logging
+
+    path = str(tmp_path / "log.sock")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as syslogd:
+        syslogd.bind(path)
+        syslogd.settimeout(10)
+        config = Config()
+        for name, value in (("syslog-enabled", "yes"), ("syslog-ident", "rill-test"),
+                            ("syslog-facility", "local3"), ("logfile", str(tmp_path / "file.log"))):
+            config.set(name, value, startup=True)
+        saved = list(log.handlers), log.level
+        try:
+            setup_logging(config, syslog_address=path)
+            notice("Ready to accept connections")
+            log.warning("Received SIGTERM scheduling shutdown...")
+            log.debug("not at loglevel notice")
+            got = [syslogd.recv(4096), syslogd.recv(4096)]
+        finally:
+            for h in log.handlers:
+                h.close()
+            log.handlers[:], _ = saved
+            log.setLevel(saved[1])
+    pid = os.getpid()
+    # <priority> is facility * 8 + severity: local3 is 19, notice 5, warning 4.
+    assert got == [f"<{19 * 8 + 5}>rill-test[{pid}]: Ready to accept connections\0".encode(),
+                   f"<{19 * 8 + 4}>rill-test[{pid}]: Received SIGTERM scheduling shutdown...\0".encode()]
+    assert "Ready to accept connections" in (tmp_path / "file.log").read_text()
+
+
+def test_syslog_that_is_not_there_loses_messages_quietly(tmp_path):
+    with start_rill("--syslog-enabled", "yes", "--logfile", str(tmp_path / "file.log")) as srv:
+        c = RawClient(srv.port)
+        assert c.call("PING") == b"+PONG\r\n"
+        c.close()
+    assert "Traceback" not in (tmp_path / "file.log").read_text()
