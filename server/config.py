@@ -428,7 +428,7 @@ UNSUPPORTED: frozenset[str] = frozenset({
     "activedefrag", "active-defrag-cycle-min", "active-defrag-cycle-max",
     "active-defrag-threshold-lower", "active-defrag-threshold-upper", "active-defrag-ignore-bytes",
     "active-defrag-max-scan-fields", "jemalloc-bg-thread", "activerehashing",
-    "io-threads", "io-threads-do-reads", "server_cpulist", "bio_cpulist", "aof_rewrite_cpulist",
+    "io-threads", "io-threads-do-reads", "bio_cpulist", "aof_rewrite_cpulist",
     "bgsave_cpulist", "lazyfree-lazy-eviction", "lazyfree-lazy-server-del", "list-compress-depth",
     "active-expire-effort",
     # memory limits beyond maxmemory's noeviction refusal

@@ -25,6 +25,7 @@ from .process import (
     at_fork_child,
     daemonize,
     disable_thp,
+    set_cpu_affinity,
     write_pidfile,
 )
 from .shutdown import check as shutdown_check
@@ -219,6 +220,7 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
         hook()
     server.supervised_mode = supervisor.mode if supervisor is not None else "no"
     server.cron_hooks.append(lambda: shutdown_check(server))  # shutdown-timeout's wait
+    set_cpu_affinity(config["server_cpulist"])  # last, as Redis: earlier threads keep theirs
     cron = loop.create_task(_cron(server))
     notice("Running mode=standalone, port=%d.", server.tcp_port)
     if port:

@@ -143,6 +143,34 @@ class OomScoreAdj:
             f.write(f"{value}\n")
 
 
+# -- CPU affinity ----------------------------------------------------------------
+def parse_cpulist(text: str) -> set[int] | None:
+    """A cpulist as Redis reads one: comma-separated CPUs or ranges ``a-b``, a range
+    optionally with a stride ``a-b:s`` ("0-7:2" is 0, 2, 4, 6). None if malformed
+    (Redis then leaves the affinity alone)."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        first, dash, rest = part.partition("-")
+        last, colon, stride = rest.partition(":") if dash else (first, "", "")
+        if not (first.isdigit() and last.isdigit() and (not colon or stride.isdigit())):
+            return None
+        a, b, s = int(first), int(last), int(stride) if colon else 1
+        if a > b or s == 0:
+            return None
+        cpus.update(range(a, b + 1, s))
+    return cpus
+
+
+def set_cpu_affinity(cpulist: str) -> None:
+    """server_cpulist: pin the calling thread (the event loop's) to these CPUs."""
+    cpus = parse_cpulist(cpulist) if cpulist else None
+    if cpus:
+        try:
+            os.sched_setaffinity(0, cpus)
+        except OSError as e:
+            log.warning("Failed to set CPU affinity to %s: %s", cpulist, e.strerror)
+
+
 # -- transparent huge pages ------------------------------------------------------
 PR_SET_THP_DISABLE = 41  # linux/prctl.h, since Linux 3.15
 

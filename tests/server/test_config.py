@@ -25,6 +25,7 @@ PACKAGES = ("server", "protocol", "storage", "persistence", "pipeline")
 IMPLEMENTED: dict[str, str] = {
     "rdbchecksum": "server/persistence.py",
     "daemonize": "server/main.py",
+    "server_cpulist": "server/main.py",
     "disable-thp": "server/main.py",
     "protected-mode": "server/server.py",
     "rdbcompression": "server/persistence.py",

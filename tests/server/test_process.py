@@ -317,3 +317,20 @@ def test_syslog_that_is_not_there_loses_messages_quietly(tmp_path):
         assert c.call("PING") == b"+PONG\r\n"
         c.close()
     assert "Traceback" not in (tmp_path / "file.log").read_text()
+
+
+# -- server_cpulist -----------------------------------------------------------------
+def test_cpulist_syntax_is_redis_s():
+    from rill.server.process import parse_cpulist
+
+    assert parse_cpulist("0-7:2") == {0, 2, 4, 6}
+    assert parse_cpulist("1,3-4") == {1, 3, 4}
+    assert parse_cpulist("5") == {5}
+    for bad in ("", "abc", "3-1", "0-4:0", "1,", "-1", "0-"):
+        assert parse_cpulist(bad) is None, bad
+
+
+def test_server_cpulist_pins_the_server():
+    cpu = min(os.sched_getaffinity(0))
+    with start_rill("--server_cpulist", str(cpu)) as srv:
+        assert os.sched_getaffinity(srv.proc.pid) == {cpu}
