@@ -1,8 +1,10 @@
 """Configuration: every parameter Redis 7.0 has, parsed, validated and rendered as Redis does.
 
-Parameters rill acts on are read through ``Config.get``/attribute-style helpers by
-the server; the rest are stored and reported so that tools and test suites that
-set them (CONFIG SET lazyfree-lazy-user-del yes, ...) see the replies they expect.
+Every parameter either does what Redis's does, or is refused. The ones rill does not
+implement (``UNSUPPORTED``) are accepted only at their default (so a stock redis.conf,
+which spells out many defaults, still loads). Any other value is refused at
+start-up and by CONFIG SET with an error naming the parameter; CONFIG GET answers
+for all of them. tests/server/test_config_audit.py checks the split against the code.
 """
 
 from __future__ import annotations
@@ -413,6 +415,38 @@ def _parse_numeric(p: Param, value: str) -> int:
     return res
 
 
+# Parameters rill does not implement: accepted at their default only. The TLS parameters (tls-*) are another piece of work and not listed.
+UNSUPPORTED: frozenset[str] = frozenset({
+    # clustering
+    "cluster-enabled", "cluster-config-file", "cluster-port", "cluster-node-timeout",
+    "cluster-require-full-coverage", "cluster-replica-no-failover", "cluster-replica-validity-factor",
+    "cluster-migration-barrier", "cluster-allow-reads-when-down", "cluster-allow-pubsubshard-when-down",
+    "cluster-allow-replica-migration", "cluster-announce-ip", "cluster-announce-hostname",
+    "cluster-announce-port", "cluster-announce-bus-port", "cluster-announce-tls-port",
+    "cluster-preferred-endpoint-type", "cluster-link-sendbuf-limit",
+    # memory allocator, defragmentation, rehashing, threads: C Redis internals
+    "activedefrag", "active-defrag-cycle-min", "active-defrag-cycle-max",
+    "active-defrag-threshold-lower", "active-defrag-threshold-upper", "active-defrag-ignore-bytes",
+    "active-defrag-max-scan-fields", "jemalloc-bg-thread", "activerehashing",
+    "io-threads", "io-threads-do-reads", "bio_cpulist", "aof_rewrite_cpulist",
+    "bgsave_cpulist", "lazyfree-lazy-eviction", "lazyfree-lazy-server-del", "list-compress-depth",
+    "active-expire-effort",
+    # memory limits beyond maxmemory's noeviction refusal
+    "maxmemory-samples", "maxmemory-eviction-tenacity", "maxmemory-clients", "replica-ignore-maxmemory",
+    # persistence knobs
+    "rdb-del-sync-files", "rdb-save-incremental-fsync", "aof-rewrite-incremental-fsync",
+    "no-appendfsync-on-rewrite", "aof-timestamp-enabled", "aof-disable-auto-gc",
+    # replication knobs
+    "repl-disable-tcp-nodelay", "repl-diskless-load", "repl-backlog-ttl", "replica-lazy-flush",
+    "replica-ignore-disk-write-errors", "replica-announce-ip", "replica-announce-port",
+    "bind-source-addr", "propagation-error-behavior",
+    # logging, process title, crash reports, sockets
+    "always-show-logo", "set-proc-title",
+    "proc-title-template", "crash-log-enabled", "crash-memcheck-enabled", "ignore-warnings",
+    "socket-mark-id",
+})
+
+
 class Config:
     """The parameter values, as strings normalised the way CONFIG GET shows them.
 
@@ -486,11 +520,24 @@ class Config:
             assert p.normalize is not None
             return p.normalize(value)
         res = _parse_numeric(p, value)
+        if name == "hz":  # accepted from 0 but kept within 1..500, as Redis's updateHZ
+            res = max(1, min(500, res))
         if p.kind == "memory_percent" and res < 0:
             return f"{-res}%"
         if p.kind == "octal":
             return f"{res:o}"
         return str(res)
+
+    def check_supported(self, name: str, normalised: str) -> None:
+        """Refuse a value of a parameter rill does not implement, unless it is the default."""
+        if name not in UNSUPPORTED:
+            return
+        default = self.normalise(name, self.params[name].default)
+        if normalised == default:
+            return
+        raise ConfigError(
+            f"rill does not support '{name}' (only its default, {_quote(default)}, is accepted)"
+        )
 
     def set(self, name: str, value: str, *, startup: bool = False) -> None:
         """Set one parameter; ConfigError if the value is refused."""
@@ -498,6 +545,7 @@ class Config:
         if canon is None:
             raise KeyError(name)
         normalised = self.normalise(canon, value)
+        self.check_supported(canon, normalised)
         if canon == "save" and startup and self._save_loaded and normalised:
             # In config files and on the command line the first `save` replaces
             # the default and later ones add save points, as in Redis.
@@ -519,6 +567,13 @@ class Config:
                 assert canon is not None
                 self.values[canon] = self.normalise(canon, value)
                 self.given[canon] = value
+            for name, _ in pairs:  # after every value parsed: a bad value is reported first
+                canon = self.canonical(name) or name
+                try:
+                    self.check_supported(canon, self.values[canon])
+                except ConfigError as e:
+                    e.param = name  # type: ignore[attr-defined]
+                    raise
         except ConfigError:
             self.values, self.given = old, old_given
             raise

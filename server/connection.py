@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 from rill.protocol.parser import ProtocolError, RequestParser
 from rill.protocol.reply import ReplyError
 
+from .process import set_keepalive
+
 if TYPE_CHECKING:
     from .client import Client
     from .server import Server
@@ -161,6 +163,9 @@ class Connection(asyncio.Protocol):
             addr = _fmt_addr(peer)
             laddr = _fmt_addr(local)
         fd = sock.fileno() if sock is not None else -1
+        keepalive = server.config.int("tcp-keepalive")
+        if keepalive and sock is not None and not self._unix:
+            set_keepalive(sock, keepalive)
         client = server.new_client(addr, laddr, fd)
         if self._unix:
             client.kind = "unix"

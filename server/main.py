@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import logging.handlers
 import os
 import signal
 import socket
@@ -15,6 +16,19 @@ from rill.protocol.reply import ReplyError
 
 from . import REDIS_VERSION, __version__
 from .config import Config, ConfigError
+from .process import (
+    OOM_BGCHILD,
+    OOM_MASTER,
+    OOM_REPLICA,
+    OomScoreAdj,
+    Supervisor,
+    at_fork_child,
+    daemonize,
+    disable_thp,
+    set_cpu_affinity,
+    write_pidfile,
+)
+from .shutdown import check as shutdown_check
 
 log = logging.getLogger("rill")
 
@@ -37,12 +51,38 @@ logging.addLevelName(NOTICE, "NOTICE")
 _LEVELS = {"debug": logging.DEBUG, "verbose": logging.INFO, "notice": NOTICE, "warning": logging.WARNING}
 
 
-def setup_logging(config: Config) -> None:
+class RedisSyslogHandler(logging.handlers.SysLogHandler):
+    """syslog-enabled: each message also goes to syslog as ``ident[pid]: message`` at
+    the facility syslog-facility names, and the priority of its level (notice included).
+    A syslog that is not there (or goes away) loses the messages silently, as syslog(3)."""
+
+    def __init__(self, ident: str, facility: str, address: str = "/dev/log") -> None:
+        self.syslog_ident = ident
+        super().__init__(address, facility=self.facility_names[facility])
+        self.priority_map = {**self.priority_map, "NOTICE": "notice"}
+
+    def format(self, record: logging.LogRecord) -> str:
+        # The pid when the message is sent: daemonize forks after logging is set up.
+        return f"{self.syslog_ident}[{os.getpid()}]: {record.getMessage()}"
+
+    def createSocket(self) -> None:  # noqa: N802 (the stdlib's name)
+        try:
+            super().createSocket()
+        except OSError:
+            self.socket = None  # tried again at the next message
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802
+        pass
+
+
+def setup_logging(config: Config, syslog_address: str = "/dev/log") -> None:
     logfile = config["logfile"]
     handler: logging.Handler
     handler = logging.FileHandler(logfile) if logfile else logging.StreamHandler(sys.stdout)
     handler.setFormatter(RedisLogFormatter())
     log.handlers[:] = [handler]
+    if config.bool("syslog-enabled"):
+        log.handlers.append(RedisSyslogHandler(config["syslog-ident"], config["syslog-facility"], syslog_address))
     log.setLevel(_LEVELS.get(config["loglevel"], NOTICE))
     log.propagate = False
 
@@ -68,6 +108,13 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write(f"\n*** FATAL CONFIG FILE ERROR (rill {__version__}) ***\n{e}\n")
         sys.exit(1)
     setup_logging(config)
+    if config.bool("disable-thp"):
+        disable_thp()
+    # As Redis: a supervised server stays in the foreground whatever daemonize says,
+    # and the fork happens before the event loop (or any thread) exists.
+    supervisor = Supervisor.detect(config["supervised"])
+    if config.bool("daemonize") and not supervisor.supervised:
+        daemonize()
     try:
         import uvloop
 
@@ -77,13 +124,13 @@ def main(argv: list[str] | None = None) -> None:
     loop = loop_factory()
     asyncio.set_event_loop(loop)
     try:
-        code = loop.run_until_complete(serve(config))
+        code = loop.run_until_complete(serve(config, supervisor))
     finally:
         loop.close()
     sys.exit(code)
 
 
-async def serve(config: Config) -> int:
+async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
     """Run a server until SHUTDOWN or a signal; the process exit code."""
     from .commands import load_all, setup_all
     from .connection import Connection
@@ -157,22 +204,32 @@ async def serve(config: Config) -> int:
             os.unlink(unixsocket)
         except FileNotFoundError:
             pass
-        srv = await loop.create_unix_server(lambda: Connection(server, unix=True), unixsocket)
+        srv = await loop.create_unix_server(lambda: Connection(server, unix=True), unixsocket,
+                                             backlog=config.int("tcp-backlog"))
         os.chmod(unixsocket, int(config["unixsocketperm"], 8) or 0o700)
         listeners.append(srv)
-    pidfile = config["pidfile"]
+    # Redis writes a pidfile when daemonized (to /var/run/redis.pid if none is named)
+    # or when one is named.
+    pidfile = config["pidfile"] or ("/var/run/redis.pid" if config.bool("daemonize")
+                                    and not (supervisor and supervisor.supervised) else "")
     if pidfile:
-        with open(pidfile, "w") as f:
-            f.write(f"{os.getpid()}\n")
+        write_pidfile(pidfile)
+    _setup_oom_score_adj(server, config)
     notice("Server initialized")
     for hook in server.startup_hooks:
         hook()
+    server.supervised_mode = supervisor.mode if supervisor is not None else "no"
+    server.cron_hooks.append(lambda: shutdown_check(server))  # shutdown-timeout's wait
+    set_cpu_affinity(config["server_cpulist"])  # last, as Redis: earlier threads keep theirs
     cron = loop.create_task(_cron(server))
     notice("Running mode=standalone, port=%d.", server.tcp_port)
     if port:
         notice("Ready to accept connections tcp")
     if unixsocket:
         notice("Ready to accept connections unix")
+    if supervisor is not None:
+        supervisor.ready(replica=server.replica_of is not None)
+        server.notify_systemd = supervisor.systemd  # STOPPING=1 when a shutdown begins
     await server.shutdown_event.wait()
     cron.cancel()
     code = 0
@@ -196,6 +253,49 @@ async def serve(config: Config) -> int:
             pass
     notice("rill is now ready to exit, bye bye...")
     return code
+
+
+def _setup_oom_score_adj(server: Any, config: Config) -> None:
+    """oom-score-adj: the master's or replica's score now and whenever the role changes
+    (checked by the cron), the child's in every BGSAVE/BGREWRITEAOF child, and CONFIG
+    SET of either parameter applied at once (refused, and rolled back, if it cannot be)."""
+    oom = OomScoreAdj()
+    state = {"class": -1}
+
+    def role_class() -> int:
+        return OOM_REPLICA if server.replica_of is not None else OOM_MASTER
+
+    def apply(mode: str, values: str, process_class: int) -> None:
+        try:
+            oom.apply(mode, values, process_class)
+        except (OSError, ValueError) as e:
+            log.warning("Unable to write oom_score_adj: %s", getattr(e, "strerror", None) or e)
+            raise ConfigError("Failed to set current oom_score_adj. Check server logs.") from None
+        state["class"] = process_class
+
+    def on_cron() -> None:
+        if config["oom-score-adj"] != "no" and state["class"] != role_class():
+            try:
+                apply(config["oom-score-adj"], config["oom-score-adj-values"], role_class())
+            except ConfigError:
+                state["class"] = role_class()  # warned once; not retried every tick
+
+    def in_child() -> None:
+        if config["oom-score-adj"] != "no":
+            try:
+                oom.apply(config["oom-score-adj"], config["oom-score-adj-values"], OOM_BGCHILD)
+            except (OSError, ValueError):
+                pass
+
+    config.appliers["oom-score-adj"] = lambda v: apply(v, config["oom-score-adj-values"], role_class())
+    config.appliers["oom-score-adj-values"] = lambda v: apply(config["oom-score-adj"], v, role_class())
+    server.cron_hooks.append(on_cron)
+    at_fork_child(in_child)
+    if config["oom-score-adj"] != "no":
+        try:
+            apply(config["oom-score-adj"], config["oom-score-adj-values"], role_class())
+        except ConfigError:
+            pass  # warned; Redis starts anyway
 
 
 def _bind_tcp(config: Config, port: int) -> list[socket.socket]:
@@ -240,7 +340,9 @@ def _bind_tcp(config: Config, port: int) -> list[socket.socket]:
 async def _serve(loop: asyncio.AbstractEventLoop, server: Any, sock: socket.socket) -> asyncio.AbstractServer:
     from .connection import Connection
 
-    return await loop.create_server(lambda: Connection(server), sock=sock)
+    # create_server calls listen() again, with its own backlog unless told tcp-backlog.
+    return await loop.create_server(lambda: Connection(server), sock=sock,
+                                    backlog=server.config.int("tcp-backlog"))
 
 
 def _on_signal(server, sig: int) -> None:
@@ -250,14 +352,27 @@ def _on_signal(server, sig: int) -> None:
     flags = server.config["shutdown-on-sigint" if sig == signal.SIGINT else "shutdown-on-sigterm"].split()
     save = True if "save" in flags else False if "nosave" in flags else None
     try:
-        server.shutdown(save, force="force" in flags)
+        server.shutdown(save, force="force" in flags, now="now" in flags)
     except ReplyError:
         pass  # the final save failed and is logged; Redis keeps serving, and so does rill
 
 
+def effective_hz(configured: int, dynamic: bool, clients: int) -> int:
+    """The cron's rate: ``hz`` within [1, 500], doubled while there are more than 200
+    clients per tick when ``dynamic-hz`` is on (up to 500), as Redis's serverCron."""
+    hz = max(1, min(500, configured))
+    if dynamic:
+        while clients // hz > 200:
+            hz *= 2
+            if hz > 500:
+                return 500
+    return hz
+
+
 async def _cron(server) -> None:
     while True:
-        hz = max(1, min(500, server.config.int("hz")))
+        config = server.config
+        server.hz = hz = effective_hz(config.int("hz"), config.bool("dynamic-hz"), len(server.clients))
         await asyncio.sleep(1 / hz)
         try:
             server.cron()

@@ -216,6 +216,7 @@ class Server:
         self.cron_hooks: list[Callable[[], None]] = []
         self.write_denied = None
         self.shutdown_event: Any = None
+        self.pending_shutdown: Any = None  # a shutdown waiting for replicas (shutdown.py)
         self.mem_peak = 0
         self.config.listeners.append(self._config_changed)
         self._refresh_config()
@@ -1121,15 +1122,14 @@ class Server:
         if self.shutdown_event is not None:
             self.shutdown_event.set()
 
-    def shutdown(self, save: bool | None, force: bool = False) -> None:
+    def shutdown(self, save: bool | None, force: bool = False, now: bool = False) -> bool:
         """SHUTDOWN, SIGTERM and SIGINT alike (Redis's prepareForShutdown): the final duties,
         then stop serving. ``save`` None follows the save points. A failed final save raises
-        ReplyError and the server goes on serving, as Redis does, unless ``force``."""
-        log.warning("User requested shutdown...")
-        prepare = getattr(self, "prepare_shutdown", None)
-        if prepare is not None:
-            prepare(save, force)
-        self.request_shutdown()
+        ReplyError and the server goes on serving, as Redis does, unless ``force``. False:
+        lagging replicas are waited for first (shutdown-timeout, unless ``now``)."""
+        from .shutdown import prepare
+
+        return prepare(self, save, force, now)
 
     def uptime(self) -> int:
         return int(time.monotonic() - self.start_monotonic)

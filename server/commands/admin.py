@@ -7,6 +7,7 @@ import time
 
 from rill.protocol.reply import OK, Map, Raw, ReplyError, Status
 
+from ..blocking import Block
 from ..client import Client
 from ..config import ConfigError
 from .args import NO_SUCH_KEY, SYNTAX_ERR, get_int, redact, string2ll
@@ -106,6 +107,10 @@ def config_set(c: Client, argv: list[bytes]):
             raise ReplyError(
                 f"ERR CONFIG SET failed (possibly related to argument '{name}') - can't set immutable config"
             )
+        if canon in _PROTECTED_CONFIGS and not _protected_allowed(c, config["enable-protected-configs"]):
+            raise ReplyError(
+                f"ERR CONFIG SET failed (possibly related to argument '{name}') - can't set protected config"
+            )
         if canon in seen:
             raise ReplyError(
                 f"ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"
@@ -118,6 +123,19 @@ def config_set(c: Client, argv: list[bytes]):
         bad = getattr(e, "param", None) or _failing_param(config, pairs)
         raise ReplyError(f"ERR CONFIG SET failed (possibly related to argument '{bad}') - {e}") from None
     return OK
+
+
+# Where files go: CONFIG SET may change them only as enable-protected-configs allows.
+_PROTECTED_CONFIGS = frozenset({"dir", "dbfilename"})
+
+
+def _protected_allowed(c: Client, setting: str) -> bool:
+    """enable-protected-configs: yes, no, or local (a unix socket or a loopback peer)."""
+    if setting == "yes" or c.id < 0:
+        return True
+    if setting == "local":
+        return c.kind == "unix" or c.addr.rpartition(":")[0] in ("127.0.0.1", "::1")
+    return False
 
 
 def _failing_param(config, pairs: list[tuple[str, str]]) -> str:
@@ -510,7 +528,7 @@ def slowlog_help(c: Client, argv: list[bytes]):
 @command("shutdown")
 def shutdown(c: Client, argv: list[bytes]):
     save = None
-    force = abort = flagged = False
+    force = abort = flagged = now = False
     for arg in argv[1:]:
         a = arg.lower()
         if a == b"nosave":
@@ -526,14 +544,20 @@ def shutdown(c: Client, argv: list[bytes]):
         elif a == b"abort":
             abort = True
             continue
-        elif a != b"now":  # NOW: rill never waits for replicas to catch up anyway
+        elif a == b"now":  # do not wait for lagging replicas (shutdown-timeout)
+            now = True
+        else:
             raise SYNTAX_ERR
         flagged = True
+    server = c.server
+    from .. import shutdown as shutdown_seq
+
     if abort:
         if flagged:
             raise SYNTAX_ERR
-        raise ReplyError("ERR No shutdown in progress.")  # rill's shutdown never waits
-    server = c.server
+        if not shutdown_seq.abort(server):
+            raise ReplyError("ERR No shutdown in progress.")
+        return OK
     from ..scripting import busy_error, running
 
     ctx = running(server)
@@ -543,7 +567,12 @@ def shutdown(c: Client, argv: list[bytes]):
         if save is not False:
             raise busy_error(ctx)
         ctx.shutdown = ctx.killed = True
-    server.shutdown(save, force)  # ReplyError "Errors trying to SHUTDOWN. Check logs." if it can't
+    # ReplyError "Errors trying to SHUTDOWN. Check logs." if it can't
+    if not server.shutdown(save, force, now):
+        # Waiting for lagging replicas: the caller waits too, until the server exits
+        # (no reply) or the shutdown is aborted or fails (the error).
+        server.pending_shutdown.clients.append(c)
+        return Block([], 0, timeout_reply=shutdown_seq.SHUTDOWN_FAILED)
     c.close_after_reply = True
     from ..server import NO_REPLY
 

@@ -58,20 +58,21 @@ def _server(c: Client) -> list[tuple[str, object]]:
         ("atomicvar_api", "c11-builtin"),
         ("gcc_version", "0.0.0"),
         ("process_id", s.pid),
-        ("process_supervised", "no"),
+        ("process_supervised", getattr(s, "supervised_mode", "no")),
         ("run_id", s.run_id),
         ("tcp_port", s.tcp_port),
         ("server_time_usec", int(now * 1_000_000)),
         ("uptime_in_seconds", s.uptime()),
         ("uptime_in_days", s.uptime() // 86400),
-        ("hz", s.config["hz"]),
+        ("hz", getattr(s, "hz", s.config["hz"])),  # dynamic-hz's current rate
         ("configured_hz", s.config["hz"]),
         ("lru_clock", int(now) & ((1 << 24) - 1)),
         ("executable", s.executable),
         ("config_file", s.config.config_file or ""),
         ("io_threads_active", 0),
         ("rill_version", __version__),
-    ]
+    ] + ([("shutdown_in_milliseconds", max(0, int((s.pending_shutdown.deadline - time.monotonic()) * 1000)))]
+         if getattr(s, "pending_shutdown", None) is not None else [])
 
 
 def _clients(c: Client) -> list[tuple[str, object]]:

@@ -128,7 +128,7 @@ def test_shutdown_saves_with_save_points_and_nosave_does_not(workdir):
 
 
 def test_shutdown_refuses_when_the_final_save_fails(workdir):
-    with rill_in(workdir) as srv:
+    with rill_in(workdir, "--enable-protected-configs", "yes") as srv:
         c = RawClient(srv.port)
         c.call("SET", "k", "v")
         c.call("CONFIG", "SET", "dbfilename", "no/such/dir/dump.rdb")
@@ -142,7 +142,7 @@ def test_shutdown_refuses_when_the_final_save_fails(workdir):
 
 
 def test_failed_background_save_stops_writes_with_misconf(workdir):
-    with rill_in(workdir, "--save", "3600 100") as srv:
+    with rill_in(workdir, "--save", "3600 100", "--enable-protected-configs", "yes") as srv:
         c = RawClient(srv.port)
         c.call("SET", "k", "v")
         c.call("CONFIG", "SET", "dbfilename", "no/such/dir/dump.rdb")
