@@ -434,8 +434,8 @@ UNSUPPORTED: frozenset[str] = frozenset({
     # memory limits beyond maxmemory's noeviction refusal
     "maxmemory-samples", "maxmemory-eviction-tenacity", "maxmemory-clients", "replica-ignore-maxmemory",
     # persistence knobs
-    "rdb-del-sync-files", "rdb-save-incremental-fsync", "aof-rewrite-incremental-fsync",
-    "no-appendfsync-on-rewrite", "aof-timestamp-enabled", "aof-disable-auto-gc",
+    "rdb-save-incremental-fsync", "aof-rewrite-incremental-fsync",
+    "no-appendfsync-on-rewrite", "aof-timestamp-enabled",
     # replication knobs
     "repl-disable-tcp-nodelay", "repl-diskless-load", "repl-backlog-ttl", "replica-lazy-flush",
     "replica-ignore-disk-write-errors", "replica-announce-ip", "replica-announce-port",

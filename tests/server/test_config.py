@@ -113,12 +113,16 @@ IMPLEMENTED: dict[str, str] = {
     "notify-keyspace-events": "server/commands/pubsub.py",
     "replicaof": "server/commands/persistence.py",
     "latency-tracking-info-percentiles": "server/server.py",
+    "repl-ping-replica-period": "server/persistence.py",
+    "repl-diskless-sync": "server/persistence.py",
+    "repl-diskless-sync-delay": "server/persistence.py",
+    "repl-diskless-sync-max-replicas": "server/persistence.py",
+    "rdb-del-sync-files": "server/persistence.py",
+    "aof-disable-auto-gc": "server/persistence.py",
 }
 
-# Being implemented on another branch at the time of writing (replication); move each to
-# IMPLEMENTED, with its module, once that branch is merged.
-PENDING = {"repl-ping-replica-period", "repl-diskless-sync", "repl-diskless-sync-delay",
-           "repl-diskless-sync-max-replicas"}
+# Being implemented elsewhere; move each to IMPLEMENTED, with its module, once it lands.
+PENDING: set[str] = set()
 
 
 def _is_tls(name: str) -> bool:
