@@ -241,8 +241,10 @@ class ListValue(deque):
                 if z is not None:
                     size = _jemalloc_size(_LZF_HEADER + len(z))
             if not size:
-                lp = _LP_HDR_AND_END + sum(lp_entry_size(e) for e in node)
-                size = _jemalloc_size(lp)
+                if len(node) == 1 and len(node[0]) >= threshold:  # PLAIN: the bare element
+                    size = _jemalloc_size(len(node[0]))
+                else:
+                    size = _jemalloc_size(_LP_HDR_AND_END + sum(lp_entry_size(e) for e in node))
             total += _QUICKLIST_NODE + size
             elements += len(node)
         total_nodes = sampled if elements >= len(self) else -(-len(self) * sampled // elements)
