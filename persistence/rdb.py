@@ -56,7 +56,7 @@ from rill.storage import hash as hashmod
 from rill.storage import listpack as lpmod
 from rill.storage import set as setmod
 from rill.storage import zset as zsetmod
-from rill.storage.list import ListValue, packed_threshold
+from rill.storage.list import ListValue, compress_node, compressed_nodes, packed_threshold
 from rill.storage.stream import MASK64, Stream, validate_node
 
 from . import lzf
@@ -236,6 +236,7 @@ class SaveOptions:
     compression: bool = True  # rdbcompression
     checksum: bool = True  # rdbchecksum
     list_fill: int = -2  # list-max-listpack-size
+    list_compress_depth: int = 0  # list-compress-depth: interior list nodes are written LZF'd
     aof_base: bool = False  # written as the AOF base (aux aof-base 1)
     redis_version: str = "7.0.15"
     used_mem: int = 0
@@ -480,13 +481,21 @@ def _write_list(w: RdbWriter, value: ListValue, key: bytes | None) -> None:
         return
     nodes = list(value.nodes(fill, threshold))
     out += encode_len(len(nodes))
-    for node in nodes:
+    # Nodes Redis keeps compressed are written as the LZF blob it holds (whatever
+    # rdbcompression says); the rest go through the usual string encoding.
+    squeezed = compressed_nodes(len(nodes), w.options.list_compress_depth)
+    for i, node in enumerate(nodes):
         if len(node) == 1 and len(node[0]) >= threshold:
             out += b"\x01"
-            w.string(node[0])
+            raw = node[0]
         else:
             out += b"\x02"
-            w.string(_lp_encode(node))
+            raw = _lp_encode(node)
+        z = compress_node(raw, lzf.compress) if i in squeezed else None
+        if z is None:
+            w.string(raw)
+        else:
+            out += b"\xc3" + encode_len(len(z)) + encode_len(len(raw)) + z
 
 
 def _write_stream(w: RdbWriter, s: Stream, key: bytes | None) -> None:
@@ -1597,9 +1606,10 @@ def iter_function_records(payload: bytes) -> Iterator[bytes]:
         yield code
 
 
-def dump_payload(value: Any, compression: bool = True, list_fill: int = -2) -> bytes:
+def dump_payload(value: Any, compression: bool = True, list_fill: int = -2, list_compress_depth: int = 0) -> bytes:
     """DUMP: type byte + object + 2-byte RDB version + CRC-64 of all that, little-endian."""
-    w = RdbWriter(None, SaveOptions(compression=compression, list_fill=list_fill))
+    w = RdbWriter(None, SaveOptions(compression=compression, list_fill=list_fill,
+                                    list_compress_depth=list_compress_depth))
     w.value(value)
     out = w.out
     out += RDB_VERSION.to_bytes(2, "little")

@@ -239,6 +239,7 @@ class Persistence:
             compression=c.bool("rdbcompression"),
             checksum=c.bool("rdbchecksum"),
             list_fill=c.int("list-max-listpack-size"),
+            list_compress_depth=c.int("list-compress-depth"),
             aof_base=aof_base,
             redis_version=self.server.version,
             used_mem=used_memory(),

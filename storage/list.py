@@ -16,15 +16,31 @@ would pack them into quicklist nodes under ``list-max-listpack-size`` = ``fill``
 when the list is built by appends; each group becomes one listpack of an
 RDB_TYPE_LIST_QUICKLIST_2 value (a group holding one element of at least
 ``packed_threshold`` bytes is a PLAIN node).
+
+``list-compress-depth`` d > 0 makes Redis keep every node but the d at each end
+LZF-compressed when that pays (``compress_node``); ``compressed_nodes`` says which
+ones are candidates. The LZF codec itself is passed in by the caller (storage does
+no compression of its own), as a function ``(data, max_len) -> bytes | None`` that
+returns exactly what Redis's liblzf would, or None when it would give up.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 
+from . import listpack as lpmod
 from .ranges import index_span
+
+# LZF of ``data`` in at most ``max_len`` bytes exactly as liblzf would produce it, or None.
+Compressor = Callable[[bytes, int], "bytes | None"]
+
+# quicklist's rules for compressing an interior node: not under 48 bytes, and only if
+# the LZF form is at least 8 bytes shorter; the compressed form carries a size_t.
+MIN_COMPRESS_BYTES = 48
+MIN_COMPRESS_IMPROVE = 8
+_LZF_HEADER = 8
 
 # Node-size limits of quicklist.c for negative fill values -1..-5.
 _OPTIMIZATION_LEVEL = (4096, 8192, 16384, 32768, 65536)
@@ -49,7 +65,7 @@ def packed_threshold() -> int:
 # sizeof() of the C structures MEMORY USAGE counts for a quicklist.
 _ROBJ = 16
 _QUICKLIST = 40
-_QUICKLIST_NODE = 32
+_QUICKLIST_NODE = 40  # prev, next, entry, sz and 32 bits of flags, padded
 _LP_HDR_AND_END = 7  # listpack header (total bytes u32 + count u16) and end byte
 
 
@@ -123,6 +139,38 @@ def _node_accepts(node_bytes: int, node_count: int, elem_len: int, fill: int, pa
     return node_count < fill
 
 
+def compressed_nodes(count: int, depth: int) -> range:
+    """Indexes of the nodes quicklist keeps compressed under ``list-compress-depth``:
+    all but ``depth`` at each end, and none while there are no more than ``2 * depth``."""
+    if depth <= 0 or count <= 2 * depth:
+        return range(0)
+    return range(depth, count - depth)
+
+
+def compress_node(raw: bytes, lzf: Compressor) -> bytes | None:
+    """The LZF form quicklist keeps a node's bytes (listpack, or a PLAIN node's element)
+    in, or None when it leaves them raw (too short, or compression saves too little)."""
+    n = len(raw)
+    if n < MIN_COMPRESS_BYTES:
+        return None
+    z = lzf(raw, n)
+    if not z or len(z) + MIN_COMPRESS_IMPROVE >= n:
+        return None
+    return z
+
+
+def node_bytes(node: list[bytes], packed_threshold: int | None = None) -> bytes:
+    """What a node's entry holds: a PLAIN node's element itself, else its listpack."""
+    if packed_threshold is None:
+        packed_threshold = _packed_threshold
+    if len(node) == 1 and len(node[0]) >= packed_threshold:
+        return node[0]
+    return bytes(lpmod.build(node))
+
+
+jemalloc_size = _jemalloc_size  # public: the server's MEMORY USAGE sizes key sds with it
+
+
 class ListValue(deque):
     """A Redis list: a deque of ``bytes`` with the facts other commands ask of a value."""
 
@@ -160,22 +208,47 @@ class ListValue(deque):
         if node:
             yield node
 
-    def memory_usage(self, samples: int = 5, fill: int = -2) -> int:
-        """MEMORY USAGE's estimate: sample ``samples`` nodes (0 = all) and extrapolate."""
+    def memory_usage(
+        self, samples: int = 5, fill: int = -2, depth: int = 0, lzf: Compressor | None = None
+    ) -> int:
+        """MEMORY USAGE's estimate: sample ``samples`` nodes (0 = all) and extrapolate.
+
+        With ``depth`` > 0 (list-compress-depth) and a compressor, sampled nodes that
+        Redis keeps compressed count at their LZF allocation instead.
+        """
         if not self:
             return _ROBJ + _QUICKLIST
-        sampled = 0
+        threshold = _packed_threshold
+        compressing = depth > 0 and lzf is not None
+        # Which sampled nodes are within ``depth`` of the tail is only in question when
+        # the list ends within ``depth`` nodes past the sample: walk that far to know.
+        want = samples + depth if samples and compressing else samples
+        nodes = list(islice(self.nodes(fill), want)) if want else list(self.nodes(fill))
+        if compressing:
+            count = len(nodes) if not want or len(nodes) < want else len(nodes) + depth
+            squeezed = compressed_nodes(count, depth)
+        else:
+            squeezed = range(0)
+        if samples:
+            del nodes[samples:]
+        sampled = len(nodes)
         elements = 0
-        node_bytes = 0
-        for node in self.nodes(fill):
-            lp = _LP_HDR_AND_END + sum(lp_entry_size(e) for e in node)
-            node_bytes += _QUICKLIST_NODE + _jemalloc_size(lp)
+        total = 0
+        for i, node in enumerate(nodes):
+            size = 0
+            if i in squeezed:
+                z = compress_node(node_bytes(node, threshold), lzf)  # type: ignore[arg-type]
+                if z is not None:
+                    size = _jemalloc_size(_LZF_HEADER + len(z))
+            if not size:
+                if len(node) == 1 and len(node[0]) >= threshold:  # PLAIN: the bare element
+                    size = _jemalloc_size(len(node[0]))
+                else:
+                    size = _jemalloc_size(_LP_HDR_AND_END + sum(lp_entry_size(e) for e in node))
+            total += _QUICKLIST_NODE + size
             elements += len(node)
-            sampled += 1
-            if samples and sampled >= samples:
-                break
         total_nodes = sampled if elements >= len(self) else -(-len(self) * sampled // elements)
-        return _ROBJ + _QUICKLIST + int(node_bytes / sampled * total_nodes)
+        return _ROBJ + _QUICKLIST + int(total / sampled * total_nodes)
 
     # -- reading -----------------------------------------------------------
     def range(self, start: int, end: int) -> list[bytes]:

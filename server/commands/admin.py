@@ -276,7 +276,7 @@ def memory_usage_cmd(c: Client, argv: list[bytes]):
     value = c.db.peek(argv[2])
     if value is None:
         return None
-    return memory_usage(argv[2], value)
+    return memory_usage(argv[2], value, c.server.config, samples)
 
 
 @command("memory|help")

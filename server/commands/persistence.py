@@ -93,6 +93,7 @@ def _payload(c: Client, value) -> bytes:
         value,
         compression=config.bool("rdbcompression"),
         list_fill=config.int("list-max-listpack-size"),
+        list_compress_depth=config.int("list-compress-depth"),
     )
 
 

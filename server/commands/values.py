@@ -6,7 +6,9 @@ import hashlib
 import sys
 from typing import Any
 
+from rill.persistence import lzf
 from rill.storage.keyspace import Keyspace
+from rill.storage.list import ListValue, jemalloc_size
 
 from .args import string2ll
 
@@ -82,13 +84,31 @@ def type_name(value: Any) -> bytes:
     return value.type_name
 
 
-def memory_usage(key: bytes, value: Any) -> int:
-    """MEMORY USAGE: the key, the value and per-object overhead, in bytes."""
-    overhead = 16 + len(key) + 9  # dict entry + key sds
+_DICT_ENTRY = 24  # key, value and next pointers
+
+
+def _sds_header(n: int) -> int:
+    """Header bytes of the sds a key of length ``n`` is copied into (sdsReqType)."""
+    return 1 if n < 32 else 3 if n < 256 else 5 if n < 65536 else 9
+
+
+def memory_usage(key: bytes, value: Any, config: Any = None, samples: int = 5) -> int:
+    """MEMORY USAGE: the key, the value and per-object overhead, in bytes.
+
+    With the server's ``config``, a list is laid out in nodes as its
+    list-max-listpack-size builds them, compressed as its list-compress-depth says."""
+    overhead = _DICT_ENTRY + jemalloc_size(_sds_header(len(key)) + len(key) + 1)
     if isinstance(value, (bytes, bytearray)):
         if string_encoding(value) == b"int":
             return overhead + 16
         return overhead + 16 + len(value) + 3
+    if config is not None and isinstance(value, ListValue):
+        return overhead + value.memory_usage(
+            samples,
+            fill=config.int("list-max-listpack-size"),
+            depth=config.int("list-compress-depth"),
+            lzf=lzf.compress,
+        )
     return overhead + value.memory_usage()
 
 

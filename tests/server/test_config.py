@@ -70,6 +70,7 @@ IMPLEMENTED: dict[str, str] = {
     "port": "server/main.py",
     "auto-aof-rewrite-percentage": "server/persistence.py",
     "list-max-listpack-size": "server/commands/values.py",
+    "list-compress-depth": "server/commands/values.py",
     "tcp-keepalive": "server/connection.py",
     "shutdown-timeout": "server/shutdown.py",
     "rdb-key-save-delay": "server/persistence.py",

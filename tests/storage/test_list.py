@@ -192,3 +192,29 @@ def test_packed_threshold_setting():
         assert list(ListValue([b"a", b"big!", b"b"]).nodes(-2)) == [[b"a", b"big!", b"b"]]
     finally:
         list_mod.set_packed_threshold(0)
+
+
+def test_compressed_nodes_spare_depth_at_each_end():
+    from rill.storage.list import compressed_nodes
+    assert list(compressed_nodes(10, 0)) == []
+    assert list(compressed_nodes(2, 1)) == []
+    assert list(compressed_nodes(3, 1)) == [1]
+    assert list(compressed_nodes(4, 2)) == []
+    assert list(compressed_nodes(5, 2)) == [2]
+    assert list(compressed_nodes(9, 3)) == [3, 4, 5]
+
+
+def test_compress_node_rules():
+    """Under 48 bytes, or saving fewer than 8 bytes, a node stays raw; the codec is
+    handed the node's own length as its room."""
+    from rill.storage.list import compress_node
+    seen = []
+
+    def lzf(data: bytes, max_len: int) -> bytes | None:
+        seen.append(max_len)
+        return data[: len(data) - int(data[:1] == b"s") * 9 - int(data[:1] == b"b") * 8]
+
+    assert compress_node(b"s" * 47, lzf) is None and seen == []
+    assert compress_node(b"s" * 48, lzf) == b"s" * 39 and seen == [48]
+    assert compress_node(b"b" * 60, lzf) is None  # 52 + 8 is not under 60
+    assert compress_node(b"x" * 60, lambda d, n: None) is None
