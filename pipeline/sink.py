@@ -210,21 +210,55 @@ class StreamSink:
             result.written += 1
             result.streams[key] = result.streams.get(key, 0) + 1
         if suspects:
-            checks = conn.pipeline([("XRANGE", key, _exact(sid), _exact(sid)) for key, sid, _fv in suspects])
-            for (key, sid, fv), found in zip(suspects, checks, strict=True):
-                if isinstance(found, Exception):
-                    raise SinkError(f"stream {key!r}: checking ID {sid} failed: {found}") from found
-                if not found:
+            stored = self._stored(conn, suspects)
+            for key, sid, fv in suspects:
+                found = stored.get((key, _exact(sid)))
+                if found is None:
                     raise SinkError(
                         f"stream {key!r}: ID {sid} is not after the stream's last ID and no entry has it, "
                         "so the row arrived out of order; write each stream from one task in ID order "
                         "(rill.pipeline.write_streams does)")
-                if _pairs(found[0][1]) != _pairs(fv):
+                if _pairs(found) != _pairs(fv):
                     raise SinkError(
                         f"stream {key!r}: an entry with ID {sid} already exists with different fields; "
                         "refusing to drop this row as a duplicate (two different rows for one ID? "
                         "write_streams(..., ids='renumber') merges streams whose IDs collide)")
                 result.duplicates += 1
+
+    @staticmethod
+    def _stored(conn: Conn, suspects: list[tuple[str, str, list[Any]]]) -> dict[tuple[str, str], list[Any]]:
+        """The stored fields of each refused ID.  A replay refuses a run of consecutive entries,
+        so one XRANGE per stream over the run's span (COUNT = the run's length) usually finds
+        them all; any ID it did not reach is looked up on its own."""
+        spans: dict[str, list[str]] = {}
+        for key, sid, _fv in suspects:
+            spans.setdefault(key, []).append(_exact(sid))
+        keys = list(spans)
+        cmds = []
+        for key in keys:
+            ids = sorted(spans[key], key=_order)
+            cmds.append(("XRANGE", key, ids[0], ids[-1], "COUNT", len(ids)))
+        out: dict[tuple[str, str], list[Any]] = {}
+        for key, reply in zip(keys, conn.pipeline(cmds), strict=True):
+            if isinstance(reply, Exception):
+                raise SinkError(f"stream {key!r}: reading back refused IDs failed: {reply}") from reply
+            for eid, fv in reply:
+                out[(key, eid.decode())] = fv
+        missing = [(key, sid) for key in keys for sid in spans[key] if (key, sid) not in out]
+        for (key, sid), reply in zip(missing, conn.pipeline([("XRANGE", k, i, i) for k, i in missing]),
+                                     strict=True):
+            if isinstance(reply, Exception):
+                raise SinkError(f"stream {key!r}: reading back ID {sid} failed: {reply}") from reply
+            if reply:
+                out[(key, sid)] = reply[0][1]
+        return out
+
+
+def _order(sid: str) -> int:
+    try:
+        return parse_id(sid)
+    except ValueError:
+        return -1
 
 
 def _exact(sid: str) -> str:
