@@ -156,8 +156,18 @@ def rollup(args: argparse.Namespace) -> Any:
                          F.concat(F.unix_millis(F.col("window_start")).cast("string"), F.lit("-"),
                                   key_seq.cast("string")).alias("id"),
                          F.map_concat(F.create_map(F.lit("window_end"), F.unix_millis("window_end").cast("string")),
-                                      fields_map).alias("fields")).coalesce(1)  # one ordered writer
-        w = out.writeStream.format("rill").option("url", args.url)
+                                      fields_map).alias("fields"))
+        url = args.url
+
+        def write_batch(batch: Any, _batch_id: int) -> None:
+            # A micro-batch's windows come out of the aggregation in no particular order and a
+            # streaming plan cannot sort; each batch is a static frame, which write_streams
+            # sorts by ID for one ordered writer.
+            from . import write_streams
+
+            write_streams(batch, url)
+
+        w = out.writeStream.foreachBatch(write_batch)
     else:
         w = agg.writeStream.format("parquet").option("path", args.output)
     w = w.outputMode("append").option("checkpointLocation", args.checkpoint).queryName("rollup")
