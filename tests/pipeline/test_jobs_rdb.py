@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from rill.pipeline import cli, rdbsource
+from rill.pipeline import cli
 from rill.pipeline.ids import parse_id
 
 from .conftest import fill
@@ -126,7 +126,9 @@ def test_drain_prints_progress_while_it_runs(spark, rill, tmp_path, monkeypatch)
     assert all(running for _line, running in batches)  # every line came while the drain ran
 
 
-def test_rdb_scan_reports_progress_while_it_scans(rill, capfd):
+def test_rdb_scan_reports_progress_while_it_scans(spark, rill, capfd):
+    from rill.pipeline import rdbsource
+
     url, client = rill
     fill(client, "big", 3000)  # one key: progress must come from inside the stream
     client.execute_command("SAVE")

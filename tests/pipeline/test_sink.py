@@ -9,15 +9,18 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from pyspark.sql.types import MapType, StringType, StructField, StructType
 from rill.pipeline import write_streams
 from rill.pipeline.conn import Conn
 from rill.pipeline.ids import parse_id
-from rill.pipeline.sink import StreamSink, supports_idmp
 
 from .conftest import fill
 
-MAP = MapType(StringType(), StringType())
+
+def supports_idmp(conn: Conn) -> bool:
+    """The sink's probe; its module imports pyspark, so only tests that have ``spark`` call it."""
+    from rill.pipeline.sink import supports_idmp as probe
+
+    return probe(conn)
 
 
 def interleaved(client, n: int = 3000) -> None:
@@ -119,15 +122,20 @@ def test_replayed_id_with_other_fields_is_an_error_not_a_duplicate(spark, store)
     assert client.xrange("w") == [(b"100-0", {b"f": b"original"})]
 
 
-def _sink(url: str, with_id: bool, **options: str) -> StreamSink:
+def _sink(url: str, with_id: bool, **options: str):
+    """A sink as one Spark task would run it, driven directly (tests ask for ``spark`` first,
+    so pyspark's absence is handled by the session fixture)."""
+    from pyspark.sql.types import MapType, StringType, StructField, StructType
+    from rill.pipeline.sink import StreamSink
+
     fields = [StructField("stream", StringType())]
     if with_id:
         fields.append(StructField("id", StringType()))
-    fields.append(StructField("fields", MAP))
+    fields.append(StructField("fields", MapType(StringType(), StringType())))
     return StreamSink({"url": url, **options}, StructType(fields))
 
 
-def test_explicit_ids_stream_through_in_bounded_batches(rill):
+def test_explicit_ids_stream_through_in_bounded_batches(spark, rill):
     url, client = rill
     sink = _sink(url, True, batchSize="500")
     seen_while_writing = []
@@ -144,14 +152,14 @@ def test_explicit_ids_stream_through_in_bounded_batches(rill):
     assert seen_while_writing == [3000]
 
 
-def test_idmp_is_detected_not_assumed(rill_server, oracle_server):
+def test_idmp_is_detected_not_assumed(spark, rill_server, oracle_server):
     with Conn(f"redis://127.0.0.1:{rill_server.port}") as conn:
         assert supports_idmp(conn)
     with Conn(f"redis://127.0.0.1:{oracle_server.port}") as conn:
         assert not supports_idmp(conn)  # redis-server 7.0
 
 
-def test_retried_task_without_ids_is_exactly_once_with_idmp(rill):
+def test_retried_task_without_ids_is_exactly_once_with_idmp(spark, rill):
     url, client = rill
     sink = _sink(url, False, batchSize="100")
     assert sink.idmp
@@ -170,7 +178,7 @@ def test_retried_task_without_ids_is_exactly_once_with_idmp(rill):
     assert Counter(f[b"i"] for _e, f in client.xrange("auto")) == Counter(str(i % 7).encode() for i in range(1000))
 
 
-def test_without_idmp_rows_without_ids_are_at_least_once(oracle_server):
+def test_without_idmp_rows_without_ids_are_at_least_once(spark, oracle_server):
     client_url = f"redis://127.0.0.1:{oracle_server.port}"
     import redis
 
@@ -185,7 +193,7 @@ def test_without_idmp_rows_without_ids_are_at_least_once(oracle_server):
     client.close()
 
 
-def test_small_idmp_window_is_refused(rill):
+def test_small_idmp_window_is_refused(spark, rill):
     url, client = rill
     client.xadd("tiny", {"f": "v"})
     client.execute_command("XCFGSET", "tiny", "IDMP-MAXSIZE", "10")
