@@ -8,9 +8,10 @@
 sensor-style stream into per-window count/min/max/avg of numeric fields, written back to
 a stream or to Parquet.  Both are Structured Streaming queries with a checkpoint: they run
 continuously (``--interval``) or drain what is there and stop (``--available-now``), and
-print one progress line per batch (rows, rows/s, how far behind the newest entry).
+print one progress line per batch (rows, rows/s, how far behind the newest entry); batches
+hold at most ``--max-per-batch`` entries (100,000), so a long drain reports as it goes.
 ``--master`` picks the Spark master (``local[*]`` by default; under spark-submit the
-submitted master wins).
+submitted master wins: ``spark-submit $(python -m rill.pipeline.submit) archive ...``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ from typing import Any
 
 from .conn import Conn
 from .ids import parse_id
+
+# Batches of this size keep a drain of millions of entries printing progress every few seconds
+# without a batch's fixed cost (planning, commit) mattering.
+MAX_PER_BATCH = 100_000
 
 
 def session(master: str | None, app: str) -> Any:
@@ -151,8 +156,18 @@ def rollup(args: argparse.Namespace) -> Any:
                          F.concat(F.unix_millis(F.col("window_start")).cast("string"), F.lit("-"),
                                   key_seq.cast("string")).alias("id"),
                          F.map_concat(F.create_map(F.lit("window_end"), F.unix_millis("window_end").cast("string")),
-                                      fields_map).alias("fields")).coalesce(1)  # one ordered writer
-        w = out.writeStream.format("rill").option("url", args.url)
+                                      fields_map).alias("fields"))
+        url = args.url
+
+        def write_batch(batch: Any, _batch_id: int) -> None:
+            # A micro-batch's windows come out of the aggregation in no particular order and a
+            # streaming plan cannot sort; each batch is a static frame, which write_streams
+            # sorts by ID for one ordered writer.
+            from . import write_streams
+
+            write_streams(batch, url)
+
+        w = out.writeStream.foreachBatch(write_batch)
     else:
         w = agg.writeStream.format("parquet").option("path", args.output)
     w = w.outputMode("append").option("checkpointLocation", args.checkpoint).queryName("rollup")
@@ -172,7 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--checkpoint", required=True, help="checkpoint directory (resume point)")
         p.add_argument("--available-now", action="store_true", help="process what is there, then stop")
         p.add_argument("--interval", type=float, default=5.0, help="seconds between batches when continuous")
-        p.add_argument("--max-per-batch", type=int, default=None, help="entries per batch at most")
+        p.add_argument("--max-per-batch", type=int, default=MAX_PER_BATCH,
+                       help=f"entries per batch at most (default {MAX_PER_BATCH:,}: a long drain prints a "
+                            "progress line per batch as it goes; 0 = everything in one batch)")
         p.add_argument("--starting", default=None, help="earliest | latest | JSON of per-stream IDs")
         p.add_argument("--group", default=None, help="read through this consumer group (at-least-once, XACK)")
         p.add_argument("--consumer", default="rill-pipeline", help="consumer name in --group")

@@ -15,7 +15,8 @@ Rows (one schema for every type)::
     value string, members array<string>, scores map<string,double>  -- strings; lists/sets; zsets
 
 Options: ``path`` (or ``load(path)``), ``partitions``, ``streams`` (only these keys,
-comma-separated), ``types`` (e.g. ``stream,hash``), ``db``.  The file must be readable at
+comma-separated), ``types`` (e.g. ``stream,hash``), ``db``, ``progress`` (``true``: the scan
+prints a line to stderr at every 5% of the file).  The file must be readable at
 the same path by every executor (a shared or copied file on a cluster).
 Expired keys are kept with their ``expire_at`` (ms); filter on it if needed.
 """
@@ -24,7 +25,8 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections.abc import Iterator, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,11 +113,30 @@ class RdbPartition(InputPartition):
         self.path, self.version, self.items = path, version, items
 
 
+Progress = Callable[[int, int, int], None]
+
+
+def print_progress(path: str, out: Any = None) -> Progress:
+    """A ``scan`` progress callback printing one line per step (to stderr by default)."""
+    def report(pos: int, size: int, keys: int) -> None:
+        print(f"[rill-rdb] {os.path.basename(path)}: scanned {pos / 1e6:,.1f} of {size / 1e6:,.1f} MB "
+              f"({100 * pos // max(1, size)}%), {keys:,} keys", file=out or sys.stderr, flush=True)
+    return report
+
+
 def scan(path: str, *, streams: set[bytes] | None = None, types: set[str] | None = None,
-         db: int | None = None, chunk_bytes: int = 1 << 20) -> tuple[int, list[Item]]:
-    """Walk the file: (RDB version, items), a stream's nodes cut into runs of about ``chunk_bytes``."""
+         db: int | None = None, chunk_bytes: int = 1 << 20, progress: Progress | None = None,
+         steps: int = 20) -> tuple[int, list[Item]]:
+    """Walk the file: (RDB version, items), a stream's nodes cut into runs of about ``chunk_bytes``.
+
+    ``progress(pos, size, keys)`` is called each time the walk passes another ``1/steps`` of
+    the file (so a big file reports while it is scanned, not only when done) and at the end."""
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
         buf = mm
+        size = len(buf)
+        step = max(1, size // max(1, steps))
+        mark = step
+        nkeys = 0
         if len(buf) < 9 or buf[:5] != b"REDIS" or not buf[5:9].isdigit():
             raise codec.RdbError("wrong signature trying to load DB from file", 0)
         version = int(buf[5:9])
@@ -170,6 +191,9 @@ def scan(path: str, *, streams: set[bytes] | None = None, types: set[str] | None
                             if run_size >= chunk_bytes:
                                 items.append(Item(cur_db, key, op, expire_at, run, run_size))
                                 run, run_size = [], 0
+                        if progress is not None and r.pos >= mark:  # one huge stream reports too
+                            progress(r.pos, size, nkeys)
+                            mark = r.pos + step
                     if wanted and run:
                         items.append(Item(cur_db, key, op, expire_at, run, run_size))
                     _skip_stream_tail(r, op)
@@ -178,8 +202,14 @@ def scan(path: str, *, streams: set[bytes] | None = None, types: set[str] | None
                     if wanted:
                         items.append(Item(cur_db, key, op, expire_at, [start], r.pos - start))
                 expire_at = None
+                nkeys += 1
+                if progress is not None and r.pos >= mark:
+                    progress(r.pos, size, nkeys)
+                    mark = r.pos + step
             else:
                 raise r.fail(f"unsupported RDB opcode {op}")
+        if progress is not None:
+            progress(size, size, nkeys)
         return version, items
 
 
@@ -267,10 +297,12 @@ class RdbReader(DataSourceReader):
         self.types = {t.strip() for t in types.split(",") if t.strip()} if types else None
         dbopt = _opt(options, "db")
         self.db = int(dbopt) if dbopt not in (None, "") else None
+        self.progress = (_opt(options, "progress") or "true").lower() in ("1", "true", "yes")
 
     def partitions(self) -> Sequence[InputPartition]:
         version, items = scan(self.path, streams=self.streams, types=self.types, db=self.db,
-                              chunk_bytes=max(4096, os.path.getsize(self.path) // (self.parts * 4)))
+                              chunk_bytes=max(4096, os.path.getsize(self.path) // (self.parts * 4)),
+                              progress=print_progress(self.path) if self.progress else None)
         groups = deal(items, self.parts)
         return [RdbPartition(self.path, version, g) for g in groups] or [RdbPartition(self.path, version, [])]
 

@@ -12,8 +12,9 @@ Options (all strings, as Spark passes them):
   ``maxEntriesPerTrigger``; ``Trigger.AvailableNow`` on Spark >= 4.2.
 * consumer group (streaming only): ``group``, ``consumer`` (default ``rill-spark``),
   ``claimMinIdleMs`` (60000): see :class:`RillStreamReader` for the at-least-once contract.
-* sink: ``stream`` (when rows have no ``stream`` column), ``maxlen``/``minid`` with
-  ``approximate`` (``true``), ``batchSize`` (XADDs per pipeline, 1000).
+* sink (see :mod:`rill.pipeline.sink`): ``stream`` (only when rows have no ``stream`` column),
+  ``maxlen``/``minid`` with ``approximate`` (``true``), ``batchSize`` (XADDs per pipeline, 1000),
+  ``idempotent`` (``auto``: XADD IDMP for rows without an ``id`` where the server has it).
 
 Offsets are ``{"streams": {key: "ms-seq"}}`` (plus ``"recover": n`` in group mode): the
 last entry ID of each stream that the batch covers.
@@ -24,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import (
@@ -34,13 +35,13 @@ from pyspark.sql.datasource import (
     DataSourceStreamWriter,
     DataSourceWriter,
     InputPartition,
-    WriterCommitMessage,
 )
 
 from .conn import Conn
 from .ids import ID_MAX, fast_parse, format_id, parse_id
 from .plan import plan_ranges
 from .rows import DEFAULT_SCHEMA, BatchBuilder
+from .sink import RillStreamWriter, RillWriter
 
 try:  # Spark >= 4.2: admission control and Trigger.AvailableNow
     from pyspark.sql.streaming.datasource import (
@@ -460,131 +461,6 @@ class RillStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._conn = None
 
 
-# -- writing ------------------------------------------------------------------------------
-
-
-@dataclass
-class WriteResult(WriterCommitMessage):
-    written: int = 0
-    duplicates: int = 0
-    streams: dict[str, int] = field(default_factory=dict)
-
-
-class StreamSink:
-    """Pipelined XADD for one task, one ordered writer per stream.
-
-    Rows carry ``stream`` (or the ``stream`` option), optionally ``id`` (explicit IDs make
-    replays idempotent: an "equal or smaller" rejection counts as a duplicate only when
-    that entry really exists; otherwise the write is out of order and fails loudly), and
-    the fields: a ``fields`` map or else every other column as ``name -> str(value)``.
-    """
-
-    def __init__(self, options: Any, schema: Any) -> None:
-        self.url = _opt(options, "url", DEFAULT_URL)
-        keys = _streams(options, required=False)
-        self.default_key = keys[0] if keys else None
-        self.names = [f.name for f in schema.fields]
-        self.batch = int(_opt(options, "batchSize", "1000"))
-        approx = (_opt(options, "approximate", "true") or "true").lower() in ("1", "true", "yes")
-        trim: list[str] = []
-        if _opt(options, "maxlen"):
-            trim = ["MAXLEN", "~" if approx else "=", _opt(options, "maxlen")]
-        elif _opt(options, "minid"):
-            trim = ["MINID", "~" if approx else "=", _opt(options, "minid")]
-        self.trim = trim
-        if "stream" not in self.names and self.default_key is None:
-            raise ValueError("the rill sink needs a 'stream' column or option 'stream'")
-        self.value_cols = [n for n in self.names if n not in ("stream", "id", "fields", "ms", "seq")]
-
-    def _command(self, row: Any) -> tuple[str, str | None, list[Any]]:
-        d = row.asDict() if hasattr(row, "asDict") else dict(row)
-        key = d.get("stream") or self.default_key
-        sid = d.get("id")
-        fv: list[Any] = []
-        fields = d.get("fields")
-        if fields:
-            for f, v in (fields.items() if isinstance(fields, dict) else fields):
-                fv += [f, "" if v is None else v]
-        for n in self.value_cols:
-            v = d[n]
-            if v is not None:
-                fv += [n, v if isinstance(v, (str, bytes)) else str(v)]
-        if not fv:
-            raise ValueError(f"row without fields for stream {key!r}: {d!r}")
-        return key, sid, fv
-
-    def write(self, rows: Iterator[Any]) -> WriteResult:
-        result = WriteResult()
-        by_key: dict[str, list[tuple[str | None, list[Any]]]] = {}
-        explicit = "id" in self.names
-        with Conn(self.url) as conn:
-            pending: list[tuple[str, str | None, list[Any]]] = []
-            for row in rows:
-                key, sid, fv = self._command(row)
-                if explicit:
-                    by_key.setdefault(key, []).append((sid, fv))
-                else:
-                    pending.append((key, sid, fv))
-                    if len(pending) >= self.batch:
-                        self._flush(conn, pending, result)
-                        pending = []
-            if pending:
-                self._flush(conn, pending, result)
-            # Explicit IDs: each stream's rows in ID order, so a replay or a shuffled
-            # partition cannot turn into "equal or smaller" losses.
-            for key, items in by_key.items():
-                items.sort(key=lambda it: parse_id(it[0]) if it[0] else ID_MAX)
-                for i in range(0, len(items), self.batch):
-                    self._flush(conn, [(key, sid, fv) for sid, fv in items[i:i + self.batch]], result)
-        return result
-
-    def _flush(self, conn: Conn, items: list[tuple[str, str | None, list[Any]]], result: WriteResult) -> None:
-        cmds = [("XADD", key, *self.trim, sid or "*", *fv) for key, sid, fv in items]
-        replies = conn.pipeline(cmds)
-        suspects = []
-        for (key, sid, _fv), reply in zip(items, replies, strict=True):
-            if isinstance(reply, Exception):
-                if sid and "equal or smaller" in str(reply):
-                    suspects.append((key, sid))
-                    continue
-                raise reply
-            result.written += 1
-            result.streams[key] = result.streams.get(key, 0) + 1
-        if suspects:
-            checks = conn.pipeline([("XRANGE", key, sid, sid) for key, sid in suspects])
-            for (key, sid), found in zip(suspects, checks, strict=True):
-                if isinstance(found, Exception) or not found:
-                    raise RuntimeError(
-                        f"XADD {key} {sid} was refused as out of order and the entry does not exist: "
-                        "write each stream from one task in ID order (see rill.pipeline.write_streams)")
-                result.duplicates += 1
-
-
-class RillWriter(DataSourceWriter):
-    def __init__(self, options: Any, schema: Any) -> None:
-        self.sink = StreamSink(options, schema)
-
-    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return self.sink.write(iterator)
-
-
-class RillStreamWriter(DataSourceStreamWriter):
-    """Each micro-batch is XADDed as it arrives; with an ``id`` column, replays are idempotent,
-    without one a replayed batch appends again (at-least-once)."""
-
-    def __init__(self, options: Any, schema: Any) -> None:
-        self.sink = StreamSink(options, schema)
-
-    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        return self.sink.write(iterator)
-
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        pass
-
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        pass
-
-
 class RillDataSource(DataSource):
     """``spark.read.format("rill")`` / ``readStream`` / ``write`` / ``writeStream``."""
 
@@ -602,7 +478,7 @@ class RillDataSource(DataSource):
         return RillStreamReader(self.options, schema)
 
     def writer(self, schema: Any, overwrite: bool) -> DataSourceWriter:
-        return RillWriter(self.options, schema)
+        return RillWriter(self.options, schema, overwrite)
 
     def streamWriter(self, schema: Any, overwrite: bool) -> DataSourceStreamWriter:
-        return RillStreamWriter(self.options, schema)
+        return RillStreamWriter(self.options, schema, overwrite)

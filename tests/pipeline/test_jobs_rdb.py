@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
 
+import pytest
 from rill.pipeline import cli
 from rill.pipeline.ids import parse_id
 
@@ -78,3 +82,86 @@ def test_rollup_job_to_stream_and_parquet(spark, rill, tmp_path):
     cli.main(["rollup", *common, "--output", out, "--checkpoint", str(tmp_path / "c2")])
     got = {(r.window_start.timestamp(), r.key): r["count"] for r in spark.read.parquet(out).collect()}
     assert len(got) == 6 and set(got.values()) == {60}
+
+
+def test_drain_defaults_to_batches_that_report_progress():
+    args = cli.build_parser().parse_args(["archive", "--streams", "s", "--output", "o", "--checkpoint", "c"])
+    assert args.max_per_batch == cli.MAX_PER_BATCH == 100_000  # a 1M drain: ten progress lines
+
+
+class _Lines:
+    """stderr for a job: keeps each line and whether a query was still running when it came."""
+
+    def __init__(self, spark, stop_after_rows: int) -> None:
+        self.spark, self.stop_after = spark, stop_after_rows
+        self.lines: list[tuple[str, bool]] = []
+        self.rows = 0
+
+    def write(self, text: str) -> int:
+        for line in text.splitlines():
+            running = bool(self.spark.streams.active)
+            self.lines.append((line, running))
+            m = re.search(r"batch \d+: (\d+) rows", line)
+            if m:
+                self.rows += int(m.group(1))
+                if self.rows >= self.stop_after:
+                    for q in self.spark.streams.active:
+                        q.stop()
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_drain_prints_progress_while_it_runs(spark, rill, tmp_path, monkeypatch):
+    url, client = rill
+    fill(client, "events", 500)
+    out = _Lines(spark, 500)
+    monkeypatch.setattr(sys, "stderr", out)
+    # Continuous: the query only ends when the lines it printed have covered every entry.
+    cli.main(["archive", "--url", url, "--streams", "events", "--output", str(tmp_path / "o"),
+              "--checkpoint", str(tmp_path / "ck"), "--interval", "0.2", "--max-per-batch", "100"])
+    batches = [(line, running) for line, running in out.lines if "rows/s" in line]
+    assert out.rows == 500 and len(batches) >= 5
+    assert all(running for _line, running in batches)  # every line came while the drain ran
+
+
+def test_rdb_scan_reports_progress_while_it_scans(spark, rill, capfd):
+    from rill.pipeline import rdbsource
+
+    url, client = rill
+    fill(client, "big", 3000)  # one key: progress must come from inside the stream
+    client.execute_command("SAVE")
+    path = os.path.join(client.config_get("dir")["dir"], "dump.rdb")
+    calls: list[tuple[int, int, int]] = []
+    rdbsource.scan(path, progress=lambda pos, size, keys: calls.append((pos, size, keys)))
+    size = os.path.getsize(path)
+    assert calls[-1] == (size, size, 1)
+    during = calls[:-1]
+    assert len(during) >= 5 and all(pos < size and keys == 0 for pos, _s, keys in during)
+    assert [c[0] for c in calls] == sorted(c[0] for c in calls)
+    rdbsource.print_progress(path)(size // 2, size, 7)
+    assert "[rill-rdb] dump.rdb: scanned" in capfd.readouterr().err
+
+
+@pytest.mark.timeout(900)
+def test_spark_submit_runs_the_entry_point(spark, rill, tmp_path):
+    import pyspark
+
+    url, client = rill
+    fill(client, "events", 250)
+    entry = subprocess.run([sys.executable, "-m", "rill.pipeline.submit"], capture_output=True, text=True,
+                           check=True).stdout.strip()
+    assert entry.endswith(".py") and os.path.isfile(entry)
+    submit = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-submit")
+    assert os.path.isfile(submit), "spark-submit ships with pyspark"
+    out = str(tmp_path / "archive")
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    proc = subprocess.run([submit, "--master", "local[1]", "--conf", "spark.ui.enabled=false", entry,
+                           "archive", "--url", url, "--streams", "events", "--output", out,
+                           "--checkpoint", str(tmp_path / "ck"), "--available-now", "--max-per-batch", "100"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "batch 2: 50 rows" in proc.stdout + proc.stderr
+    assert spark.read.parquet(out).count() == 250
