@@ -135,6 +135,7 @@ TOOL_SOURCES = {
     "redis-benchmark": "apt-get install redis-tools",
     "java": "apt-get install default-jre-headless",
     "make": "apt-get install make",
+    "ss": "apt-get install iproute2",
 }
 # Python modules from rill's extras that some tests need (make test installs them all).
 MODULE_SOURCES = {

@@ -189,7 +189,7 @@ def test_readme_prerequisites_are_what_ci_installs():
     quick = _readme().split("## Quick start", 1)[1].split("\n## ", 1)[0]
     ci = (ROOT / ".ci" / "run").read_text()
     for package in ["python3-venv", "make", "gcc", "libc6-dev", "python3-dev", "redis-server",
-                    "redis-tools", "default-jre-headless"]:
+                    "redis-tools", "default-jre-headless", "iproute2"]:
         assert f"`{package}`" in quick, package
         assert re.search(rf"(packages=\(|packages\+=\().*\b{re.escape(package)}\b", ci), package
 

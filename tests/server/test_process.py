@@ -13,7 +13,7 @@ import sys
 import pytest
 from rill.server.process import OOM_BGCHILD, OOM_MASTER, OOM_REPLICA, OomScoreAdj, set_keepalive
 
-from tests.support import RawClient, free_port, scratch_dir, start_rill, wait_until
+from tests.support import RawClient, free_port, require_tool, scratch_dir, start_rill, wait_until
 
 
 def _info(c: RawClient, field: str) -> str:
@@ -73,9 +73,7 @@ def test_tcp_keepalive_zero_leaves_it_off():
 
 
 def test_tcp_backlog_is_the_listen_backlog():
-    ss = shutil.which("ss")
-    if ss is None:
-        pytest.skip("needs ss (iproute2) to read a listening socket's backlog")
+    ss = require_tool("ss")  # iproute2's, to read a listening socket's backlog
     with start_rill("--tcp-backlog", "37", "--bind", "127.0.0.1") as srv:
         out = subprocess.run([ss, "-ltnH", f"sport = :{srv.port}"], capture_output=True, text=True).stdout
         assert out.split()[2] == "37", out  # Send-Q of a listener is its backlog
