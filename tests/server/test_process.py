@@ -4,7 +4,6 @@ oom-score-adj, tcp-keepalive and tcp-backlog, each checked on a real rill-server
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
