@@ -168,6 +168,11 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> Any:
     if dontsort and kind == b"set" and (storekey is not None or c.kind == "lua"):
         dontsort, alpha, sortby = False, True, None
 
+    # Redis converts a listpack sorted set to a skiplist before it sorts, for good (SORT_RO
+    # too): OBJECT ENCODING shows it afterwards.
+    if kind == b"zset":
+        value.listpack = False
+
     vector = _elements(value)
     n = len(vector)
     start = min(max(limit_start, 0), n)

@@ -226,3 +226,20 @@ def test_command_getkeys_finds_the_last_store(sbs):
         ("COMMAND", "GETKEYS", "SORT_RO", "a", "BY", "x"),
         ("COMMAND", "INFO", "SORT", "SORT_RO"),
     ])
+
+
+def test_sort_converts_a_listpack_sorted_set_to_a_skiplist(oracle):
+    """Found by the fuzzer: SORT and SORT_RO turn a small sorted set into a skiplist for good."""
+    oracle.run([
+        ("ZADD", "z", "1", "a", "2", "b"),
+        ("OBJECT", "ENCODING", "z"),
+        ("SORT_RO", "z", "ALPHA", "LIMIT", "-1", "-1"),
+        ("OBJECT", "ENCODING", "z"),
+        ("ZADD", "z2", "1", "a"),
+        ("SORT", "z2", "BY", "nosort"),
+        ("OBJECT", "ENCODING", "z2"),
+        ("ZADD", "z3", "-0", "a"),
+        ("SORT", "z3", "BY", "nosort"),
+        ("ZSCORE", "z3", "a"),
+    ])
+
