@@ -169,3 +169,14 @@ def test_bitfield_matches_redis_for_any_ops(sbs, start, ops):
     sbs.oracle.call("SET", "bf", start)
     sbs.check("BITFIELD", "bf", *[x for op in ops for x in op])
     sbs.check("GET", "bf")
+
+
+def test_bitop_result_is_a_raw_string(sbs):
+    """Found by the fuzzer: BITOP's destination is a raw string, even when short."""
+    sbs.run([
+        ("SET", "a", "1"),
+        ("BITOP", "OR", "dst", "a"),
+        ("OBJECT", "ENCODING", "dst"),
+        ("BITOP", "NOT", "dst", "a"),
+        ("OBJECT", "ENCODING", "dst"),
+    ])
