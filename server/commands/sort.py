@@ -44,7 +44,9 @@ _DBL_MIN = 2.2250738585072014e-308
 
 def strtod_score(s: bytes) -> float | None:
     """The score SORT gives ``s``, or None when Redis reports a conversion error."""
-    text = s.lstrip(_C_SPACE)
+    # strtod reads a C string: whatever follows a NUL is not seen (and a NUL where the
+    # number ended counts as the end).
+    text = s.split(b"\0", 1)[0].lstrip(_C_SPACE)
     if not text:
         return 0.0  # strtod consumed nothing and stopped at the terminator
     if _STRTOD.fullmatch(text) is None:

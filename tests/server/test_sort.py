@@ -213,6 +213,7 @@ def test_random_lists_match_redis(sbs, values, start, count, desc, alpha):
     (b"", 0.0), (b"  12", 12.0), (b"12 ", None), (b"0x10", 16.0), (b"1e400", None),
     (b"1e-400", None), (b"-inf", float("-inf")), (b"nan", None), (b"0.0", 0.0), (b"1e-310", None),
     (b"1_0", None), (b".5", 0.5), (b"5.", 5.0), (b"e5", None),
+    (b"\0\0d", 0.0), (b"12\0x", 12.0), (b"x\0", None),  # strtod stops at a NUL
 ])
 def test_strtod_score(text, expected):
     assert strtod_score(text) == expected
@@ -243,3 +244,17 @@ def test_sort_converts_a_listpack_sorted_set_to_a_skiplist(oracle):
         ("ZSCORE", "z3", "a"),
     ])
 
+
+
+def test_by_weights_are_read_up_to_a_nul(oracle):
+    """Found by the fuzzer: a BY key holding NUL bytes (SETRANGE padding) is a C string to
+    strtod, so "\\0...d" weighs 0 instead of failing the conversion."""
+    oracle.run([
+        ("SETRANGE", "w_1", "8", "d"),
+        ("SET", "w_2", "5\x00junk"),
+        ("SET", "w_3", "x\x00"),
+        ("SADD", "s", "2", "1"),
+        ("SORT", "s", "BY", "w_*"),
+        ("RPUSH", "l", "3", "2", "1"),
+        ("SORT", "l", "BY", "w_*"),
+    ])
