@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .exceptions import PENDING_FIXES
+from .exceptions import NO_EXTRA_ARGUMENT, PENDING_FIXES
 
 Args = tuple[bytes, ...]
 
@@ -64,6 +64,7 @@ ALL_KEYS = [k for pool in POOLS.values() for k in pool]
 WORDS = ["a", "b", "c", "d", "foo", "bar", "e f", "", "x" * 70]
 NUMBERS = ["0", "1", "2", "-1", "7", "10", "42", "-100", "9223372036854775807", "1.5",
            "-2.25", "1e3", "inf", "-inf", "+inf", "nan", "abc", " 1", "0x10", "3.0"]
+RANDOM_WITHOUT_COUNT = {b"SPOP", b"SRANDMEMBER", b"HRANDFIELD", b"ZRANDMEMBER"}
 FAR_MS = 9_999_999_999_000  # year 2286: XADD * after this derives from the last ID
 
 
@@ -693,12 +694,13 @@ class Generator:
     def sort(self) -> Args:
         r = self.r
         pool = r.choice(["list", "set", "zset"])
-        k = self.key(pool)
+        # Never a set under another pool's name: its unsorted order is Redis's hash order.
+        k = r.choice(POOLS[pool] + ["s1", "hs1", "x1", "missing"])
         args = [r.choice(["SORT", "SORT", "SORT_RO"]), k]
         if self.chance(0.3):
             by = r.choice(["s*", "hs*->f1", "nosort", "s1"])
-            if by == "nosort" and pool == "set":
-                by = "s*"  # a set's unsorted order is Redis's seeded hash order
+            if "*" not in by and pool == "set":
+                by = "s*"  # BY without '*' leaves a set unsorted: Redis's seeded hash order
             args += ["BY", by]
         if self.chance(0.3):
             args += ["LIMIT", self.int_(-1, 3), self.int_(-1, 5)]
@@ -706,7 +708,9 @@ class Generator:
             args += ["GET", r.choice(["#", "s*", "hs*->f1", "hs*->n"])]
         if self.chance(0.3):
             args.append(r.choice(["ASC", "DESC"]))
-        if self.chance(0.4):
+        if self.chance(0.4) and not (pool == "set" and "BY" in args):
+            # (ALPHA BY leaves elements whose BY keys compare equal in input order, which
+            # for a set is Redis's hash order)
             args.append("ALPHA")
         if args[0] == "SORT" and self.chance(0.2):
             args += ["STORE", self.key("list")]
@@ -814,8 +818,10 @@ class Generator:
         cmd = self.data_command()
         roll = r.random()
         if roll < 0.4:
+            if cmd[0] in RANDOM_WITHOUT_COUNT:
+                return cmd[:1]  # with the count gone they would pick at random
             return cmd[:r.randint(1, max(1, len(cmd) - 1))]
-        if roll < 0.7:
+        if roll < 0.7 and cmd[0].upper() not in NO_EXTRA_ARGUMENT:
             return cmd + (b"extra",)
         if roll < 0.8:
             return b("NOSUCHCMD", "a")
