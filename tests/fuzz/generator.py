@@ -62,6 +62,8 @@ POOLS = {
     # mixed scores a lex range is unspecified, and on a skiplist it depends on the random
     # node levels; so nothing ever gives these another score (no cross-pool writes).
     "zlex": ["zl1", "zl2"],
+    # A stream whose IDs are far in the future, where XADD '*' is deterministic.
+    "xfar": ["xf"],
 }
 ALL_KEYS = [k for pool in POOLS.values() for k in pool]
 CROSS_KEYS = [k for name, pool in POOLS.items() if name != "zlex" for k in pool]
@@ -78,6 +80,9 @@ class Generator:
 
     def __init__(self, seed: int) -> None:
         self.r = random.Random(seed)
+        # A stream clock: explicit IDs cluster just above it and it moves on, so most XADDs
+        # succeed and ranges, XSETID and XCLAIM name IDs that exist.
+        self.ms = 1
         self.families = [
             (30, self.stream), (10, self.group), (7, self.string), (4, self.bits),
             (3, self.hll), (7, self.list), (6, self.hash), (6, self.set), (8, self.zset),
@@ -100,9 +105,9 @@ class Generator:
 
     # -- helpers -------------------------------------------------------------------------
 
-    def key(self, pool: str) -> str:
+    def key(self, pool: str, cross: float = 0.04) -> str:
         """A key of ``pool``, or now and then one of any other type (WRONGTYPE cases)."""
-        if self.r.random() < 0.06:
+        if self.r.random() < cross:
             if pool == "zlex":  # never a mixed-score sorted set for a lex range
                 return self.r.choice([k for k in CROSS_KEYS if k[0] != "z"] + ["missing"])
             return self.r.choice(CROSS_KEYS + ["missing"])
@@ -133,10 +138,11 @@ class Generator:
     def sid(self, explicit_only: bool = False) -> str:
         """A stream ID argument: mostly explicit and small, sometimes odd."""
         roll = self.r.random()
+        lo = max(0, self.ms - 25)
         if roll < 0.75 or explicit_only:
-            return f"{self.r.randint(0, 40)}-{self.r.randint(0, 3)}"
+            return f"{self.r.randint(lo, self.ms + 1)}-{self.r.randint(0, 3)}"
         if roll < 0.85:
-            return str(self.r.randint(0, 40))
+            return str(self.r.randint(lo, self.ms + 1))
         return self.r.choice(["0-0", "0", "18446744073709551615-18446744073709551615",
                               "abc", "-1", "5-x", "1-", f"{FAR_MS}-0"])
 
@@ -174,9 +180,12 @@ class Generator:
             out.pop()  # odd number of field/value arguments
         return out
 
+    def stream_key(self) -> str:
+        return "xf" if self.chance(0.1) else self.key("stream")
+
     def stream(self) -> Args | Op:
         r = self.r
-        k = self.key("stream")
+        k = self.stream_key()
         roll = r.random()
         if roll < 0.35:
             args = ["XADD", k]
@@ -184,15 +193,19 @@ class Generator:
                 args.append("NOMKSTREAM")
             if self.chance(0.2):
                 args += self.trim_args()
+            self.ms += r.choice([1, 1, 2])
             if self.chance(0.15):
-                args.append(f"{r.randint(0, 40)}-*")
+                args.append(f"{self.ms}-*")
+            elif self.chance(0.8):
+                args.append(f"{self.ms}-{r.randint(0, 3)}")
             else:
                 args.append(self.sid())
             return b(*args, *self.fields())
-        if roll < 0.38:
-            # '*' derives from a last ID in the future, so both servers agree on it.
-            return Op("seq", ((1, b("XADD", k, f"{FAR_MS + r.randint(0, 5)}-*", "f", "v")),
-                              (1, b("XADD", k, "*", *self.fields()))))
+        if roll < 0.37:
+            # '*' derives from a last ID in the future, so both servers agree on it. Only
+            # on xf: the other streams stay at the clock's IDs.
+            return Op("seq", ((1, b("XADD", "xf", f"{FAR_MS + r.randint(0, 5)}-*", "f", "v")),
+                              (1, b("XADD", "xf", "*", *self.fields()))))
         if roll < 0.50:
             cmd = r.choice(["XRANGE", "XREVRANGE"])
             lo, hi = self.range_bound(True), self.range_bound(False)
@@ -239,29 +252,29 @@ class Generator:
         return b("EXISTS", k)
 
     def group_name(self) -> str:
-        return self.r.choice(["g1", "g1", "g2", "nogroup"])
+        return self.r.choice(["g1", "g1", "g1", "g2", "g2", "nogroup"])
 
     def consumer(self) -> str:
         return self.r.choice(["c1", "c2", "c3"])
 
     def group(self) -> Args:
         r = self.r
-        k = self.key("stream")
+        k = self.stream_key()
         g = self.group_name()
         roll = r.random()
-        if roll < 0.15:
+        if roll < 0.2:
             args = ["XGROUP", "CREATE", k, g, r.choice(["$", "0", "0-0", self.sid()])]
-            if self.chance(0.4):
+            if self.chance(0.5):
                 args.append("MKSTREAM")
             if self.chance(0.2):
                 args += ["ENTRIESREAD", self.int_(-2, 20)]
             return b(*args)
-        if roll < 0.2:
+        if roll < 0.24:
             args = ["XGROUP", "SETID", k, g, r.choice(["$", "0", self.sid()])]
             if self.chance(0.3):
                 args += ["ENTRIESREAD", self.int_(-2, 20)]
             return b(*args)
-        if roll < 0.23:
+        if roll < 0.25:
             return b("XGROUP", "DESTROY", k, g)
         if roll < 0.27:
             return b("XGROUP", r.choice(["CREATECONSUMER", "DELCONSUMER"]), k, g, self.consumer())
@@ -325,7 +338,9 @@ class Generator:
 
     def string(self) -> Args:
         r = self.r
-        k = self.key("string")
+        # (rarely another type's key: SET and friends overwrite whatever is there, and a
+        # stream turned string stays one until something deletes it)
+        k = self.key("string", 0.01)
         roll = r.random()
         if roll < 0.2:
             args = ["SET", k, r.choice([self.word(), self.num()])]
@@ -340,7 +355,7 @@ class Generator:
         if roll < 0.4:
             return b(r.choice(["INCR", "DECR"]), k)
         if roll < 0.47:
-            return b(r.choice(["INCRBY", "DECRBY"]), k, self.num())
+            return b(r.choice(["INCRBY", "DECRBY"]), k, self.int_(-100, 100))
         if roll < 0.53:
             return b("INCRBYFLOAT", k, self.num())
         if roll < 0.58:
@@ -352,7 +367,7 @@ class Generator:
         if roll < 0.72:
             return b(r.choice(["GETRANGE", "SUBSTR"]), k, self.int_(-10, 10), self.int_(-10, 10))
         if roll < 0.77:
-            ks = self.keys("string", 1, 3)
+            ks = [self.key("string", 0.01) for _ in range(r.randint(1, 3))]
             return b(r.choice(["MSET", "MSETNX"]),
                      *[x for kk in ks for x in (kk, self.word())])
         if roll < 0.8:
@@ -751,9 +766,9 @@ class Generator:
             args += ["GET", r.choice(["#", "s*", "hs*->f1", "hs*->n"])]
         if self.chance(0.3):
             args.append(r.choice(["ASC", "DESC"]))
-        if self.chance(0.4) and not (pool == "set" and "BY" in args):
+        if self.chance(0.4) and not (pool in ("set", "zset") and "BY" in args):
             # (ALPHA BY leaves elements whose BY keys compare equal in input order, which
-            # for a set is Redis's hash order)
+            # for a set, and for a sorted set SORT reads from its dict, is Redis's hash order)
             args.append("ALPHA")
         if args[0] == "SORT" and self.chance(0.2):
             args += ["STORE", self.key("list")]
@@ -822,14 +837,15 @@ class Generator:
             else:
                 blocker = b("XREAD", "COUNT", "2", "BLOCK", "0", "STREAMS", *ks,
                             *[r.choice(["$", "$", "0", self.sid(True)]) for _ in ks])
+            self.ms += 1
             waker = r.choice([
                 b("XADD", ks[0], self.sid(True), "f", "v"),
-                b("XADD", ks[0], f"{FAR_MS}-*", "f", "v"),
+                b("XADD", ks[-1], f"{self.ms}-*", "f", "v"),
+                b("XADD", ks[0], f"{self.ms}-1", "f", "v"),
                 b("DEL", ks[0]),
                 b("XGROUP", "DESTROY", ks[0], "g1"),
-                b("SET", ks[0], "x"),
                 None,
-            ])
+            ] if self.chance(0.95) else [b("SET", ks[0], "x")])
             if waker is None:
                 blocker = tuple(short.encode() if a == b"0" and i == blocker.index(b"BLOCK") + 1
                                 else a for i, a in enumerate(blocker))
