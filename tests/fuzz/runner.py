@@ -20,7 +20,9 @@ from .resp import Reply, parse
 SENTINEL_CMD = encode_command([b"ECHO", b"__fuzz_sentinel__"])
 SENTINEL_REPLY = b"$17\r\n__fuzz_sentinel__\r\n"
 DATABASES = (0, 1, 2)
-META = "TYPE, OBJECT ENCODING, PTTL"
+# (PEXPIRETIME, not PTTL: the two datasets are read one after the other, and a TTL read
+# seconds apart differs by those seconds)
+META = "TYPE, OBJECT ENCODING, PEXPIRETIME"
 
 # Settings both servers get, so small collections convert encodings (and streams split
 # nodes) within a few commands. Applied to every other seed; the rest run on defaults.
@@ -465,7 +467,7 @@ class Pair:
             names = [k.value for k in keys]
             cmds: list[Args] = []
             for k in names:
-                cmds += [(b"TYPE", k), (b"OBJECT", b"ENCODING", k), (b"PTTL", k)]
+                cmds += [(b"TYPE", k), (b"OBJECT", b"ENCODING", k), (b"PEXPIRETIME", k)]
             replies = _pipeline(c, cmds)
             types = {}
             reads: list[Args] = []
@@ -473,7 +475,7 @@ class Pair:
             for n, k in enumerate(names):
                 t = replies[3 * n][1:-2]
                 types[k] = t
-                out[(db, k, META)] = (t, replies[3 * n + 1], canon((b"PTTL", k), replies[3 * n + 2]))
+                out[(db, k, META)] = (t, replies[3 * n + 1], canon((b"PEXPIRETIME", k), replies[3 * n + 2]))
                 for args in _reads(k, t):
                     reads.append(args)
                     owners.append(k)
