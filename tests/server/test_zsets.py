@@ -477,3 +477,16 @@ def test_setop_store_propagates_as_is(inproc):
     _run(server, c, "ZINTERSTORE", "u", "2", "a", "nokey")
     _run(server, c, "ZINTERSTORE", "u", "2", "a", "nokey")  # nothing to delete: no effect
     assert [argv[0] for _, argv in effects] == [b"ZADD", b"ZUNIONSTORE", b"ZINTERSTORE"]
+
+
+def test_negative_zero_from_a_negative_weight(oracle):
+    """Found by the fuzzer: ZUNION/ZINTER reply from the computed skiplist, so 0 times a
+    negative weight is -0 there; a stored result goes back to a listpack, where it is 0."""
+    oracle.run([
+        ("ZADD", "z1", "0.1", "a", "1", "3", "0", "c"),
+        ("ZUNION", "2", "z1", "z2", "WEIGHTS", "-1", "1", "WITHSCORES"),
+        ("ZINTER", "1", "z1", "WEIGHTS", "-2", "WITHSCORES"),
+        ("ZDIFF", "1", "z1", "WITHSCORES"),
+        ("ZUNIONSTORE", "dst", "1", "z1", "WEIGHTS", "-1"),
+        ("ZRANGE", "dst", "0", "-1", "WITHSCORES"),
+    ])
