@@ -60,10 +60,6 @@ KNOWN_UNFIXED: dict[str, str] = {
     "incrbyfloat-embstr": "INCRBYFLOAT with an integral result: Redis stores an embstr, rill's "
                           "bytes value reports int (rill derives a string's encoding from its "
                           "Python type and content; a third state needs a new value type)",
-    "sort-limit-alpha-by-ties": "SORT on a list with LIMIT, ALPHA and BY where BY values tie: "
-                                "Redis's partial quicksort (pqsort) orders tied elements its "
-                                "own way, rill's sort keeps them in list order; the generator "
-                                "does not combine the three",
     "copy-refcount": "OBJECT REFCOUNT of a COPY of a small integer: Redis's copy is a new "
                      "object (refcount 1), rill reports the shared integers' INT_MAX for any "
                      "small integer (sharing is an object property rill's values don't carry)",

@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from .exceptions import KNOWN_UNFIXED, NO_EXTRA_ARGUMENT, PENDING_FIXES
+from .exceptions import NO_EXTRA_ARGUMENT, PENDING_FIXES
 
 Args = tuple[bytes, ...]
 
@@ -770,8 +770,6 @@ class Generator:
             # (ALPHA BY leaves elements whose BY keys compare equal in input order, which
             # for a set, and for a sorted set SORT reads from its dict, is Redis's hash order)
             args.append("ALPHA")
-        if "ALPHA" in args and "BY" in args and "LIMIT" in args and "sort-limit-alpha-by-ties" in KNOWN_UNFIXED:
-            args.remove("ALPHA")
         if args[0] == "SORT" and self.chance(0.2):
             args += ["STORE", self.key("list")]
         return b(*args)
