@@ -405,7 +405,11 @@ class Pair:
                 side.main.send_raw(data + SENTINEL_CMD)
             except OSError:
                 pass
-        results = [_read_raw(side.main) for side in self.sides]
+        # redis-server first: when it answered, rill gets a generous wait (a loaded machine
+        # is no divergence); when it is still waiting for the line's end too, a short one.
+        theirs = _read_raw(self.sides[1].main)
+        mine = _read_raw(self.sides[0].main, 2.0 if theirs[0].endswith(b"<timeout>") else 15.0)
+        results = [mine, theirs]
         if self.log is not None:
             self.log.append((f"(raw bytes) {data!r}",
                              *(r + (b" <connection closed>" if closed else b"") for r, closed in results)))
