@@ -60,9 +60,10 @@ KNOWN_UNFIXED: dict[str, str] = {
     "incrbyfloat-embstr": "INCRBYFLOAT with an integral result: Redis stores an embstr, rill's "
                           "bytes value reports int (rill derives a string's encoding from its "
                           "Python type and content; a third state needs a new value type)",
-    "copy-refcount": "OBJECT REFCOUNT of a COPY of a small integer: Redis's copy is a new "
-                     "object (refcount 1), rill reports the shared integers' INT_MAX for any "
-                     "small integer (sharing is an object property rill's values don't carry)",
+    "copy-refcount": "OBJECT REFCOUNT of a small integer that is not Redis's shared object "
+                     "(a COPY of it, or an INCRBYFLOAT result): Redis says 1, rill reports the "
+                     "shared integers' INT_MAX for any small integer (sharing is an object "
+                     "property rill's values don't carry)",
 }
 
 
