@@ -20,13 +20,10 @@ def transcript(pair: Pair, ops: list[Op], header: str) -> str:
              + (", small encodings (see runner.SMALL_ENCODINGS)" if pair.small_encodings else "")]
     for sent, mine, theirs in log:
         lines.append(f"127.0.0.1:6379> {sent}")
-        if _same(mine, theirs):
-            lines.append(indent(format_bytes(theirs)))
+        if mine == theirs:
+            lines.append(format_bytes(theirs))
         else:
-            lines.append("# rill:")
-            lines.append(indent(format_bytes(mine)))
-            lines.append("# redis:")
-            lines.append(indent(format_bytes(theirs)))
+            lines += ["# rill:", format_bytes(mine), "# redis:", format_bytes(theirs)]
     if div is not None:
         lines.append(f"# diverged: {div.what}")
         if div.signature.startswith("dataset"):
@@ -35,14 +32,6 @@ def transcript(pair: Pair, ops: list[Op], header: str) -> str:
     else:
         lines.append("# (did not diverge on fresh servers)")
     return "\n".join(lines)
-
-
-def _same(a: bytes, b: bytes) -> bool:
-    return a == b
-
-
-def indent(text: str) -> str:
-    return text
 
 
 def redis_version(pair: Pair) -> str:
