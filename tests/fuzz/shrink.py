@@ -48,8 +48,14 @@ def shrink(pair: Pair, ops: list[Op], div: Divergence) -> list[Op] | None:
     prefix = ops[: div.index + 1]
     if reproduces(pair, prefix, div.signature) is None:
         return None
-    # The last op is where it showed; most of the history is usually irrelevant.
-    last = prefix[-1:]
-    if reproduces(pair, last, div.signature) is not None:
-        return last
+    # The last op is where it showed, and usually only recent history matters: the
+    # shortest reproducing suffix (1, 2, 4, ... ops) first, so ddmin starts small.
+    k = 1
+    while k < len(prefix):
+        if reproduces(pair, prefix[-k:], div.signature) is not None:
+            prefix = prefix[-k:]
+            break
+        k *= 2
+    if len(prefix) == 1:
+        return prefix
     return ddmin(prefix, lambda cand: reproduces(pair, cand, div.signature) is not None)
