@@ -4,6 +4,7 @@
 #   make test    create .venv if missing, install rill with its test extras, run the whole suite
 #   make bench   side-by-side benchmarks against Debian's redis-server (BENCH_QUICK=1 for a short run)
 #   make lint    ruff
+#   make fuzz    differential fuzzer against redis-server (FUZZ_SEEDS, FUZZ_OPS, FUZZ_RESP)
 #
 # The venv is (re)installed only when pyproject.toml is newer than the stamp
 # file, so every target is fast once the machine is set up.
@@ -26,8 +27,12 @@ EXTRAS ?= test,bench,lint,lzf,spark
 RUN_ARGS ?=
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
+# make fuzz: seeds x ops per RESP version; the defaults take a couple of minutes.
+FUZZ_SEEDS ?= 4
+FUZZ_OPS ?= 3000
+FUZZ_RESP ?= 2,3
 
-.PHONY: run test bench lint venv clean distclean which-python
+.PHONY: run test bench lint fuzz venv clean distclean which-python
 
 venv: $(STAMP)
 
@@ -50,6 +55,9 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
+
+fuzz: $(STAMP)
+	$(BIN)/python -m tests.fuzz --seeds $(FUZZ_SEEDS) --ops $(FUZZ_OPS) --resp $(FUZZ_RESP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

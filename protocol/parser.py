@@ -79,7 +79,8 @@ def string2ll(s: bytes) -> int | None:
     return v
 
 
-_SPACE = b" \t\n\r\v\f"
+_SPACE = b" \t\n\r\v\f"  # isspace(): skipped between arguments, and may follow a closing quote
+_TOKEN_END = b" \t\n\r\0"  # but an unquoted argument ends only at these (\v and \f are kept)
 _HEX = b"0123456789abcdefABCDEF"
 _ESCAPES = {ord("n"): 10, ord("r"): 13, ord("t"): 9, ord("b"): 8, ord("a"): 7}
 
@@ -138,7 +139,7 @@ def split_args(line: bytes) -> list[bytes] | None:
                 if i >= n:
                     break
                 c = line[i]
-                if c in _SPACE:
+                if c in _TOKEN_END:
                     break
                 if c == 34:
                     inq = True
@@ -275,6 +276,10 @@ class RequestParser:
                     self._remaining = ll
                 else:
                     nl = buf.find(b"\n", pos)
+                    if nl >= 0 and buf.find(b"\0", pos, nl) >= 0:
+                        # Redis looks for the newline with strchr, which stops at a NUL:
+                        # a line with a NUL before its newline stays incomplete.
+                        nl = -1
                     if nl < 0:
                         if n - pos > INLINE_MAX_SIZE:
                             return self._error(out, b"too big inline request")

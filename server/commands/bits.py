@@ -229,7 +229,9 @@ def bitop(c: Client, argv: list[bytes]):
             else:
                 result ^= v
     db.lookup(dest)  # an expired destination goes first (setKey's lookupKeyWrite)
-    db.set(dest, result.to_bytes(size, "big"))
+    # Redis stores the result as a new raw string object (OBJECT ENCODING "raw", never
+    # "int" or "embstr"): a bytearray here.
+    db.set(dest, bytearray(result.to_bytes(size, "big")))
     wrote(c, dest, b"set")
     return size
 

@@ -32,12 +32,13 @@ def exec_(c: Client, argv: list[bytes]):
     server = c.server
     if c.multi is None:
         raise ReplyError("ERR EXEC without MULTI")
-    if c.dirty_cas or server.watched_key_expired(c):
-        server.discard_transaction(c)
-        return NULL_ARRAY
+    # An error while queuing wins over a touched WATCHed key: EXECABORT, not a nil reply.
     if c.multi_dirty:
         server.discard_transaction(c)
         raise ReplyError("EXECABORT Transaction discarded because of previous errors.")
+    if c.dirty_cas or server.watched_key_expired(c):
+        server.discard_transaction(c)
+        return NULL_ARRAY
     queued = c.multi
     server.discard_transaction(c)  # unwatch first: our own writes must not dirty us
     c.reply(Raw(b"*%d\r\n" % len(queued)))

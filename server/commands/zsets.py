@@ -980,11 +980,13 @@ def _setop(c: Client, argv: list[bytes], dst: bytes | None, numkeys_idx: int, op
             for m, sc in first.scores.items():
                 if not any(m in o for o in others):
                     result[m] = sc
-    zs = _zset.from_pairs(result.items())
     if dst is not None:
+        zs = _zset.from_pairs(result.items())
         event = b"zunionstore" if op == _UNION else b"zinterstore" if op == _INTER else b"zdiffstore"
         return _store(c, dst, zs, event)
-    return _scored(zs.range(0, len(zs)), withscores, c.resp3)
+    # Redis replies from the skiplist it computed in, never a listpack: a -0 score (a zero
+    # times a negative weight) stays -0 in the reply; only a stored result turns it into 0.
+    return _scored(sorted([(sc, m) for m, sc in result.items()]), withscores, c.resp3)
 
 
 @command("zunionstore")

@@ -173,3 +173,17 @@ def test_huge_multibulk_header_waits_without_allocating():
     # the reference parser holds the partial command (hiredis would have sized a
     # two-billion-slot list for it)
     assert p._argv == [b"SET"] and p._remaining == 2_000_000_000 - 1
+
+
+def test_split_args_keeps_vertical_tab_and_form_feed_inside_an_argument():
+    # sdssplitargs skips any isspace() byte between arguments, but an unquoted argument
+    # ends only at space, tab, CR, LF or NUL.
+    assert split_args(b"ECHO\x0cs1\x0c\"v w\" ") == [b"ECHO\x0cs1\x0cv w"]
+    assert split_args(b"\x0b\x0cECHO\x0b  a") == [b"ECHO\x0b", b"a"]
+    assert split_args(b'ECHO "a"\x0b') == [b"ECHO", b"a"]
+
+
+def test_inline_line_with_a_nul_before_its_newline_is_incomplete():
+    p = RequestParser()
+    assert p.feed(b"PING\x00\r\nPING\r\n") == []
+    assert errors(p.feed(b"x" * 70000)) == [b"ERR Protocol error: too big inline request"]

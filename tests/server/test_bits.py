@@ -239,3 +239,14 @@ def test_bitfield_arguments_beyond_64_bits_are_refused(sbs):
             for op in ("SET", "INCRBY"):
                 sbs.check("BITFIELD", "bf", "OVERFLOW", "SAT", op, field, "0", value)
     sbs.check("EXISTS", "bf")
+
+
+def test_bitop_result_is_a_raw_string(sbs):
+    """Found by the fuzzer: BITOP's destination is a raw string, even when short."""
+    sbs.run([
+        ("SET", "a", "1"),
+        ("BITOP", "OR", "dst", "a"),
+        ("OBJECT", "ENCODING", "dst"),
+        ("BITOP", "NOT", "dst", "a"),
+        ("OBJECT", "ENCODING", "dst"),
+    ])

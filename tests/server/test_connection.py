@@ -13,6 +13,7 @@ from tests.support import (
     RawClient,
     RecordingTransport,
     StepLoop,
+    Waiter,
     encode_command,
     start_redis,
     start_rill,
@@ -123,6 +124,37 @@ def test_inline_commands(rill_server):
     c.send_raw(b"PING\r\nECHO \"hello world\"\r\n\r\nPING\n")
     assert [c.read_reply() for _ in range(3)] == [b"+PONG\r\n", b"$11\r\nhello world\r\n", b"+PONG\r\n"]
     c.close()
+
+
+@pytest.mark.parametrize("line", [
+    b"ECHO\x0cs1\x0c\"v w\" \r\n",  # \f and \v do not end an unquoted argument...
+    b"EXISTS\x0c's2'\x0c\"v w\" \r\n",
+    b"ECHO\x0ba\r\n",
+    b"\x0b\x0cECHO  a\r\n",  # ...but are skipped between arguments
+    b"ECHO \"a\"\x0b\r\n",  # and may follow a closing quote
+])
+def test_inline_whitespace_bytes_side_by_side(rill_server, oracle_server, line):
+    """Found by the fuzzer: rill split inline arguments on every isspace() byte."""
+    replies = []
+    for port in (rill_server.port, oracle_server.port):
+        c = RawClient(port)
+        c.send_raw(line + b"PING\r\n")
+        replies.append((c.read_reply(), c.read_reply()))
+        c.close()
+    assert replies[0] == replies[1]
+
+
+def test_inline_nul_before_newline_waits_like_redis(rill_server, oracle_server):
+    """Redis finds an inline line's end with strchr, which stops at a NUL: the line stays
+    incomplete (no reply), until 64 KiB pile up and it is too big."""
+    for port in (rill_server.port, oracle_server.port):
+        c = Waiter(port)
+        c.send_raw(b"PING\x00\r\nPING\r\n")
+        assert c.silent(0.3)
+        c.send_raw(b"x" * 70000)
+        assert c.read_reply() == b"-ERR Protocol error: too big inline request\r\n"
+        assert c.closed_by_peer()
+        c.close()
 
 
 def test_pipeline_of_ten_thousand(rill_server):

@@ -213,6 +213,7 @@ def test_random_lists_match_redis(sbs, values, start, count, desc, alpha):
     (b"", 0.0), (b"  12", 12.0), (b"12 ", None), (b"0x10", 16.0), (b"1e400", None),
     (b"1e-400", None), (b"-inf", float("-inf")), (b"nan", None), (b"0.0", 0.0), (b"1e-310", None),
     (b"1_0", None), (b".5", 0.5), (b"5.", 5.0), (b"e5", None),
+    (b"\0\0d", 0.0), (b"12\0x", 12.0), (b"x\0", None),  # strtod stops at a NUL
 ])
 def test_strtod_score(text, expected):
     assert strtod_score(text) == expected
@@ -226,3 +227,61 @@ def test_command_getkeys_finds_the_last_store(sbs):
         ("COMMAND", "GETKEYS", "SORT_RO", "a", "BY", "x"),
         ("COMMAND", "INFO", "SORT", "SORT_RO"),
     ])
+
+
+def test_sort_converts_a_listpack_sorted_set_to_a_skiplist(oracle):
+    """Found by the fuzzer: SORT and SORT_RO turn a small sorted set into a skiplist for good."""
+    oracle.run([
+        ("ZADD", "z", "1", "a", "2", "b"),
+        ("OBJECT", "ENCODING", "z"),
+        ("SORT_RO", "z", "ALPHA", "LIMIT", "-1", "-1"),
+        ("OBJECT", "ENCODING", "z"),
+        ("ZADD", "z2", "1", "a"),
+        ("SORT", "z2", "BY", "nosort"),
+        ("OBJECT", "ENCODING", "z2"),
+        ("ZADD", "z3", "-0", "a"),
+        ("SORT", "z3", "BY", "nosort"),
+        ("ZSCORE", "z3", "a"),
+    ])
+
+
+
+def test_by_weights_are_read_up_to_a_nul(oracle):
+    """Found by the fuzzer: a BY key holding NUL bytes (SETRANGE padding) is a C string to
+    strtod, so "\\0...d" weighs 0 instead of failing the conversion."""
+    oracle.run([
+        ("SETRANGE", "w_1", "8", "d"),
+        ("SET", "w_2", "5\x00junk"),
+        ("SET", "w_3", "x\x00"),
+        ("SADD", "s", "2", "1"),
+        ("SORT", "s", "BY", "w_*"),
+        ("RPUSH", "l", "3", "2", "1"),
+        ("SORT", "l", "BY", "w_*"),
+    ])
+
+
+def test_limit_alpha_by_ties_follow_redis_partial_quicksort(oracle):
+    """Found by the fuzzer: with LIMIT, Redis sorts with its partial quicksort, which leaves
+    elements whose BY values tie (here: all missing) in its own order, not list order."""
+    oracle.run([
+        ("RPUSH", "l", "a", "2", "e", "c", "10", "b", "b"),
+        ("SORT", "l", "BY", "w_*", "LIMIT", "0", "2", "ALPHA"),
+        ("SORT", "l", "BY", "w_*", "LIMIT", "1", "3", "ALPHA", "DESC"),
+        ("SORT", "l", "BY", "w_*", "LIMIT", "0", "2", "ALPHA", "STORE", "out"),
+        ("LRANGE", "out", "0", "-1"),
+    ])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.lists(st.sampled_from(["a", "b", "c", "1", "2", "x", "y"]), min_size=1, max_size=60),
+       weights=st.dictionaries(st.sampled_from(["a", "b", "c", "1", "x"]), st.sampled_from(["p", "q"])),
+       start=st.integers(0, 60), count=st.integers(-1, 20), desc=st.booleans())
+def test_partial_sort_of_ties_matches_redis(sbs, values, weights, start, count, desc):
+    sbs.check("FLUSHALL")
+    sbs.check("RPUSH", "l", *values)
+    for k, w in weights.items():
+        sbs.check("SET", f"w_{k}", w)
+    args = ["SORT", "l", "BY", "w_*", "LIMIT", str(start), str(count), "ALPHA"]
+    if desc:
+        args.append("DESC")
+    sbs.check(*args)

@@ -148,3 +148,16 @@ def test_expiry_clock_is_held_during_exec_and_scripts_side_by_side(sbs):
         assert mine == b":1\r\n"
     finally:
         sbs.run([("DEBUG", "SET-DISABLE-DENY-SCRIPTS", "0")])
+
+
+def test_queuing_error_wins_over_a_touched_watched_key(sbs):
+    """Found by the fuzzer: with both a touched WATCHed key and an error while queuing,
+    EXEC answers EXECABORT (Redis checks the queuing error first), not a nil array."""
+    sbs.run([
+        ("WATCH", "k"),
+        ("SET", "k", "1"),  # our own write dirties the watch too
+        ("MULTI",),
+        ("HLEN",),
+        ("EXEC",),
+        ("GET", "k"),
+    ])

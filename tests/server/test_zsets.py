@@ -517,3 +517,16 @@ def _raw_reply(r, *args: str):
         return reader.gets()
     finally:
         client.close()
+
+
+def test_negative_zero_from_a_negative_weight(oracle):
+    """Found by the fuzzer: ZUNION/ZINTER reply from the computed skiplist, so 0 times a
+    negative weight is -0 there; a stored result goes back to a listpack, where it is 0."""
+    oracle.run([
+        ("ZADD", "z1", "0.1", "a", "1", "3", "0", "c"),
+        ("ZUNION", "2", "z1", "z2", "WEIGHTS", "-1", "1", "WITHSCORES"),
+        ("ZINTER", "1", "z1", "WEIGHTS", "-2", "WITHSCORES"),
+        ("ZDIFF", "1", "z1", "WITHSCORES"),
+        ("ZUNIONSTORE", "dst", "1", "z1", "WEIGHTS", "-1"),
+        ("ZRANGE", "dst", "0", "-1", "WITHSCORES"),
+    ])
