@@ -4,9 +4,6 @@ NEWER_REDIS is the one allowed kind of difference: behaviour rill takes from a R
 than the 7.0 oracle. Each item names the Redis version it comes from and says how the
 fuzzer keeps it out of the comparison (the generator never sends the command or option, or
 the runner drops the newer field from both replies).
-
-PENDING_FIXES lists divergences other branches are fixing (issue 20); the generator avoids
-them until those branches merge. The lead removes each item when its branch is in main.
 """
 
 from __future__ import annotations
@@ -40,22 +37,6 @@ def newer_blocked_xreadgroup(blocker: tuple[bytes, ...], rill: bytes, redis: byt
 
 # Commands the arity mutation must not lengthen, because of NEWER_REDIS.
 NO_EXTRA_ARGUMENT: frozenset[bytes] = frozenset({b"ZRANK", b"ZREVRANK"})
-
-# TODO(issue 20, lead): remove each item once the named branch is merged, and the
-# generator/runner code that consults it.
-PENDING_FIXES: dict[str, str] = {
-    "scan": "SCAN/SSCAN/HSCAN/ZSCAN stale entries (storage/keyspace.py): no *SCAN generated",
-    "stream-nodes": "stream node accounting (storage/stream.py): no '~' trimming generated, "
-                    "XINFO STREAM radix-tree-keys/-nodes dropped from both replies. Still "
-                    "seen (seed 11, op 12118, both RESP): on the same 5 entries laid out in "
-                    "2 nodes on rill and 3 on Redis, XTRIM x3 MINID = 1860-1 removes 4 on "
-                    "rill and 0 on Redis; to recheck once that branch is merged",
-    "bitfield-sat": "BITFIELD OVERFLOW SAT: no SAT generated",
-}
-
-# XINFO STREAM fields not compared while "stream-nodes" is pending.
-UNCOMPARED_XINFO_FIELDS: frozenset[bytes] = frozenset({b"radix-tree-keys", b"radix-tree-nodes"})
-
 
 # Divergences found and not fixed yet, each with why; the runner accepts exactly these
 # reply pairs (rill's, redis's) and nothing wider.
