@@ -337,3 +337,18 @@ def test_readme_redis_cli_lines_run():
                 printed.append(re.sub(r"(?m)^id \d+$", "id ?", out.stdout))  # HELLO's connection id
             outputs.append(printed)
         assert outputs[0] == outputs[1]
+
+
+def test_readme_lists_what_the_fuzzer_allows_from_newer_redis():
+    """The README's one list of behaviour from Redis versions newer than 7.0 names every
+    item the fuzzer allows, each with its version."""
+    from tests.fuzz.exceptions import NEWER_REDIS
+
+    text = _readme()
+    section = text[text.index("- Newer than Redis 7.0"):]
+    section = section[:section.index("\n- ", 3)]
+    for what, version, _ in NEWER_REDIS:
+        command = re.search(r"[A-Z][A-Z/]+", what).group()  # the first command it names
+        line = next((ln for ln in section.split("\n  - ") if ln.startswith(f"{version}:")
+                     and command in ln), None)
+        assert line is not None, (version, what)
