@@ -401,6 +401,7 @@ class Persistence:
                         raise PersistenceError(f"duplicate key {key[:64]!r} while merging into DB {db.id}")
                 for key, value in incoming.items():
                     db.expires.pop(key, None)
+                    db.unshared.pop(key, None)  # loading re-encodes, as RESTORE does
                     db.data[key] = value
                     db.access[key] = db.clock
                     db.modified(key)

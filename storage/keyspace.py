@@ -323,7 +323,7 @@ class Database:
     """One numbered database: a dict of keys and a dict of expiry times (ms)."""
 
     __slots__ = ("id", "data", "expires", "watched", "scan_log", "keyspace", "volatile_log",
-                 "access", "access_base", "clock", "lfu", "avg_ttl")
+                 "access", "access_base", "clock", "lfu", "avg_ttl", "unshared")
 
     def __init__(self, db_id: int, keyspace: Keyspace) -> None:
         self.id = db_id
@@ -345,6 +345,13 @@ class Database:
         self.lfu = keyspace.lfu
         # INFO keyspace's avg_ttl (ms): a running average of the TTLs active expiry samples.
         self.avg_ttl = 0
+        # String values that look like a small integer but are, in Redis, an object of
+        # their own rather than the shared integer a write would have made of them:
+        # key -> the OBJECT ENCODING of that object, b"embstr" for an INCRBYFLOAT result
+        # (never int-encoded) or b"int" for a COPY (refcount 1). Usually empty; an entry
+        # goes whenever the key's value is replaced or the key goes, and moves with
+        # RENAME/MOVE/SWAPDB as Redis's object does.
+        self.unshared: dict[bytes, bytes] = {}
 
     def __len__(self) -> int:
         return len(self.data)
@@ -454,6 +461,8 @@ class Database:
             data[key] = value
             if not self.lfu:  # a new object in Redis: a fresh LRU stamp, LFU kept
                 self.access[key] = self.clock
+            if self.unshared:  # a new key has none: delete and expiry dropped it
+                self.unshared.pop(key, None)
         if not keep_ttl and self.expires:
             self.expires.pop(key, None)
 
@@ -466,6 +475,8 @@ class Database:
         self.access.pop(key, None)
         if self.expires:
             self.expires.pop(key, None)
+        if self.unshared:
+            self.unshared.pop(key, None)
         return True
 
     def get_expire(self, key: bytes) -> int | None:
@@ -492,6 +503,8 @@ class Database:
                 self.scan_log = None
         self.access.pop(key, None)
         self.expires.pop(key, None)
+        if self.unshared:
+            self.unshared.pop(key, None)
         self.keyspace.expired_keys += 1
         self.keyspace.on_expired(self, key)
 
@@ -503,6 +516,7 @@ class Database:
         self.scan_log = None
         self.volatile_log = []
         self.avg_ttl = 0
+        self.unshared.clear()
 
     # -- iteration ---------------------------------------------------------
     def random_key(self) -> bytes | None:
@@ -684,6 +698,7 @@ class Keyspace:
         da.access, db.access = db.access, da.access
         da.access_base, db.access_base = db.access_base, da.access_base
         da.avg_ttl, db.avg_ttl = db.avg_ttl, da.avg_ttl
+        da.unshared, db.unshared = db.unshared, da.unshared
 
     signal_all = False
 

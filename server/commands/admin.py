@@ -12,7 +12,7 @@ from ..client import Client
 from ..config import ConfigError
 from .args import NO_SUCH_KEY, SYNTAX_ERR, get_int, redact, string2ll
 from .table import command
-from .values import memory_usage, object_encoding
+from .values import key_encoding, key_refcount, memory_usage
 
 
 # -- FLUSHDB / FLUSHALL / DBSIZE ---------------------------------------------
@@ -198,21 +198,20 @@ def config_help(c: Client, argv: list[bytes]):
 # -- OBJECT / MEMORY ---------------------------------------------------------
 @command("object|encoding")
 def object_encoding_cmd(c: Client, argv: list[bytes]):
-    value = c.db.peek(argv[2])
+    db = c.db
+    value = db.peek(argv[2])
     if value is None:
         return None
-    return object_encoding(value)
+    return key_encoding(db, argv[2], value)
 
 
 @command("object|refcount")
 def object_refcount(c: Client, argv: list[bytes]):
-    value = c.db.peek(argv[2])
+    db = c.db
+    value = db.peek(argv[2])
     if value is None:
         return None
-    # Shared integers 0..9999 have Redis's "infinite" refcount.
-    if isinstance(value, bytes) and (n := string2ll(value)) is not None and 0 <= n < 10000:
-        return 2147483647
-    return 1
+    return key_refcount(db, argv[2], value)
 
 
 @command("object|idletime")
@@ -273,10 +272,12 @@ def memory_usage_cmd(c: Client, argv: list[bytes]):
             i += 2
         else:
             raise SYNTAX_ERR
-    value = c.db.peek(argv[2])
+    db = c.db
+    value = db.peek(argv[2])
     if value is None:
         return None
-    return memory_usage(argv[2], value, c.server.config, samples)
+    return memory_usage(argv[2], value, c.server.config, samples,
+                        encoding=key_encoding(db, argv[2], value) if type(value) is bytes else None)
 
 
 @command("memory|help")
@@ -370,10 +371,12 @@ def debug(c: Client, argv: list[bytes]):
         value = db.data.get(key)  # as Redis's dictFind: a key past its expiry is still shown
         if value is None:
             raise NO_SUCH_KEY
-        enc = object_encoding(value).decode()
+        enc = key_encoding(db, key, value).decode()
+        refcount = key_refcount(db, key, value)
         stamp = db.access.get(key, db.access_base) & 0xFFFFFF
         return Status(
-            f"Value at:0x0 refcount:1 encoding:{enc} serializedlength:{_serialized_length(value)} "
+            f"Value at:0x0 refcount:{refcount} encoding:{enc} "
+            f"serializedlength:{_serialized_length(value)} "
             f"lru:{stamp} lru_seconds_idle:{db.idle_seconds(key)}".encode()
         )
     if sub == b"digest-value":

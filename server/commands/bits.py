@@ -54,6 +54,8 @@ def _writable(c: Client, key: bytes, last_bit: int) -> tuple[bytearray, bool]:
     elif t is bytes:
         buf = bytearray(value)
         db.data[key] = buf  # unshared: same key, TTL kept
+        if db.unshared:
+            db.unshared.pop(key, None)
     else:
         raise WRONGTYPE
     if len(buf) >= size:

@@ -19,7 +19,7 @@ from rill.storage.keyspace import Database, now_ms
 from ..client import Client
 from .args import DB_RANGE, INT64_MAX, INT64_MIN, NO_SUCH_KEY, SYNTAX_ERR, WRONGTYPE, string2ll
 from .table import command
-from .values import LAZYFREE_THRESHOLD, free_effort
+from .values import LAZYFREE_THRESHOLD, free_effort, unshared_copy
 
 SAME_OBJECT = ReplyError("ERR source and destination objects are the same")
 INVALID_CURSOR = ReplyError("ERR invalid cursor")
@@ -142,10 +142,13 @@ def _rename(c: Client, argv: list[bytes], nx: bool):
             return 0
         db.delete(dst)
     stamp = db.access.get(src)  # the same object moves: its LRU/LFU stamp goes along
+    own = db.unshared.get(src) if db.unshared else None  # and what it is
     db.delete(src)
     db.set(dst, value)
     if stamp is not None:
         db.access[dst] = stamp
+    if own is not None:
+        db.unshared[dst] = own
     if expire is not None:
         db.set_expire(dst, expire)
     db.modified(src)
@@ -184,6 +187,8 @@ def move(c: Client, argv: list[bytes]):
     stamp = src.access.get(key)
     if stamp is not None:
         dst.access[key] = stamp
+    if src.unshared and (own := src.unshared.get(key)) is not None:
+        dst.unshared[key] = own
     if expire is not None:
         dst.set_expire(key, expire)
     src.delete(key)
@@ -225,6 +230,8 @@ def copy(c: Client, argv: list[bytes]):
             return 0
         dst.delete(newkey)
     dst.set(newkey, copy_value(value))
+    if (own := unshared_copy(src, key, value)) is not None:
+        dst.unshared[newkey] = own
     if expire is not None:
         dst.set_expire(newkey, expire)
     dst.modified(newkey)

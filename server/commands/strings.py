@@ -34,7 +34,7 @@ from .args import (
 )
 from .keys import already_expired, delete_expired_now
 from .table import command
-from .values import string_encoding  # noqa: F401  (re-exported for OBJECT ENCODING users)
+from .values import string_encoding
 
 TOO_BIG = ReplyError("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
 
@@ -288,6 +288,8 @@ def set_(c: Client, argv: list[bytes]):
                 db.touch(key)
             else:
                 db.access[key] = db.clock
+            if db.unshared:
+                db.unshared.pop(key, None)
         else:
             _expire_if_needed(db, key)
             db.set(key, argv[2])
@@ -358,6 +360,8 @@ def mset(c: Client, argv: list[bytes]):
         if key in data and not (expires and key in expires):
             data[key] = argv[j + 1]
             db.touch(key)
+            if db.unshared:
+                db.unshared.pop(key, None)
         else:
             _expire_if_needed(db, key)
             db.set(key, argv[j + 1])
@@ -403,6 +407,8 @@ def append(c: Client, argv: list[bytes]):
             value = bytearray(value)
             value += tail
             db.data[key] = value  # dbUnshareStringValue: same key, TTL kept
+            if db.unshared:
+                db.unshared.pop(key, None)
         elif t is bytearray:
             _check_length(c, len(value), len(tail))
             value += tail
@@ -439,6 +445,8 @@ def setrange(c: Client, argv: list[bytes]):
         if t is bytes:
             value = bytearray(value)
             db.data[key] = value
+            if db.unshared:
+                db.unshared.pop(key, None)
         if len(value) < offset:
             value.extend(bytes(offset - len(value)))
     value[offset : offset + len(chunk)] = chunk
@@ -484,6 +492,8 @@ def _incr(c: Client, key: bytes, incr: int) -> int:
         if result > INT64_MAX or result < INT64_MIN:
             raise OVERFLOW
         data[key] = new = b"%d" % result  # dbOverwrite: TTL kept
+        if db.unshared:  # a new integer object, shared or not by its value alone
+            db.unshared.pop(key, None)
         if len(_INTS) >= 4096:
             _INTS.clear()
         _INTS[new] = result
@@ -507,6 +517,8 @@ def incr(c: Client, argv: list[bytes]):
         return _incr(c, key, 1)
     result = current + 1
     data[key] = new = b"%d" % result
+    if db.unshared:
+        db.unshared.pop(key, None)
     if db.lfu:
         db.touch(key)
     else:
@@ -700,6 +712,12 @@ def incrbyfloat(c: Client, argv: list[bytes]):
         db.set(key, new)
     else:
         db.data[key] = new
+    # Redis keeps the formatted number a string object: an integral result is an embstr
+    # (refcount 1), not the int its digits would make. Its replicas get a SET, so an int.
+    if string_encoding(new) == b"int":
+        db.unshared[key] = b"embstr"
+    elif db.unshared:
+        db.unshared.pop(key, None)
     db.modified(key)
     _notify(db, "$", b"incrbyfloat", key)
     server = c.server

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from rill.persistence import lzf
-from rill.storage.keyspace import Keyspace
+from rill.storage.keyspace import Database, Keyspace
 from rill.storage.list import ListValue, jemalloc_size
 
 from .args import string2ll
@@ -33,6 +33,36 @@ def object_encoding(value: Any) -> bytes:
     if isinstance(value, (bytes, bytearray)):
         return string_encoding(value)
     return value.encoding()
+
+
+SHARED_REFCOUNT = 2147483647  # Redis's shared objects never die: OBJ_SHARED_REFCOUNT
+SHARED_INTEGERS = 10000  # 0 .. 9999 are shared objects when written as integers
+
+
+def key_encoding(db: Database, key: bytes, value: Any) -> bytes:
+    """OBJECT ENCODING of ``key``'s ``value``, minding what db.unshared says of it."""
+    if db.unshared and type(value) is bytes and (enc := db.unshared.get(key)) is not None:
+        return enc
+    return object_encoding(value)
+
+
+def key_refcount(db: Database, key: bytes, value: Any) -> int:
+    """OBJECT REFCOUNT: a small integer written as one is Redis's shared object; the
+    same digits as an object of its own (db.unshared) and everything else count 1."""
+    if type(value) is bytes and len(value) <= 4 and (n := string2ll(value)) is not None \
+            and 0 <= n < SHARED_INTEGERS and not (db.unshared and key in db.unshared):
+        return SHARED_REFCOUNT
+    return 1
+
+
+def unshared_copy(src: Database, key: bytes, value: Any) -> bytes | None:
+    """What db.unshared says of a COPY of ``key``: Redis duplicates the object, so a
+    shared small integer becomes an int of its own and an unshared one stays as it is."""
+    if type(value) is not bytes:
+        return None
+    if src.unshared and (enc := src.unshared.get(key)) is not None:
+        return enc
+    return b"int" if key_refcount(src, key, value) == SHARED_REFCOUNT else None
 
 
 # Values whose release takes more allocations than this go to Redis's free thread.
@@ -92,14 +122,16 @@ def _sds_header(n: int) -> int:
     return 1 if n < 32 else 3 if n < 256 else 5 if n < 65536 else 9
 
 
-def memory_usage(key: bytes, value: Any, config: Any = None, samples: int = 5) -> int:
+def memory_usage(key: bytes, value: Any, config: Any = None, samples: int = 5,
+                 encoding: bytes | None = None) -> int:
     """MEMORY USAGE: the key, the value and per-object overhead, in bytes.
 
     With the server's ``config``, a list is laid out in nodes as its
-    list-max-listpack-size builds them, compressed as its list-compress-depth says."""
+    list-max-listpack-size builds them, compressed as its list-compress-depth says.
+    ``encoding`` is the string's if the caller knows better than its bytes (key_encoding)."""
     overhead = _DICT_ENTRY + jemalloc_size(_sds_header(len(key)) + len(key) + 1)
     if isinstance(value, (bytes, bytearray)):
-        if string_encoding(value) == b"int":
+        if (encoding or string_encoding(value)) == b"int":
             return overhead + 16
         return overhead + 16 + len(value) + 3
     if config is not None and isinstance(value, ListValue):

@@ -542,9 +542,6 @@ class Pair:
             return None
         for key in sorted(set(mine) | set(theirs), key=repr):
             a, b_ = mine.get(key), theirs.get(key)
-            if a != b_ and key[2] == META and a is not None and b_ is not None and \
-                    (a[0], a[2]) == (b_[0], b_[2]) and known_unfixed((b"OBJECT", b"ENCODING"), a[1], b_[1]):
-                continue
             if a != b_:
                 db, k, what = key
                 return Divergence(i, f"dataset db{db} {k!r} {what}", repr(mine.get(key)).encode(),

@@ -193,6 +193,29 @@ def test_copy(sbs):
     )
 
 
+def test_copy_of_a_small_integer_is_not_shared(sbs):
+    """COPY duplicates the object: a copy of a shared integer (0..9999) is an int with
+    refcount 1, a copy of INCRBYFLOAT's embstr stays an embstr; both go with their key
+    (RENAME, MOVE, SWAPDB) and end when it is written again, deleted or reloaded."""
+    def show(key):
+        return [("OBJECT", "ENCODING", key), ("OBJECT", "REFCOUNT", key), ("GET", key)]
+    run(sbs, ("SET", "a", "5"), ("COPY", "a", "b"), *show("a"), *show("b"),
+        ("COPY", "b", "c"), *show("c"), ("COPY", "a", "b", "REPLACE"), *show("b"),
+        ("SET", "n", "-1"), ("COPY", "n", "n2"), *show("n2"),
+        ("SET", "big", "10000"), ("COPY", "big", "big2"), *show("big2"),
+        ("SET", "f", "1"), ("INCRBYFLOAT", "f", "1"), ("COPY", "f", "f2"), *show("f2"),
+        ("APPEND", "r", "7"), ("COPY", "r", "r2"), *show("r2"),
+        ("COPY", "a", "a1", "DB", 1), ("SELECT", 1), *show("a1"), ("SELECT", 0),
+        ("RENAME", "b", "b2"), *show("b2"), ("MOVE", "b2", 2), ("SELECT", 2), *show("b2"),
+        ("SWAPDB", 0, 2), *show("b2"), ("SELECT", 0), *show("b2"), ("SWAPDB", 0, 2),
+        ("INCR", "c"), *show("c"), ("DECR", "c"), *show("c"),
+        ("COPY", "a", "d"), ("DEL", "d"), ("SET", "d", "5"), *show("d"),
+        ("COPY", "a", "e"), ("SET", "e", "5"), *show("e"),
+        ("COPY", "a", "g"), ("MSET", "g", "5"), *show("g"),
+        ("COPY", "a", "h"), ("DEBUG", "RELOAD"), *show("h"), *show("f2"),
+        ("FLUSHALL",))
+
+
 def test_copy_duplicates_mutable_strings(local):
     local("APPEND", "a", "abc")
     local("COPY", "a", "b")

@@ -4,6 +4,7 @@ WATCH, encodings and expiry checks that need rill's insides or timing."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 import pytest
@@ -13,6 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rill.server.commands import load_all
 from rill.server.server import Server
+
+from tests.support import wait_until
 
 FAR = 4102444800  # 2100-01-01, an EXAT far enough to be deterministic
 FAR_MS = FAR * 1000 + 123
@@ -473,7 +476,77 @@ def test_incrbyfloat_matches_redis(sbs, increments):
     sbs.check("DEL", "f")
     for inc in increments:
         sbs.check("INCRBYFLOAT", "f", inc)
+        sbs.check("OBJECT", "ENCODING", "f")
+        sbs.check("OBJECT", "REFCOUNT", "f")
     sbs.check("GET", "f")
+
+
+def _show(key: str) -> list[tuple]:
+    return [("OBJECT", "ENCODING", key), ("OBJECT", "REFCOUNT", key), ("GET", key)]
+
+
+def test_incrbyfloat_integral_result_is_an_embstr(sbs):
+    """Redis keeps INCRBYFLOAT's formatted result a string object: "3" is an embstr
+    with refcount 1, not the shared integer SET would make of it, until the value is
+    replaced (any write, or a reload re-encoding it); it moves with its key."""
+    run(sbs, ("SET", "k", "1"), ("INCRBYFLOAT", "k", "2"), *_show("k"),
+        ("INCRBYFLOAT", "k", "99997"), *_show("k"),  # "100000": an embstr too
+        ("INCRBYFLOAT", "k", "-100000"), *_show("k"),  # "0"
+        ("INCRBYFLOAT", "k", "0.5"), *_show("k"),
+        ("INCRBYFLOAT", "k", "0.5"), *_show("k"),
+        ("INCRBYFLOAT", "new", "7"), *_show("new"))
+    # What replaces the value makes it a shared integer again (or raw).
+    for write in [("SET", "k", "3"), ("SET", "k", "3", "GET"), ("INCR", "k"), ("INCRBY", "k", "0"),
+                  ("GETSET", "k", "4"), ("MSET", "k", "4"), ("SET", "k", "4", "KEEPTTL"),
+                  ("APPEND", "k", ""), ("SETRANGE", "k", 0, "5"), ("SETBIT", "k", 0, 0)]:
+        run(sbs, ("SET", "k", "1"), ("INCRBYFLOAT", "k", "2"), write, *_show("k"))
+    # What leaves it alone keeps it an embstr.
+    run(sbs, ("SET", "k", "1"), ("INCRBYFLOAT", "k", "2"), ("SETRANGE", "k", 0, ""),
+        ("GETEX", "k", "EX", 100), ("GETRANGE", "k", 0, -1), ("STRLEN", "k"), *_show("k"),
+        ("PERSIST", "k"), *_show("k"))
+    # It goes with its key: RENAME, MOVE, SWAPDB; and the key's next value owes it nothing.
+    run(sbs, ("RENAME", "k", "r"), *_show("r"), ("SET", "k", "3"), *_show("k"),
+        ("MOVE", "r", 1), ("SELECT", 1), *_show("r"), ("SWAPDB", 0, 1), ("SELECT", 0),
+        *_show("r"), ("SWAPDB", 0, 1), ("SELECT", 1), *_show("r"), ("DEL", "r"),
+        ("SET", "r", "3"), *_show("r"), ("INCRBYFLOAT", "r", "1"), ("FLUSHDB",),
+        ("SET", "r", "4"), *_show("r"), ("SELECT", 0))
+    # RESTORE and DEBUG RELOAD encode what they load afresh.
+    sbs.check("SET", "k", "1")
+    sbs.check("INCRBYFLOAT", "k", "2")
+    dump = sbs.oracle.call("DUMP", "k")
+    payload = dump[dump.index(b"\r\n") + 2:-2]
+    run(sbs, ("RESTORE", "k2", 0, payload), *_show("k2"), ("DEBUG", "RELOAD"), *_show("k"))
+
+
+def test_incrbyfloat_embstr_lost_at_expiry(sbs):
+    run(sbs, ("SET", "k", "1"), ("PEXPIRE", "k", 50), ("INCRBYFLOAT", "k", "2"), ("PTTL", "k"),
+        *_show("k"))
+    wait_until(lambda: sbs.both("EXISTS", "k") == (b":0\r\n", b":0\r\n"))
+    run(sbs, ("SET", "k", "3"), *_show("k"))
+
+
+def test_debug_object_refcount_and_encoding(sbs):
+    """DEBUG OBJECT's refcount and encoding fields say what OBJECT does."""
+    run(sbs, ("SET", "a", "5"), ("COPY", "a", "b"), ("SET", "c", "1"), ("INCRBYFLOAT", "c", "1"),
+        ("SET", "d", "12345"))
+    for key in "abcd":
+        mine, theirs = sbs.both("DEBUG", "OBJECT", key)
+        fields = [re.search(rb"refcount:\d+ encoding:\w+", r).group() for r in (mine, theirs)]
+        assert fields[0] == fields[1], (key, mine, theirs)
+
+
+def test_incrbyfloat_replica_sees_an_integer(local):
+    """A replica gets INCRBYFLOAT as SET ... KEEPTTL, so it stores the shared integer
+    (as a Redis replica does) while the primary keeps the embstr."""
+    local("SET", "k", "1")
+    effects = local.effects("INCRBYFLOAT", "k", "2")
+    assert effects == [[b"SET", b"k", b"3", b"KEEPTTL"]]
+    assert local("OBJECT", "ENCODING", "k") == b"$6\r\nembstr\r\n"
+    replica = Local()
+    replica("SET", "k", "1")
+    replica(*effects[0])
+    assert replica("OBJECT", "ENCODING", "k") == b"$3\r\nint\r\n"
+    assert replica("OBJECT", "REFCOUNT", "k") == b":2147483647\r\n"
 
 
 def test_lcs(sbs):
