@@ -14,8 +14,6 @@ propagate as sent.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from rill.protocol.reply import EMPTY_ARRAY, NULL_ARRAY, Raw, ReplyError
 from rill.storage import geohash
 from rill.storage import zset as _zset
@@ -23,6 +21,7 @@ from rill.storage.zset import SortedSet
 
 from ..client import Client
 from .args import NOT_INT, SYNTAX_ERR, string2ll
+from .pqsort import pqsort
 from .table import command
 from .zsets import _notify, _zread, get_double
 from .zsets import zadd as _zadd_command
@@ -240,83 +239,12 @@ def _cmp_desc(a: _Point, b: _Point) -> int:
     return -_cmp_asc(a, b)
 
 
-def _med3(a: list, i: int, j: int, k: int, cmp: Callable) -> int:
-    if cmp(a[i], a[j]) < 0:
-        return j if cmp(a[j], a[k]) < 0 else (k if cmp(a[i], a[k]) < 0 else i)
-    return j if cmp(a[j], a[k]) > 0 else (i if cmp(a[i], a[k]) < 0 else k)
-
-
-def _pqsort(a: list, base: int, n: int, cmp: Callable, lrange: int, rrange: int) -> None:
-    """Redis's pqsort (Bentley-McIlroy quicksort that only recurses into partitions
-    overlapping [lrange, rrange]). Reproduced step by step because equal distances
-    end up in whatever order its swaps leave them, and replies must match."""
-    while True:
-        if n < 7:
-            for m in range(base + 1, base + n):
-                p = m
-                while p > base and cmp(a[p - 1], a[p]) > 0:
-                    a[p], a[p - 1] = a[p - 1], a[p]
-                    p -= 1
-            return
-        pm = base + n // 2
-        if n > 7:
-            pl = base
-            pn = base + n - 1
-            if n > 40:
-                d = n // 8
-                pl = _med3(a, pl, pl + d, pl + 2 * d, cmp)
-                pm = _med3(a, pm - d, pm, pm + d, cmp)
-                pn = _med3(a, pn - 2 * d, pn - d, pn, cmp)
-            pm = _med3(a, pl, pm, pn, cmp)
-        a[base], a[pm] = a[pm], a[base]
-        pa = pb = base + 1
-        pc = pd = base + n - 1
-        while True:
-            while pb <= pc:
-                r = cmp(a[pb], a[base])
-                if r > 0:
-                    break
-                if r == 0:
-                    a[pa], a[pb] = a[pb], a[pa]
-                    pa += 1
-                pb += 1
-            while pb <= pc:
-                r = cmp(a[pc], a[base])
-                if r < 0:
-                    break
-                if r == 0:
-                    a[pc], a[pd] = a[pd], a[pc]
-                    pd -= 1
-                pc -= 1
-            if pb > pc:
-                break
-            a[pb], a[pc] = a[pc], a[pb]
-            pb += 1
-            pc -= 1
-        pn = base + n
-        r = min(pa - base, pb - pa)
-        for i in range(r):
-            a[base + i], a[pb - r + i] = a[pb - r + i], a[base + i]
-        r = min(pd - pc, pn - pd - 1)
-        for i in range(r):
-            a[pb + i], a[pn - r + i] = a[pn - r + i], a[pb + i]
-        r = pb - pa
-        if r > 1 and not ((lrange < base and rrange < base) or (lrange >= base + r and rrange >= base + r)):
-            _pqsort(a, base, r, cmp, lrange, rrange)
-        r = pd - pc
-        if r <= 1:
-            return
-        base, n = pn - r, r
-        if (lrange < base and rrange < base) or (lrange >= base + r and rrange >= base + r):
-            return
-
-
 def _sort(points: list[_Point], desc: bool, returned: int) -> None:
     """glibc's qsort is a stable merge sort; a partial sort is Redis's pqsort."""
     if returned == len(points):
         points.sort(key=lambda p: p.dist, reverse=desc)
     else:
-        _pqsort(points, 0, len(points), _cmp_desc if desc else _cmp_asc, 0, returned - 1)
+        pqsort(points, _cmp_desc if desc else _cmp_asc, 0, returned - 1)
 
 
 def _delete_store(c: Client, dst: bytes) -> None:

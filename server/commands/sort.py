@@ -24,6 +24,7 @@ from rill.storage.list import ListValue
 from ..client import Client
 from . import keys as _keys
 from .args import NOT_INT, SYNTAX_ERR, WRONGTYPE, eq, string2ll
+from .pqsort import pqsort
 from .table import TABLE, command
 
 SCORE_ERR = ReplyError("ERR One or more scores can't be converted into double")
@@ -71,87 +72,6 @@ def strtod_score(s: bytes) -> float | None:
         # A non-zero literal that underflowed to zero is ERANGE too.
         return v if not mantissa.strip(b"0.") else None
     return v if abs(v) >= _DBL_MIN else None  # subnormal: glibc reports ERANGE
-
-
-def partial_quicksort(v: list, cmp, first: int, last: int) -> None:
-    """Sort ``v`` in place enough that positions ``first``..``last`` hold what a full sort
-    would put there, visiting elements exactly as Redis's pqsort does (Bentley-McIlroy
-    quicksort: median-of-three or ninther pivot, three-way partition, insertion sort below
-    seven elements, and only into parts that overlap the wanted window). Elements that
-    compare equal end up where that algorithm leaves them, which is what SORT shows."""
-
-    def swap_run(i: int, j: int, count: int) -> None:
-        for k in range(count):
-            v[i + k], v[j + k] = v[j + k], v[i + k]
-
-    def median(i: int, j: int, k: int) -> int:
-        if cmp(v[i], v[j]) < 0:
-            if cmp(v[j], v[k]) < 0:
-                return j
-            return k if cmp(v[i], v[k]) < 0 else i
-        if cmp(v[j], v[k]) > 0:
-            return j
-        return i if cmp(v[i], v[k]) < 0 else k
-
-    def part(lo: int, n: int) -> None:
-        while True:
-            if n < 7:
-                for m in range(lo + 1, lo + n):
-                    j = m
-                    while j > lo and cmp(v[j - 1], v[j]) > 0:
-                        v[j], v[j - 1] = v[j - 1], v[j]
-                        j -= 1
-                return
-            mid = lo + n // 2
-            if n > 7:
-                left, right = lo, lo + n - 1
-                if n > 40:
-                    d = n // 8
-                    left = median(left, left + d, left + 2 * d)
-                    mid = median(mid - d, mid, mid + d)
-                    right = median(right - 2 * d, right - d, right)
-                mid = median(left, mid, right)
-            v[lo], v[mid] = v[mid], v[lo]
-            a = b = lo + 1
-            c = d = lo + n - 1
-            while True:
-                while b <= c:
-                    r = cmp(v[b], v[lo])
-                    if r > 0:
-                        break
-                    if r == 0:
-                        v[a], v[b] = v[b], v[a]
-                        a += 1
-                    b += 1
-                while b <= c:
-                    r = cmp(v[c], v[lo])
-                    if r < 0:
-                        break
-                    if r == 0:
-                        v[c], v[d] = v[d], v[c]
-                        d -= 1
-                    c -= 1
-                if b > c:
-                    break
-                v[b], v[c] = v[c], v[b]
-                b += 1
-                c -= 1
-            end = lo + n
-            r = min(a - lo, b - a)
-            swap_run(lo, b - r, r)
-            r = min(d - c, end - d - 1)
-            swap_run(b, end - r, r)
-            size = b - a
-            if size > 1 and not (last < lo or first >= lo + size):
-                part(lo, size)
-            size = d - c
-            if size <= 1:
-                return
-            lo, n = end - size, size
-            if last < lo or first >= lo + n:
-                return
-
-    part(0, len(v))
 
 
 def _binary_cmp(a: bytes, b: bytes) -> int:
@@ -291,7 +211,7 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> Any:
                 if start != 0 or end != n - 1:
                     # Redis sorts only the LIMIT window with its partial quicksort, which
                     # leaves elements whose BY values tie in an order of its own.
-                    partial_quicksort(pairs, by_cmp, start, end)
+                    pqsort(pairs, by_cmp, start, end)
                 else:
                     pairs.sort(key=cmp_to_key(by_cmp))  # glibc's qsort: a stable merge sort
                 vector = [e for e, _ in pairs]
