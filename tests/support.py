@@ -290,6 +290,20 @@ class RawClient:
             return False
 
 
+def decoded_reply(port: int, *args: bytes | str | int):
+    """One command's reply as hiredis decodes it, without a client library's reply
+    callbacks (redis-py folds SCAN-family pages into dicts and tuples)."""
+    from hiredis import Reader
+
+    client = RawClient(port)
+    try:
+        reader = Reader()
+        reader.feed(client.call(*args))
+        return reader.gets()
+    finally:
+        client.close()
+
+
 class Waiter(RawClient):
     """A connection that sends a blocking command and reads its reply later."""
 

@@ -7,7 +7,7 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support import RawClient
+from tests.support import RawClient, decoded_reply
 from tests.support import run_inproc as _run
 
 
@@ -423,7 +423,7 @@ def test_hscan_after_churn_returns_each_field_once(r):
             returned.update(page)
     pipe.execute()
     assert cursor != 0
-    raw = _raw_reply(r, "HSCAN", "h", "0", "COUNT", "10000000")
+    raw = decoded_reply(r.connection_pool.connection_kwargs["port"], "HSCAN", "h", "0", "COUNT", "10000000")
     assert raw[0] == b"0" and len(raw[1]) == 2 * r.hlen("h") == 2 * 602
     assert set(raw[1][0::2]) == set(r.hkeys("h"))
     fields = list(returned)
@@ -431,18 +431,3 @@ def test_hscan_after_churn_returns_each_field_once(r):
         cursor, page = r.hscan("h", cursor, count=7)
         fields += page
     assert {f"f{i}".encode() for i in range(600)} <= set(fields)
-
-
-def _raw_reply(r, *args: str):
-    """A reply without redis-py's callbacks (which fold pages into dicts and tuples)."""
-    from hiredis import Reader
-
-    from tests.support import RawClient
-
-    client = RawClient(r.connection_pool.connection_kwargs["port"])
-    try:
-        reader = Reader()
-        reader.feed(client.call(*args))
-        return reader.gets()
-    finally:
-        client.close()

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.support import inproc_keyevents, keyevents
+from tests.support import decoded_reply, inproc_keyevents, keyevents
 from tests.support import run_inproc as _run
 
 
@@ -494,7 +494,7 @@ def test_zscan_after_churn_returns_each_member_once(r):
             returned += page
     pipe.execute()
     assert cursor != 0
-    raw = _raw_reply(r, "ZSCAN", "z", "0", "COUNT", "10000000")
+    raw = decoded_reply(r.connection_pool.connection_kwargs["port"], "ZSCAN", "z", "0", "COUNT", "10000000")
     assert raw[0] == b"0" and len(raw[1]) == 2 * r.zcard("z") == 2 * 302
     assert set(raw[1][0::2]) == set(r.zrange("z", 0, -1))
     members = [m for m, _ in returned]
@@ -502,21 +502,6 @@ def test_zscan_after_churn_returns_each_member_once(r):
         cursor, page = r.zscan("z", cursor, count=7)
         members += [m for m, _ in page]
     assert len(members) == len(set(members)) and {f"m{i}".encode() for i in range(300)} <= set(members)
-
-
-def _raw_reply(r, *args: str):
-    """A reply without redis-py's callbacks (which fold pages into dicts and tuples)."""
-    from hiredis import Reader
-
-    from tests.support import RawClient
-
-    client = RawClient(r.connection_pool.connection_kwargs["port"])
-    try:
-        reader = Reader()
-        reader.feed(client.call(*args))
-        return reader.gets()
-    finally:
-        client.close()
 
 
 def test_negative_zero_from_a_negative_weight(oracle):
