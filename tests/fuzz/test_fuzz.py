@@ -3,8 +3,6 @@ exploration is ``make fuzz``."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from tests.fuzz.exceptions import NEWER_REDIS
@@ -13,20 +11,13 @@ from tests.fuzz.generator import Generator, Op
 from tests.fuzz.resp import format_bytes, parse
 from tests.fuzz.runner import canon
 from tests.fuzz.shrink import ddmin
-from tests.support import redis_server_binary
-
-
-def _need_oracle() -> None:
-    if redis_server_binary() is None:
-        if os.environ.get("CI"):
-            pytest.fail("redis-server is required in CI (apt-get install redis-server)")
-        pytest.skip("redis-server not installed")
+from tests.support import require_tool
 
 
 @pytest.mark.parametrize("resp", [2, 3])
 @pytest.mark.parametrize("seed", [101, 102])
 def test_seeded_run_agrees_with_redis(seed, resp):
-    _need_oracle()
+    require_tool("redis-server")
     result = fuzz_seed(seed, 300, resp, snapshot_every=10)
     assert result is None, "\n" + result
 
