@@ -169,16 +169,9 @@ def encode_len(n: int) -> bytes:
 
 def _int_encoding(s: bytes) -> bytes | None:
     """rdbTryIntegerEncoding: ``s`` as 0xC0/0xC1/0xC2 if it is a canonical int32."""
-    c = s[0]
-    if c == 45:
-        if len(s) < 2 or s[1] == 48 or not s[1:].isdigit():
-            return None
-    elif 48 <= c <= 57:
-        if not s.isdigit() or (c == 48 and len(s) > 1):
-            return None
-    else:
+    v = lpmod.string_to_int64(s)
+    if v is None:
         return None
-    v = int(s)
     if -128 <= v <= 127:
         return b"\xc0" + (v & 0xFF).to_bytes(1, "little")
     if -32768 <= v <= 32767:

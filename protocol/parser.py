@@ -18,6 +18,8 @@ except ImportError:  # pragma: no cover
 
 import re
 
+from .numbers import string2ll
+
 INLINE_MAX_SIZE = 64 * 1024  # PROTO_INLINE_MAX_SIZE
 # What hiredis must not see: a header claiming millions of elements (it
 # allocates the reply list as soon as it reads the header; the reference
@@ -32,8 +34,6 @@ INLINE_MAX_SIZE = 64 * 1024  # PROTO_INLINE_MAX_SIZE
 _HUGE_HEADER = re.compile(rb"\*\d{7}")
 _SIMPLE_LINE = re.compile(rb"\n[+=]")
 INT_MAX = 2**31 - 1
-INT64_MIN = -(2**63)
-INT64_MAX = 2**63 - 1
 UNAUTH_MAX_MULTIBULK = 10
 UNAUTH_MAX_BULK = 16384
 
@@ -61,22 +61,6 @@ class ProtocolError:
 
     def __repr__(self) -> str:
         return f"ProtocolError({self.message!r})"
-
-
-def string2ll(s: bytes) -> int | None:
-    """Redis's string2ll: optional '-', no '+', no leading zeros, no spaces, int64 range."""
-    n = len(s)
-    if n == 0 or n > 20:
-        return None
-    if s.isdigit():
-        if s[0] == 48 and n > 1:
-            return None
-    elif not (s[0] == 45 and n > 1 and s[1] != 48 and s[1:].isdigit()):
-        return None
-    v = int(s)
-    if v < INT64_MIN or v > INT64_MAX:
-        return None
-    return v
 
 
 _SPACE = b" \t\n\r\v\f"  # isspace(): skipped between arguments, and may follow a closing quote

@@ -25,7 +25,8 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from rill.protocol.parser import split_args, string2ll
+from rill.protocol.numbers import string2ll
+from rill.protocol.parser import split_args
 from rill.protocol.reply import ReplyError
 from rill.storage.glob import compile_glob
 

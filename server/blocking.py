@@ -52,6 +52,7 @@ import math
 import time
 from typing import TYPE_CHECKING, Any
 
+from rill.protocol.numbers import string2ll
 from rill.protocol.reply import NULL_ARRAY, ReplyError
 
 from .commands.table import MOVABLE_KEYS
@@ -72,7 +73,7 @@ def parse_timeout(arg: bytes, unit_ms: bool = False) -> float:
     1 ms and -0.0001 is 0, forever); XREAD's BLOCK is an integer of milliseconds.
     """
     if unit_ms:
-        ms = _strict_int(arg)
+        ms = string2ll(arg)
         if ms is None:
             raise ReplyError("ERR timeout is not an integer or out of range")
     else:
@@ -90,19 +91,6 @@ def parse_timeout(arg: bytes, unit_ms: bool = False) -> float:
         # The absolute deadline overflows in Redis and lies in the past: it expires at once.
         return 1e-6
     return ms / 1000.0
-
-
-def _strict_int(s: bytes) -> int | None:
-    n = len(s)
-    if n == 0 or n > 20:
-        return None
-    if s.isdigit():
-        if s[0] == 48 and n > 1:
-            return None
-    elif not (s[0] == 45 and n > 1 and s[1] != 48 and s[1:].isdigit()):
-        return None
-    v = int(s)
-    return v if -(2**63) <= v <= _LLONG_MAX else None
 
 
 def _strtold(s: bytes) -> float | None:

@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from rill.protocol.numbers import string2ll
 from rill.protocol.parser import split_args
 from rill.storage.glob import compile_glob
 
@@ -367,15 +368,6 @@ def memtoull(value: str) -> int:
     return int(num) * _UNITS[unit]
 
 
-def _string2ll(s: str) -> int | None:
-    if not s or len(s) > 20 or s.strip() != s or s.startswith("+"):
-        return None
-    body = s[1:] if s.startswith("-") else s
-    if not body.isdigit() or (len(body) > 1 and body[0] == "0") or s == "-0":
-        return None
-    return int(s)
-
-
 def _parse_numeric(p: Param, value: str) -> int:
     res: int | None = None
     if p.kind in ("memory", "memory_percent"):
@@ -384,7 +376,7 @@ def _parse_numeric(p: Param, value: str) -> int:
         except ValueError:
             res = None
     if res is None and p.kind == "memory_percent" and len(value) > 1 and value.endswith("%"):
-        pct = _string2ll(value[:-1])
+        pct = string2ll(value[:-1].encode(errors="surrogateescape"))
         if pct is not None and pct >= 0:
             res = -pct
     if res is None and p.kind == "octal":
@@ -393,7 +385,7 @@ def _parse_numeric(p: Param, value: str) -> int:
         except ValueError:
             res = None
     if res is None and p.kind == "int":
-        res = _string2ll(value)
+        res = string2ll(value.encode(errors="surrogateescape"))
     if res is None:
         raise ConfigError({
             "memory_percent": "argument must be a memory or percent value",

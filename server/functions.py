@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import lupa.lua51 as lua51
 from rill.persistence import rdb
-from rill.protocol.parser import split_args, string2ll
+from rill.protocol.numbers import string2ll
+from rill.protocol.parser import split_args
 from rill.protocol.reply import Map, ReplyError, Set, Status
 from rill.storage.glob import glob_match
 

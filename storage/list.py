@@ -69,25 +69,9 @@ _QUICKLIST_NODE = 40  # prev, next, entry, sz and 32 bits of flags, padded
 _LP_HDR_AND_END = 7  # listpack header (total bytes u32 + count u16) and end byte
 
 
-def _lp_int(s: bytes) -> int | None:
-    """The int64 a listpack would store ``s`` as, or None (lpStringToInt64's rules)."""
-    n = len(s)
-    if n == 0 or n > 20:
-        return None
-    if s.isdigit():
-        if s[0] == 48 and n > 1:
-            return None
-    elif not (s[0] == 45 and n > 1 and s[1] != 48 and s[1:].isdigit()):
-        return None
-    v = int(s)
-    if v < -(2**63) or v > 2**63 - 1:
-        return None
-    return v
-
-
 def lp_entry_size(element: bytes) -> int:
     """Bytes one element takes in a listpack: encoding, data and back-length."""
-    v = _lp_int(element)
+    v = lpmod.string_to_int64(element)
     if v is not None:
         if 0 <= v <= 127:
             size = 1

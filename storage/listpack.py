@@ -95,6 +95,9 @@ def string_to_int64(s: bytes) -> int | None:
     Mirrors lpStringToInt64: 1..20 bytes, optional '-', no '+', no spaces, no leading zeros
     ("0" itself is fine, "-0" is not), and the value must fit in int64.  Only such strings
     are stored with integer encodings, so decoding gives back exactly the original bytes.
+    This is storage's one strict integer parse (intsets and quicklist sizing use it too);
+    it is Redis's string2ll, kept apart from ``rill.protocol.numbers`` only because storage
+    imports no other package (tests/protocol/test_numbers.py checks that they agree).
     """
     n = len(s)
     if n == 0 or n > 20:

@@ -18,11 +18,10 @@ from collections.abc import Iterable, Iterator
 
 from .keyspace import ScanLog, scan_step
 from .list import _jemalloc_size
+from .listpack import string_to_int64
 
 max_intset_entries = 512
 
-_INT64_MIN = -(2**63)
-_INT64_MAX = 2**63 - 1
 
 
 def set_limits(entries: int) -> None:
@@ -33,15 +32,7 @@ def set_limits(entries: int) -> None:
 
 def is_int(s: bytes) -> bool:
     """Whether an intset may hold ``s`` (Redis's string2ll over the whole string)."""
-    n = len(s)
-    if n == 0 or n > 20:
-        return False
-    if s.isdigit():
-        if s[0] == 48 and n > 1:
-            return False
-    elif not (s[0] == 45 and n > 1 and s[1] != 48 and s[1:].isdigit()):
-        return False
-    return n < 19 or _INT64_MIN <= int(s) <= _INT64_MAX
+    return string_to_int64(s) is not None
 
 
 def all_ints(members: Iterable[bytes]) -> bool:

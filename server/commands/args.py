@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
-# One string2ll for the whole server: the request parser's (re-exported here).
-from rill.protocol.parser import INT64_MAX as INT64_MAX
-from rill.protocol.parser import INT64_MIN as INT64_MIN
-from rill.protocol.parser import string2ll as string2ll
+# One string2ll for the whole server (re-exported here for the command modules).
+from rill.protocol.numbers import INT64_MAX as INT64_MAX
+from rill.protocol.numbers import INT64_MIN as INT64_MIN
+from rill.protocol.numbers import string2ll as string2ll
 from rill.protocol.reply import ReplyError
 
 SYNTAX_ERR = ReplyError("ERR syntax error")

@@ -6,7 +6,7 @@ these handlers parse arguments and hand the reply back to the dispatcher.
 
 from __future__ import annotations
 
-from rill.protocol.parser import string2ll
+from rill.protocol.numbers import string2ll
 from rill.protocol.reply import OK, ReplyError
 
 from ..client import Client

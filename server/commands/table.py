@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rill.protocol.parser import string2ll
+from rill.protocol.numbers import string2ll
 from rill.protocol.reply import Map, Set, Status
 
 from ..latency import NO_HIST, hist_total
