@@ -3,7 +3,9 @@
 A handler that cannot answer yet returns a ``Block``; the dispatcher parks the
 client here, once per distinct key, in FIFO order. Writes signal keys as ready
 (the dispatcher signals every key argument of a write command that has
-waiters; FLUSHDB/FLUSHALL/SWAPDB call ``signal_db``; MOVE and COPY ... DB call
+waiters, except for the stream commands, which call ``signal`` themselves
+where Redis does: XADD, XGROUP DESTROY, XGROUP CREATE MKSTREAM making the key;
+FLUSHDB/FLUSHALL/SWAPDB call ``signal_db``; MOVE and COPY ... DB call
 ``signal`` for the destination database), and after each top-level command
 (after EXEC for a transaction) the server serves the ready keys in the order
 they were signalled:
@@ -55,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 from rill.protocol.numbers import string2ll
 from rill.protocol.reply import NULL_ARRAY, ReplyError
 
+from .acl import categories_of
 from .commands.table import MOVABLE_KEYS
 
 if TYPE_CHECKING:
@@ -187,6 +190,8 @@ class BlockingRegistry:
         self.eager: dict[tuple[int, bytes], int] = {}
         # The key a retried command is being served from (None outside a retry).
         self.serving: bytes | None = None
+        # Command -> whether it signals its keys itself (see signal_command).
+        self._signals_itself: dict[Any, bool] = {}
 
     def in_timeout_table(self) -> int:
         """INFO's clients_in_timeout_table: waiters with a deadline."""
@@ -237,7 +242,18 @@ class BlockingRegistry:
             self.ready[(db_id, key)] = None
 
     def signal_command(self, db_id: int, cmd: Any, argv: list[bytes]) -> None:
-        """Signal every key argument of a write command that someone waits on."""
+        """Signal every key argument of a write command that someone waits on.
+
+        Stream commands are left out: they signal their keys themselves where
+        Redis's t_stream.c does (XADD, XGROUP DESTROY, a key XGROUP CREATE
+        MKSTREAM makes), since their other writes (XDEL, XACK, XSETID, a served
+        XREADGROUP, ...) wake nobody in Redis.
+        """
+        signals_itself = self._signals_itself.get(cmd)
+        if signals_itself is None:
+            signals_itself = self._signals_itself[cmd] = "stream" in categories_of(cmd)
+        if signals_itself:
+            return
         waiters = self.waiters
         if cmd.flags & MOVABLE_KEYS or cmd.first_key <= 0:
             positions: Any = cmd.key_positions(argv)

@@ -37,9 +37,7 @@ from .streams import (
     entries_bytes,
     fmt_id,
     ids_arg,
-    is_quiet,
     is_stream,
-    loud_write,
     make_spec,
     notify,
     now_ms,
@@ -49,7 +47,6 @@ from .streams import (
     parse_range,
     parse_read_args,
     policy_arg,
-    quiet_write,
     range_bytes,
     read_reply,
     stream_read,
@@ -259,8 +256,6 @@ def xreadgroup(c: Client, argv: list[bytes]):
         server.dirty += 1
     if served:
         server.prevent_propagation()  # effects go out as XCLAIM / XGROUP, never as XREADGROUP
-        for key in keys:
-            quiet_write(c, key, db.data.get(key))
         return read_reply(c, served)
     if r.timeout < 0:
         return NULL_ARRAY
@@ -274,8 +269,6 @@ def _xreadgroup_served(c: Client, keys: list[bytes], r, key: bytes):
     if not is_stream(s):
         raise UNBLOCKED_GONE
     block = Block(keys, 0, None, NULL_ARRAY, wake=b"stream", on_gone=True)
-    if is_quiet(c, key, s):
-        return block
     g = s.get_group(r.group)
     if g is None:
         raise NOGROUP_BLOCKED
@@ -318,7 +311,6 @@ def xack(c: Client, argv: list[bytes]):
     acked = g.ack_many([parse_id(a) for a in argv[3:]])
     if acked:
         c.server.dirty += acked
-        quiet_write(c, argv[1], s)
     return acked
 
 
@@ -463,7 +455,6 @@ def xclaim(c: Client, argv: list[bytes]):
         server.dirty += 1
     if server.dirty != dirty:
         server.prevent_propagation()  # the XCLAIMs above say it all
-        quiet_write(c, key, s)
     if justid:
         return [fmt_id(sid) for sid in res.claimed]
     parts = [b"*%d" % len(res.claimed)]
@@ -520,7 +511,6 @@ def xautoclaim(c: Client, argv: list[bytes]):
         server.dirty += 1
     if server.dirty != dirty:
         server.prevent_propagation()
-        quiet_write(c, key, s)
     if justid:
         claimed = b"*%d" % len(res.claimed) + b"".join(
             b"\r\n" + bulk(fmt_id(sid)) for sid in res.claimed
@@ -607,8 +597,8 @@ def _xgroup(c: Client, argv: list[bytes]):
             c.db.modified(key)
         if s.create_group(group_name, sid, entries_read) is None:
             raise BUSYGROUP
-        if not created:
-            quiet_write(c, key, s)  # a new key wakes waiters; a new group alone does not
+        if created:
+            server.blocking.signal(c.db.id, key)  # a new key wakes waiters; a new group alone does not
         server.dirty += 1
         notify(c, b"xgroup-create", key)
         return OK
@@ -617,7 +607,6 @@ def _xgroup(c: Client, argv: list[bytes]):
         sid = s.last_id if arg == b"$" else parse_id(arg, 0, False)
         g.last_id = sid
         g.entries_read = entries_read
-        quiet_write(c, key, s)
         server.dirty += 1
         notify(c, b"xgroup-setid", key)
         return OK
@@ -627,12 +616,11 @@ def _xgroup(c: Client, argv: list[bytes]):
         s.destroy_group(group_name)
         server.dirty += 1
         notify(c, b"xgroup-destroy", key)
-        loud_write(c, key)  # wakes XREADGROUP waiters with -NOGROUP
+        server.blocking.signal(c.db.id, key)  # wakes XREADGROUP waiters with -NOGROUP
         return 1
     if sub == b"createconsumer" and argc == 5:
         if g.create_consumer(argv[4], now_ms()) is None:
             return 0
-        quiet_write(c, key, s)
         server.dirty += 1
         notify(c, b"xgroup-createconsumer", key)
         return 1
@@ -640,7 +628,6 @@ def _xgroup(c: Client, argv: list[bytes]):
         pending = g.delete_consumer(argv[4])
         if pending is None:
             return 0
-        quiet_write(c, key, s)
         server.dirty += 1
         notify(c, b"xgroup-delconsumer", key)
         return pending
@@ -835,7 +822,6 @@ def xackdel(c: Client, argv: list[bytes]):
     deleted_effects(c, key, s, n)
     if acked and not n:
         c.server.dirty += acked
-        quiet_write(c, key, s)
     return out
 
 
@@ -917,5 +903,4 @@ def xnack(c: Client, argv: list[bytes]):
         released += 1
     if released:
         c.server.dirty += released
-        quiet_write(c, key, s)
     return released

@@ -560,8 +560,8 @@ def xadd(c: Client, argv: list[bytes]):
         idb = b"%d-%d" % (sid >> 64, sid & MASK64)
         if db.watched and key in db.watched:
             db.modified(key)
-        if _QUIET:
-            loud_write(c, key)
+        if server.blocking.waiters:  # XADD wakes its key's waiters (see BlockingRegistry.signal_command)
+            server.blocking.signal(db.id, key)
         if _keys.notifier is not None:
             notify(c, b"xadd", key)
         server.dirty += 1
@@ -623,7 +623,7 @@ def _xadd_general(c: Client, argv: list[bytes]):
     if iid is not None:
         s.idmp.record(a.pid, iid, sid, now_ms())  # type: ignore[union-attr]
     c.db.modified(key)
-    loud_write(c, key)
+    c.server.blocking.signal(c.db.id, key)
     notify(c, b"xadd", key)
     server = c.server
     server.dirty += 1
@@ -712,7 +712,6 @@ def xdel(c: Client, argv: list[bytes]):
     if deleted:
         c.db.modified(key)
         notify(c, b"xdel", key)
-        quiet_write(c, key, s)
         c.server.dirty += deleted
     return deleted
 
@@ -732,7 +731,6 @@ def xtrim(c: Client, argv: list[bytes]):
             rewrite_trim(rewritten, s, a)
             c.server.rewrite_propagation(rewritten)
         c.db.modified(key)
-        quiet_write(c, key, s)
         c.server.dirty += deleted
     return deleted
 
@@ -780,52 +778,9 @@ def xsetid(c: Client, argv: list[bytes]):
         s.entries_added = entries_added
     if max_xdel:
         s.max_deleted_entry_id = max_xdel
-    quiet_write(c, key, s)
     c.server.dirty += 1
     notify(c, b"xsetid", key)
     return OK
-
-
-# -- blocking helpers ----------------------------------------------------------------------------
-#
-# Redis 7.0 wakes stream waiters only from XADD, XGROUP DESTROY and key creation, overwrite
-# or deletion; rill's dispatcher signals every key a write command names. So the stream
-# writes Redis does not signal (XDEL, XTRIM, XSETID, XACK, XCLAIM, XAUTOCLAIM, XREADGROUP and
-# XGROUP other than DESTROY) mark their key quiet until the current batch of commands has
-# been served, and retries skip a quiet key while it still holds the stream that was
-# marked: a waiter is never served because of a write that would not have woken it in
-# Redis (XSETID raising last_id, XGROUP SETID moving a group back, ...). XADD and XGROUP
-# DESTROY clear the mark; any other command that replaces the key changes the object.
-
-_QUIET: dict[tuple[int, bytes], Any] = {}
-
-
-def quiet_write(c: Client, key: bytes, s: Stream) -> None:
-    """A write Redis does not signal: keep it from waking this key's stream waiters."""
-    server = c.server
-    blocking = server.blocking
-    slot = (c.db.id, key)
-    if (
-        slot not in blocking.waiters
-        or slot in blocking.ready
-        or blocking.serving is not None
-        or server.loop is None
-        or _QUIET.get(slot) is s
-    ):
-        return
-    _QUIET[slot] = s
-    server.loop.call_soon(_QUIET.pop, slot, None)
-
-
-def loud_write(c: Client, key: bytes) -> None:
-    """A write Redis signals (XADD, XGROUP DESTROY): it wakes waiters even after a quiet one."""
-    if _QUIET:
-        _QUIET.pop((c.db.id, key), None)
-
-
-def is_quiet(c: Client, key: bytes, value: Any) -> bool:
-    q = _QUIET.get((c.db.id, key))
-    return q is not None and q is value
 
 
 class ReadArgs:
@@ -1038,7 +993,7 @@ def _xread_served(c: Client, argv: list[bytes], r: ReadArgs, key: bytes):
     n = r.nstreams
     keys = argv[first : first + n]
     s = c.db.lookup(key)
-    if not is_stream(s) or is_quiet(c, key, s):
+    if not is_stream(s):
         return Block(keys, 0, None, NULL_ARRAY, wake=b"stream")
     gt = parse_id(argv[first + n + keys.index(key)])
     if s.last_id <= gt:
@@ -1148,7 +1103,6 @@ def deleted_effects(c: Client, key: bytes, s: Stream, n: int, event: bytes = b"x
     if n:
         c.db.modified(key)
         notify(c, event, key)
-        quiet_write(c, key, s)
         c.server.dirty += n
 
 
@@ -1241,7 +1195,6 @@ def xcfgset(c: Client, argv: list[bytes]):
         st.producers.clear()
     st.configured = True
     c.db.modified(key)
-    quiet_write(c, key, s)
     c.server.dirty += 1
     return OK
 
