@@ -3,7 +3,7 @@
 #   make run     create .venv if missing, install rill, serve 127.0.0.1:6379
 #   make test    create .venv if missing, install rill with its test extras, run the whole suite
 #   make bench   side-by-side benchmarks against Debian's redis-server (BENCH_QUICK=1 for a short run)
-#   make lint    ruff
+#   make lint    ruff, and import-linter's layering contracts (pyproject.toml)
 #   make fuzz    differential fuzzer against redis-server (FUZZ_SEEDS, FUZZ_OPS, FUZZ_RESP)
 #
 # The venv is (re)installed only when pyproject.toml is newer than the stamp
@@ -61,6 +61,7 @@ fuzz: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 clean:
 	rm -rf build dist .pytest_cache .ruff_cache .hypothesis

@@ -141,6 +141,7 @@ TOOL_SOURCES = {
 MODULE_SOURCES = {
     "lzf": "the lzf extra: python-lzf, built from source (needs a C compiler, python3-dev)",
     "pyspark": "the spark extra: pyspark",
+    "importlinter": "the lint extra: import-linter",
 }
 
 

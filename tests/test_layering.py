@@ -1,0 +1,71 @@
+"""The layering, held by tests because CI runs ``make test`` and not ``make lint``.
+
+pyproject.toml states the layers as import-linter contracts (``make lint`` checks them too);
+the ceiling on function-level imports is checked here, with ``ast``, because import-linter
+sees an import inside a function as any other.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from tests.support import require_module
+
+ROOT = Path(__file__).resolve().parent.parent
+# The folders that install as rill's packages (pyproject.toml's package-dir).
+SOURCE_FOLDERS = ["server", "protocol", "storage", "persistence", "pipeline"]
+# Imports inside functions hide the real dependencies (and dodge cycles that should be
+# broken instead). The ceiling only goes down.
+FUNCTION_LEVEL_IMPORTS_MAX = 66
+
+
+def test_import_linter_contracts():
+    require_module("importlinter")
+    # -c rather than the lint-imports script: the script sits next to the venv's python,
+    # which need not be the interpreter running the tests.
+    out = subprocess.run(
+        [sys.executable, "-c", "from importlinter.cli import lint_imports_command as c; c()",
+         "--no-cache"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "0 broken" in out.stdout, out.stdout
+
+
+def _function_level_imports(sources: Iterable[tuple[str, str]]) -> list[str]:
+    """``name:line`` of every import statement inside a function body, for (name, source)."""
+    found: list[str] = []
+
+    def visit(node: ast.AST, name: str, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)) and in_function:
+                found.append(f"{name}:{child.lineno}")
+            visit(child, name, in_function or isinstance(
+                child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    for name, text in sources:
+        visit(ast.parse(text, name), name, False)
+    return found
+
+
+def _package_sources() -> Iterator[tuple[str, str]]:
+    for folder in SOURCE_FOLDERS:
+        for py in sorted((ROOT / folder).rglob("*.py")):
+            yield py.relative_to(ROOT).as_posix(), py.read_text()
+
+
+def test_function_level_imports_stay_under_the_ceiling():
+    found = _function_level_imports(_package_sources())
+    assert len(found) <= FUNCTION_LEVEL_IMPORTS_MAX, "\n".join(found)
+
+
+def test_the_count_takes_methods_and_nested_functions_once_each():
+    """Module level, ``if TYPE_CHECKING`` included, does not count; a method's import and a
+    nested function's count once each."""
+    src = ("import os\nif TYPE_CHECKING:\n    import sys\n"
+           "class C:\n    def m(self):\n        import json\n"
+           "        def inner():\n            from math import pi\n")
+    assert _function_level_imports([("m.py", src)]) == ["m.py:6", "m.py:8"]
