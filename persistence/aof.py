@@ -471,7 +471,7 @@ def _background_fsync(fd: int) -> _FsyncThread:
 class AofWriter:
     """The open incr file: buffered appends, SELECT tracking, the fsync policy.
 
-    ``feed`` is the propagation sink.  ``write`` moves the buffer to the kernel;
+    ``feed`` takes what the AOF feed of the propagation path hands it.  ``write`` moves the buffer to the kernel;
     ``sync`` makes it durable according to the policy: "always" fsyncs on the
     spot (the caller does it before replies leave), "everysec" hands an fsync to
     the background thread at most once a second, "no" leaves it to the OS.

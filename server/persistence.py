@@ -312,16 +312,19 @@ class Persistence:
             hooks = s.flushall_hooks = []
         hooks.append(self._after_flushall)
 
-    def _update_sinks(self) -> None:
-        sinks = self.server.propagation_sinks
-        want_aof = self.writer is not None and self.aof_state != AOF_OFF
-        want_repl = bool(self.replicas) or self.backlog is not None
-        for sink, wanted in ((self._feed_aof, want_aof), (self._feed_replicas, want_repl)):
-            present = sink in sinks
-            if wanted and not present:
-                sinks.append(sink)
-            elif present and not wanted:
-                sinks.remove(sink)
+    def _update_feeds(self) -> None:
+        """Attach the AOF and replication feeds while they have somewhere to write."""
+        feeds = self.server.propagation
+        if self.writer is not None and self.aof_state != AOF_OFF:
+            if feeds.aof is None:
+                feeds.attach("aof", self._feed_aof)
+        elif feeds.aof is not None:
+            feeds.detach("aof")
+        if self.replicas or self.backlog is not None:
+            if feeds.replication is None:
+                feeds.attach("replication", self._feed_replicas)
+        elif feeds.replication is not None:
+            feeds.detach("replication")
 
     # ------------------------------------------------------------------ INFO
     def info(self) -> list[tuple[str, object]]:
@@ -463,7 +466,7 @@ class Persistence:
             r.on_output(r)
         self.replicas = []
         self.backlog = None
-        self._update_sinks()
+        self._update_feeds()
 
     # ------------------------------------------------------------------ start-up / shutdown
     def load_at_startup(self) -> None:
@@ -920,7 +923,7 @@ class Persistence:
         for f in m.incrs[:-1]:
             self.aof_base_file_size += self._file_size(f.name)
         self.aof_rewrite_base_size = self.aof_current_size()
-        self._update_sinks()
+        self._update_feeds()
 
     def _file_size(self, name: str) -> int:
         try:
@@ -945,8 +948,6 @@ class Persistence:
         if not files:
             return "not_exist"
         server = self.server
-        saved_sinks = list(server.propagation_sinks)
-        server.propagation_sinks.clear()
         keyspace = server.keyspace
         expire_allowed = keyspace.expire_allowed
         keyspace.expire_allowed = False
@@ -956,15 +957,16 @@ class Persistence:
         stats = [(cmd, cmd.stats_snapshot()) for cmd in server.table.all()]
         total = 0
         try:
-            for i, f in enumerate(files):
-                path = os.path.join(self.aof_dir(), f.name)
-                if not os.path.exists(path):
-                    raise PersistenceError(f"The AOF file {f.name} doesn't exist")
-                total += self._load_aof_file(path, f.name, last=i == len(files) - 1, base=f.kind == aofmod.BASE)
+            with server.propagation.suspended():
+                for i, f in enumerate(files):
+                    path = os.path.join(self.aof_dir(), f.name)
+                    if not os.path.exists(path):
+                        raise PersistenceError(f"The AOF file {f.name} doesn't exist")
+                    total += self._load_aof_file(path, f.name, last=i == len(files) - 1,
+                                                 base=f.kind == aofmod.BASE)
         finally:
             keyspace.expire_allowed = expire_allowed
             server.loading = was_loading
-            server.propagation_sinks[:] = saved_sinks
             for cmd, snapshot in stats:
                 cmd.restore_stats(snapshot)
         return "ok" if total else "empty"
@@ -1092,7 +1094,7 @@ class Persistence:
             log.warning("Can't open the append-only file: %s", e)
             self.aof_lastbgrewrite_ok = False
             return False
-        self._update_sinks()
+        self._update_feeds()
         self.aof_rewrites += 1
         preamble = self.config.bool("aof-use-rdb-preamble")
         tmp_dir = self.config["dir"]
@@ -1153,7 +1155,7 @@ class Persistence:
             except OSError:
                 pass
             self.aof_rewrite_scheduled = True
-            self._update_sinks()
+            self._update_feeds()
         self.aof_rewrite_time_last = int(time.time() - self.child_start)
 
     def _install_rewrite(self, tmp: str) -> None:
@@ -1191,7 +1193,7 @@ class Persistence:
         self.delete_history()
         if self.aof_state == AOF_WAIT_REWRITE:
             self.aof_state = AOF_ON
-            self._update_sinks()
+            self._update_feeds()
 
     def bgrewriteaof(self, in_exec: bool = False) -> Any:
         """BGREWRITEAOF's reply."""
@@ -1229,7 +1231,7 @@ class Persistence:
         if not self.start_rewrite():
             self.aof_state = AOF_OFF
             self._close_writer()
-            self._update_sinks()
+            self._update_feeds()
             log.warning("Redis needs to enable the AOF but can't trigger a background AOF rewrite "
                         "operation. Check the above logs for more info about the error.")
             return False
@@ -1248,7 +1250,7 @@ class Persistence:
         self.aof_state = AOF_OFF
         self.aof_rewrite_scheduled = False
         self.aof_base_file_size = 0
-        self._update_sinks()
+        self._update_feeds()
         self._update_write_denied()
 
     def _config_appendonly(self) -> None:
@@ -1379,7 +1381,7 @@ class Persistence:
         self.replicas.append(c)
         if self.backlog is None:
             self.backlog = bytearray()
-        self._update_sinks()
+        self._update_feeds()
         if self.child_type == "rdb" and not self.rdb_child_socket:
             donor = next((r for r in self.live_replicas() if r is not c and r.repl.state == WAIT_BGSAVE_END
                           and r.repl.req == link.req and (link.capa_eof or not r.repl.capa_eof)), None)
@@ -1450,7 +1452,7 @@ class Persistence:
                     r.out.append(b"-ERR BGSAVE failed, replication can't continue\r\n")
                     r.close_after_reply = True
                     r.on_output(r)
-            self._update_sinks()
+            self._update_feeds()
         return ok
 
     def _bgsave_to_replicas(self, targets: list[Client], req: tuple[bool, bool]) -> bool:
@@ -1819,7 +1821,7 @@ class Persistence:
         self.sync_partial_ok += 1
         _notice("Partial resynchronization request from %s accepted. Sending %d bytes of backlog "
                 "starting from offset %d.", self._replica_name(c), self.repl_offset + 1 - offset, offset)
-        self._update_sinks()
+        self._update_feeds()
         return True
 
     def live_replicas(self) -> list[Client]:
@@ -1831,7 +1833,7 @@ class Persistence:
                 self.sync_abandoned = True  # the cron sees whether its dump is still wanted
             self.replicas = live
             if not live:
-                self._update_sinks()
+                self._update_feeds()
         return live
 
     def good_replicas(self, max_lag: int) -> int:

@@ -43,6 +43,7 @@ from .commands.table import (
 )
 from .config import Config, parse_percentile
 from .latency import HDR_OF, LatencyMonitor, record, record_long, unrecord
+from .propagation import Propagation
 from .tracking import Tracking
 
 log = logging.getLogger("rill")
@@ -195,9 +196,11 @@ class Server:
         self.config_changed_hooks: dict[str, Callable[[], None]] = {}
         self.acl = Acl(self)  # users; every client gets one (the default user) when created
         self.tracking = Tracking(self)  # CLIENT TRACKING (client-side caching)
-        # The one propagation path: (db id, argv) effects of write commands go to
-        # every sink (the AOF writer); empty while no sink is attached.
-        self.propagation_sinks: list[Callable[[list[tuple[int, list[bytes]]]], None]] = []
+        # The one propagation path (server/propagation.py): (db id, argv) effects of
+        # write commands go to its named feeds; ``propagating`` is True while any is
+        # attached, so that nobody builds effects that no feed would take.
+        self.propagating = False
+        self.propagation = Propagation(self)
         self._also: list[tuple[int, list[bytes]]] = []
         self._rewritten: list[bytes] | None = None
         self._prevent_propagation = False
@@ -464,7 +467,7 @@ class Server:
                     encode_into(reply, client.out, client.resp3)
                 if duration >= slow_ns:
                     self.slow_command(client, cmd, argv, duration)
-                if self._also or (self.dirty != dirty and (blocking.waiters or self.propagation_sinks)):
+                if self._also or (self.dirty != dirty and (blocking.waiters or self.propagating)):
                     self._after_write(client, cmd, argv, self.dirty != dirty)
                 elif self._rewritten is not None or self._prevent_propagation:
                     self._rewritten = None
@@ -678,7 +681,7 @@ class Server:
             self._sample_when_served(client.blocked, duration, latency_on)
         if duration >= self.slow_ns:
             self.slow_command(client, cmd, argv, duration)
-        if self._also or (self.dirty != dirty and (self.blocking.waiters or self.propagation_sinks)):
+        if self._also or (self.dirty != dirty and (self.blocking.waiters or self.propagating)):
             self._after_write(client, cmd, argv, self.dirty != dirty)
         elif self._rewritten is not None or self._prevent_propagation:
             # A command that changed nothing (or whose change nobody waits for or
@@ -733,15 +736,15 @@ class Server:
         if self.blocking.waiters and cmd.flags & WRITE:
             self.blocking.signal_command(client.db.id, cmd, argv)
         ops = self._also
-        if self.propagation_sinks:
+        if self.propagating:
             if changed and not self._prevent_propagation and cmd.flags & WRITE:
                 ops.append((client.db.id, self._rewritten or argv))
             if ops:
                 # Lazy expiry during SCAN/RANDOMKEY deletes unrelated keys: Redis sends
                 # those DELs on their own, not wrapped as one transaction.
                 self.propagate(ops, wrap=cmd.fullname not in _TOUCHES_ARBITRARY_KEYS)
-        # A sink may keep the list it was handed, so a used one is replaced;
-        # an untouched empty one is reused (most writes, with no AOF attached).
+        # A feed may keep the list it was handed, so a used one is replaced;
+        # an untouched empty one is reused (most writes, with no feed attached).
         if ops:
             self._also = []
         self._rewritten = None
@@ -750,7 +753,7 @@ class Server:
     # -- propagation -------------------------------------------------------
     def also_propagate(self, db_id: int, argv: list[bytes]) -> None:
         """Record an extra effect of the running command (Redis's alsoPropagate)."""
-        if self.propagation_sinks:
+        if self.propagating:
             self._also.append((db_id, argv))
 
     def rewrite_propagation(self, argv: list[bytes]) -> None:
@@ -761,7 +764,8 @@ class Server:
         self._prevent_propagation = True
 
     def propagate(self, ops: list[tuple[int, list[bytes]]], wrap: bool = True) -> None:
-        """Hand the effects of one command (or one EXEC) to every sink.
+        """Hand the effects of one command (or one EXEC) to each feed, by name
+        (server/propagation.py): the AOF, then the replicas, as Redis's propagateNow.
 
         Several effects travel wrapped in MULTI/EXEC so they apply atomically
         (unless ``wrap`` is False).
@@ -771,8 +775,14 @@ class Server:
             return
         if wrap and len(ops) > 1:
             ops = [(ops[0][0], [b"MULTI"]), *ops, (ops[-1][0], [b"EXEC"])]
-        for sink in self.propagation_sinks:
-            sink(ops)
+        feeds = self.propagation
+        if feeds.aof is not None:
+            feeds.aof(ops)
+        if feeds.replication is not None:
+            feeds.replication(ops)
+        # Active-Active's feed (issue 22) is called here, after the replicas'.
+        if feeds.observer is not None:
+            feeds.observer(ops)
 
     _exec_ops: list[tuple[int, list[bytes]]] | None = None
 
@@ -1002,7 +1012,7 @@ class Server:
 
         if keys.notifier is not None:
             keys.notifier(db.id, "x", b"expired", key)
-        if self.propagation_sinks:
+        if self.propagating:
             # Lazy expiry inside a command travels with that command's effects;
             # the cron flushes what active expiry produced.
             self._also.append((db.id, [b"DEL", key]))

@@ -67,7 +67,7 @@ def inproc():
     server = Server()
     server.config.set("enable-debug-command", "yes", startup=True)  # as start_rill's servers
     effects: list = []
-    server.propagation_sinks.append(effects.extend)
+    server.propagation.attach("observer", effects.extend)
     return server, server.new_client(), effects
 
 

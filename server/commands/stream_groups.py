@@ -92,7 +92,7 @@ def _consumer_created(c: Client, key: bytes, group: bytes, name: bytes, propagat
     server = c.server
     server.dirty += 1
     notify(c, b"xgroup-createconsumer", key)
-    if propagate and server.propagation_sinks:
+    if propagate and server.propagating:
         server.also_propagate(c.db.id, [b"XGROUP", b"CREATECONSUMER", key, group, name])
 
 
@@ -130,7 +130,7 @@ def _deliver(
     if claim >= 0:
         claimed, dropped = s.claim_idle(g, consumer, claim, count, now, accept)
         server = c.server
-        if server.propagation_sinks:
+        if server.propagating:
             for sid in dropped:
                 server.also_propagate(c.db.id, [b"XACK", key, group_name, fmt_id(sid)])
             for sid, _fv, _idle, _prev in claimed:
@@ -163,7 +163,7 @@ def _deliver(
         parts = claimed_parts + [encode_entry(sid, fv) for sid, fv in items]
         ents = b"*%d\r\n" % len(parts) + b"\r\n".join(parts) if parts else b"*0"
     server = c.server
-    if sids and server.propagation_sinks:
+    if sids and server.propagating:
         db_id = c.db.id
         also = server.also_propagate
         if noack:
@@ -283,7 +283,7 @@ def _xreadgroup_served(c: Client, keys: list[bytes], r, key: bytes):
     )
     if not n:
         return block
-    if server.dirty != dirty or (n and server.propagation_sinks):
+    if server.dirty != dirty or (n and server.propagating):
         # Only when effects were recorded: the flag is reset by their propagation.
         server.prevent_propagation()
     return read_reply(c, [(key, ents)])
@@ -437,7 +437,7 @@ def xclaim(c: Client, argv: list[bytes]):
     server = c.server
     if res.consumer_created:
         _consumer_created(c, key, group_name, consumer_name, False)
-    sinks = server.propagation_sinks
+    propagating = server.propagating
     db_id = c.db.id
     # Each event is matched to the argument it came from (events keep argument order):
     # Redis propagates the ID as the client typed it.
@@ -445,12 +445,12 @@ def xclaim(c: Client, argv: list[bytes]):
     for sid, nack, _claimed in res.events:
         while ids[pos] != sid:
             pos += 1
-        if sinks:
+        if propagating:
             server.also_propagate(db_id, _xclaim_argv(key, g, group_name, id_args[pos], nack))
         pos += 1
         server.dirty += 1
     if res.propagate_last_id:
-        if sinks:
+        if propagating:
             server.also_propagate(db_id, _setid_argv(key, g, group_name))
         server.dirty += 1
     if server.dirty != dirty:
@@ -503,10 +503,10 @@ def xautoclaim(c: Client, argv: list[bytes]):
     server = c.server
     if res.consumer_created:
         _consumer_created(c, key, group_name, consumer_name, False)
-    sinks = server.propagation_sinks
+    propagating = server.propagating
     db_id = c.db.id
     for sid, nack, _claimed in res.events:
-        if sinks:
+        if propagating:
             server.also_propagate(db_id, _xclaim_argv(key, g, group_name, fmt_id(sid), nack))
         server.dirty += 1
     if server.dirty != dirty:

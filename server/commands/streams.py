@@ -565,7 +565,7 @@ def xadd(c: Client, argv: list[bytes]):
         if _keys.notifier is not None:
             notify(c, b"xadd", key)
         server.dirty += 1
-        if server.propagation_sinks:
+        if server.propagating:
             new = list(argv)
             new[2] = idb
             server.rewrite_propagation(new)
@@ -644,7 +644,7 @@ def _xadd_general(c: Client, argv: list[bytes]):
             rewritten = list(argv)
         p = a.idmp_pos
         rewritten[p : p + 2] = [b"IDMP", a.pid, iid]  # type: ignore[list-item]
-    if rewritten is not None and server.propagation_sinks:
+    if rewritten is not None and server.propagating:
         server.rewrite_propagation(rewritten)
     return idb
 
@@ -726,7 +726,7 @@ def xtrim(c: Client, argv: list[bytes]):
     deleted = trim(s, a)
     if deleted:
         notify(c, b"xtrim", key)
-        if a.approx and c.server.propagation_sinks:
+        if a.approx and c.server.propagating:
             rewritten = list(argv)
             rewrite_trim(rewritten, s, a)
             c.server.rewrite_propagation(rewritten)

@@ -552,7 +552,7 @@ AOF_SCRIPT = [
 
 def test_propagation_matches_redis_aof(inproc, tmp_path):
     """redis-server with appendonly yes writes exactly what rill hands its propagation
-    sinks: FUNCTION LOAD/DELETE/FLUSH as sent, FCALL's writes as effects."""
+    feeds: FUNCTION LOAD/DELETE/FLUSH as sent, FCALL's writes as effects."""
     from rill.server.commands import setup_all
 
     require_tool("redis-server")

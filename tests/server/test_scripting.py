@@ -461,7 +461,7 @@ AOF_SCRIPT = [
 
 def test_propagation_matches_redis_aof(inproc, tmp_path):
     """The same commands through redis-server with appendonly yes: its AOF holds exactly
-    what rill hands to its propagation sinks (relative expiry times masked)."""
+    what rill hands to its propagation feeds (relative expiry times masked)."""
     from rill.server.commands import setup_all
 
     require_tool("redis-server")

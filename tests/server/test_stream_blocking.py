@@ -374,7 +374,7 @@ def inproc():
     load_all()
     server = Server()
     effects: list = []
-    server.propagation_sinks.append(effects.append)
+    server.propagation.attach("observer", effects.append)
     client = server.new_client()
     return server, client, effects
 

@@ -525,7 +525,7 @@ def inproc():
     load_all()
     server = Server()
     effects: list = []
-    server.propagation_sinks.append(effects.append)
+    server.propagation.attach("observer", effects.append)
     client = server.new_client()
     return server, client, effects
 
@@ -703,7 +703,7 @@ AOF_SCRIPT = [
 
 def test_propagation_matches_redis_aof(inproc, tmp_path):
     """The same script through redis-server with appendonly yes: its AOF holds exactly
-    what rill hands to its propagation sinks (clock readings masked)."""
+    what rill hands to its propagation feeds (clock readings masked)."""
     from tests.support import redis_aof_commands, require_tool
 
     require_tool("redis-server")

@@ -36,7 +36,7 @@ class Local:
         self.server = Server()
         self.client = self.server.new_client()
         self.propagated: list[list[bytes]] = []
-        self.server.propagation_sinks.append(self._sink)
+        self.server.propagation.attach("observer", self._sink)
 
     def _sink(self, ops) -> None:
         for _db, argv in ops:

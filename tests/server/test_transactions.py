@@ -111,7 +111,7 @@ def test_propagation_wraps_multi_effects(rill_server):
     load_all()
     server = Server()
     seen = []
-    server.propagation_sinks.append(seen.append)
+    server.propagation.attach("observer", seen.append)
     c = server.new_client()
     for argv in ([b"MULTI"], [b"SET", b"a", b"1"], [b"INCR", b"a"], [b"GET", b"a"], [b"EXEC"]):
         server.execute(c, argv)
