@@ -55,10 +55,11 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from rill.protocol.numbers import string2ll
-from rill.protocol.reply import NULL_ARRAY, ReplyError
+from rill.protocol.reply import ReplyError
 
 from .acl import categories_of
 from .commands.table import MOVABLE_KEYS
+from .outcomes import Block
 
 if TYPE_CHECKING:
     from .client import Client
@@ -113,36 +114,6 @@ def _strtold(s: bytes) -> float | None:
     if math.isnan(v):
         return None
     return v
-
-
-class Block:
-    """Returned by a handler: park the client on ``keys`` until served or timed out.
-
-    ``timeout`` is in seconds (0 = forever). ``argv`` is what a retry runs
-    (e.g. XREAD with ``$`` already resolved to an ID); ``timeout_reply`` is what
-    the client gets when time runs out (or on CLIENT UNBLOCK ... TIMEOUT).
-    ``wake`` is the value type that can serve the waiter (None: any signal
-    retries it) and ``on_gone`` asks for a retry when the key is deleted or
-    changes type too (XREADGROUP's errors).
-    """
-
-    __slots__ = ("keys", "timeout", "argv", "timeout_reply", "wake", "on_gone")
-
-    def __init__(
-        self,
-        keys: list[bytes],
-        timeout: float,
-        argv: list[bytes] | None = None,
-        timeout_reply: Any = NULL_ARRAY,
-        wake: bytes | None = None,
-        on_gone: bool = False,
-    ) -> None:
-        self.keys = keys
-        self.timeout = timeout
-        self.argv = argv
-        self.timeout_reply = timeout_reply
-        self.wake = wake
-        self.on_gone = on_gone
 
 
 class Wait:

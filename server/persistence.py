@@ -45,7 +45,7 @@ from rill.persistence.rdb_split import save_file_split
 from rill.protocol.reply import OK, ReplyError
 
 from .client import Client
-from .server import ReplicasOnly
+from .outcomes import ReplicasOnly
 
 if TYPE_CHECKING:
     from .server import Server

@@ -21,7 +21,7 @@ from rill.storage.keyspace import Database, Keyspace
 
 from . import REDIS_VERSION
 from .acl import Acl
-from .blocking import Block, BlockingRegistry, Wait
+from .blocking import BlockingRegistry, Wait
 from .client import Client
 from .commands.table import (
     ADMIN,
@@ -43,6 +43,7 @@ from .commands.table import (
 )
 from .config import Config, parse_percentile
 from .latency import HDR_OF, LatencyMonitor, record, record_long, unrecord
+from .outcomes import NO_REPLY, Block
 from .propagation import Propagation
 from .tracking import Tracking
 
@@ -74,18 +75,6 @@ _NEVER = 1 << 63
 # Commands that may lazily expire keys they were not asked about (Redis's hidden
 # CMD_TOUCHES_ARBITRARY_KEYS flag): their DELs are propagated unwrapped.
 _TOUCHES_ARBITRARY_KEYS = frozenset({"scan", "randomkey"})
-
-
-class ReplicasOnly(list):
-    """An effect for replicas only, as Redis's PROPAGATE_REPL (PUBLISH, SPUBLISH): it
-    travels the one propagation path, and the AOF leaves it out."""
-
-
-class NoReply:
-    """A handler's way to say it queued its replies itself (or none at all)."""
-
-
-NO_REPLY = NoReply()
 
 
 class Stats:

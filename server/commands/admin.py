@@ -7,9 +7,9 @@ import time
 
 from rill.protocol.reply import OK, Map, Raw, ReplyError, Status
 
-from ..blocking import Block
 from ..client import Client
 from ..config import ConfigError
+from ..outcomes import NO_REPLY, Block
 from .args import NO_SUCH_KEY, SYNTAX_ERR, get_int, redact, string2ll
 from .table import command
 from .values import key_encoding, key_refcount, memory_usage
@@ -577,8 +577,6 @@ def shutdown(c: Client, argv: list[bytes]):
         server.pending_shutdown.clients.append(c)
         return Block([], 0, timeout_reply=shutdown_seq.SHUTDOWN_FAILED)
     c.close_after_reply = True
-    from ..server import NO_REPLY
-
     return NO_REPLY
 
 

@@ -15,6 +15,7 @@ from .. import REDIS_VERSION, __version__
 from ..blocking import parse_timeout
 from ..client import REPLY_OFF, REPLY_ON, REPLY_SKIP_NEXT, Client
 from ..latency import percentiles_line
+from ..outcomes import NO_REPLY
 from .admin import help_reply
 from .args import SYNTAX_ERR, get_int, string2ll
 from .connection import set_client_name
@@ -503,8 +504,6 @@ def client_reply(c: Client, argv: list[bytes]):
             c.reply_mode = REPLY_SKIP_NEXT
     else:
         raise SYNTAX_ERR
-    from ..server import NO_REPLY
-
     return NO_REPLY
 
 

@@ -18,8 +18,9 @@ from itertools import islice
 from rill.protocol.reply import EMPTY_ARRAY, NULL_ARRAY, OK, Raw, ReplyError
 from rill.storage.list import ListValue
 
-from ..blocking import Block, parse_timeout
+from ..blocking import parse_timeout
 from ..client import Client
+from ..outcomes import Block
 from . import keys as _keys
 from .args import NO_SUCH_KEY, NOT_INT, SYNTAX_ERR, WRONGTYPE, get_positive, parse_mpop, string2ll
 from .table import command

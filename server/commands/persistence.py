@@ -15,9 +15,10 @@ from rill.persistence.aof import encode_command
 from rill.protocol.parser import split_args
 from rill.protocol.reply import OK, Raw, ReplyError, Status
 
-from ..blocking import Block, parse_timeout
+from ..blocking import parse_timeout
 from ..client import Client
 from ..migrate import links_of
+from ..outcomes import NO_REPLY, Block
 from ..persistence import PersistenceError, ReplicaLink, install, persistence_of
 from ..replication import replication_of
 from .args import SYNTAX_ERR, get_int, redact, string2ll
@@ -357,16 +358,12 @@ def _migrate_over(c: Client, link, found: list, dbid: int, timeout: float, copy:
 # -- replication (enough for a replica or a test harness to follow the stream) --------------
 @command("sync")
 def sync(c: Client, argv: list[bytes]):
-    from ..server import NO_REPLY
-
     persistence_of(c.server).attach_replica(c, psync=False)
     return NO_REPLY
 
 
 @command("psync")
 def psync(c: Client, argv: list[bytes]):
-    from ..server import NO_REPLY
-
     offset = string2ll(argv[2])
     persistence_of(c.server).attach_replica(c, psync=True, replid=argv[1],
                                             offset=offset if offset is not None else -1)
@@ -382,8 +379,6 @@ def replconf(c: Client, argv: list[bytes]):
 
     Options apply in order, so one that fails leaves the earlier ones set, as in Redis.
     """
-    from ..server import NO_REPLY
-
     if len(argv) % 2 == 0:
         raise SYNTAX_ERR
     link = c.repl

@@ -15,7 +15,8 @@ from rill.protocol.reply import Push, ReplyError
 from rill.storage.glob import compile_glob
 
 from ..client import Client
-from ..server import NO_REPLY, ReplicasOnly, Server
+from ..outcomes import NO_REPLY, ReplicasOnly
+from ..server import Server
 from . import keys as _keys
 from .admin import help_reply
 from .table import command

@@ -20,8 +20,8 @@ from __future__ import annotations
 from rill.protocol.reply import NULL_ARRAY, OK, Map, Raw, ReplyError
 from rill.storage.stream import ID_MAX, SCG_INVALID_ENTRIES_READ, ConsumerGroup, Stream
 
-from ..blocking import Block
 from ..client import Client
+from ..outcomes import Block
 from .admin import help_reply
 from .args import NOT_INT, SYNTAX_ERR, string2ll
 from .streams import (

@@ -40,8 +40,9 @@ from rill.storage.stream import (
     StreamSizeError,
 )
 
-from ..blocking import Block, parse_timeout
+from ..blocking import parse_timeout
 from ..client import Client
+from ..outcomes import Block
 from . import keys as _keys
 from .args import NO_SUCH_KEY, NOT_INT, SYNTAX_ERR, WRONGTYPE, string2ll
 from .table import command

@@ -6,6 +6,7 @@ from rill.protocol.reply import NULL_ARRAY, OK, Raw, ReplyError
 from rill.storage.keyspace import freeze_expiry_clock, release_expiry_clock
 
 from ..client import Client
+from ..outcomes import NO_REPLY
 from .table import command
 
 
@@ -59,8 +60,6 @@ def exec_(c: Client, argv: list[bytes]):
         release_expiry_clock(clock)
         c.in_exec = False
         server.end_exec_propagation()
-    from ..server import NO_REPLY
-
     return NO_REPLY
 
 

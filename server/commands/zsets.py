@@ -21,8 +21,9 @@ from rill.storage.glob import compile_glob
 from rill.storage.ranges import index_span
 from rill.storage.zset import SortedSet, d2string, format_score
 
-from ..blocking import Block, parse_timeout
+from ..blocking import parse_timeout
 from ..client import Client
+from ..outcomes import Block
 from . import keys as _keys
 from .args import NOT_FLOAT, NOT_INT, SYNTAX_ERR, WRONGTYPE, get_positive, parse_mpop, string2ll
 from .hashes import parse_scan_options

@@ -370,7 +370,7 @@ def registry_server():
 
 
 def _park(server, handler, keys, **block_kw):
-    from rill.server.blocking import Block
+    from rill.server.outcomes import Block
 
     client = server.new_client()
     cmd = FakeCommand(handler)
@@ -384,7 +384,7 @@ def _signal(server, key, db=0):
 
 
 def test_registry_wake_types_and_on_gone(registry_server):
-    from rill.server.blocking import Block
+    from rill.server.outcomes import Block
     from rill.storage.list import ListValue
 
     server = registry_server
@@ -429,7 +429,7 @@ def test_registry_wake_types_and_on_gone(registry_server):
 
 
 def test_registry_keeps_places_and_deadlines_on_fruitless_retries(registry_server):
-    from rill.server.blocking import Block
+    from rill.server.outcomes import Block
 
     server = registry_server
     order: list[int] = []
