@@ -14,12 +14,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from rill.storage.stream import (
     Stream,
-    _node_edge_id,
     default_trim_limit,
     make_id,
     node_counts,
     validate_node,
 )
+from rill.storage.stream.node import _node_edge_id
 
 
 class Limits(Stream):

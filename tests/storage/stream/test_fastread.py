@@ -209,7 +209,7 @@ def _cached_nodes(s: Stream) -> int:
 def test_rescanning_a_stream_bigger_than_the_cache_window_does_not_fill_the_cache():
     """A second touch admits a node only within the recent-touch window, so repeated full
     scans of a big stream stay on the one-pass path; a small hot set is still cached."""
-    from rill.storage import stream as st_mod
+    from rill.storage.stream import cache as st_mod
 
     Stream.node_max_entries = 2
     big = Stream()
@@ -228,7 +228,7 @@ def test_rescanning_a_stream_bigger_than_the_cache_window_does_not_fill_the_cach
 
 
 def test_nodes_with_more_entries_than_the_cache_takes_are_never_decoded_into_it():
-    from rill.storage import stream as st_mod
+    from rill.storage.stream import cache as st_mod
 
     Stream.node_max_entries, Stream.node_max_bytes = 0, 0
     s = Stream()
@@ -257,7 +257,7 @@ def test_paging_through_a_node_does_not_admit_it_but_rereading_does():
         start = make_id(7 * len(got) + 1, 0)
     ref = s.range(0, ID_MAX, admit=False)
     assert b"".join(got) == b"".join(ref_entry(sid, fv) for sid, fv in ref)
-    from rill.storage import stream as st_mod
+    from rill.storage.stream import cache as st_mod
 
     assert not st_mod._NC  # not even by the final, empty page
     (ents, lo, hi, cached), = s.range_segments(make_id(50, 0), ID_MAX, 7, resp=True)
@@ -312,7 +312,7 @@ def test_pages_resume_where_the_last_one_stopped_across_changes(data):
 def test_consecutive_pages_never_walk_the_node(monkeypatch):
     """Each page after the first starts where the previous one stopped, also after the
     tail node grew, instead of seeking its start entry by entry."""
-    from rill.storage import stream as st_mod
+    from rill.storage.stream import fastread as st_mod
 
     Stream.node_max_entries = 0
     s = Stream()
@@ -335,7 +335,7 @@ def test_consecutive_pages_never_walk_the_node(monkeypatch):
 
 def test_resume_notes_hold_no_node_larger_than_the_cache_admits():
     """A note keeps its node alive after the node leaves its stream: big nodes get none."""
-    from rill.storage import stream as st_mod
+    from rill.storage.stream import cache as st_mod
 
     Stream.node_max_bytes, Stream.node_max_entries = 0, 0
     s = Stream()
