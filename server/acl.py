@@ -25,12 +25,11 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from rill.protocol.numbers import string2ll
 from rill.protocol.parser import split_args
 from rill.protocol.reply import ReplyError
 from rill.storage.glob import compile_glob
 
-from .commands.table import _SPECS, NO_AUTH, TABLE, Command
+from .commands.table import _SPECS, KEY_READ, KEY_WRITE, NO_AUTH, TABLE, Command
 
 if TYPE_CHECKING:
     from .client import Client
@@ -46,8 +45,8 @@ CATEGORIES = (
 )
 
 # Key pattern permissions (%R~, %W~, ~ is both).
-READ = 1
-WRITE = 2
+READ = KEY_READ  # the key access a key spec grants (command table)
+WRITE = KEY_WRITE
 ALL = READ | WRITE
 
 # Check results, ordered as Redis orders them when picking the error to report.
@@ -241,7 +240,7 @@ UNIVERSE = _Universe()
 
 def categories_of(cmd: Command) -> list[str]:
     """A command's ACL categories, without the '@'."""
-    return [(x["t"] if isinstance(x, dict) else x)[1:] for x in cmd.info[6]["s"]]
+    return [x[1:] for x in cmd.categories]
 
 
 # -- rules --------------------------------------------------------------------------
@@ -453,7 +452,7 @@ class Selector:
                 first = argv[2 if cmd.parent is not None else 1].lower()
                 if all(a.lower() != first for a in args):
                     return DENIED_CMD, 0
-        if not self.allkeys and _plan(cmd).has_keys:
+        if not self.allkeys and cmd.has_keys:
             if not keys:
                 keys.append(key_references(cmd, argv))
             for pos, need in keys[0]:
@@ -557,52 +556,6 @@ def channel_allowed(channels: list[bytes], channel: bytes, is_pattern: bool) -> 
     return False
 
 
-class _KeyPlan:
-    """A command's key specs, read once into tuples (getKeysFromCommandWithSpecs' input)."""
-
-    __slots__ = ("has_keys", "variable", "specs", "usable")
-
-    def __init__(self, cmd: Command) -> None:
-        from .commands.introspection import _VARIABLE_KEY_FLAGS
-
-        # doesCommandHaveKeys: a getkeys procedure or a key spec that is not NOT_KEY.
-        self.has_keys = cmd.getkeys is not None or any(
-            "not_key" not in spec.get("flags", ()) for spec in cmd.key_specs)
-        self.variable = _VARIABLE_KEY_FLAGS.get(cmd.fullname)  # SET, BITFIELD: flags per call
-        self.specs: list[tuple] = []
-        self.usable = True  # False: some spec cannot be followed, the key finder decides
-        for spec in cmd.key_specs:
-            flags = spec.get("flags", ())
-            if "not_key" in flags:
-                continue
-            bs, fk = spec.get("begin_search", {}), spec.get("find_keys", {})
-            if bs.get("type") == "index":
-                begin: tuple = ("index", bs["spec"]["index"])
-            elif bs.get("type") == "keyword":
-                begin = ("keyword", bs["spec"]["keyword"].encode().lower(), bs["spec"]["startfrom"])
-            else:
-                self.usable = False
-                break
-            if fk.get("type") == "range":
-                find: tuple = ("range", fk["spec"]["lastkey"], fk["spec"]["keystep"], fk["spec"]["limit"])
-            elif fk.get("type") == "keynum":
-                find = ("keynum", fk["spec"]["keynumidx"], fk["spec"]["firstkey"], fk["spec"]["keystep"])
-            else:
-                self.usable = False
-                break
-            self.specs.append((begin, find, _need(flags), "incomplete" in flags))
-
-
-_PLANS: dict[Command, _KeyPlan] = {}
-
-
-def _plan(cmd: Command) -> _KeyPlan:
-    plan = _PLANS.get(cmd)
-    if plan is None:
-        plan = _PLANS[cmd] = _KeyPlan(cmd)
-    return plan
-
-
 def _need(flags: Any) -> int:
     need = 0
     for f in flags:
@@ -614,71 +567,13 @@ def _need(flags: Any) -> int:
 
 
 def key_references(cmd: Command, argv: list[bytes]) -> list[tuple[int, int]]:
-    """getKeysFromCommandWithSpecs: (argument index, READ/WRITE needed) of each key.
-
-    Key specs first; a spec that cannot be followed (an unknown kind, a bad key
-    count, out of range) gives way to the command's own key finder, or to no keys
-    (Redis's finders find none in the same malformed calls). SET and BITFIELD say
-    their access per call (variable_flags).
-    """
-    plan = _plan(cmd)
-    if plan.variable is not None:
-        return [(1, _need(f.decode().lower() for f in plan.variable(argv)))]
-    found = _keys_by_specs(plan, argv) if plan.usable else None
-    if found is None:
-        if cmd.getkeys is None:
-            return []
-        return [(pos, _need(spec.get("flags", ()))) for pos, spec in cmd.getkeys(argv)]
-    return found
-
-
-def _keys_by_specs(plan: _KeyPlan, argv: list[bytes]) -> list[tuple[int, int]] | None:
-    argc = len(argv)
-    out: list[tuple[int, int]] = []
-    for begin, find, need, incomplete in plan.specs:
-        if begin[0] == "index":
-            first = begin[1]
-        else:
-            kw, startfrom = begin[1], begin[2]
-            start = startfrom if startfrom > 0 else argc + startfrom
-            end = argc - 1 if startfrom > 0 else 1
-            first = 0
-            i = start
-            while i != end:
-                if i >= argc or i < 1:
-                    break
-                if argv[i].lower() == kw:
-                    first = i + 1
-                    break
-                i = i + 1 if start <= end else i - 1
-            if not first:
-                continue
-        if find[0] == "range":
-            last_key, step, limit = find[1], find[2], find[3]
-            if last_key >= 0:
-                last = first + last_key
-            elif not limit:
-                last = argc + last_key
-            else:
-                last = first + ((argc - first) // limit + last_key)
-        else:
-            numidx, firstkey, step = find[1], find[2], find[3]
-            if numidx >= argc or first + numidx >= argc:
-                return None
-            n = string2ll(argv[first + numidx])
-            if n is None or n < 0:
-                return None
-            first += firstkey
-            last = first + n - 1
-        if last >= argc or last < first or first >= argc:
-            return None
-        if step == 1 and last == first:
-            out.append((first, need))
-        else:
-            out.extend((i, need) for i in range(first, last + 1, step))
-        if incomplete:
-            return None
-    return out
+    """getKeysFromCommandWithSpecs: (argument index, READ/WRITE needed) of each key,
+    found by the command table's one key-spec walker (Command.keys). SET and
+    BITFIELD say their access per call (variable_flags)."""
+    if cmd.key_flags is not None:
+        return [(1, _need(f.decode().lower() for f in cmd.key_flags(argv)))]
+    access = cmd.key_access
+    return [(pos, access[index]) for pos, index in cmd.keys(argv)]
 
 
 # -- users ----------------------------------------------------------------------

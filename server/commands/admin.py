@@ -11,7 +11,7 @@ from ..client import Client
 from ..config import ConfigError
 from ..outcomes import NO_REPLY, Block
 from .args import NO_SUCH_KEY, SYNTAX_ERR, get_int, redact, string2ll
-from .table import command
+from .table import PROTECTED, command
 from .values import key_encoding, key_refcount, memory_usage
 
 
@@ -336,7 +336,7 @@ def memory_stats(c: Client, argv: list[bytes]):
 
 
 # -- DEBUG -------------------------------------------------------------------
-@command("debug")
+@command("debug", hidden_flags=PROTECTED)
 def debug(c: Client, argv: list[bytes]):
     sub = argv[1].lower()
     server = c.server
@@ -592,7 +592,7 @@ def module_list(c: Client, argv: list[bytes]):
     return []
 
 
-@command("module|load")
+@command("module|load", hidden_flags=PROTECTED)
 def module_load(c: Client, argv: list[bytes]):
     import logging
 
@@ -603,12 +603,12 @@ def module_load(c: Client, argv: list[bytes]):
     raise _MODULE_LOAD_ERR
 
 
-@command("module|loadex")
+@command("module|loadex", hidden_flags=PROTECTED)
 def module_loadex(c: Client, argv: list[bytes]):
     return module_load(c, argv)
 
 
-@command("module|unload")
+@command("module|unload", hidden_flags=PROTECTED)
 def module_unload(c: Client, argv: list[bytes]):
     raise ReplyError("ERR Error unloading module: no such module with that name")
 

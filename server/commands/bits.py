@@ -390,7 +390,23 @@ def _bitfield(c: Client, argv: list[bytes], readonly_cmd: bool):
     return out
 
 
-@command("bitfield")
+def _bitfield_key_flags(argv: list[bytes]) -> tuple[bytes, ...]:
+    """BITFIELD's key spec is variable_flags: the flags of one call."""
+    # Read-only when every operation is a GET (with OVERFLOW allowed between them);
+    # anything else, a syntax error included, is taken as a write.
+    i, n = 2, len(argv)
+    while i < n:
+        op, left = argv[i].lower(), n - i - 1
+        if op == b"get" and left >= 2:
+            i += 3
+        elif op == b"overflow" and left >= 1:
+            i += 2
+        else:
+            return (b"RW", b"access", b"update")
+    return (b"RO", b"access")
+
+
+@command("bitfield", key_flags=_bitfield_key_flags)
 def bitfield(c: Client, argv: list[bytes]):
     return _bitfield(c, argv, False)
 

@@ -14,13 +14,11 @@ from ..client import Client
 from ..functions import LOAD_TIMEOUT_MS, FunctionsEngine
 from ..scripting import AlreadyCounted, busy_error, kill_running, running, script_cmd_flags
 from .admin import help_reply
-from .table import command
+from .table import MAY_REPLICATE, command
 
 
 def setup(server) -> None:
     server.functions = FunctionsEngine(server)
-    for name in (b"fcall", b"fcall_ro"):
-        server.table.lookup([name]).flags_for = _fcall_cmd_flags
 
 
 def _fcall_cmd_flags(client: Client, argv: list[bytes]) -> int:
@@ -50,12 +48,13 @@ def _fcall(c: Client, argv: list[bytes], ro: bool):
     return reply
 
 
-@command("fcall")
+# MAY_REPLICATE as Redis 7.0 flags FCALL, hidden from COMMAND INFO.
+@command("fcall", hidden_flags=MAY_REPLICATE, flags_for=_fcall_cmd_flags)
 def fcall(c: Client, argv: list[bytes]):
     return _fcall(c, argv, False)
 
 
-@command("fcall_ro")
+@command("fcall_ro", flags_for=_fcall_cmd_flags)
 def fcall_ro(c: Client, argv: list[bytes]):
     return _fcall(c, argv, True)
 

@@ -25,7 +25,7 @@ from rill.storage.keyspace import Database
 from ..client import Client
 from . import keys as _keys
 from .args import WRONGTYPE
-from .table import command
+from .table import MAY_REPLICATE, command
 
 NOT_HLL = ReplyError("WRONGTYPE Key is not a valid HyperLogLog string value.")
 CORRUPT = ReplyError("INVALIDOBJ Corrupted HLL object detected")
@@ -105,7 +105,7 @@ def pfadd(c: Client, argv: list[bytes]):
     return 1 if changed else 0
 
 
-@command("pfcount")
+@command("pfcount", hidden_flags=MAY_REPLICATE)  # hidden in 7.0's COMMAND INFO
 def pfcount(c: Client, argv: list[bytes]):
     if len(argv) > 2:
         return _signed(hll.estimate(_union(c, argv[1:])[0]))

@@ -795,7 +795,7 @@ def command_list(c: Client, argv: list[bytes]):
     if kind == b"aclcat":
         cat = b"@" + value.lower()
         return [cmd.fullname.encode() for cmd in cmds
-                if any(x.get("t", "").encode() == cat for x in cmd.info[6]["s"])]
+                if any(x.encode() == cat for x in cmd.categories)]
     if kind == b"pattern":
         match = compile_glob(value, True)
         return [cmd.fullname.encode() for cmd in cmds if match(cmd.fullname.encode())]
@@ -812,38 +812,11 @@ def command_getkeysandflags(c: Client, argv: list[bytes]):
     sub = argv[2:]
     _getkeys(c, sub)
     cmd = c.server.table.lookup(sub)
-    variable = _VARIABLE_KEY_FLAGS.get(cmd.fullname)
-    if variable is not None:
-        return [[sub[1], Set(Status(f) for f in variable(sub))]]
-    return [[sub[i], Set(Status(f.encode()) for f in spec.get("flags", []))]
-            for i, spec in cmd.keys_with_specs(sub)]
-
-
-def _set_key_flags(argv: list[bytes]) -> tuple[bytes, ...]:
-    # SET overwrites its key, unless GET makes it read the old value first.
-    if any(a.lower() == b"get" for a in argv[3:]):
-        return (b"RW", b"access", b"update")
-    return (b"OW", b"update")
-
-
-def _bitfield_key_flags(argv: list[bytes]) -> tuple[bytes, ...]:
-    # Read-only when every operation is a GET (with OVERFLOW allowed between them);
-    # anything else, a syntax error included, is taken as a write.
-    i, n = 2, len(argv)
-    while i < n:
-        op, left = argv[i].lower(), n - i - 1
-        if op == b"get" and left >= 2:
-            i += 3
-        elif op == b"overflow" and left >= 1:
-            i += 2
-        else:
-            return (b"RW", b"access", b"update")
-    return (b"RO", b"access")
-
-
-# The commands whose key spec says "variable_flags": the flags of one call depend on
-# its arguments, as the getkeys procedures of Redis's SET and BITFIELD work out.
-_VARIABLE_KEY_FLAGS = {"set": _set_key_flags, "bitfield": _bitfield_key_flags}
+    if cmd.key_flags is not None:
+        return [[sub[1], Set(Status(f) for f in cmd.key_flags(sub))]]
+    specs = cmd.key_specs
+    return [[sub[i], Set(Status(f.encode()) for f in specs[index].get("flags", []))]
+            for i, index in cmd.keys(sub)]
 
 
 def _getkeys(c: Client, sub: list[bytes]) -> list[int]:
@@ -853,15 +826,13 @@ def _getkeys(c: Client, sub: list[bytes]) -> list[int]:
     cmd = c.server.table.lookup(sub)
     if cmd is None:
         raise ReplyError("ERR Invalid command specified")
-    if cmd.getkeys is None and not any(
-        "not_key" not in (f.lower() for f in spec.get("flags", ())) for spec in cmd.key_specs
-    ):
+    if not cmd.has_keys:
         raise ReplyError("ERR The command has no key arguments")
     argc = len(sub)
     if (cmd.arity > 0 and cmd.arity != argc) or argc < -cmd.arity:
         raise ReplyError("ERR Invalid number of arguments specified for command")
     positions = cmd.key_positions(sub)
-    if not positions and "no_mandatory_keys" not in cmd.flag_names():
+    if not positions and "no_mandatory_keys" not in cmd.flag_names:
         raise ReplyError("ERR Invalid arguments specified for command")
     return positions
 

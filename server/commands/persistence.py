@@ -23,7 +23,7 @@ from ..persistence import PersistenceError, ReplicaLink, install, persistence_of
 from ..replication import replication_of
 from .args import SYNTAX_ERR, get_int, redact, string2ll
 from .keys import notify
-from .table import TABLE, command
+from .table import command
 
 BUSYKEY = ReplyError("BUSYKEY Target key name already exists.")
 
@@ -193,7 +193,22 @@ class _SocketError(Exception):
         self.reply = reply
 
 
-@command("migrate")
+def _migrate_keys(argv: list[bytes]) -> list[tuple[int, int]]:
+    """migrateGetKeys: the key at 3, or everything after KEYS (AUTH and AUTH2 skip their
+    arguments); none when KEYS comes with a non-empty key argument. Spec 0 is the
+    single key's, spec 1 the KEYS list's."""
+    i = 6
+    while i < len(argv):
+        word = argv[i].lower()
+        if word == b"keys":
+            if argv[3]:
+                return []
+            return [(k, 1) for k in range(i + 1, len(argv))]
+        i += {b"auth": 1, b"auth2": 2}.get(word, 0) + 1
+    return [(3, 0)]
+
+
+@command("migrate", getkeys=_migrate_keys)
 def migrate(c: Client, argv: list[bytes]):
     """MIGRATE host port key|"" db timeout [COPY] [REPLACE] [AUTH pw] [AUTH2 user pw] [KEYS k...].
 
@@ -268,24 +283,6 @@ def migrate(c: Client, argv: list[bytes]):
             raise ReplyError(
                 "IOERR error or timeout %s to target instance" % ("writing" if e.writing else "reading")
             ) from None
-
-
-def _migrate_keys(argv: list[bytes]) -> list[tuple[int, dict]]:
-    """migrateGetKeys: the key at 3, or everything after KEYS (AUTH and AUTH2 skip their
-    arguments); none when KEYS comes with a non-empty key argument."""
-    specs = TABLE.commands[b"migrate"].key_specs
-    i = 6
-    while i < len(argv):
-        word = argv[i].lower()
-        if word == b"keys":
-            if argv[3]:
-                return []
-            return [(k, specs[1]) for k in range(i + 1, len(argv))]
-        i += {b"auth": 1, b"auth2": 2}.get(word, 0) + 1
-    return [(3, specs[0])]
-
-
-TABLE.commands[b"migrate"].getkeys = _migrate_keys
 
 
 def _migrate_over(c: Client, link, found: list, dbid: int, timeout: float, copy: bool, replace: bool,

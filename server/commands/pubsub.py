@@ -19,7 +19,7 @@ from ..outcomes import NO_REPLY, ReplicasOnly
 from ..server import Server
 from . import keys as _keys
 from .admin import help_reply
-from .table import command
+from .table import MAY_REPLICATE, command
 
 
 class PubSub:
@@ -157,7 +157,7 @@ def punsubscribe(c: Client, argv: list[bytes]):
     return NO_REPLY
 
 
-@command("publish")
+@command("publish", hidden_flags=MAY_REPLICATE)  # hidden in 7.0's COMMAND INFO
 def publish(c: Client, argv: list[bytes]):
     # Replicas deliver it to their own subscribers (not the AOF: a message is not data).
     c.server.also_propagate(c.db.id, ReplicasOnly(argv))
@@ -197,7 +197,7 @@ def sunsubscribe(c: Client, argv: list[bytes]):
     return NO_REPLY
 
 
-@command("spublish")
+@command("spublish", hidden_flags=MAY_REPLICATE)  # hidden in 7.0's COMMAND INFO
 def spublish(c: Client, argv: list[bytes]):
     c.server.also_propagate(c.db.id, ReplicasOnly(argv))
     return pubsub_of(c.server).spublish(argv[1], argv[2])

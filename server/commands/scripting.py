@@ -12,15 +12,13 @@ from rill.protocol.reply import OK, ReplyError
 from ..client import Client
 from ..scripting import NOSCRIPT_ERR, AlreadyCounted, LuaEngine, eval_cmd_flags, kill_running
 from .admin import help_reply
-from .table import command
+from .table import MAY_REPLICATE, command
 
 _NOT_INTEGER = ReplyError("ERR value is not an integer or out of range")
 
 
 def setup(server) -> None:
     server.scripting = LuaEngine(server)
-    for name in (b"eval", b"evalsha", b"eval_ro", b"evalsha_ro"):
-        server.table.lookup([name]).flags_for = eval_cmd_flags
 
 
 def _eval(c: Client, argv: list[bytes], by_sha: bool, ro: bool):
@@ -52,22 +50,23 @@ def _eval(c: Client, argv: list[bytes], by_sha: bool, ro: bool):
     return reply
 
 
-@command("eval")
+# EVAL and EVALSHA: MAY_REPLICATE as Redis 7.0 flags them, hidden from COMMAND INFO.
+@command("eval", hidden_flags=MAY_REPLICATE, flags_for=eval_cmd_flags)
 def eval_(c: Client, argv: list[bytes]):
     return _eval(c, argv, False, False)
 
 
-@command("evalsha")
+@command("evalsha", hidden_flags=MAY_REPLICATE, flags_for=eval_cmd_flags)
 def evalsha(c: Client, argv: list[bytes]):
     return _eval(c, argv, True, False)
 
 
-@command("eval_ro")
+@command("eval_ro", flags_for=eval_cmd_flags)
 def eval_ro(c: Client, argv: list[bytes]):
     return _eval(c, argv, False, True)
 
 
-@command("evalsha_ro")
+@command("evalsha_ro", flags_for=eval_cmd_flags)
 def evalsha_ro(c: Client, argv: list[bytes]):
     return _eval(c, argv, True, True)
 

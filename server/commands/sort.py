@@ -25,7 +25,7 @@ from ..client import Client
 from . import keys as _keys
 from .args import NOT_INT, SYNTAX_ERR, WRONGTYPE, eq, string2ll
 from .pqsort import pqsort
-from .table import TABLE, command
+from .table import command
 
 SCORE_ERR = ReplyError("ERR One or more scores can't be converted into double")
 
@@ -265,15 +265,10 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> Any:
     return outputlen
 
 
-@command("sort")
-def sort(c: Client, argv: list[bytes]) -> Any:
-    return _sort(c, argv, readonly=False)
-
-
-def _sort_keys(argv: list[bytes]) -> list[tuple[int, dict]]:
-    """sortGetKeys: the sorted key, and the key of the last STORE (options' arguments skipped)."""
-    specs = TABLE.commands[b"sort"].key_specs
-    found = [(1, specs[0])]
+def _sort_keys(argv: list[bytes]) -> list[tuple[int, int]]:
+    """sortGetKeys: the sorted key (spec 0), and the key of the last STORE (spec 2),
+    options' arguments skipped."""
+    found = [(1, 0)]
     store = None
     i = 2
     while i < len(argv):
@@ -286,17 +281,20 @@ def _sort_keys(argv: list[bytes]) -> list[tuple[int, dict]]:
             store = i + 1
         i += 1
     if store is not None:
-        found.append((store, specs[2]))
+        found.append((store, 2))
     return found
 
 
-TABLE.commands[b"sort"].getkeys = _sort_keys
+def _sort_ro_keys(argv: list[bytes]) -> list[tuple[int, int]]:
+    """sortROGetKeys: the BY/GET patterns make the key specs unusable, the sorted key is all."""
+    return [(1, 0)]
 
 
-@command("sort_ro")
+@command("sort", getkeys=_sort_keys)
+def sort(c: Client, argv: list[bytes]) -> Any:
+    return _sort(c, argv, readonly=False)
+
+
+@command("sort_ro", getkeys=_sort_ro_keys)
 def sort_ro(c: Client, argv: list[bytes]) -> Any:
     return _sort(c, argv, readonly=True)
-
-
-# sortROGetKeys: the BY/GET patterns make the key specs unusable, the sorted key is all.
-TABLE.commands[b"sort_ro"].getkeys = lambda argv: [(1, TABLE.commands[b"sort_ro"].key_specs[0])]

@@ -275,7 +275,15 @@ def _set_generic(c: Client, argv: list[bytes], flags: int, key: bytes, value: by
     return reply
 
 
-@command("set")
+def _set_key_flags(argv: list[bytes]) -> tuple[bytes, ...]:
+    """SET's key spec is variable_flags: the flags of one call."""
+    # SET overwrites its key, unless GET makes it read the old value first.
+    if any(a.lower() == b"get" for a in argv[3:]):
+        return (b"RW", b"access", b"update")
+    return (b"OW", b"update")
+
+
+@command("set", key_flags=_set_key_flags)
 def set_(c: Client, argv: list[bytes]):
     if len(argv) == 3:
         # Plain SET: no options to parse, nothing to propagate differently.

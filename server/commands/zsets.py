@@ -28,7 +28,7 @@ from . import keys as _keys
 from .args import NOT_FLOAT, NOT_INT, SYNTAX_ERR, WRONGTYPE, get_positive, parse_mpop, string2ll
 from .hashes import parse_scan_options
 from .keys import parse_cursor
-from .table import command, spec_copy
+from .table import command
 
 NOT_FLOAT_RANGE = ReplyError("ERR min or max is not a float")
 NOT_LEX_RANGE = ReplyError("ERR min or max not valid string range item")
@@ -459,12 +459,6 @@ def zmscore(c: Client, argv: list[bytes]):
     return out
 
 
-_ZRANK_SPEC = spec_copy("zrank")
-_ZRANK_SPEC["info"][1] = -3
-_ZREVRANK_SPEC = spec_copy("zrevrank")
-_ZREVRANK_SPEC["info"][1] = -3
-
-
 def _zrank(c: Client, argv: list[bytes], reverse: bool):
     # WITHSCORE is Redis 7.2's: [rank, score], or a null array when missing.
     withscore = False
@@ -486,12 +480,13 @@ def _zrank(c: Client, argv: list[bytes], reverse: bool):
     return r
 
 
-@command("zrank", spec=_ZRANK_SPEC)
+# Arity -3, not 7.0's 3: WITHSCORE is Redis 7.2's.
+@command("zrank", arity=-3)
 def zrank(c: Client, argv: list[bytes]):
     return _zrank(c, argv, False)
 
 
-@command("zrevrank", spec=_ZREVRANK_SPEC)
+@command("zrevrank", arity=-3)
 def zrevrank(c: Client, argv: list[bytes]):
     return _zrank(c, argv, True)
 
