@@ -40,6 +40,8 @@ class Param:
     hidden: bool = False
     # secrets: CONFIG SET's value for them never shows in SLOWLOG or MONITOR
     sensitive: bool = False
+    # names a file: CONFIG SET applies it even unchanged (a certificate reloads), as Redis's VOLATILE_CONFIG
+    volatile: bool = False
     # special parameters normalise their value with their own function
     normalize: Callable[[str], str] | None = field(default=None, repr=False)
 
@@ -205,15 +207,15 @@ PARAMS: list[Param] = [
     P('tls-auth-clients', 'enum', 'yes', choices=('no', 'yes', 'optional')),
     P('tls-prefer-server-ciphers', 'bool', 'no'),
     P('tls-session-caching', 'bool', 'yes'),
-    P('tls-cert-file', 'string', ''),
-    P('tls-key-file', 'string', ''),
+    P('tls-cert-file', 'string', '', volatile=True),
+    P('tls-key-file', 'string', '', volatile=True),
     P('tls-key-file-pass', 'string', ''),
-    P('tls-client-cert-file', 'string', ''),
-    P('tls-client-key-file', 'string', ''),
+    P('tls-client-cert-file', 'string', '', volatile=True),
+    P('tls-client-key-file', 'string', '', volatile=True),
     P('tls-client-key-file-pass', 'string', ''),
-    P('tls-dh-params-file', 'string', ''),
-    P('tls-ca-cert-file', 'string', ''),
-    P('tls-ca-cert-dir', 'string', ''),
+    P('tls-dh-params-file', 'string', '', volatile=True),
+    P('tls-ca-cert-file', 'string', '', volatile=True),
+    P('tls-ca-cert-dir', 'string', '', volatile=True),
     P('tls-protocols', 'string', ''),
     P('tls-ciphers', 'string', ''),
     P('tls-ciphersuites', 'string', ''),
@@ -407,10 +409,10 @@ def _parse_numeric(p: Param, value: str) -> int:
     return res
 
 
-# Parameters rill does not implement: accepted at their default only. The TLS parameters (tls-*) are another piece of work and not listed.
+# Parameters rill does not implement: accepted at their default only.
 UNSUPPORTED: frozenset[str] = frozenset({
-    # clustering
-    "cluster-enabled", "cluster-config-file", "cluster-port", "cluster-node-timeout",
+    # clustering (tls-cluster: TLS on a cluster bus rill does not have)
+    "tls-cluster", "cluster-enabled", "cluster-config-file", "cluster-port", "cluster-node-timeout",
     "cluster-require-full-coverage", "cluster-replica-no-failover", "cluster-replica-validity-factor",
     "cluster-migration-barrier", "cluster-allow-reads-when-down", "cluster-allow-pubsubshard-when-down",
     "cluster-allow-replica-migration", "cluster-announce-ip", "cluster-announce-hostname",
@@ -573,8 +575,10 @@ class Config:
         for name, _ in pairs:
             canon = self.canonical(name) or name
             applier = self.appliers.get(canon)
-            if applier is None or self.values[canon] == old[canon]:
+            if applier is None or (self.values[canon] == old[canon] and not self.params[canon].volatile):
                 continue
+            if any(self.appliers[done] is applier for done in applied):
+                continue  # one applier serves several parameters (TLS): once, after all are set
             try:
                 applier(self.values[canon])
             except ConfigError as e:

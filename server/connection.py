@@ -102,7 +102,8 @@ def serve_while_busy(server: Server, caller: Client) -> None:
     conns = {}
     for conn in _LIVE:
         client = conn.client
-        if (client is None or client is caller or conn.closed or conn.transport is None
+        # A TLS connection's socket holds ciphertext: it waits for the loop, as blocked ones do.
+        if (client is None or client is caller or conn.closed or conn.transport is None or conn.tls
                 or client.fd < 0 or client.blocked is not None or client.pending):
             continue
         conns[client.fd] = conn
@@ -147,6 +148,7 @@ class Connection(asyncio.Protocol):
         self._write_queued = False
         self._batch = reply_batch(server)
         self._unix = unix
+        self.tls = False  # over a TLS transport (set by the TLS port's acceptor)
 
     # -- asyncio callbacks ---------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]

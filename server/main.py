@@ -29,6 +29,8 @@ from .process import (
     write_pidfile,
 )
 from .shutdown import check as shutdown_check
+from .tls import RECONFIGURE_ERROR as TLS_RECONFIGURE_ERROR
+from .tls import TLSConfigError, TLSListener, tls_wanted
 
 log = logging.getLogger("rill")
 
@@ -156,6 +158,13 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
         loop.add_signal_handler(sig, _on_signal, server, sig)
     server.executable = os.path.abspath(sys.argv[0])
     server.tcp_port = config.int("port")
+    if tls_wanted(config):
+        try:
+            server.tls.configure()  # logs Redis's reason when it cannot
+        except TLSConfigError:
+            log.warning("Failed to configure TLS. Check logs for more info.")
+            return 1
+    server.tls.install(server)
     listeners = []
     tcp: list = []  # the TCP listeners, which CONFIG SET port replaces
     port = config.int("port")
@@ -198,6 +207,52 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
         server.tcp_port = new_port
 
     config.appliers["port"] = change_port
+    tls: list = []  # the TLS listeners, which CONFIG SET tls-port replaces
+    tls_port = config.int("tls-port")
+    if tls_port:
+        try:
+            socks = _bind_tcp(config, tls_port)
+        except OSError as e:
+            log.warning("Warning: Could not create server TCP listening socket %s", e)
+            socks = []
+        if not socks:
+            log.warning("Failed listening on port %d (TLS), aborting.", tls_port)
+            return 1
+        tls = [await _serve(loop, server, sock, tls=True) for sock in socks]
+        listeners.extend(tls)
+        server.tls_port = socks[0].getsockname()[1]
+
+    def change_tls_port(new: str) -> None:
+        """CONFIG SET tls-port: configure TLS if it was not, then move the TLS listener
+        as CONFIG SET port moves the plain one."""
+        new_port = int(new)
+        if not server.tls.configured:
+            try:
+                server.tls.configure()
+            except TLSConfigError:
+                raise ConfigError(TLS_RECONFIGURE_ERROR) from None
+        if new_port == server.tls_port:
+            return
+        try:
+            socks = _bind_tcp(config, new_port) if new_port else []
+        except OSError as e:
+            raise ConfigError("Unable to listen on this port. Check server logs.") from e
+        old = list(tls)
+        tls.clear()
+        for old_srv in old:
+            old_srv.close()
+            listeners.remove(old_srv)
+
+        async def start() -> None:
+            for sock in socks:
+                srv = await _serve(loop, server, sock, tls=True)
+                tls.append(srv)
+                listeners.append(srv)
+
+        loop.create_task(start())
+        server.tls_port = new_port
+
+    config.appliers["tls-port"] = change_tls_port
     unixsocket = config["unixsocket"]
     if unixsocket:
         try:
@@ -208,6 +263,9 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
                                              backlog=config.int("tcp-backlog"))
         os.chmod(unixsocket, int(config["unixsocketperm"], 8) or 0o700)
         listeners.append(srv)
+    if not port and not tls_port and not unixsocket:
+        log.warning("Configured to not listen anywhere, exiting.")
+        return 1
     # Redis writes a pidfile when daemonized (to /var/run/redis.pid if none is named)
     # or when one is named.
     pidfile = config["pidfile"] or ("/var/run/redis.pid" if config.bool("daemonize")
@@ -222,9 +280,11 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
     server.cron_hooks.append(lambda: shutdown_check(server))  # shutdown-timeout's wait
     set_cpu_affinity(config["server_cpulist"])  # last, as Redis: earlier threads keep theirs
     cron = loop.create_task(_cron(server))
-    notice("Running mode=standalone, port=%d.", server.tcp_port)
+    notice("Running mode=standalone, port=%d.", server.tcp_port or server.tls_port)
     if port:
         notice("Ready to accept connections tcp")
+    if tls_port:
+        notice("Ready to accept connections tls")
     if unixsocket:
         notice("Ready to accept connections unix")
     if supervisor is not None:
@@ -337,9 +397,13 @@ def _bind_tcp(config: Config, port: int) -> list[socket.socket]:
     return socks
 
 
-async def _serve(loop: asyncio.AbstractEventLoop, server: Any, sock: socket.socket) -> asyncio.AbstractServer:
+async def _serve(loop: asyncio.AbstractEventLoop, server: Any, sock: socket.socket,
+                 tls: bool = False) -> asyncio.AbstractServer:
+    """Serve a bound socket: plain connections, or TLS ones that each begin with a handshake."""
     from .connection import Connection
 
+    if tls:
+        return TLSListener(server, sock)  # type: ignore[return-value]  (its close() is all that is used)
     # create_server calls listen() again, with its own backlog unless told tcp-backlog.
     return await loop.create_server(lambda: Connection(server), sock=sock,
                                     backlog=server.config.int("tcp-backlog"))

@@ -45,6 +45,7 @@ from .config import Config, parse_percentile
 from .latency import HDR_OF, LatencyMonitor, record, record_long, unrecord
 from .outcomes import NO_REPLY, Block
 from .propagation import Propagation
+from .tls import TLS
 from .tracking import Tracking
 
 log = logging.getLogger("rill")
@@ -181,6 +182,8 @@ class Server:
         self.paused_clients: list[Client] = []
         self.loop: Any = None
         self.tcp_port = 0
+        self.tls_port = 0  # the TLS listener's port (0: none)
+        self.tls = TLS(self.config)  # the tls-* contexts, built when TLS is in use
         self.executable = ""
         self.config_changed_hooks: dict[str, Callable[[], None]] = {}
         self.acl = Acl(self)  # users; every client gets one (the default user) when created

@@ -136,6 +136,7 @@ TOOL_SOURCES = {
     "java": "apt-get install default-jre-headless",
     "make": "apt-get install make",
     "ss": "apt-get install iproute2",
+    "openssl": "apt-get install openssl",
 }
 # Python modules from rill's extras that some tests need (make test installs them all).
 MODULE_SOURCES = {

@@ -61,7 +61,7 @@ def _server(c: Client) -> list[tuple[str, object]]:
         ("process_id", s.pid),
         ("process_supervised", getattr(s, "supervised_mode", "no")),
         ("run_id", s.run_id),
-        ("tcp_port", s.tcp_port),
+        ("tcp_port", s.tcp_port or s.tls_port),  # as Redis: the TLS port when there is no plain one
         ("server_time_usec", int(now * 1_000_000)),
         ("uptime_in_seconds", s.uptime()),
         ("uptime_in_days", s.uptime() // 86400),
