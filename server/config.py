@@ -423,10 +423,10 @@ UNSUPPORTED: frozenset[str] = frozenset({
     "active-defrag-threshold-lower", "active-defrag-threshold-upper", "active-defrag-ignore-bytes",
     "active-defrag-max-scan-fields", "jemalloc-bg-thread", "activerehashing",
     "io-threads", "io-threads-do-reads", "bio_cpulist", "aof_rewrite_cpulist",
-    "bgsave_cpulist", "lazyfree-lazy-eviction", "lazyfree-lazy-server-del",
+    "bgsave_cpulist", "lazyfree-lazy-server-del",
     "active-expire-effort",
-    # memory limits beyond maxmemory's noeviction refusal
-    "maxmemory-samples", "maxmemory-eviction-tenacity", "maxmemory-clients", "replica-ignore-maxmemory",
+    # client eviction
+    "maxmemory-clients",
     # persistence knobs
     "rdb-save-incremental-fsync", "aof-rewrite-incremental-fsync",
     "no-appendfsync-on-rewrite", "aof-timestamp-enabled",

@@ -232,7 +232,7 @@ class Persistence:
         return [(int(parts[i]), int(parts[i + 1])) for i in range(0, len(parts) - 1, 2)]
 
     def save_options(self, aof_base: bool = False) -> rdb.SaveOptions:
-        from .commands.introspection import used_memory
+        from .memory import used_memory
 
         c = self.config
         return rdb.SaveOptions(
@@ -242,7 +242,7 @@ class Persistence:
             list_compress_depth=c.int("list-compress-depth"),
             aof_base=aof_base,
             redis_version=self.server.version,
-            used_mem=used_memory(),
+            used_mem=used_memory(self.server),
             key_delay_us=c.int("rdb-key-save-delay"),
             functions=self.function_codes(),
         )
@@ -671,9 +671,9 @@ class Persistence:
         s = self.server
         s.total_forks += 1
         s.latest_fork_usec = elapsed_ns // 1000
-        from .commands.introspection import used_memory
+        from .memory import used_memory
 
-        s.fork_rate = used_memory() * 1_000_000 / max(s.latest_fork_usec, 1) / (1024 ** 3)
+        s.fork_rate = used_memory(s) * 1_000_000 / max(s.latest_fork_usec, 1) / (1024 ** 3)
         s.latency_event("fork", elapsed_ns)
 
     def kill_child(self) -> None:

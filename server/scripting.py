@@ -1070,9 +1070,9 @@ _LOG_LEVELS = (logging.DEBUG, logging.INFO, 25, logging.WARNING)
 
 
 def _over_maxmemory(server: Server) -> bool:
-    from .commands.introspection import used_memory
+    from .memory import memory_of
 
-    return used_memory() > server.maxmemory
+    return memory_of(server).for_eviction() > server.maxmemory
 
 
 def _to_long_long(x: float) -> int:

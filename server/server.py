@@ -42,6 +42,7 @@ from .commands.table import (
     Command,
 )
 from .config import Config, parse_percentile
+from .evict import EVICT_FAIL, evictor_of
 from .latency import HDR_OF, LatencyMonitor, record, record_long, unrecord
 from .outcomes import NO_REPLY, Block
 from .propagation import Propagation
@@ -283,7 +284,11 @@ class Server:
         self.stream_node_max_entries = c.int("stream-node-max-entries")
         self.obuf_limits = _parse_obuf(c["client-output-buffer-limit"])
         self.maxmemory = c.int("maxmemory")
-        self.keyspace.set_lfu("lfu" in c["maxmemory-policy"], c.int("lfu-log-factor"), c.int("lfu-decay-time"))
+        policy = c["maxmemory-policy"]
+        self.keyspace.set_lfu("lfu" in policy, c.int("lfu-log-factor"), c.int("lfu-decay-time"))
+        # Redis stops sharing small integers under an LRU or LFU policy (each key needs
+        # its own access stamp): OBJECT REFCOUNT then says 1.
+        self.keyspace.shared_integers = not (self.maxmemory and ("lru" in policy or "lfu" in policy))
 
     def _config_changed(self, name: str) -> None:
         self._refresh_config()
@@ -561,15 +566,16 @@ class Server:
         return not cmd.flags & STALE
 
     def _rejects_for_memory(self, client: Client, flags: int, argv: list[bytes]) -> bool:
-        """maxmemory with noeviction: commands that may grow memory are refused."""
+        """maxmemory: evict as maxmemory-policy says (before every command, as Redis's
+        processCommand does); if memory is still over the limit, commands that may grow
+        it are refused (and, in a transaction, whatever would be queued)."""
+        if evictor_of(self).perform() != EVICT_FAIL:
+            return False
         name = argv[0].lower()
         flags |= client.multi_flags if name == b"exec" else 0
         if not flags & DENYOOM:
-            if client.multi is None or name in (b"exec", b"discard", b"quit", b"reset"):
-                return False
-        from .commands.introspection import used_memory
-
-        return used_memory() > self.maxmemory
+            return client.multi is not None and name not in (b"exec", b"discard", b"quit", b"reset")
+        return True
 
     def _denied_for_disk(self, client: Client, cmd: Command, flags: int, argv: list[bytes]) -> bool:
         """MISCONF: writes (and PING) are refused while persistence reports a disk error."""

@@ -665,6 +665,9 @@ class Keyspace:
     # an LFU maxmemory-policy switches the stamps to LFU counters.
     lru_clock = int(time.monotonic())
     lfu = False
+    # Whether a small integer value is one shared object (OBJECT REFCOUNT); the server
+    # turns it off under an LRU or LFU maxmemory-policy, as Redis does.
+    shared_integers = True
     lfu_log_factor = 10
     lfu_decay_time = 1
 

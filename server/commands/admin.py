@@ -3,6 +3,7 @@ MEMORY, MONITOR, SLOWLOG, SHUTDOWN (LASTSAVE lives with persistence)."""
 
 from __future__ import annotations
 
+import sys
 import time
 
 from rill.protocol.reply import OK, Map, Raw, ReplyError, Status
@@ -13,6 +14,8 @@ from ..outcomes import NO_REPLY, Block
 from .args import NO_SUCH_KEY, SYNTAX_ERR, get_int, redact, string2ll
 from .table import PROTECTED, command
 from .values import key_encoding, key_refcount, memory_usage
+
+_sizeof = sys.getsizeof
 
 
 # -- FLUSHDB / FLUSHALL / DBSIZE ---------------------------------------------
@@ -153,6 +156,9 @@ def config_resetstat(c: Client, argv: list[bytes]):
     server.stats.reset()
     ks = server.keyspace
     ks.hits = ks.misses = ks.expired_keys = ks.lazyfreed_objects = 0
+    evictor = server.__dict__.get("evictor")
+    if evictor is not None:
+        evictor.reset_stats()
     for cmd in server.table.all():
         cmd.reset_stats()
     server.total_forks = 0
@@ -302,7 +308,51 @@ def memory_help(c: Client, argv: list[bytes]):
 def memory_doctor(c: Client, argv: list[bytes]):
     from rill.protocol.reply import Verbatim
 
-    return Verbatim(b"Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.")
+    return Verbatim(doctor_report(c.server).encode())
+
+
+_DOCTOR_EMPTY = (
+    "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be "
+    "used in these conditions. Please, leave for your mission on Earth and fill it with some data. "
+    "The new Sam and I will be back to our programming as soon as I finished rebooting.\n")
+_DOCTOR_FINE = ("Hi Sam, I can't find any memory issue in your instance. "
+                "I can only account for what occurs on this base.\n")
+_DOCTOR_ISSUES = (
+    ("peak", " * Peak memory: In the past this instance used more than 150% the memory that is currently using. The allocator is normally not able to release memory after a peak, so you can expect to see a big fragmentation ratio, however this is actually harmless and is only due to the memory peak, and if the Redis instance Resident Set Size (RSS) is currently bigger than expected, the memory will be used as soon as you fill the Redis instance with more data. If the memory peak was only occasional and you want to try to reclaim memory, please try the MEMORY PURGE command, otherwise the only other option is to shutdown and restart the instance.\n\n"),  # noqa: E501
+    ("frag", ' * High total RSS: This instance has a memory fragmentation and RSS overhead greater than 1.4 (this means that the Resident Set Size of the Redis process is much larger than the sum of the logical allocations Redis performed). This problem is usually due either to a large peak memory (check if there is a peak memory entry above in the report) or may result from a workload that causes the allocator to fragment memory a lot. If the problem is a large peak memory, then there is no issue. Otherwise, make sure you are using the Jemalloc allocator and not the default libc malloc. Note: The currently used allocator is "pymalloc".\n\n'),  # noqa: E501
+    ("replicas", " * Big replica buffers: The replica output buffers in this instance are greater than 10MB for each replica (on average). This likely means that there is some replica instance that is struggling receiving data, either because it is too slow or because of networking issues. As a result, data piles on the master output buffers. Please try to identify what replica is not receiving data correctly and why. You can use the INFO output in order to check the replicas delays and the CLIENT LIST command to check the output buffers of each replica.\n\n"),  # noqa: E501
+    ("clients", " * Big client buffers: The clients output buffers in this instance are greater than 200K per client (on average). This may result from different causes, like Pub/Sub clients subscribed to channels bot not receiving data fast enough, so that data piles on the Redis instance output buffer, or clients sending commands with large replies or very large sequences of commands in the same pipeline. Please use the CLIENT LIST command in order to investigate the issue if it causes problems in your instance, or to understand better why certain clients are using a big amount of memory.\n\n"),  # noqa: E501
+    ("scripts", " * Many scripts: There seem to be many cached scripts in this instance (more than 1000). This may be because scripts are generated and `EVAL`ed, instead of being parameterized (with KEYS and ARGV), `SCRIPT LOAD`ed and `EVALSHA`ed. Unless `SCRIPT FLUSH` is called periodically, the scripts' caches may end up consuming most of your memory.\n\n"),  # noqa: E501
+)
+
+
+def doctor_report(s) -> str:
+    """MEMORY DOCTOR: Redis's checks on the figure. "Empty" means under 5 MB beyond what
+    the process held at start-up (Redis's own start-up is under 1 MB, rill's interpreter
+    is tens), so a fresh rill reads as empty as a fresh Redis does."""
+    from ..memory import memory_of, rss
+
+    fig = memory_of(s)
+    used = fig.used()
+    if used - fig.startup < 5 << 20:
+        return _DOCTOR_EMPTY
+    resident = rss()
+    replicas = sum(1 for cl in s.clients.values() if cl.repl is not None or cl.kind == "replica")
+    normal = max(len(s.clients) - replicas, 1)
+    lua = getattr(s, "scripting", None)
+    found = {
+        "peak": fig.peak / used > 1.5,
+        "frag": resident / used > 1.4 and resident - used > 10 << 20,
+        "replicas": replicas > 0 and fig.clients_replicas > 10 << 20,
+        "clients": fig.clients_normal // normal > 200 << 10,
+        "scripts": lua is not None and len(lua.scripts) > 1000,
+    }
+    if not any(found.values()):
+        return _DOCTOR_FINE
+    parts = ["Sam, I detected a few issues in this Redis instance memory implants:\n\n"]
+    parts += [text for name, text in _DOCTOR_ISSUES if found[name]]
+    parts.append("I'm here to keep you safe, Sam. I want to help you.\n")
+    return "".join(parts)
 
 
 @command("memory|purge")
@@ -322,16 +372,53 @@ def memory_malloc_stats(c: Client, argv: list[bytes]):
 
 @command("memory|stats")
 def memory_stats(c: Client, argv: list[bytes]):
-    from .introspection import used_memory
+    from rill.protocol.reply import Double
 
-    used = used_memory()
-    keys = sum(len(db) for db in c.server.keyspace.dbs)
+    from ..memory import memory_of, rss
+
+    s = c.server
+    fig = memory_of(s)
+    used = fig.used()
+    resident = rss()
+    overhead = fig.overhead()
+    dataset = max(used - overhead, 0)
+    keys = sum(len(db) for db in s.keyspace.dbs)
+    lua = getattr(s, "scripting", None)
+    functions = getattr(s, "functions", None)
+    dbs = [(b"db.%d" % db.id, Map([
+        (b"overhead.hashtable.main", _sizeof(db.data) + _sizeof(db.access)),
+        (b"overhead.hashtable.expires", fig.db_overhead(db) - _sizeof(db.data) - _sizeof(db.access)),
+        (b"overhead.hashtable.slot-to-keys", 0),
+    ])) for db in s.keyspace.dbs if db.data]
     return Map([
-        (b"peak.allocated", max(used, c.server.mem_peak)),
+        (b"peak.allocated", fig.peak),
         (b"total.allocated", used),
-        (b"startup.allocated", 0),
+        (b"startup.allocated", fig.startup),
+        (b"replication.backlog", fig.backlog),
+        (b"clients.slaves", fig.clients_replicas),
+        (b"clients.normal", fig.clients_normal),
+        (b"cluster.links", 0),
+        (b"aof.buffer", fig.aof_buffer),
+        (b"lua.caches", lua.scripts_mem if lua else 0),
+        (b"functions.caches", functions.overhead() if functions else 0),
+        *dbs,
+        (b"overhead.total", overhead),
         (b"keys.count", keys),
-        (b"dataset.bytes", used),
+        (b"keys.bytes-per-key", (used - fig.startup) // keys if keys else 0),
+        (b"dataset.bytes", dataset),
+        (b"dataset.percentage", Double(dataset * 100.0 / max(used - fig.startup, 1))),
+        (b"peak.percentage", Double(used * 100.0 / max(fig.peak, 1))),
+        (b"allocator.allocated", used),
+        (b"allocator.active", used),
+        (b"allocator.resident", resident),
+        (b"allocator-fragmentation.ratio", Double(1.0)),
+        (b"allocator-fragmentation.bytes", 0),
+        (b"allocator-rss.ratio", Double(resident / max(used, 1))),
+        (b"allocator-rss.bytes", resident - used),
+        (b"rss-overhead.ratio", Double(1.0)),
+        (b"rss-overhead.bytes", 0),
+        (b"fragmentation", Double(resident / max(used, 1))),
+        (b"fragmentation.bytes", resident - used),
     ])
 
 

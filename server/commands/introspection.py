@@ -14,23 +14,14 @@ from rill.storage.stream import GCStats
 from .. import REDIS_VERSION, __version__
 from ..blocking import parse_timeout
 from ..client import REPLY_OFF, REPLY_ON, REPLY_SKIP_NEXT, Client
+from ..evict import evictor_of
 from ..latency import percentiles_line
+from ..memory import memory_of, rss
 from ..outcomes import NO_REPLY
 from .admin import help_reply
 from .args import SYNTAX_ERR, get_int, string2ll
 from .connection import set_client_name
 from .table import command
-
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
-def used_memory() -> int:
-    """Resident memory of this process: what INFO used_memory reports for rill."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * _PAGE
-    except OSError:  # pragma: no cover - non-Linux
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def bytes_human(n: int) -> str:
@@ -123,38 +114,56 @@ def _scripting_memory(s) -> list[tuple[str, object]]:
 
 def _memory(c: Client) -> list[tuple[str, object]]:
     s = c.server
-    used = used_memory()
-    s.mem_peak = max(s.mem_peak, used)
+    fig = memory_of(s)
+    used = fig.used()
+    rss_now = rss()
+    overhead = fig.overhead()
+    dataset = max(used - overhead, 0)
+    net = max(used - fig.startup, 0)
+    s.mem_peak = fig.peak = max(fig.peak, used)
     maxmemory = s.config.int("maxmemory")
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return [
         ("used_memory", used),
         ("used_memory_human", bytes_human(used)),
-        ("used_memory_rss", used),
-        ("used_memory_rss_human", bytes_human(used)),
-        ("used_memory_peak", s.mem_peak),
-        ("used_memory_peak_human", bytes_human(s.mem_peak)),
-        ("used_memory_peak_perc", f"{100.0 * used / max(s.mem_peak, 1):.2f}%"),
-        ("used_memory_overhead", 0),
-        ("used_memory_startup", 0),
-        ("used_memory_dataset", used),
-        ("used_memory_dataset_perc", "100.00%"),
+        ("used_memory_rss", rss_now),
+        ("used_memory_rss_human", bytes_human(rss_now)),
+        ("used_memory_peak", fig.peak),
+        ("used_memory_peak_human", bytes_human(fig.peak)),
+        ("used_memory_peak_perc", f"{100.0 * used / max(fig.peak, 1):.2f}%"),
+        ("used_memory_overhead", overhead),
+        ("used_memory_startup", fig.startup),
+        ("used_memory_dataset", dataset),
+        ("used_memory_dataset_perc", f"{100.0 * dataset / max(net, 1):.2f}%"),
+        # pymalloc has no allocator-level figures of its own: what it holds is the figure,
+        # what it has resident is the process's.
+        ("allocator_allocated", used),
+        ("allocator_active", used),
+        ("allocator_resident", rss_now),
         ("total_system_memory", total),
         ("total_system_memory_human", bytes_human(total)),
         *_scripting_memory(s),
         ("maxmemory", maxmemory),
         ("maxmemory_human", bytes_human(maxmemory)),
         ("maxmemory_policy", s.config["maxmemory-policy"]),
-        ("mem_fragmentation_ratio", "1.00"),
-        ("mem_fragmentation_bytes", 0),
-        ("mem_not_counted_for_evict", 0),
-        ("mem_replication_backlog", 0),
+        ("allocator_frag_ratio", "1.00"),
+        ("allocator_frag_bytes", 0),
+        ("allocator_rss_ratio", f"{rss_now / max(used, 1):.2f}"),
+        ("allocator_rss_bytes", rss_now - used),
+        ("rss_overhead_ratio", "1.00"),
+        ("rss_overhead_bytes", 0),
+        ("mem_fragmentation_ratio", f"{rss_now / max(used, 1):.2f}"),
+        ("mem_fragmentation_bytes", rss_now - used),
+        ("mem_not_counted_for_evict", fig.not_counted_for_evict()),
+        ("mem_replication_backlog", fig.backlog),
+        ("mem_total_replication_buffers", fig.backlog + fig.clients_replicas),
         # rill: what stream-node garbage collection gave back (listpack bytes).
         ("stream_gc_runs", GCStats.runs),
         ("stream_gc_reclaimed_bytes", GCStats.reclaimed_bytes),
-        ("mem_clients_slaves", 0),
-        ("mem_clients_normal", 0),
-        ("mem_aof_buffer", 0),
+        ("mem_clients_slaves", fig.clients_replicas),
+        ("mem_clients_normal", fig.clients_normal),
+        ("mem_cluster_links", 0),
+        ("mem_aof_buffer", fig.aof_buffer),
         ("mem_allocator", "pymalloc"),
         ("active_defrag_running", 0),
         ("lazyfree_pending_objects", 0),
@@ -210,6 +219,8 @@ def _stats(c: Client) -> list[tuple[str, object]]:
     from ..persistence import persistence_of
 
     p = persistence_of(s)
+    evictor = evictor_of(s)
+    exceeded_total, exceeded_now = evictor.exceeded_ms()
     return [
         ("total_connections_received", st.total_connections_received),
         ("total_commands_processed", st.total_commands_processed),
@@ -230,10 +241,10 @@ def _stats(c: Client) -> list[tuple[str, object]]:
         ("expired_stale_perc", "0.00"),
         ("expired_time_cap_reached_count", 0),
         ("expire_cycle_cpu_milliseconds", 0),
-        ("evicted_keys", 0),
+        ("evicted_keys", evictor.evicted_keys),
         ("evicted_clients", 0),
-        ("total_eviction_exceeded_time", 0),
-        ("current_eviction_exceeded_time", 0),
+        ("total_eviction_exceeded_time", exceeded_total),
+        ("current_eviction_exceeded_time", exceeded_now),
         ("keyspace_hits", ks.hits),
         ("keyspace_misses", ks.misses),
         ("pubsub_channels", pubsub.channel_count() if pubsub else 0),

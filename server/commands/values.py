@@ -49,7 +49,8 @@ def key_encoding(db: Database, key: bytes, value: Any) -> bytes:
 def key_refcount(db: Database, key: bytes, value: Any) -> int:
     """OBJECT REFCOUNT: a small integer written as one is Redis's shared object; the
     same digits as an object of its own (db.unshared) and everything else count 1."""
-    if type(value) is bytes and len(value) <= 4 and (n := string2ll(value)) is not None \
+    if type(value) is bytes and len(value) <= 4 and db.keyspace.shared_integers \
+            and (n := string2ll(value)) is not None \
             and 0 <= n < SHARED_INTEGERS and not (db.unshared and key in db.unshared):
         return SHARED_REFCOUNT
     return 1

@@ -97,6 +97,10 @@ IMPLEMENTED: dict[str, str] = {
     "stream-node-gc-percent": "server/commands/streams.py",
     "repl-backlog-size": "server/persistence.py",
     "maxmemory": "server/server.py",
+    "maxmemory-samples": "server/evict.py",
+    "maxmemory-eviction-tenacity": "server/evict.py",
+    "replica-ignore-maxmemory": "server/evict.py",
+    "lazyfree-lazy-eviction": "server/evict.py",
     "hash-max-listpack-entries": "server/commands/hashes.py",
     "set-max-intset-entries": "server/commands/sets.py",
     "zset-max-listpack-entries": "server/commands/zsets.py",
@@ -321,8 +325,8 @@ def test_config_set_refuses_an_unsupported_value_and_get_still_answers():
         assert c.call("CONFIG", "SET", "activerehashing", "no") == (
             b"-ERR CONFIG SET failed (possibly related to argument 'activerehashing') - "
             b"rill does not support 'activerehashing' (only its default, yes, is accepted)\r\n")
-        assert c.call("CONFIG", "SET", "lazyfree-lazy-server-del", "no", "maxmemory-samples", "10").startswith(
-            b"-ERR CONFIG SET failed (possibly related to argument 'maxmemory-samples') - rill does not support")
+        assert c.call("CONFIG", "SET", "lazyfree-lazy-server-del", "no", "maxmemory-clients", "10").startswith(
+            b"-ERR CONFIG SET failed (possibly related to argument 'maxmemory-clients') - rill does not support")
         assert c.call("CONFIG", "GET", "activerehashing") == b"*2\r\n$15\r\nactiverehashing\r\n$3\r\nyes\r\n"
         # Immutable ones keep Redis's error.
         assert c.call("CONFIG", "SET", "io-threads", "4").endswith(b"- can't set immutable config\r\n")
