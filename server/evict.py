@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from rill.storage.keyspace import Database, ScanLog, lfu_decayed
 
+from .commands.values import LAZYFREE_THRESHOLD, free_effort
 from .memory import MemoryFigure, memory_of
 
 if TYPE_CHECKING:
@@ -235,8 +236,6 @@ class Evictor:
         """deleteEvictedKeyAndPropagate and what performEvictions does around it."""
         s = self.server
         if self.lazy:
-            from .commands.values import LAZYFREE_THRESHOLD, free_effort
-
             value = db.data.get(key)
             if value is not None and free_effort(value, s) > LAZYFREE_THRESHOLD:
                 db.keyspace.lazyfreed_objects += 1
