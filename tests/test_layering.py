@@ -1,7 +1,7 @@
 """The layering, held by tests because CI runs ``make test`` and not ``make lint``.
 
-pyproject.toml states the layers as import-linter contracts (``make lint`` checks them too);
-the ceiling on function-level imports is checked here, with ``ast``, because import-linter
+pyproject.toml states the layers as import-linter contracts (``make lint`` checks them too;
+``acyclic_modules`` is rill's own contract type, in tools/import_contracts.py); the ceiling on function-level imports is checked here, with ``ast``, because import-linter
 sees an import inside a function as any other.
 """
 
@@ -69,3 +69,21 @@ def test_the_count_takes_methods_and_nested_functions_once_each():
            "class C:\n    def m(self):\n        import json\n"
            "        def inner():\n            from math import pi\n")
     assert _function_level_imports([("m.py", src)]) == ["m.py:6", "m.py:8"]
+
+
+def test_acyclic_modules_finds_each_cycle_at_module_granularity():
+    """tools/import_contracts.py's cycle finder: a cycle through a subpackage's module counts,
+    a package importing its own subpackage's module without a way back does not."""
+    grimp = require_module("grimp")
+    from tools.import_contracts import import_cycles
+
+    graph = grimp.ImportGraph()
+    for module in ("p", "p.a", "p.b", "p.c", "p.sub", "p.sub.x", "p.sub.y", "p.d"):
+        graph.add_module(module)
+    for importer, imported in [("p.a", "p.b"), ("p.b", "p.sub.x"), ("p.sub.x", "p.a"),
+                               ("p.c", "p.sub.y"), ("p.sub.y", "p.d"), ("p.d", "p.d"),
+                               ("p.sub.x", "p.sub.y")]:
+        graph.add_import(importer=importer, imported=imported)
+    assert import_cycles(graph, "p") == [["p.a", "p.b", "p.sub.x"]]
+    graph.add_import(importer="p.d", imported="p.c")
+    assert import_cycles(graph, "p") == [["p.a", "p.b", "p.sub.x"], ["p.c", "p.d", "p.sub.y"]]
