@@ -17,13 +17,18 @@ submitted master wins: ``spark-submit $(python -m rill.pipeline.submit) archive 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
 from typing import Any
 
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
 from .conn import Conn
 from .ids import parse_id
+from .spark import register, write_streams
 
 # Batches of this size keep a drain of millions of entries printing progress every few seconds
 # without a batch's fixed cost (planning, commit) mattering.
@@ -32,10 +37,6 @@ MAX_PER_BATCH = 100_000
 
 def session(master: str | None, app: str) -> Any:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
-
-    from . import register
-
     b = SparkSession.builder.appName(app).config("spark.ui.showConsoleProgress", "false")
     if master or not os.environ.get("SPARK_ENV_LOADED"):
         b = b.master(master or "local[*]")
@@ -62,8 +63,6 @@ def lag_ms(url: str, progress: dict) -> dict[str, int]:
     for src in progress.get("sources", []):
         end = src.get("endOffset")
         if isinstance(end, str):
-            import json
-
             end = json.loads(end)
         streams = (end or {}).get("streams", {})
         if not streams:
@@ -109,8 +108,6 @@ def trigger(w: Any, args: argparse.Namespace) -> Any:
 
 
 def archive(args: argparse.Namespace) -> Any:
-    from pyspark.sql import functions as F
-
     spark = session(args.master, "rill-archive")
     df = reader(spark, args, args.streams)
     df = df.withColumn("date", F.to_date(F.timestamp_millis(F.col("ms"))))
@@ -123,8 +120,6 @@ def archive(args: argparse.Namespace) -> Any:
 
 def rollup_frame(df: Any, window: str, key: str | None, fields: list[str], lateness: str) -> Any:
     """Count, min, max and avg of each numeric field per event-time window (and key)."""
-    from pyspark.sql import functions as F
-
     ts = F.timestamp_millis(F.col("ms"))
     df = df.withColumn("ts", ts).withWatermark("ts", lateness)
     groups = [F.window("ts", window)]
@@ -142,8 +137,6 @@ def rollup_frame(df: Any, window: str, key: str | None, fields: list[str], laten
 
 
 def rollup(args: argparse.Namespace) -> Any:
-    from pyspark.sql import functions as F
-
     spark = session(args.master, "rill-rollup")
     fields = [f.strip() for f in args.fields.split(",") if f.strip()]
     agg = rollup_frame(reader(spark, args, args.stream), args.window, args.key, fields, args.lateness)
@@ -163,8 +156,6 @@ def rollup(args: argparse.Namespace) -> Any:
             # A micro-batch's windows come out of the aggregation in no particular order and a
             # streaming plan cannot sort; each batch is a static frame, which write_streams
             # sorts by ID for one ordered writer.
-            from . import write_streams
-
             write_streams(batch, url)
 
         w = out.writeStream.foreachBatch(write_batch)

@@ -32,6 +32,9 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from rill.persistence import rdb as codec
+from rill.storage.stream import Stream
+
+from .source import _opt
 
 RDB_SCHEMA = ("db int, key string, type string, expire_at long, id string, ms long, seq long, "
               "fields map<string,string>, value string, members array<string>, scores map<string,double>")
@@ -239,8 +242,6 @@ def _text(b: bytes) -> str:
 
 
 def read_items(path: str, version: int, items: list[Item]) -> Iterator[tuple]:
-    from rill.storage.stream import Stream
-
     saved = dict(codec.BUILDERS)
     for name in (b"hash", b"set", b"zset"):
         codec.BUILDERS[name] = _Raw
@@ -284,8 +285,6 @@ def read_items(path: str, version: int, items: list[Item]) -> Iterator[tuple]:
 
 class RdbReader(DataSourceReader):
     def __init__(self, options: Any) -> None:
-        from .source import _opt
-
         path = _opt(options, "path")
         if not path:
             raise ValueError("rill-rdb needs a path: spark.read.format('rill-rdb').load('/path/dump.rdb')")

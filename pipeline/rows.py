@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql.pandas.types import to_arrow_type
 
 from .ids import LONG_MAX
 
@@ -22,8 +23,6 @@ META = ("stream", "id", "ms", "seq", "fields")
 
 
 def _arrow_type(spark_type: Any) -> pa.DataType:
-    from pyspark.sql.pandas.types import to_arrow_type
-
     return to_arrow_type(spark_type)
 
 

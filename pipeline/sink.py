@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
 
 from .conn import Conn
@@ -146,8 +147,6 @@ class StreamSink:
     def _producer(self) -> str:
         """This task's producer prefix: query (stable across restarts for a streaming query),
         micro-batch and partition; the same on every attempt of the task."""
-        from pyspark import TaskContext
-
         ctx = TaskContext.get()
         if ctx is None:
             return f"rill-spark:{self.run_id}:0:0"
