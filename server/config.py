@@ -9,6 +9,7 @@ for all of them. tests/server/test_config_audit.py checks the split against the 
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -302,8 +303,6 @@ def _norm_any(value: str) -> str:
 
 def parse_percentile(text: str) -> float:
     """Redis's string2d (strtod, the whole string, no leading space, no NaN, no overflow)."""
-    import math
-
     if not text or text[0].isspace() or text[-1].isspace() or "_" in text:
         raise ValueError(text)
     try:

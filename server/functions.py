@@ -32,6 +32,7 @@ from .scripting import (
     LuaEngine,
     ScriptError,
     _stringish,
+    running,
 )
 
 if TYPE_CHECKING:
@@ -440,8 +441,6 @@ class FunctionsEngine:
         return out
 
     def stats_reply(self) -> Map:
-        from .scripting import running
-
         ctx = running(self.server)
         script = None
         if ctx is not None:

@@ -7,6 +7,7 @@ No asyncio here: main.py calls these at the right moments of start-up and shutdo
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import signal
@@ -186,8 +187,6 @@ def disable_thp(enabled_path: str = "/sys/kernel/mm/transparent_hugepage/enabled
                 return None
     except OSError:
         return None
-    import ctypes
-
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0:
         return True

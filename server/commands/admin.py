@@ -3,18 +3,22 @@ MEMORY, MONITOR, SLOWLOG, SHUTDOWN (LASTSAVE lives with persistence)."""
 
 from __future__ import annotations
 
+import gc
+import logging
 import sys
 import time
 
-from rill.protocol.reply import OK, Double, Map, Raw, ReplyError, Status
+from rill.protocol.reply import OK, BigNumber, Double, Map, Raw, ReplyError, Set, Status, Verbatim
+from rill.storage.list import set_packed_threshold
 
+from .. import shutdown as shutdown_seq
 from ..client import Client
-from ..config import ConfigError
+from ..config import ConfigError, memtoull
 from ..memory import memory_of, rss
 from ..outcomes import NO_REPLY, Block
 from .args import NO_SUCH_KEY, SYNTAX_ERR, get_int, redact, string2ll
 from .table import PROTECTED, command
-from .values import key_encoding, key_refcount, memory_usage
+from .values import digest_dataset, digest_value, key_encoding, key_refcount, memory_usage
 
 _sizeof = sys.getsizeof
 
@@ -307,8 +311,6 @@ def memory_help(c: Client, argv: list[bytes]):
 
 @command("memory|doctor")
 def memory_doctor(c: Client, argv: list[bytes]):
-    from rill.protocol.reply import Verbatim
-
     return Verbatim(doctor_report(c.server).encode())
 
 
@@ -357,16 +359,12 @@ def doctor_report(s) -> str:
 
 @command("memory|purge")
 def memory_purge(c: Client, argv: list[bytes]):
-    import gc
-
     gc.collect()
     return OK
 
 
 @command("memory|malloc-stats")
 def memory_malloc_stats(c: Client, argv: list[bytes]):
-    from rill.protocol.reply import Verbatim
-
     return Verbatim(b"Stats not supported for the current allocator")
 
 
@@ -428,8 +426,6 @@ def debug(c: Client, argv: list[bytes]):
         time.sleep(secs)
         return OK
     if sub == b"log" and len(argv) == 3:
-        import logging
-
         logging.getLogger("rill").warning("DEBUG LOG: %s", argv[2].decode(errors="replace"))
         return OK
     if sub == b"error" and len(argv) == 3:
@@ -463,18 +459,10 @@ def debug(c: Client, argv: list[bytes]):
             f"lru:{stamp} lru_seconds_idle:{db.idle_seconds(key)}".encode()
         )
     if sub == b"digest-value":
-        from .values import digest_value
-
         return [digest_value(c.db.lookup(k)) for k in argv[2:]]
     if sub == b"digest" and len(argv) == 2:
-        from .values import digest_dataset
-
         return Status(digest_dataset(server.keyspace))
     if sub == b"quicklist-packed-threshold" and len(argv) == 3:
-        from rill.storage.list import set_packed_threshold
-
-        from ..config import memtoull
-
         try:
             size = memtoull(argv[2].decode(errors="replace"))
         except ValueError:
@@ -518,8 +506,6 @@ def _serialized_length(value) -> int:
 
 
 def _debug_protocol(c: Client, kind: bytes):
-    from rill.protocol.reply import BigNumber, Double, Set, Verbatim
-
     if kind == b"string":
         return b"Hello World"
     if kind == b"integer":
@@ -636,8 +622,6 @@ def shutdown(c: Client, argv: list[bytes]):
             raise SYNTAX_ERR
         flagged = True
     server = c.server
-    from .. import shutdown as shutdown_seq
-
     if abort:
         if flagged:
             raise SYNTAX_ERR
@@ -677,8 +661,6 @@ def module_list(c: Client, argv: list[bytes]):
 
 @command("module|load", hidden_flags=PROTECTED)
 def module_load(c: Client, argv: list[bytes]):
-    import logging
-
     logging.getLogger("rill").warning(
         "Module %s failed to load: rill does not run Redis modules (C extensions of Redis's module API)",
         argv[2].decode(errors="replace"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rill.protocol.reply import OK, PONG, Map, ReplyError, Status
 
+from .. import REDIS_VERSION
 from ..client import REPLY_ON, Client
 from .args import DB_RANGE, SYNTAX_ERR, get_int, redact, string2ll
 from .table import command
@@ -89,8 +90,6 @@ def hello(c: Client, argv: list[bytes]):
 
 
 def _hello_reply(c: Client) -> Map:
-    from .. import REDIS_VERSION
-
     return Map(
         [
             (b"server", b"redis"),

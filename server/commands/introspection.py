@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 
 from rill.protocol.reply import OK, Map, ReplyError, Set, Status, Verbatim
+from rill.storage.glob import compile_glob
 from rill.storage.stream import GCStats
 
 from .. import REDIS_VERSION, __version__
@@ -793,8 +794,6 @@ def command_docs(c: Client, argv: list[bytes]):
 
 @command("command|list")
 def command_list(c: Client, argv: list[bytes]):
-    from rill.storage.glob import compile_glob
-
     cmds = c.server.table.all()
     if len(argv) == 2:
         return [cmd.fullname.encode() for cmd in cmds]
