@@ -11,15 +11,19 @@ deliveries, a subscription count of their own in the confirmations).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rill.protocol.reply import Push, ReplyError
 from rill.storage.glob import compile_glob
 
 from ..client import Client
 from ..outcomes import NO_REPLY, ReplicasOnly
-from ..server import Server
 from . import keys as _keys
 from .admin import help_reply
 from .table import MAY_REPLICATE, command
+
+if TYPE_CHECKING:
+    from ..server import Server
 
 
 class PubSub:
