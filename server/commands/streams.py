@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from rill.protocol.reply import NULL_ARRAY, OK, Raw, ReplyError
+from rill.protocol.stream_entries import RESP_ENTRIES, array_head, encode_entry, entries_bytes
 from rill.storage.stream import (
     ID_MAX,
     MASK64,
@@ -224,40 +225,6 @@ def parse_range(start_arg: bytes, end_arg: bytes) -> tuple[int, int]:
 
 # -- reply encoding ----------------------------------------------------------------------------
 
-_HDR = [b"$%d" % n for n in range(1024)]
-_ARR = [b"*%d" % n for n in range(1024)]
-_E2 = b"*2\r\n$%d\r\n%b\r\n*2\r\n$%d\r\n%b\r\n$%d\r\n%b"
-_E4 = b"*2\r\n$%d\r\n%b\r\n*4\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n$%d\r\n%b"
-
-
-def encode_entry(sid: int, fv: list[bytes]) -> bytes:
-    """``*2 [id, *2n [f, v, ...]]`` as RESP bytes, without the trailing CRLF."""
-    idb = b"%d-%d" % (sid >> 64, sid & MASK64)
-    n = len(fv)
-    if n == 4:
-        a, b, c, d = fv
-        return _E4 % (len(idb), idb, len(a), a, len(b), b, len(c), c, len(d), d)
-    if n == 2:
-        a, b = fv
-        return _E2 % (len(idb), idb, len(a), a, len(b), b)
-    parts = [b"*2", _HDR[len(idb)], idb, _ARR[n] if n < 1024 else b"*%d" % n]
-    ext = parts.extend
-    for x in fv:
-        m = len(x)
-        ext((_HDR[m] if m < 1024 else b"$%d" % m, x))
-    return b"\r\n".join(parts)
-
-
-def entries_bytes(ents: list) -> bytes:
-    """An array of entries (no trailing CRLF), encoded afresh."""
-    n = len(ents)
-    if not n:
-        return b"*0"
-    parts = [_ARR[n] if n < 1024 else b"*%d" % n]
-    parts += [encode_entry(sid, fv) for sid, fv in ents]
-    return b"\r\n".join(parts)
-
-
 # Encoded entries of the storage's decoded-node cache lists: id(list) -> (list, encodings).
 # A cached node's list is only ever appended to while cached (a changed node gets a new
 # list), so an encoding made once serves every later read of that entry -- repeated
@@ -272,12 +239,13 @@ def range_bytes(
 ) -> bytes:
     """XRANGE/XREVRANGE's array (no trailing CRLF): ``s.range(...)`` encoded; a forward
     read also appends the IDs of the entries to ``sids`` when given."""
-    # Uncached nodes come back as RESP pieces (each entry preceded by CRLF); cached ones
-    # as decoded entries whose encodings are kept in _NODE_ENC.
+    # Uncached nodes come back as RESP pieces (each entry preceded by CRLF, see
+    # protocol/stream_entries.py); cached ones as decoded entries whose encodings are kept
+    # in _NODE_ENC.
     parts: list[bytes] = [b""]
     n = 0
     ext = parts.extend
-    for ents, lo, hi, cached in s.range_segments(start, end, count, rev, True, sids):
+    for ents, lo, hi, cached in s.range_segments(start, end, count, rev, RESP_ENTRIES, sids):
         n += hi - lo
         if not cached:
             ext(ents)
@@ -303,7 +271,7 @@ def range_bytes(
         ext(chunk)
     if not n:
         return b"*0"
-    parts[0] = _ARR[n] if n < 1024 else b"*%d" % n
+    parts[0] = array_head(n)
     return b"".join(parts)
 
 

@@ -1,11 +1,24 @@
 """Reply-ready reads: a node's live entries encoded in one pass, without decoding them
-into tuples first (XRANGE/XREAD's hot path)."""
+into tuples first (XRANGE/XREAD's hot path).
+
+XRANGE/XREAD replies are arrays of ``[id, [f1, v1, ...]]``.  Decoding a node into tuples and
+then encoding those costs two Python passes per entry; reading the node straight into reply
+pieces costs one, and most per-value work becomes a table lookup: 7-bit and 13-bit integer
+elements map to their ready encoding, a 6-bit string element becomes a precomputed header
+plus a slice of the node, and the master fields of a SAMEFIELDS entry are encoded once per
+node.
+
+Storage does not spell the wire format: the pieces come from an :class:`EntryEncoder` the
+caller passes in (the RESP one is ``rill.protocol.stream_entries.RESP_ENTRIES``).  The
+general decoder (``node._fwd_node`` / ``node._rev_node``) stays the reference; tests compare
+the two on random nodes.
+"""
 
 from __future__ import annotations
 
-from ..listpack import (
-    skip,
-)
+from typing import Protocol
+
+from ..listpack import skip
 from .cache import _RESUME, _note_resume
 from .ids import ID_MAX, MASK64
 from .node import (
@@ -23,74 +36,68 @@ from .node import (
     node_counts,
 )
 
-# --------------------------------------------------------------------------------------------
-# Reply-ready reads: listpack node -> RESP in one pass
-# --------------------------------------------------------------------------------------------
-#
-# XRANGE/XREAD replies are arrays of ``[id, [f1, v1, ...]]``. Decoding a node into tuples and
-# then encoding those costs two Python passes per entry; reading the node straight into RESP
-# pieces costs one, and most per-value work becomes a table lookup: 7-bit and 13-bit integer
-# elements map to their ready ``$len\r\ndigits`` bulk string, a 6-bit string element becomes
-# a precomputed ``$len\r\n`` header plus a slice of the node, and the master fields of a
-# SAMEFIELDS entry are encoded once per node. Arrays of bulk strings are the same bytes in
-# RESP2 and RESP3. The general decoder (_fwd_node/_rev_node) stays the reference; tests
-# compare the two on random nodes.
 
-_RESP_U7 = tuple(b"$%d\r\n%d" % (len(b"%d" % i), i) for i in range(128))
-# Indexed by the 13 payload bits of a 13-bit integer element (two's complement).
-_RESP_I13 = tuple(
-    b"$%d\r\n%d" % (len(b"%d" % v), v) for v in (u - 8192 if u >= 4096 else u for u in range(8192))
-)
-_RESP_SHDR = tuple(b"$%d\r\n" % n for n in range(64))
-# "\r\n*2\r\n$<len>\r\n": what precedes an entry's ID (IDs are at most 41 bytes).
-_RESP_ENTRY = tuple(b"\r\n*2\r\n$%d\r\n" % n for n in range(48))
+class EntryEncoder(Protocol):
+    """Where the one-pass readers get an entry's pieces; the pieces of one read join into
+    its entries' encodings, each entry's starting with ``id_heads``.
 
+    An entry is ``id_heads[len(id_text)]`` and the ID text (``ms-seq``), then either, for
+    an entry with the node's master fields, per field ``field_heads(fields)[i]`` followed by
+    the value's piece (with no fields, ``field_heads([])[0]`` alone), or, for an entry with
+    fields of its own, one ``fields_values([f1, v1, ...])`` piece.  A value's piece is
+    ``ints[v & 0x1FFF]`` for an integer ``-4096 <= v < 4096``, else a head followed by the
+    string's bytes: ``str_heads[len(s)]`` for a string shorter than 64 bytes, else
+    ``value_head(len(s))``.
+    """
 
-def _resp_fields(fields: list[bytes]) -> list[bytes]:
-    """What precedes each value of a SAMEFIELDS entry: ``\r\n$len\r\nfield\r\n``, the first
-    one also carrying the entry's ``\r\n*2n`` array header."""
-    pre = [b"\r\n$%d\r\n%b\r\n" % (len(f), f) for f in fields]
-    hdr = b"\r\n*%d" % (2 * len(fields))
-    if pre:
-        pre[0] = hdr + pre[0]
-    else:
-        pre.append(hdr)
-    return pre
+    id_heads: tuple[bytes, ...]  # by ID text length, up to 47
+    ints: tuple[bytes, ...]  # 8192 pieces
+    str_heads: tuple[bytes, ...]  # by string length, up to 63
+
+    def field_heads(self, fields: list[bytes]) -> list[bytes]: ...
+
+    def value_head(self, n: int) -> bytes: ...
+
+    def fields_values(self, fv: list[bytes]) -> bytes: ...
 
 
-def _resp_entry_at(
-    lp: bytes, p: int, flags: int, ms: int, seq: int, nf: int, pre: list[bytes], app
+def _entry_at(
+    lp: bytes, p: int, flags: int, ms: int, seq: int, nf: int, pre: list[bytes], app,
+    enc: EntryEncoder,
 ) -> int:
-    """Append the RESP pieces of the live entry whose data starts at ``p`` (just after its
-    IDs); returns the offset of the next entry. Handles every element encoding."""
+    """Append the pieces of the live entry whose data starts at ``p`` (just after its IDs);
+    returns the offset of the next entry. Handles every element encoding."""
     idb = b"%d-%d" % (ms & MASK64, seq & MASK64)
-    app(_RESP_ENTRY[len(idb)])
+    app(enc.id_heads[len(idb)])
     app(idb)
     if flags & FLAG_SAMEFIELDS:
         if not nf:
             app(pre[0])
+        heads = enc.str_heads
+        value_head = enc.value_head
         for f in pre[:nf]:
             app(f)
             v, p = _get_bytes(lp, p)
-            app(b"$%d\r\n" % len(v))
+            k = len(v)
+            app(heads[k] if k < 64 else value_head(k))
             app(v)
     else:
         n, p = _get_int(lp, p)
-        app(b"\r\n*%d" % (n << 1))
+        fv = []
         for _ in range(n << 1):
             v, p = _get_bytes(lp, p)
-            app(b"\r\n$%d\r\n" % len(v))
-            app(v)
+            fv.append(v)
+        app(enc.fields_values(fv))
     b = lp[p]
     return p + 2 if b < 128 else skip(lp, p)  # lp-count
 
 
-def _fwd_node_resp(
+def _fwd_node_enc(
     key: int, lp: bytes | bytearray, start: int, end: int, limit: int, out: list[bytes],
-    marks: list[int] | None = None, sids: list[int] | None = None,
+    enc: EntryEncoder, marks: list[int] | None = None, sids: list[int] | None = None,
 ) -> tuple[int, bool, int]:
-    """What ``_fwd_node`` (without tombstones) finds, as RESP: appends to ``out`` pieces
-    that join into the entries' replies, each preceded by CRLF. Returns ``(entries, done,
+    """What ``_fwd_node`` (without tombstones) finds, encoded: appends to ``out`` the
+    pieces ``enc`` gives for the entries. Returns ``(entries, done,
     served)``: ``done`` means an entry past ``end`` or the ``limit`` (0 = none) was reached;
     no entry of the node after ``start`` and up to ``served`` is left unread. ``marks``
     gets the index in ``out`` where each entry's pieces begin, ``sids`` each entry's ID."""
@@ -99,6 +106,8 @@ def _fwd_node_resp(
     if hint is not None and (hint[0] is not node or hint[4] != key):
         hint = None
     layout = hint[3] if hint is not None else None
+    if layout is not None and layout[4] is not enc:
+        layout = None
     if type(lp) is not bytes:
         lp = bytes(lp)
     mms = key >> 64
@@ -107,11 +116,11 @@ def _fwd_node_resp(
         nf, fields, p0 = _master_fast(lp)
         pl = _last_entry(lp)
         last = _entry_head(lp, pl, mms, mseq)[1] if pl is not None else 0
-        pre = _resp_fields(fields)
+        pre = enc.field_heads(fields)
         if lp is node:  # immutable bytes: the layout holds for every later read
-            layout = (nf, p0, last, pre)
+            layout = (nf, p0, last, pre, enc)
     else:
-        nf, p0, last, pre = layout
+        nf, p0, last, pre, _enc = layout
     p = p0
     if start > key:
         if hint is not None and hint[1] == start:
@@ -132,10 +141,10 @@ def _fwd_node_resp(
     # The table-driven path: SAMEFIELDS entries whose lp-count (nf + 3) is one byte.
     fast = 0 < nf < 125 and not wrap
     app = out.append
-    rshdr = _RESP_SHDR
-    ru7 = _RESP_U7
-    ri13 = _RESP_I13
-    rent = _RESP_ENTRY
+    rshdr = enc.str_heads
+    rint = enc.ints
+    rent = enc.id_heads
+    value_head = enc.value_head
     sapp = sids.append if sids is not None else None
     n = 0
     while p < endp:
@@ -183,7 +192,7 @@ def _fwd_node_resp(
             # Without wrap, 7-bit deltas cannot leave the range (the others are masked).
             sapp(((ms & MASK64) << 64) | (seq & MASK64) if wrap else (ms << 64) | seq)
         if flags != FLAG_SAMEFIELDS or not fast:
-            p = _resp_entry_at(lp, p, flags, ms, seq, nf, pre, app)
+            p = _entry_at(lp, p, flags, ms, seq, nf, pre, app, enc)
         else:
             idb = b"%d-%d" % (ms, seq)
             app(rent[len(idb)])
@@ -192,7 +201,7 @@ def _fwd_node_resp(
                 app(f)
                 b = lp[p]
                 if b < 128:
-                    app(ru7[b])
+                    app(rint[b])
                     p += 2
                 elif b < 192:
                     q = p + 1 + (b & 63)
@@ -200,11 +209,12 @@ def _fwd_node_resp(
                     app(lp[p + 1 : q])
                     p = q + 1
                 elif b < 224:
-                    app(ri13[((b & 31) << 8) | lp[p + 1]])
+                    app(rint[((b & 31) << 8) | lp[p + 1]])
                     p += 3
                 else:
                     v, p = _get_bytes(lp, p)
-                    app(b"$%d\r\n" % len(v))
+                    k = len(v)
+                    app(rshdr[k] if k < 64 else value_head(k))
                     app(v)
             p += 2  # lp-count
         n += 1
@@ -217,10 +227,11 @@ def _fwd_node_resp(
     return n, False, min(end, last)
 
 
-def _rev_node_resp(
-    key: int, lp: bytes | bytearray, start: int, end: int, limit: int, out: list[bytes]
+def _rev_node_enc(
+    key: int, lp: bytes | bytearray, start: int, end: int, limit: int, out: list[bytes],
+    enc: EntryEncoder,
 ) -> tuple[int, bool]:
-    """:func:`_fwd_node_resp` from the node's end backwards (as ``_rev_node``)."""
+    """:func:`_fwd_node_enc` from the node's end backwards (as ``_rev_node``)."""
     if type(lp) is not bytes:
         lp = bytes(lp)
     if not limit or limit >= node_counts(lp)[0]:
@@ -229,7 +240,7 @@ def _rev_node_resp(
         # one holds an ID >= its master ID, so the iteration is over if start is past it.
         pieces: list[bytes] = []
         marks: list[int] = []
-        n = _fwd_node_resp(key, lp, start, end, 0, pieces, marks)[0]
+        n = _fwd_node_enc(key, lp, start, end, 0, pieces, enc, marks)[0]
         marks.append(len(pieces))
         ext = out.extend
         for j in range(n - 1, -1, -1):
@@ -239,7 +250,7 @@ def _rev_node_resp(
     mseq = key & MASK64
     nf, fields, p0 = _master_fast(lp)
     pf = _last_entry(lp) if end >= ID_MAX else _seek_end(lp, key, end, p0, nf)
-    pre = _resp_fields(fields)
+    pre = enc.field_heads(fields)
     app = out.append
     n = 0
     while pf is not None:
@@ -248,7 +259,7 @@ def _rev_node_resp(
             if sid < start:
                 return n, True
             # At most ``limit`` entries of one node come this way: the general encoder.
-            _resp_entry_at(lp, p, flags, sid >> 64, sid & MASK64, nf, pre, app)
+            _entry_at(lp, p, flags, sid >> 64, sid & MASK64, nf, pre, app, enc)
             n += 1
             if n == limit:
                 return n, True

@@ -41,7 +41,7 @@ from .cache import (
     _nc_move,
     _nc_served,
 )
-from .fastread import _fwd_node_resp, _rev_node_resp
+from .fastread import EntryEncoder, _fwd_node_enc, _rev_node_enc
 from .groups import (
     NACK,
     REF_ACKED,
@@ -503,16 +503,16 @@ class Stream:
 
     def range_segments(
         self, start: int = 0, end: int = ID_MAX, count: int = 0, rev: bool = False,
-        resp: bool = False, sids: list[int] | None = None,
+        enc: EntryEncoder | None = None, sids: list[int] | None = None,
     ) -> list[tuple[list, int, int, bool]]:
         """What :meth:`range` returns, as ``(entries, lo, hi, cached)`` segments in reply
         order. A ``cached`` segment is ``entries[lo:hi]`` of a decoded-node cache list,
         ascending (read it backwards when ``rev``); that list stays the same object, only
         ever appended to, while its node is cached, so a caller may keep per-node derived
         data (encoded replies) keyed by its identity. Other segments are fresh lists
-        already in reply order: of ``(id, fields_values)`` tuples, or with ``resp`` of
-        RESP pieces joining into ``hi`` entry replies, each preceded by CRLF (``lo`` is 0),
-        read straight from the node without decoding it into tuples. A forward read also
+        already in reply order: of ``(id, fields_values)`` tuples, or with an encoder
+        ``enc`` of the pieces it gives for ``hi`` entries (``lo`` is 0), read straight from
+        the node without decoding it into tuples (see :mod:`.fastread`). A forward read also
         appends the IDs it returns, in order, to ``sids`` when given."""
         if rev and sids is not None:
             raise ValueError("sids are collected by forward reads only")
@@ -524,10 +524,10 @@ class Stream:
             for key, lp in self._end_nodes(end):
                 c = _nc_get(key, lp, True)
                 if c is None:
-                    if resp:
+                    if enc is not None:
                         pieces: list[bytes] = []
-                        k, done = _rev_node_resp(
-                            key, lp, start, end, count - got if count else 0, pieces
+                        k, done = _rev_node_enc(
+                            key, lp, start, end, count - got if count else 0, pieces, enc
                         )
                         if k:
                             segs.append((pieces, 0, k, False))
@@ -555,12 +555,13 @@ class Stream:
                     break
         else:
             for key, lp in self._start_nodes(start):
-                c = _nc_get(key, lp, True, start if resp else -1)
+                c = _nc_get(key, lp, True, start if enc is not None else -1)
                 if c is None:
-                    if resp:
+                    if enc is not None:
                         pieces = []
-                        k, done, served = _fwd_node_resp(
-                            key, lp, start, end, count - got if count else 0, pieces, None, sids
+                        k, done, served = _fwd_node_enc(
+                            key, lp, start, end, count - got if count else 0, pieces, enc, None,
+                            sids,
                         )
                         _nc_served(lp, served)
                         if k:

@@ -1,6 +1,6 @@
-"""The reply-ready read path (``Stream.range_segments(resp=True)``: listpack node -> RESP in
-one pass) against the general decoder (``Stream.range`` -> tuples), encoded here by an
-independent reference RESP encoder.
+"""The reply-ready read path (``Stream.range_segments(enc=RESP_ENTRIES)``: listpack node ->
+RESP in one pass, the pieces from protocol's encoder) against the general decoder
+(``Stream.range`` -> tuples), encoded here by an independent reference RESP encoder.
 
 Random streams cover what changes the listpack shapes the fast path reads: entries with the
 master fields (SAMEFIELDS) and with other fields, tombstones, 7/13/16/24/32/64-bit integer
@@ -15,6 +15,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rill.protocol.stream_entries import RESP_ENTRIES
 from rill.storage.stream import ID_MAX, MASK64, Stream, clear_node_cache, make_id, split_id
 
 INT64_MAX = (1 << 63) - 1
@@ -37,7 +38,7 @@ def resp_read(s: Stream, start: int, end: int, count: int, rev: bool) -> tuple[i
     clear_node_cache()
     n = 0
     parts = []
-    for ents, lo, hi, cached in s.range_segments(start, end, count, rev, resp=True):
+    for ents, lo, hi, cached in s.range_segments(start, end, count, rev, enc=RESP_ENTRIES):
         assert not cached and lo == 0
         n += hi
         parts += ents
@@ -171,13 +172,13 @@ def test_reverse_read_through_a_node_with_nothing_in_range(count):
 
 
 def test_cached_nodes_still_come_back_decoded():
-    """resp=True changes only uncached segments: cached ones keep their shared list."""
+    """An encoder changes only uncached segments: cached ones keep their shared list."""
     s = Stream()
     for i in range(1, 11):
         s.add([b"f", b"v%d" % i], make_id(i, 0))
     clear_node_cache()
-    s.range_segments(0, ID_MAX, resp=True)  # first touch: not cached yet
-    (ents, lo, hi, cached), = s.range_segments(0, ID_MAX, resp=True)
+    s.range_segments(0, ID_MAX, enc=RESP_ENTRIES)  # first touch: not cached yet
+    (ents, lo, hi, cached), = s.range_segments(0, ID_MAX, enc=RESP_ENTRIES)
     assert cached and (lo, hi) == (0, 10) and ents[0] == (make_id(1, 0), [b"f", b"v1"])
 
 
@@ -203,7 +204,7 @@ def test_id_deltas_that_wrap_around_uint64(ids):
 
 
 def _cached_nodes(s: Stream) -> int:
-    return sum(1 for ents, lo, hi, cached in s.range_segments(0, ID_MAX, resp=True) if cached)
+    return sum(1 for ents, lo, hi, cached in s.range_segments(0, ID_MAX, enc=RESP_ENTRIES) if cached)
 
 
 def test_rescanning_a_stream_bigger_than_the_cache_window_does_not_fill_the_cache():
@@ -222,7 +223,7 @@ def test_rescanning_a_stream_bigger_than_the_cache_window_does_not_fill_the_cach
     small = Stream()
     for i in range(1, 7):
         small.add([b"f", b"%d" % i], make_id(i, 0))
-    small.range_segments(0, ID_MAX, resp=True)
+    small.range_segments(0, ID_MAX, enc=RESP_ENTRIES)
     assert _cached_nodes(small) == 3
     assert _cached_nodes(small) == 3
 
@@ -249,7 +250,7 @@ def test_paging_through_a_node_does_not_admit_it_but_rereading_does():
     got = []
     start = 0
     while True:
-        segs = s.range_segments(start, ID_MAX, 7, resp=True)
+        segs = s.range_segments(start, ID_MAX, 7, enc=RESP_ENTRIES)
         if not segs:
             break
         assert all(not cached for *_, cached in segs)
@@ -260,7 +261,7 @@ def test_paging_through_a_node_does_not_admit_it_but_rereading_does():
     from rill.storage.stream import cache as st_mod
 
     assert not st_mod._NC  # not even by the final, empty page
-    (ents, lo, hi, cached), = s.range_segments(make_id(50, 0), ID_MAX, 7, resp=True)
+    (ents, lo, hi, cached), = s.range_segments(make_id(50, 0), ID_MAX, 7, enc=RESP_ENTRIES)
     assert cached and ents[lo][0] == make_id(50, 0) and hi - lo == 7
 
 
@@ -269,7 +270,7 @@ def page_read(s: Stream, start: int, count: int) -> tuple[list[int], bytes]:
     encoded by the reference encoder."""
     sids: list[int] = []
     parts = []
-    for ents, lo, hi, cached in s.range_segments(start, ID_MAX, count, resp=True, sids=sids):
+    for ents, lo, hi, cached in s.range_segments(start, ID_MAX, count, enc=RESP_ENTRIES, sids=sids):
         if cached:
             parts += [ref_entry(sid, fv) for sid, fv in ents[lo:hi]]
         else:
