@@ -15,7 +15,9 @@ from typing import Any
 from rill.protocol.reply import ReplyError
 
 from . import REDIS_VERSION, __version__
+from .commands import load_all, setup_all
 from .config import Config, ConfigError
+from .connection import Connection
 from .process import (
     OOM_BGCHILD,
     OOM_MASTER,
@@ -28,6 +30,7 @@ from .process import (
     set_cpu_affinity,
     write_pidfile,
 )
+from .server import Server
 from .shutdown import check as shutdown_check
 from .tls import RECONFIGURE_ERROR as TLS_RECONFIGURE_ERROR
 from .tls import TLSConfigError, TLSListener, tls_wanted
@@ -134,10 +137,6 @@ def main(argv: list[str] | None = None) -> None:
 
 async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
     """Run a server until SHUTDOWN or a signal; the process exit code."""
-    from .commands import load_all, setup_all
-    from .connection import Connection
-    from .server import Server
-
     load_all()
     notice("oO0OoO0OoO0Oo rill is starting oO0OoO0OoO0Oo")
     notice("rill version=%s, redis_version=%s, bits=64, pid=%d, just started",
@@ -400,8 +399,6 @@ def _bind_tcp(config: Config, port: int) -> list[socket.socket]:
 async def _serve(loop: asyncio.AbstractEventLoop, server: Any, sock: socket.socket,
                  tls: bool = False) -> asyncio.AbstractServer:
     """Serve a bound socket: plain connections, or TLS ones that each begin with a handshake."""
-    from .connection import Connection
-
     if tls:
         return TLSListener(server, sock)  # type: ignore[return-value]  (its close() is all that is used)
     # create_server calls listen() again, with its own backlog unless told tcp-backlog.
