@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .commands.table import Command
+    from .commandstats import CommandStats
 
 # -- per-command histograms ------------------------------------------------------------
 
@@ -79,7 +79,7 @@ TABLE_NS = 1 << 16
 HDR_OF = _hdr_table(TABLE_NS)
 
 
-def record_long(cmd: Command, duration: int) -> None:
+def record_long(cmd: CommandStats, duration: int) -> None:
     """The hot path's IndexError: a command's first sample (its counters are
     allocated now) or a duration past HDR_OF, whose counter is worked out here."""
     if not cmd.hist:
@@ -88,7 +88,7 @@ def record_long(cmd: Command, duration: int) -> None:
     cmd.hist_nsec = -1
 
 
-def record(cmd: Command, duration: int) -> None:
+def record(cmd: CommandStats, duration: int) -> None:
     """Record one sample off the hot path (a blocked command when it is served)."""
     try:
         cmd.hist[HDR_OF[duration]] += 1
@@ -97,19 +97,19 @@ def record(cmd: Command, duration: int) -> None:
     cmd.hist_nsec = -1
 
 
-def unrecord(cmd: Command, duration: int) -> None:
+def unrecord(cmd: CommandStats, duration: int) -> None:
     """Take back the sample just recorded for a command that blocked: Redis
     records a blocked command's latency when it is served, not when it parks."""
     cmd.hist[HDR_OF[duration] if duration < TABLE_NS else hdr_index(min(duration, HIST_MAX_NS))] -= 1
     cmd.hist_nsec = -1
 
 
-def hist_total(cmd: Command) -> int:
+def hist_total(cmd: CommandStats) -> int:
     """How many samples a command's histogram holds."""
     return sum(cmd.hist)
 
 
-def hdr_counts(cmd: Command) -> list[tuple[int, int]]:
+def hdr_counts(cmd: CommandStats) -> list[tuple[int, int]]:
     """(HDR counter index, count) of a command's samples, in increasing order."""
     return [(i, n) for i, n in enumerate(cmd.hist) if n]
 
@@ -161,7 +161,7 @@ def format_percentile(p: float) -> str:
     return text
 
 
-def percentiles_line(cmd: Command, percentiles: list[float]) -> str:
+def percentiles_line(cmd: CommandStats, percentiles: list[float]) -> str:
     """INFO latencystats' value for one command: ``p50=1.003,p99=...`` in microseconds."""
     counts = hdr_counts(cmd)
     total = sum(n for _, n in counts)

@@ -954,7 +954,7 @@ class Persistence:
         was_loading = server.loading
         # Replayed commands are not calls: INFO commandstats and the latency histograms
         # show none of them, as Redis's loader calls the handlers directly.
-        stats = [(cmd, cmd.stats_snapshot()) for cmd in server.table.all()]
+        stats = server.cmdstats.snapshot()
         total = 0
         try:
             with server.propagation.suspended():
@@ -967,8 +967,7 @@ class Persistence:
         finally:
             keyspace.expire_allowed = expire_allowed
             server.loading = was_loading
-            for cmd, snapshot in stats:
-                cmd.restore_stats(snapshot)
+            server.cmdstats.restore(stats)
         return "ok" if total else "empty"
 
     def _load_aof_file(self, path: str, name: str, last: bool, base: bool) -> int:

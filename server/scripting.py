@@ -257,7 +257,7 @@ class RunContext:
 
     def _reject(self, cmd: Command | None, err: bytes) -> tuple[bool, bytes]:
         if cmd is not None:
-            cmd.rejected_calls += 1
+            self.server.cmdstats.of(cmd).rejected_calls += 1
         self.server.count_error(ReplyError(error_text(err)))
         return False, err
 

@@ -41,6 +41,7 @@ from .commands.table import (
     WRITE,
     Command,
 )
+from .commandstats import CommandStatsTable
 from .config import Config, parse_percentile
 from .evict import EVICT_FAIL, evictor_of
 from .latency import HDR_OF, LatencyMonitor, record, record_long, unrecord
@@ -82,14 +83,15 @@ _TOUCHES_ARBITRARY_KEYS = frozenset({"scan", "randomkey"})
 class Stats:
     """Counters INFO stats reports, reset by CONFIG RESETSTAT where Redis resets them."""
 
-    def __init__(self) -> None:
+    def __init__(self, cmdstats: CommandStatsTable) -> None:
+        self.cmdstats = cmdstats
         self.reset()
 
     @property
     def total_commands_processed(self) -> int:
         """Every call() counts its command once (and CONFIG RESETSTAT zeroes both),
         so the total is the commands' sum: one counter less to bump per command."""
-        return TABLE.total_calls()
+        return self.cmdstats.total_calls()
 
     def reset(self) -> None:
         self.total_connections_received = 0
@@ -160,7 +162,10 @@ class Server:
         self.dispatch = TABLE.dispatch
         self.clients: dict[int, Client] = {}
         self.next_client_id = 1
-        self.stats = Stats()
+        # Each command's calls, time, rejections, failures and latency histogram on
+        # this server (the command table holds only facts, shared by every Server).
+        self.cmdstats = CommandStatsTable()
+        self.stats = Stats(self.cmdstats)
         self.blocking = BlockingRegistry()
         self.start_time = time.time()
         self.start_monotonic = time.monotonic()
@@ -403,13 +408,13 @@ class Server:
         slow_ns = self.slow_ns
         latency_on = self.latency_tracking
         hdr_of = HDR_OF
+        by_cmd = self.cmdstats.by_cmd
         while i < n:
             argv = commands[i]
             i += 1
             cmd = dispatch.get(argv[0])
             if (
-                cmd is None
-                or cmd.subcommands
+                cmd is None  # unknown, a container (it resolves a subcommand) or protected
                 or self._special
                 or self.monitors
                 or client.reply_mode
@@ -444,15 +449,19 @@ class Server:
                 except ReplyError as err:
                     reply = err
                 duration = perf_counter_ns() - start
-                cmd.nsec += duration
-                # The call is counted as its latency sample (see Command.calls).
+                try:
+                    st = by_cmd[cmd]
+                except KeyError:
+                    st = self.cmdstats.of(cmd)
+                st.nsec += duration
+                # The call is counted as its latency sample (see CommandStats.calls).
                 if latency_on:
                     try:
-                        cmd.hist[hdr_of[duration]] += 1
+                        st.hist[hdr_of[duration]] += 1
                     except IndexError:
-                        record_long(cmd, duration)
+                        record_long(st, duration)
                 else:
-                    cmd.untracked += 1
+                    st.untracked += 1
                 t = type(reply)
                 if t is Raw:
                     client.out.append(reply)
@@ -626,7 +635,7 @@ class Server:
         if client.multi is not None:
             client.multi_dirty = True
         if cmd is not None:
-            cmd.rejected_calls += 1
+            self.cmdstats.of(cmd).rejected_calls += 1
             if cmd.fullname == "exec":
                 self.discard_transaction(client)
                 msg = err.message[1:] if err.message.startswith(b"-") else err.message
@@ -664,15 +673,16 @@ class Server:
         except ReplyError as err:
             reply = err
         duration = perf_counter_ns() - start
-        cmd.nsec += duration
+        st = self.cmdstats.of(cmd)
+        st.nsec += duration
         latency_on = self.latency_tracking
         if latency_on:
             try:
-                cmd.hist[HDR_OF[duration]] += 1
+                st.hist[HDR_OF[duration]] += 1
             except IndexError:
-                record_long(cmd, duration)
+                record_long(st, duration)
         else:
-            cmd.untracked += 1
+            st.untracked += 1
         blocks = type(reply) is Block
         reply = self._reply(client, cmd, argv, reply)
         if blocks and client.blocked is not None:
@@ -723,7 +733,7 @@ class Server:
                 return NO_REPLY
         if reply is not NO_REPLY:
             if type(reply) is ReplyError:
-                cmd.failed_calls += 1
+                self.cmdstats.of(cmd).failed_calls += 1
                 self.count_error(reply)
             if not client.reply_mode:
                 # The one reply encoder; its first branches are the common replies.
@@ -831,7 +841,7 @@ class Server:
         if callable(reply):
             reply = reply()  # a reply worked out when the wait ends (WAIT's count of acks)
         if isinstance(reply, ReplyError):
-            wait.cmd.failed_calls += 1
+            self.cmdstats.of(wait.cmd).failed_calls += 1
             self.count_error(reply)
         client.reply(reply)
         client.on_output(client)
@@ -913,7 +923,7 @@ class Server:
             return False
         blocking.unpark(wait)
         if isinstance(reply, ReplyError):
-            wait.cmd.failed_calls += 1
+            self.cmdstats.of(wait.cmd).failed_calls += 1
             self.count_error(reply)
         if reply is not NO_REPLY:
             client.reply(reply)
@@ -1035,21 +1045,22 @@ class Server:
         """A command that blocked: its latency sample waits until it is served,
         as Redis records it then (updateStatsOnUnblock); the call stays counted."""
         wait.duration = duration
-        cmd = wait.cmd
         if recorded:
-            unrecord(cmd, duration)
-            cmd.untracked += 1
+            st = self.cmdstats.of(wait.cmd)
+            unrecord(st, duration)
+            st.untracked += 1
 
     def _count_served(self, wait: Wait, serve_ns: int) -> None:
         """updateStatsOnUnblock, for a wait that was served (or ended by CLIENT UNBLOCK):
         the serving run's time, the latency sample of both runs, and the SLOWLOG entry,
         as the client sent the command. A timed-out wait leaves none, as in Redis 7.0."""
         cmd = wait.cmd
-        cmd.nsec += serve_ns
+        st = self.cmdstats.of(cmd)
+        st.nsec += serve_ns
         total = wait.duration + serve_ns
         if self.latency_tracking:
-            record(cmd, total)
-            cmd.untracked -= 1  # counted when it blocked; the sample counts it from now
+            record(st, total)
+            st.untracked -= 1  # counted when it blocked; the sample counts it from now
         if total >= self.slowlog_threshold_ns >= 0 and not cmd.flags & SKIP_SLOWLOG:
             self.slowlog_add(wait.client, wait.original, total // 1000)
 

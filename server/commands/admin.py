@@ -164,8 +164,7 @@ def config_resetstat(c: Client, argv: list[bytes]):
     evictor = server.__dict__.get("evictor")
     if evictor is not None:
         evictor.reset_stats()
-    for cmd in server.table.all():
-        cmd.reset_stats()
+    server.cmdstats.reset()
     server.total_forks = 0
     server.latest_fork_usec = 0
     server.fork_rate = 0.0

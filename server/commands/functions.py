@@ -44,7 +44,7 @@ def _fcall(c: Client, argv: list[bytes], ro: bool):
     reply = server.functions.fcall(c, argv, ro)
     cmd = c.cur_cmd
     if type(reply) is AlreadyCounted and cmd is not None:
-        cmd.failed_calls += 1
+        server.cmdstats.of(cmd).failed_calls += 1
     return reply
 
 

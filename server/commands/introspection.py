@@ -340,15 +340,17 @@ def _modules(c: Client) -> list[tuple[str, object]]:
 
 def _commandstats(c: Client) -> list[tuple[str, object]]:
     out = []
+    cmdstats = c.server.cmdstats
     for cmd in c.server.table.all():
-        if not (cmd.calls or cmd.rejected_calls or cmd.failed_calls):
+        st = cmdstats.get(cmd)
+        if st is None or not (st.calls or st.rejected_calls or st.failed_calls):
             continue
-        usec = cmd.nsec // 1000
-        per = usec / cmd.calls if cmd.calls else 0.0
+        usec = st.nsec // 1000
+        per = usec / st.calls if st.calls else 0.0
         out.append((
             "cmdstat_" + cmd.fullname,
-            f"calls={cmd.calls},usec={usec},usec_per_call={per:.2f},"
-            f"rejected_calls={cmd.rejected_calls},failed_calls={cmd.failed_calls}",
+            f"calls={st.calls},usec={usec},usec_per_call={per:.2f},"
+            f"rejected_calls={st.rejected_calls},failed_calls={st.failed_calls}",
         ))
     return out
 
@@ -364,8 +366,12 @@ def _latencystats(c: Client) -> list[tuple[str, object]]:
     if not s.latency_tracking:
         return []
     percentiles = s.latency_percentiles
-    return [("latency_percentiles_usec_" + cmd.fullname, percentiles_line(cmd, percentiles))
-            for cmd in s.table.all() if cmd.samples()]
+    out = []
+    for cmd in s.table.all():
+        st = s.cmdstats.get(cmd)
+        if st is not None and st.samples():
+            out.append(("latency_percentiles_usec_" + cmd.fullname, percentiles_line(st, percentiles)))
+    return out
 
 
 def _cluster(c: Client) -> list[tuple[str, object]]:

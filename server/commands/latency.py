@@ -7,9 +7,10 @@ from __future__ import annotations
 from rill.protocol.reply import Map, Raw, ReplyError, Verbatim, encode
 
 from ..client import Client
+from ..commandstats import CommandStats
 from ..latency import cumulative_usec, doctor, graph, hdr_counts
 from .admin import help_reply
-from .table import Command, command
+from .table import command
 
 
 def _event(argv: list[bytes]) -> str:
@@ -62,8 +63,8 @@ def latency_doctor(c: Client, argv: list[bytes]):
     return Verbatim(report.encode())
 
 
-def _histogram(cmd: Command) -> Map:
-    counts = hdr_counts(cmd)
+def _histogram(st: CommandStats) -> Map:
+    counts = hdr_counts(st)
     return Map([
         (b"calls", sum(n for _, n in counts)),
         (b"histogram_usec", Map(cumulative_usec(counts))),
@@ -84,8 +85,9 @@ def latency_histogram(c: Client, argv: list[bytes]):
                 wanted.append(cmd)
                 wanted.extend(cmd.subcommands.values())
     for cmd in wanted:
-        if cmd.samples():
-            pairs.append((cmd.fullname.encode(), _histogram(cmd)))
+        st = c.server.cmdstats.get(cmd)
+        if st is not None and st.samples():
+            pairs.append((cmd.fullname.encode(), _histogram(st)))
     # Written out here rather than as a Map: asked twice, a command is listed twice.
     head = b"%%%d\r\n" % len(pairs) if c.resp3 else b"*%d\r\n" % (2 * len(pairs))
     return Raw(head + b"".join(encode(name, c.resp3) + encode(h, c.resp3) for name, h in pairs))

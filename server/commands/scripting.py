@@ -46,7 +46,7 @@ def _eval(c: Client, argv: list[bytes], by_sha: bool, ro: bool):
         script = engine.load(argv[1])
     reply = engine.run(c, script, argv[3 : 3 + numkeys], argv[3 + numkeys :], ro)
     if type(reply) is AlreadyCounted and cmd is not None:
-        cmd.failed_calls += 1
+        server.cmdstats.of(cmd).failed_calls += 1
     return reply
 
 

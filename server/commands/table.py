@@ -24,8 +24,6 @@ from typing import Any
 from rill.protocol.numbers import string2ll
 from rill.protocol.reply import Map, Set, Status
 
-from ..latency import NO_HIST, hist_total
-
 Handler = Callable[[Any, list], Any]
 
 # Flags the dispatcher consults, as bits for a cheap test on the hot path.
@@ -85,7 +83,7 @@ class Command:
     """One command or subcommand: its handler and its facts, each read by name.
 
     Built once, when its ``@command`` registration runs, and never changed after:
-    what a call costs and how often it ran are the server's (``rill.server.stats``).
+    what a call costs and how often it ran are each server's (rill.server.commandstats).
     """
 
     __slots__ = (
@@ -110,13 +108,6 @@ class Command:
         "parent",
         "_walk",
         "_info_tagged",
-        "nsec",
-        "hist",
-        "hist_nsec",
-        "hist_count",
-        "untracked",
-        "rejected_calls",
-        "failed_calls",
     )
 
     def __init__(
@@ -164,56 +155,9 @@ class Command:
         self.docs = spec.get("docs")
         self.subcommands: dict[bytes, Command] = {}
         self.parent: Command | None = None
-        self.nsec = 0  # time in the handler, summed (INFO shows microseconds)
-        self.rejected_calls = 0
-        self.failed_calls = 0
-        # Calls are counted once, in one of two places: while latency-tracking is on,
-        # each call is a sample in ``hist``, the latency histogram (HDR counters, see
-        # rill.server.latency); while it is off, in ``untracked``. The dispatcher
-        # pays for one increment per call either way.
-        self.untracked = 0
-        self.hist: list[int] | tuple = NO_HIST
-        # The histogram's sample count, cached while ``nsec`` (which every call
-        # moves) stays what it was when counted; -1 forces a recount.
-        self.hist_nsec = -1
-        self.hist_count = 0
 
     def __repr__(self) -> str:
         return f"<Command {self.fullname}>"
-
-    @property
-    def calls(self) -> int:
-        """Calls since the last CONFIG RESETSTAT (INFO commandstats)."""
-        return self.untracked + self.samples()
-
-    @calls.setter
-    def calls(self, value: int) -> None:
-        self.untracked = value - self.samples()
-
-    def samples(self) -> int:
-        """How many latency samples the histogram holds (LATENCY HISTOGRAM's calls)."""
-        if not self.hist:
-            return 0
-        if self.hist_nsec != self.nsec:
-            self.hist_count = hist_total(self)
-            self.hist_nsec = self.nsec
-        return self.hist_count
-
-    def stats_snapshot(self) -> tuple:
-        """The counters as they are, for restore_stats (work that must not count)."""
-        hist = self.hist
-        return (self.untracked, self.nsec, self.rejected_calls, self.failed_calls,
-                list(hist) if type(hist) is list else hist)
-
-    def restore_stats(self, snapshot: tuple) -> None:
-        self.untracked, self.nsec, self.rejected_calls, self.failed_calls, self.hist = snapshot
-        self.hist_nsec = -1  # the cached count is recomputed
-
-    def reset_stats(self) -> None:
-        """CONFIG RESETSTAT: counters to zero, the histogram dropped."""
-        self.untracked = self.nsec = self.rejected_calls = self.failed_calls = 0
-        self.hist = NO_HIST
-        self.hist_nsec = -1
 
     def info_reply(self) -> list:
         """This command's COMMAND INFO entry, listing only implemented subcommands."""
@@ -393,15 +337,17 @@ class CommandTable:
 
     def __init__(self) -> None:
         self.commands: dict[bytes, Command] = {}
-        # The same top-level commands under their lower- and upper-case spellings, which
-        # is how clients send them: dispatch finds those without lower-casing argv[0].
+        # The top-level commands without subcommands under their lower- and upper-case
+        # spellings, which is how clients send them: the dispatcher's fast path finds
+        # those without lower-casing argv[0].
         self.dispatch: dict[bytes, Command] = {}
 
     def _set_top(self, name: bytes, cmd: Command) -> None:
         self.commands[name] = cmd
-        if cmd.flags & PROTECTED:
+        if cmd.flags & PROTECTED or cmd.subcommands:
             # Kept out of the fast lookup, so the dispatcher's quick path never meets
-            # one and the permission check costs the other commands nothing.
+            # one: the permission check costs the other commands nothing, and a
+            # container (which resolves its subcommand first) needs no test there.
             self.dispatch.pop(name, None)
             self.dispatch.pop(name.upper(), None)
             return
@@ -430,6 +376,7 @@ class CommandTable:
             self._set_top(parent_name.encode(), parent)
         cmd.parent = parent
         parent.subcommands[sub.encode()] = cmd
+        self._set_top(parent_name.encode(), parent)  # now a container
         return cmd
 
     def lookup(self, argv: list[bytes]) -> Command | None:
@@ -446,10 +393,6 @@ class CommandTable:
         if cmd is not None and sub:
             return cmd.subcommands.get(sub)
         return cmd
-
-    def total_calls(self) -> int:
-        """Commands run since the last CONFIG RESETSTAT (INFO's total_commands_processed)."""
-        return sum(cmd.calls for cmd in self.all())
 
     def all(self) -> list[Command]:
         out = []

@@ -340,7 +340,8 @@ def test_info_and_commandstats_count_a_blocking_call_once(r, waiters):
 
 # -- the registry for other families (in-process, with stand-in commands) -----------
 class FakeCommand:
-    """Just what the registry touches of a Command: a handler and its counters."""
+    """Just what the registry touches of a Command: a handler and its key facts
+    (its counters are the server's, found by this object)."""
 
     flags = 0
     first_key = 1
@@ -349,12 +350,6 @@ class FakeCommand:
 
     def __init__(self, handler) -> None:
         self.handler = handler
-        self.failed_calls = 0
-        # the counters, time and latency histogram a served wait updates
-        self.nsec = 0
-        self.untracked = 0
-        self.hist = []
-        self.hist_nsec = -1
 
     def key_positions(self, argv):
         return [1]

@@ -403,8 +403,6 @@ def clocked(monkeypatch):
     monkeypatch.setattr(server_module, "perf_counter_ns", clock)
     server = Server()
     setup_all(server)
-    for cmd in server.table.all():  # the table is shared by every Server in this process
-        cmd.reset_stats()
     client = server.new_client("127.0.0.1:5000", "127.0.0.1:6379")
     return server, client, clock
 
@@ -493,7 +491,7 @@ def test_one_sample_per_second_the_worst_kept_and_160_seconds_of_history(clocked
 
 def test_calls_are_counted_whether_tracking_is_on_or_off(clocked):
     server, client, clock = clocked
-    get = server.table.lookup_name(b"get")
+    get = server.cmdstats.of(server.table.lookup_name(b"get"))
     _run(server, client, ("GET", "a"), ("GET", "a"))
     server.config.set("latency-tracking", "no")
     _run(server, client, ("GET", "a"), ("GET", "a"), ("GET", "a"))
@@ -514,7 +512,7 @@ def test_calls_are_counted_whether_tracking_is_on_or_off(clocked):
 def test_blocked_command_sample_moves_to_when_it_is_served(clocked):
     server, client, clock = clocked
     other = server.new_client("127.0.0.1:5001", "127.0.0.1:6379")
-    blpop = server.table.lookup_name(b"blpop")
+    blpop = server.cmdstats.of(server.table.lookup_name(b"blpop"))
     clock.step = 5_000
     _run(server, client, ("BLPOP", "q", "0"))
     assert client.blocked is not None
@@ -711,4 +709,4 @@ def test_latency_from_a_script_and_a_transaction(clocked):
          pipelined=False)
     _run(server, client, ("MULTI",), ("INCR", "n"), ("EXEC",), pipelined=False)
     for name in (b"eval", b"set", b"get", b"incr", b"exec"):
-        assert server.table.lookup_name(name).samples() == 1, name
+        assert server.cmdstats.of(server.table.lookup_name(name)).samples() == 1, name

@@ -31,8 +31,6 @@ def clocked(monkeypatch):
     clock = FakeClock()
     monkeypatch.setattr(server_module, "perf_counter_ns", clock)
     server = Server()
-    for cmd in server.table.all():  # the table is shared by every Server in this process
-        cmd.reset_stats()
     client = server.new_client("127.0.0.1:5000", "127.0.0.1:6379")
     return server, client, clock
 
@@ -87,7 +85,8 @@ def test_commandstats_and_total_commands(clocked):
     clock.step = 1_500  # 1.5 us per command
     run(server, client, (b"SET", b"k", b"1"), (b"INCR", b"k"), (b"INCR", b"k"), (b"GET", b"k"))
     run(server, client, (b"CONFIG", b"GET", b"hz"), pipelined=False)
-    stats = {cmd.fullname: cmd for cmd in server.table.all() if cmd.calls}
+    stats = {cmd.fullname: server.cmdstats.of(cmd) for cmd in server.table.all()
+             if server.cmdstats.of(cmd).calls}
     assert {name: c.calls for name, c in stats.items()} == {"set": 1, "incr": 2, "get": 1, "config|get": 1}
     assert stats["incr"].nsec == 3_000
     assert server.stats.total_commands_processed == 5
@@ -99,4 +98,21 @@ def test_commandstats_and_total_commands(clocked):
     run(server, client, (b"CONFIG", b"RESETSTAT"))
     # As in Redis, RESETSTAT is counted after it ran: the one command since the reset.
     assert server.stats.total_commands_processed == 1
-    assert [c.fullname for c in server.table.all() if c.calls] == ["config|resetstat"]
+    assert [c.fullname for c in server.table.all() if server.cmdstats.of(c).calls] == ["config|resetstat"]
+
+
+def test_command_counters_belong_to_their_server(clocked):
+    """Two servers in one process share the command table's facts, not its counters:
+    INFO commandstats and total_commands_processed of one never show the other's calls."""
+    server, client, clock = clocked
+    clock.step = 1_000
+    other = Server()
+    other_client = other.new_client("127.0.0.1:5001", "127.0.0.1:6379")
+    run(server, client, (b"SET", b"k", b"1"), (b"GET", b"k"), (b"GET", b"k"))
+    run(other, other_client, (b"GET", b"k"), pipelined=False)
+    get = server.table.lookup_name(b"get")
+    assert server.cmdstats.of(get).calls == 2 and other.cmdstats.of(get).calls == 1
+    assert server.stats.total_commands_processed == 3
+    assert other.stats.total_commands_processed == 1
+    run(other, other_client, (b"CONFIG", b"RESETSTAT"), pipelined=False)
+    assert server.cmdstats.of(get).calls == 2 and other.cmdstats.of(get).calls == 0
