@@ -937,9 +937,7 @@ class Acl:
 
     def add_log(self, c: Client, reason: int, context: bytes, obj: bytes, username: bytes) -> None:
         """addACLLogEntry: a similar recent entry (among the last ten) is bumped instead."""
-        from .commands.introspection import client_info_line
-
-        entry = LogEntry(reason, context, obj, username, client_info_line(c))
+        entry = LogEntry(reason, context, obj, username, c.info_line())
         for i, old in enumerate(list(self.log)[:10]):
             if (old.reason == reason and old.context == context and old.object == obj
                     and old.username == username and abs(old.ctime - entry.ctime) <= LOG_GROUPING_MS):

@@ -211,3 +211,17 @@ class Client:
         if self.no_touch:
             f += "T"
         return f or "N"
+
+    def info_line(self) -> bytes:
+        """This client's line in CLIENT LIST and CLIENT INFO (and in an ACL LOG entry)."""
+        now = time.time()
+        multi = len(self.multi) if self.multi is not None else -1
+        cmd = self.last_cmd.fullname if self.last_cmd is not None else "NULL"
+        return (
+            f"id={self.id} addr={self.addr} laddr={self.laddr} fd={self.fd} name={self.name.decode(errors='replace')} "
+            f"age={int(now - self.created)} idle={int(now - self.last_interaction)} flags={self.flags_string()} "
+            f"db={self.db.id} sub={len(self.pubsub_channels)} psub={len(self.pubsub_patterns)} ssub={len(self.pubsub_shard_channels)} "
+            f"multi={multi} qbuf={self.querybuf_len} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 "
+            f"obl=0 oll=0 omem=0 tot-mem=2048 events=r cmd={cmd} user={self.user.name.decode(errors='replace')} redir={self.tracking_redir if self.tracking else -1} "
+            f"resp={3 if self.resp3 else 2}"
+        ).encode()

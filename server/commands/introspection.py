@@ -438,20 +438,6 @@ def info(c: Client, argv: list[bytes]):
 
 
 # -- CLIENT ----------------------------------------------------------------------
-def client_info_line(cl: Client) -> bytes:
-    now = time.time()
-    multi = len(cl.multi) if cl.multi is not None else -1
-    cmd = cl.last_cmd.fullname if cl.last_cmd is not None else "NULL"
-    return (
-        f"id={cl.id} addr={cl.addr} laddr={cl.laddr} fd={cl.fd} name={cl.name.decode(errors='replace')} "
-        f"age={int(now - cl.created)} idle={int(now - cl.last_interaction)} flags={cl.flags_string()} "
-        f"db={cl.db.id} sub={len(cl.pubsub_channels)} psub={len(cl.pubsub_patterns)} ssub={len(cl.pubsub_shard_channels)} "
-        f"multi={multi} qbuf={cl.querybuf_len} qbuf-free=0 argv-mem=0 multi-mem=0 rbs=1024 rbp=0 "
-        f"obl=0 oll=0 omem=0 tot-mem=2048 events=r cmd={cmd} user={cl.user.name.decode(errors='replace')} redir={cl.tracking_redir if cl.tracking else -1} "
-        f"resp={3 if cl.resp3 else 2}"
-    ).encode()
-
-
 _CLIENT_TYPES = {b"normal", b"master", b"replica", b"slave", b"pubsub"}
 
 
@@ -472,7 +458,7 @@ def client_id(c: Client, argv: list[bytes]):
 
 @command("client|info")
 def client_info(c: Client, argv: list[bytes]):
-    return Verbatim(client_info_line(c) + b"\n")
+    return Verbatim(c.info_line() + b"\n")
 
 
 @command("client|list")
@@ -495,7 +481,7 @@ def client_list(c: Client, argv: list[bytes]):
         clients = [c.server.clients[i] for i in ids if i in c.server.clients]
     elif len(argv) != 2:
         raise SYNTAX_ERR
-    return Verbatim(b"".join(client_info_line(cl) + b"\n" for cl in clients))
+    return Verbatim(b"".join(cl.info_line() + b"\n" for cl in clients))
 
 
 @command("client|setname")
