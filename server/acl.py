@@ -29,7 +29,16 @@ from rill.protocol.parser import split_args
 from rill.protocol.reply import ReplyError
 from rill.storage.glob import compile_glob
 
-from .commands.table import _SPECS, KEY_READ, KEY_WRITE, NO_AUTH, TABLE, Command
+from .commands.table import (
+    KEY_READ,
+    KEY_WRITE,
+    NO_AUTH,
+    TABLE,
+    Command,
+    redis_command,
+    redis_commands,
+    redis_subcommands,
+)
 
 if TYPE_CHECKING:
     from .client import Client
@@ -167,16 +176,15 @@ class _Universe:
         self.size = size
         tops: dict[bytes, Command] = dict(TABLE.commands)
         subs = {name: dict(cmd.subcommands) for name, cmd in tops.items()}
-        for name, spec in _SPECS.items():
+        for name in redis_commands():
             key = name.encode()
             if key not in tops:
-                tops[key] = Command(name, spec, None)
+                tops[key] = redis_command(name)
                 subs[key] = {}
-            infos = spec["info"][9] if len(spec["info"]) > 9 else []
-            for info in infos if isinstance(infos, list) else ():
-                sub = info[0].partition("|")[2].encode()
+            for fullname in redis_subcommands(name):
+                sub = fullname.partition("|")[2].encode()
                 if sub not in subs[key]:
-                    phantom = Command(info[0], {"info": info, "docs": None}, None)
+                    phantom = redis_command(fullname)
                     phantom.parent = tops[key]
                     subs[key][sub] = phantom
         self.tops = list(tops.values())

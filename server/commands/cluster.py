@@ -11,7 +11,7 @@ from __future__ import annotations
 from rill.protocol.reply import ReplyError
 
 from ..client import Client
-from .table import _spec_for, command
+from .table import command, redis_subcommands
 
 CLUSTER_DISABLED = ReplyError("ERR This instance has cluster support disabled")
 
@@ -22,5 +22,5 @@ def cluster_disabled(c: Client, argv: list[bytes]):
 
 for _name in ("asking", "readonly", "readwrite"):
     command(_name)(cluster_disabled)
-for _info in _spec_for("cluster")["info"][9]:
-    command(_info[0])(cluster_disabled)
+for _name in redis_subcommands("cluster"):
+    command(_name)(cluster_disabled)

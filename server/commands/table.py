@@ -316,7 +316,30 @@ def _plain(x: Any) -> Any:
 _SPECS: dict[str, dict] = json.loads((Path(__file__).with_name("specs.json")).read_text())
 
 
-def _spec_for(fullname: str) -> dict | None:
+def redis_commands() -> list[str]:
+    """Every top-level command Redis 7.0 has (specs.json's order), served by rill or not."""
+    return list(_SPECS)
+
+
+def redis_subcommands(container: str) -> list[str]:
+    """The full names (``"cluster|info"``) of the subcommands Redis 7.0 gives ``container``."""
+    spec = _SPECS.get(container)
+    infos = spec["info"][9] if spec is not None and len(spec["info"]) > 9 else []
+    # A command without subcommands has an empty tagged set there, not a list.
+    return [info[0] for info in infos] if isinstance(infos, list) else []
+
+
+def redis_command(fullname: str) -> Command:
+    """Redis 7.0's facts for ``fullname`` as a Command with no handler, for what is
+    said about commands rill may lack (ACL rules and DRYRUN name every Redis command)."""
+    spec = spec_for(fullname)
+    if spec is None:
+        raise KeyError(f"no command facts for {fullname!r}")
+    return Command(fullname, spec, None)
+
+
+def spec_for(fullname: str) -> dict | None:
+    """Redis 7.0's specs.json entry for a command or subcommand (``"config|get"``)."""
     parent, _, sub = fullname.partition("|")
     spec = _SPECS.get(parent)
     if spec is None or not sub:
@@ -357,7 +380,7 @@ class CommandTable:
     def register(self, fullname: str, handler: Handler, spec: dict | None = None, **facts: Any) -> Command:
         """Add one command, its facts from ``spec`` (or specs.json) and ``facts``
         (Command's keyword arguments: arity, hidden_flags, getkeys, key_flags, flags_for)."""
-        spec = spec or _spec_for(fullname)
+        spec = spec or spec_for(fullname)
         if spec is None:
             raise KeyError(f"no command facts for {fullname!r}: pass spec=")
         parent_name, _, sub = fullname.partition("|")
