@@ -673,7 +673,10 @@ class Server:
         except ReplyError as err:
             reply = err
         duration = perf_counter_ns() - start
-        st = self.cmdstats.of(cmd)
+        try:
+            st = self.cmdstats.by_cmd[cmd]
+        except KeyError:  # its first call on this server
+            st = self.cmdstats.of(cmd)
         st.nsec += duration
         latency_on = self.latency_tracking
         if latency_on:
