@@ -22,7 +22,7 @@ from ..outcomes import NO_REPLY
 from .admin import help_reply
 from .args import SYNTAX_ERR, get_int, string2ll
 from .connection import set_client_name
-from .table import command
+from .table import arg, command, command_spec
 
 
 def bytes_human(n: int) -> str:
@@ -701,24 +701,17 @@ def client_help(c: Client, argv: list[bytes]):
 
 
 # CLIENT SETINFO and NO-TOUCH arrived in Redis 7.2; their facts are declared here.
-_SETINFO_SPEC = {
-    "info": ["client|setinfo", 4, {"s": [{"t": "noscript"}, {"t": "loading"}, {"t": "stale"}]},
-             0, 0, 0, {"s": [{"t": "@slow"}, {"t": "@connection"}]}, {"s": []}, {"s": []}, {"s": []}],
-    "docs": {"m": [["summary", "Sets information specific to the client or connection."],
-                   ["since", "7.2.0"], ["group", "connection"], ["complexity", "O(1)"],
-                   ["arguments", [{"m": [["name", "attr"], ["type", "oneof"], ["arguments", [
-                       {"m": [["name", "libname"], ["type", "string"], ["token", "LIB-NAME"]]},
-                       {"m": [["name", "libver"], ["type", "string"], ["token", "LIB-VER"]]}]]]}]]]},
-}
-_NO_TOUCH_SPEC = {
-    "info": ["client|no-touch", 3, {"s": [{"t": "noscript"}, {"t": "loading"}, {"t": "stale"}]},
-             0, 0, 0, {"s": [{"t": "@slow"}, {"t": "@connection"}]}, {"s": []}, {"s": []}, {"s": []}],
-    "docs": {"m": [["summary", "Controls whether commands sent by the client affect the LRU/LFU of accessed keys."],
-                   ["since", "7.2.0"], ["group", "connection"], ["complexity", "O(1)"],
-                   ["arguments", [{"m": [["name", "enabled"], ["type", "oneof"], ["arguments", [
-                       {"m": [["name", "on"], ["type", "pure-token"], ["token", "ON"]]},
-                       {"m": [["name", "off"], ["type", "pure-token"], ["token", "OFF"]]}]]]}]]]},
-}
+_SETINFO_SPEC = command_spec(
+    "client|setinfo", 4, ["noscript", "loading", "stale"], ["@slow", "@connection"], group="connection",
+    summary="Sets information specific to the client or connection.", since="7.2.0", complexity="O(1)",
+    args=[arg("attr", "oneof", args=[arg("libname", "string", "LIB-NAME"), arg("libver", "string", "LIB-VER")])],
+)
+_NO_TOUCH_SPEC = command_spec(
+    "client|no-touch", 3, ["noscript", "loading", "stale"], ["@slow", "@connection"], group="connection",
+    summary="Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
+    since="7.2.0", complexity="O(1)",
+    args=[arg("enabled", "oneof", args=[arg("on", "pure-token", "ON"), arg("off", "pure-token", "OFF")])],
+)
 
 
 @command("client|setinfo", spec=_SETINFO_SPEC)

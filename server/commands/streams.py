@@ -46,7 +46,8 @@ from ..client import Client
 from ..outcomes import Block
 from . import keys as _keys
 from .args import NO_SUCH_KEY, NOT_INT, SYNTAX_ERR, WRONGTYPE, string2ll
-from .table import command
+from .table import arg, command
+from .table import tag_set as _tag_set
 
 INVALID_ID = ReplyError("ERR Invalid stream ID specified as stream command argument")
 ID_TOO_SMALL = ReplyError(
@@ -978,29 +979,6 @@ def _xread_served(c: Client, argv: list[bytes], r: ReadArgs, key: bytes):
 #
 # Commands newer than 7.0 are not in specs.json: their facts (from the redis.io command
 # pages) are built here in the same tagged form.
-
-
-def _tag_set(items: list[str]) -> dict:
-    return {"s": [{"t": x} for x in items]}
-
-
-def arg(name: str, type_: str, token: str | None = None, optional: bool = False,
-        multiple: bool = False, key_spec_index: int | None = None,
-        args: list | None = None, since: str | None = None) -> dict:
-    """One COMMAND DOCS argument."""
-    m: list = [["name", name], ["type", type_]]
-    if key_spec_index is not None:
-        m.append(["key_spec_index", key_spec_index])
-    if token is not None:
-        m.append(["token", token])
-    if since is not None:
-        m.append(["since", since])
-    flags = (["optional"] if optional else []) + (["multiple"] if multiple else [])
-    if flags:
-        m.append(["flags", _tag_set(flags)])
-    if args is not None:
-        m.append(["arguments", args])
-    return {"m": m}
 
 
 def policy_arg() -> dict:

@@ -316,6 +316,57 @@ def _plain(x: Any) -> Any:
 _SPECS: dict[str, dict] = json.loads((Path(__file__).with_name("specs.json")).read_text())
 
 
+# -- facts for commands newer than Redis 7.0 ----------------------------------------
+# specs.json holds Redis 7.0's; a newer command declares its own (from the redis.io
+# command page) with these, in the same tagged form, and passes it as ``spec=``.
+
+
+def tag_set(items: list[str]) -> dict:
+    """A tagged set of status strings (flags, ACL categories), as specs.json has them."""
+    return {"s": [{"t": x} for x in items]}
+
+
+def arg(name: str, type_: str, token: str | None = None, optional: bool = False,
+        multiple: bool = False, key_spec_index: int | None = None,
+        args: list | None = None, since: str | None = None) -> dict:
+    """One COMMAND DOCS argument."""
+    m: list = [["name", name], ["type", type_]]
+    if key_spec_index is not None:
+        m.append(["key_spec_index", key_spec_index])
+    if token is not None:
+        m.append(["token", token])
+    if since is not None:
+        m.append(["since", since])
+    flags = (["optional"] if optional else []) + (["multiple"] if multiple else [])
+    if flags:
+        m.append(["flags", tag_set(flags)])
+    if args is not None:
+        m.append(["arguments", args])
+    return {"m": m}
+
+
+def key_at_index(flags: list[str], index: int = 1) -> dict:
+    """A key spec for one key at ``argv[index]``."""
+    return {"m": [
+        ["flags", tag_set(flags)],
+        ["begin_search", {"m": [["type", "index"], ["spec", {"m": [["index", index]]}]]}],
+        ["find_keys", {"m": [["type", "range"], ["spec", {"m": [["lastkey", 0], ["keystep", 1], ["limit", 0]]}]]}],
+    ]}
+
+
+def command_spec(name: str, arity: int, flags: list[str], categories: list[str], *, group: str,
+                 summary: str, since: str, complexity: str, args: list,
+                 key_specs: list[dict] | None = None, keys: tuple[int, int, int] = (0, 0, 0)) -> dict:
+    """A specs.json-shaped entry: COMMAND INFO's facts (``keys`` is the legacy
+    first/last/step triple) and COMMAND DOCS' summary, since, group, complexity, arguments."""
+    return {
+        "info": [name, arity, tag_set(flags), *keys, tag_set(categories), {"s": []},
+                 {"s": list(key_specs or [])}, {"s": []}],
+        "docs": {"m": [["summary", summary], ["since", since], ["group", group],
+                       ["complexity", complexity], ["arguments", args]]},
+    }
+
+
 def redis_commands() -> list[str]:
     """Every top-level command Redis 7.0 has (specs.json's order), served by rill or not."""
     return list(_SPECS)
