@@ -18,6 +18,7 @@ from rill.protocol.numbers import string2ll
 from rill.protocol.parser import split_args
 from rill.storage.glob import compile_glob
 
+from .acl import E_DUPLICATE, validate_user_directive
 from .latency import format_percentile
 
 
@@ -650,8 +651,6 @@ class Config:
 
     def _add_user(self, args: list[bytes], lineno: int, line: str) -> None:
         """ACLAppendUserForLoading: one definition per user, rules checked for syntax."""
-        from .acl import E_DUPLICATE, validate_user_directive
-
         problem = (1, E_DUPLICATE) if any(u[0] == args[0] for u in self.user_directives) else None
         problem = problem or validate_user_directive(args)
         if problem is not None:

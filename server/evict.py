@@ -27,10 +27,11 @@ from __future__ import annotations
 import random
 import time
 from bisect import insort
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rill.storage.keyspace import Database, ScanLog, lfu_decayed
 
+from .commands import keys as _keys
 from .commands.values import LAZYFREE_THRESHOLD, free_effort
 from .memory import MemoryFigure, memory_of
 
@@ -42,10 +43,6 @@ EVICT_RUNNING = 1
 EVICT_FAIL = 2
 
 POOL_SIZE = 16
-
-# server.commands.keys (where the keyspace-event notifier lives), imported when the
-# first Evictor is made: the command modules import the server package.
-_keys: Any = None
 
 
 def time_limit_us(tenacity: int) -> float:
@@ -254,8 +251,5 @@ def evictor_of(server: Server) -> Evictor:
     """The server's Evictor, made on first use."""
     evictor = server.__dict__.get("evictor")
     if evictor is None:
-        global _keys
-        from .commands import keys as _keys
-
         evictor = server.evictor = Evictor(server, memory_of(server))
     return evictor

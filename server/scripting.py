@@ -30,6 +30,7 @@ from rill.storage.keyspace import freeze_expiry_clock, release_expiry_clock
 from . import REDIS_VERSION, acl, lua_libs
 from .client import Client
 from .commands.table import DENYOOM, MAY_REPLICATE, NOSCRIPT, STALE, WRITE, Command
+from .memory import memory_of
 
 if TYPE_CHECKING:
     from .server import Server
@@ -1070,8 +1071,6 @@ _LOG_LEVELS = (logging.DEBUG, logging.INFO, 25, logging.WARNING)
 
 
 def _over_maxmemory(server: Server) -> bool:
-    from .memory import memory_of
-
     return memory_of(server).for_eviction() > server.maxmemory
 
 

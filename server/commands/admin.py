@@ -16,6 +16,7 @@ from ..client import Client
 from ..config import ConfigError, memtoull
 from ..memory import memory_of, rss
 from ..outcomes import NO_REPLY, Block
+from ..scripting import busy_error, running
 from .args import NO_SUCH_KEY, SYNTAX_ERR, get_int, redact, string2ll
 from .table import PROTECTED, command
 from .values import digest_dataset, digest_value, key_encoding, key_refcount, memory_usage
@@ -627,8 +628,6 @@ def shutdown(c: Client, argv: list[bytes]):
         if not shutdown_seq.abort(server):
             raise ReplyError("ERR No shutdown in progress.")
         return OK
-    from ..scripting import busy_error, running
-
     ctx = running(server)
     if ctx is not None and ctx.timed_out:
         # Only NOSAVE may stop a server whose script (or function) is busy: it is
