@@ -19,6 +19,7 @@ FAMILIES = (
     "lists",
     "streams",
     "stream_groups",
+    "xinfo",
     "hashes",
     "sets",
     "zsets",

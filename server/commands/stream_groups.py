@@ -1,8 +1,7 @@
 """Stream commands, part two (Redis 7.0's t_stream.c): consumer groups -- XGROUP, XREADGROUP,
-XACK, XPENDING, XCLAIM, XAUTOCLAIM -- and XINFO.
+XACK, XPENDING, XCLAIM, XAUTOCLAIM, and Redis 8's XACKDEL and XNACK. (XINFO is xinfo.py.)
 
-Replies and errors are Redis 7.0.15's, RESP2 and RESP3 (XINFO CONSUMERS has no "inactive"
-field and XINFO STREAM FULL no "active-time": those are 7.2's).
+Replies and errors are Redis 7.0.15's, RESP2 and RESP3.
 
 Propagation follows Redis: XREADGROUP itself never goes out; each entry it delivers is
 propagated as ``XCLAIM key group consumer 0 id TIME ms RETRYCOUNT n FORCE JUSTID LASTID id``
@@ -17,42 +16,52 @@ destroyed group reaches the waiter as Redis's served-waiter errors.
 
 from __future__ import annotations
 
-from rill.protocol.reply import NULL_ARRAY, OK, Map, Raw, ReplyError
-from rill.storage.stream import ID_MAX, SCG_INVALID_ENTRIES_READ, ConsumerGroup, Stream
+from rill.protocol.reply import NULL_ARRAY, OK, Raw, ReplyError
+from rill.protocol.stream_entries import encode_entry
+from rill.storage.stream import (
+    ID_MAX,
+    REF_ACKED,
+    REF_DEL,
+    SCG_INVALID_ENTRIES_READ,
+    ConsumerGroup,
+    Stream,
+)
 
 from ..client import Client
 from ..outcomes import Block
 from .admin import help_reply
 from .args import NOT_INT, SYNTAX_ERR, string2ll
-from .streams import (
-    KEY_ARG,
-    REF_ACKED,
-    REF_DEL,
+from .stream_args import (
     XREAD_BLOCKED_DEFAULT_COUNT,
-    Budget,
-    arg,
-    bulk,
-    deleted_effects,
-    encode_entry,
-    entries_bytes,
-    fmt_id,
-    ids_arg,
-    is_stream,
-    make_spec,
-    notify,
-    now_ms,
     parse_id,
     parse_ids_block,
     parse_policy_and_ids,
     parse_range,
     parse_read_args,
-    policy_arg,
+    subcommand_error,
+)
+from .stream_replies import (
+    Budget,
+    bulk,
+    fmt_id,
+    nogroup,
+    nogroup_for_key,
     range_bytes,
     read_reply,
+)
+from .streams import (
+    KEY_ARG,
+    deleted_effects,
+    ids_arg,
+    is_stream,
+    make_spec,
+    notify,
+    now_ms,
+    policy_arg,
     stream_read,
     stream_write,
 )
-from .table import command
+from .table import arg, command
 
 UNBLOCKED_GONE = ReplyError("UNBLOCKED the stream key no longer exists")
 NOGROUP_BLOCKED = ReplyError("NOGROUP the consumer group this client was blocked on no longer exists")
@@ -68,22 +77,6 @@ KEY_MUST_EXIST = ReplyError(
 BUSYGROUP = ReplyError("BUSYGROUP Consumer Group name already exists")
 
 _ZERO = b"0"
-
-
-def _nogroup(key: bytes, group: bytes, suffix: bytes = b"") -> ReplyError:
-    return ReplyError(b"NOGROUP No such key '%b' or consumer group '%b'%b" % (key, group, suffix))
-
-
-def _nogroup_for_key(group: bytes, key: bytes) -> ReplyError:
-    return ReplyError(b"NOGROUP No such consumer group '%b' for key name '%b'" % (group, key))
-
-
-def _subcommand_error(argv: list[bytes]) -> ReplyError:
-    """addReplySubcommandSyntaxError."""
-    return ReplyError(
-        b"ERR unknown subcommand or wrong number of arguments for '%b'. Try %b HELP."
-        % (argv[1][:128], argv[0].upper())
-    )
 
 
 def _consumer_created(c: Client, key: bytes, group: bytes, name: bytes, propagate: bool) -> None:
@@ -215,7 +208,7 @@ def xreadgroup(c: Client, argv: list[bytes]):
         s = stream_read(c, key)
         g = s.get_group(group_name) if s is not None else None
         if g is None:
-            raise _nogroup(key, group_name, b" in XREADGROUP with GROUP option")
+            raise nogroup(key, group_name, b" in XREADGROUP with GROUP option")
         groups.append(g)
         arg = argv[first + n + k]
         if arg == b"$":
@@ -344,7 +337,7 @@ def xpending(c: Client, argv: list[bytes]):
     s = stream_read(c, key)
     g = s.get_group(group_name) if s is not None else None
     if g is None:
-        raise _nogroup(key, group_name)
+        raise nogroup(key, group_name)
     if argc == 3:
         total, first, last, per = g.pending_summary()
         if not total:
@@ -387,7 +380,7 @@ def xclaim(c: Client, argv: list[bytes]):
     s = stream_read(c, key)
     g = s.get_group(group_name) if s is not None else None
     if g is None:
-        raise _nogroup(key, group_name)
+        raise nogroup(key, group_name)
     minidle = _claim_int(argv[4], b"min-idle-time")
     if minidle < 0:
         minidle = 0
@@ -496,7 +489,7 @@ def xautoclaim(c: Client, argv: list[bytes]):
     s = stream_read(c, key)
     g = s.get_group(group_name) if s is not None else None
     if g is None:
-        raise _nogroup(key, group_name)
+        raise nogroup(key, group_name)
     now = now_ms()
     dirty = c.server.dirty
     res = s.autoclaim(g, consumer_name, minidle, start, count, now, justid)
@@ -574,7 +567,7 @@ def _xgroup(c: Client, argv: list[bytes]):
             entries_read = v
             i += 2
         else:
-            raise _subcommand_error(argv)
+            raise subcommand_error(argv)
     s = stream_write(c, key)
     g = None
     if not mkstream:
@@ -582,7 +575,7 @@ def _xgroup(c: Client, argv: list[bytes]):
             raise KEY_MUST_EXIST
         g = s.get_group(group_name)
         if g is None and sub in (b"setid", b"createconsumer", b"delconsumer"):
-            raise _nogroup_for_key(group_name, key)
+            raise nogroup_for_key(group_name, key)
     server = c.server
     if create and 5 <= argc <= 8:
         arg = argv[4]
@@ -631,150 +624,11 @@ def _xgroup(c: Client, argv: list[bytes]):
         server.dirty += 1
         notify(c, b"xgroup-delconsumer", key)
         return pending
-    raise _subcommand_error(argv)
+    raise subcommand_error(argv)
 
 
 for _sub in ("create", "setid", "destroy", "createconsumer", "delconsumer"):
     command(f"xgroup|{_sub}")(_xgroup)
-
-
-# -- XINFO ---------------------------------------------------------------------------------------
-
-_XINFO_HELP = [
-    "XINFO <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "CONSUMERS <key> <groupname>",
-    "    Show consumers of <groupname>.",
-    "GROUPS <key>",
-    "    Show the stream consumer groups.",
-    "STREAM <key> [FULL [COUNT <count>]",
-    "    Show information about the stream.",
-]
-
-
-@command("xinfo|help")
-def xinfo_help(c: Client, argv: list[bytes]):
-    return help_reply(_XINFO_HELP)
-
-
-def _xinfo_stream_read(c: Client, key: bytes) -> Stream:
-    s = stream_read(c, key)
-    if s is None:
-        raise ReplyError("ERR no such key")
-    return s
-
-
-def _opt_int(v: int) -> int | None:
-    return None if v == SCG_INVALID_ENTRIES_READ else v
-
-
-@command("xinfo|consumers")
-def xinfo_consumers(c: Client, argv: list[bytes]):
-    key = argv[2]
-    s = _xinfo_stream_read(c, key)
-    g = s.get_group(argv[3])
-    if g is None:
-        raise _nogroup_for_key(argv[3], key)
-    now = now_ms()
-    out = []
-    for cons in g.consumers_sorted():
-        idle = now - cons.seen_time
-        out.append(Map(((b"name", cons.name), (b"pending", len(cons.pel)), (b"idle", idle if idle > 0 else 0))))
-    return out
-
-
-@command("xinfo|groups")
-def xinfo_groups(c: Client, argv: list[bytes]):
-    s = _xinfo_stream_read(c, argv[2])
-    out = []
-    for g in s.groups():
-        out.append(Map((
-            (b"name", g.name),
-            (b"consumers", len(g.consumers)),
-            (b"pending", len(g.pel)),
-            (b"last-delivered-id", fmt_id(g.last_id)),
-            (b"entries-read", _opt_int(g.entries_read)),
-            (b"lag", s.group_lag(g)),
-        )))
-    return out
-
-
-@command("xinfo|stream")
-def xinfo_stream(c: Client, argv: list[bytes]):
-    key = argv[2]
-    s = _xinfo_stream_read(c, key)
-    opts = argv[3:]
-    full = False
-    count = 10
-    if opts:
-        if len(opts) not in (1, 3) or opts[0].lower() != b"full":
-            raise _subcommand_error(argv)
-        full = True
-        if len(opts) == 3:
-            if opts[1].lower() != b"count":
-                raise _subcommand_error(argv)
-            v = string2ll(opts[2])
-            if v is None:
-                raise NOT_INT
-            count = v if v >= 0 else 10
-    info = Map((
-        (b"length", s.length),
-        (b"radix-tree-keys", s.node_count()),
-        (b"radix-tree-nodes", s.rax_node_count()),
-        (b"last-generated-id", fmt_id(s.last_id)),
-        (b"max-deleted-entry-id", fmt_id(s.max_deleted_entry_id)),
-        (b"entries-added", s.entries_added),
-        (b"recorded-first-entry-id", fmt_id(s.first_id)),
-    ))
-    st = s.idmp
-    if st is not None:
-        # Redis 8.6: shown once the stream has IDMP state (XCFGSET or an IDMP XADD).
-        st.expire_all(now_ms())
-        info[b"idmp-duration"] = st.duration
-        info[b"idmp-maxsize"] = st.maxsize
-        info[b"pids-tracked"] = st.pids_tracked()
-        info[b"iids-tracked"] = st.iids_tracked()
-        info[b"iids-added"] = st.iids_added
-        info[b"iids-duplicates"] = st.iids_duplicates
-    if not full:
-        info[b"groups"] = s.group_count()
-        first = s.first_entry()
-        last = s.last_entry()
-        info[b"first-entry"] = Raw(encode_entry(*first) + b"\r\n") if first else None
-        info[b"last-entry"] = Raw(encode_entry(*last) + b"\r\n") if last else None
-        return info
-    info[b"entries"] = Raw(entries_bytes(s.range(0, ID_MAX, count)) + b"\r\n")
-    groups = []
-    for g in s.groups():
-        pending = []
-        for sid, nack in g.pel.items():
-            if count and len(pending) >= count:
-                break
-            owner = nack.consumer.name if nack.consumer is not None else b""
-            pending.append([fmt_id(sid), owner, nack.delivery_time, nack.delivery_count])
-        consumers = []
-        for cons in g.consumers_sorted():
-            cpel = []
-            for sid, nack in cons.pel.items():
-                if count and len(cpel) >= count:
-                    break
-                cpel.append([fmt_id(sid), nack.delivery_time, nack.delivery_count])
-            consumers.append(Map((
-                (b"name", cons.name),
-                (b"seen-time", cons.seen_time),
-                (b"pel-count", len(cons.pel)),
-                (b"pending", cpel),
-            )))
-        groups.append(Map((
-            (b"name", g.name),
-            (b"last-delivered-id", fmt_id(g.last_id)),
-            (b"entries-read", _opt_int(g.entries_read)),
-            (b"lag", s.group_lag(g)),
-            (b"pel-count", len(g.pel)),
-            (b"pending", pending),
-            (b"consumers", consumers),
-        )))
-    info[b"groups"] = groups
-    return info
 
 
 # -- XACKDEL / XNACK (Redis 8.2 / 8.8) ------------------------------------------------------------
@@ -799,7 +653,7 @@ def xackdel(c: Client, argv: list[bytes]):
         return [-1] * len(ids)
     g = s.get_group(group_name)
     if g is None:
-        raise _nogroup(key, group_name)
+        raise nogroup(key, group_name)
     out = []
     acked = 0
     for sid in ids:
@@ -880,7 +734,7 @@ def xnack(c: Client, argv: list[bytes]):
     s = stream_write(c, key)
     g = s.get_group(group_name) if s is not None else None
     if g is None:
-        raise _nogroup(key, group_name)
+        raise nogroup(key, group_name)
     released = 0
     for sid in ids:
         nack = g.pel.get(sid)

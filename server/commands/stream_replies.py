@@ -1,0 +1,149 @@
+"""Reply shaping shared by the stream commands: entry arrays (with the encodings of
+decoded-node cache entries kept per node), XREAD/XREADGROUP's per-stream top level, and the
+MAXCOUNT/MAXSIZE reply budget.  The entry encodings themselves are protocol's
+(protocol/stream_entries.py).
+"""
+
+from __future__ import annotations
+
+from rill.protocol.reply import Raw, ReplyError
+from rill.protocol.stream_entries import RESP_ENTRIES, array_head, encode_entry, entries_bytes
+from rill.storage.stream import (
+    ID_MAX,
+    MASK64,
+    Stream,
+)
+
+from ..client import Client
+
+
+def fmt_id(sid: int) -> bytes:
+    """``ms-seq``: the reply and propagation form of an ID."""
+    return b"%d-%d" % (sid >> 64, sid & MASK64)
+
+
+# Encoded entries of the storage's decoded-node cache lists: id(list) -> (list, encodings).
+# A cached node's list is only ever appended to while cached (a changed node gets a new
+# list), so an encoding made once serves every later read of that entry -- repeated
+# XRANGEs, and the XREAD fan-out of new entries to many readers -- as a list slice.
+# Each encoding is kept with a leading CRLF, the form range_bytes joins.
+_NODE_ENC: dict[int, tuple[list, list]] = {}
+_NODE_ENC_MAX = 512
+
+
+def range_bytes(
+    s: Stream, start: int, end: int, count: int, rev: bool = False, sids: list[int] | None = None
+) -> bytes:
+    """XRANGE/XREVRANGE's array (no trailing CRLF): ``s.range(...)`` encoded; a forward
+    read also appends the IDs of the entries to ``sids`` when given."""
+    # Uncached nodes come back as RESP pieces (each entry preceded by CRLF, see
+    # protocol/stream_entries.py); cached ones as decoded entries whose encodings are kept
+    # in _NODE_ENC.
+    parts: list[bytes] = [b""]
+    n = 0
+    ext = parts.extend
+    for ents, lo, hi, cached in s.range_segments(start, end, count, rev, RESP_ENTRIES, sids):
+        n += hi - lo
+        if not cached:
+            ext(ents)
+            continue
+        rec = _NODE_ENC.get(id(ents))
+        if rec is None or rec[0] is not ents:
+            if len(_NODE_ENC) >= _NODE_ENC_MAX:
+                del _NODE_ENC[next(iter(_NODE_ENC))]
+            rec = (ents, [])
+            _NODE_ENC[id(ents)] = rec
+        encs = rec[1]
+        if len(encs) < len(ents):
+            encs.extend([None] * (len(ents) - len(encs)))
+        chunk = encs[lo:hi]
+        if None in chunk:
+            for k in range(lo, hi):
+                if encs[k] is None:
+                    sid, fv = ents[k]
+                    encs[k] = b"\r\n" + encode_entry(sid, fv)
+            chunk = encs[lo:hi]
+        if rev:
+            chunk.reverse()
+        ext(chunk)
+    if not n:
+        return b"*0"
+    parts[0] = array_head(n)
+    return b"".join(parts)
+
+
+def entry_reply(ent: tuple[int, list[bytes]]) -> Raw:
+    return Raw(encode_entry(ent[0], ent[1]) + b"\r\n")
+
+
+def bulk(b: bytes) -> bytes:
+    """A bulk string (no trailing CRLF)."""
+    return b"$%d\r\n%b" % (len(b), b)
+
+
+def read_reply(c: Client, served: list[tuple[bytes, bytes]]) -> Raw:
+    """XREAD/XREADGROUP's top level: per stream its key and entries (already encoded);
+    an array of pairs in RESP2, a map in RESP3."""
+    n = len(served)
+    if c.resp3:
+        parts = [b"%%%d" % n]
+        for key, ents in served:
+            parts.append(bulk(key))
+            parts.append(ents)
+    else:
+        parts = [b"*%d" % n]
+        for key, ents in served:
+            parts.append(b"*2")
+            parts.append(bulk(key))
+            parts.append(ents)
+    return Raw(b"\r\n".join(parts) + b"\r\n")
+
+
+class Budget:
+    """MAXCOUNT/MAXSIZE: one allowance for the whole reply across streams. The first entry
+    always goes; a later one only if it fits (checked before it is delivered)."""
+
+    __slots__ = ("count_left", "size_left", "emitted")
+
+    def __init__(self, maxcount: int, maxsize: int) -> None:
+        self.count_left = maxcount or -1
+        self.size_left = maxsize or -1
+        self.emitted = 0
+
+    def accept(self, sid: int, fv: list[bytes] | None) -> bool:
+        if self.count_left == 0:
+            return False
+        if self.size_left >= 0:
+            size = len(encode_entry(sid, fv)) if fv is not None else 40
+            if self.emitted and size > self.size_left:
+                self.size_left = 0
+                return False
+            self.size_left = max(self.size_left - size, 0)
+        if self.count_left > 0:
+            self.count_left -= 1
+        self.emitted += 1
+        return True
+
+    def spent(self) -> bool:
+        return self.count_left == 0 or (self.emitted > 0 and self.size_left == 0)
+
+
+def budget_range(s: Stream, start: int, count: int, budget: Budget) -> bytes | None:
+    """XREAD's entries after ``start`` within the reply budget (None: nothing fits)."""
+    n = count
+    if budget.count_left > 0 and (not n or budget.count_left < n):
+        n = budget.count_left
+    out = []
+    for sid, fv in s.range(start, ID_MAX, n):
+        if not budget.accept(sid, fv):
+            break
+        out.append((sid, fv))
+    return entries_bytes(out) if out else None
+
+
+def nogroup(key: bytes, group: bytes, suffix: bytes = b"") -> ReplyError:
+    return ReplyError(b"NOGROUP No such key '%b' or consumer group '%b'%b" % (key, group, suffix))
+
+
+def nogroup_for_key(group: bytes, key: bytes) -> ReplyError:
+    return ReplyError(b"NOGROUP No such consumer group '%b' for key name '%b'" % (group, key))
