@@ -29,6 +29,7 @@ from rill.protocol.parser import split_args
 from rill.protocol.reply import ReplyError
 from rill.storage.glob import compile_glob
 
+from .commands import load_all
 from .commands.table import (
     KEY_READ,
     KEY_WRITE,
@@ -739,8 +740,6 @@ class Acl:
     """The users of one server, its ACL log, and the checks the dispatcher calls."""
 
     def __init__(self, server: Server) -> None:
-        from .commands import load_all
-
         load_all()  # command ids cover the whole table before any rule is applied
         self.server = server
         self.users: dict[bytes, User] = {}
