@@ -519,9 +519,6 @@ class AofWriter:
         if was_empty and buf and self.on_data is not None:
             self.on_data()
 
-    def append_raw(self, data: bytes) -> None:
-        self.buf += data
-
     # -- flushing ------------------------------------------------------------
     def write(self) -> bool:
         """Write the whole buffer (retrying short writes); False and keep it on error."""

@@ -198,10 +198,6 @@ def encode_string(s: bytes | bytearray, compress: bool = False) -> bytes:
     return encode_len(n) + s
 
 
-def encode_double_binary(d: float) -> bytes:
-    return _F64.pack(d)
-
-
 def key_delay(usec: int) -> None:
     """Redis's debugDelay: sleep ``usec`` microseconds, or for a negative value 1 us
     once in ``-usec`` calls (rdb-key-save-delay / key-load-delay, for tests)."""
@@ -371,16 +367,6 @@ class RdbWriter:
         self.out += data
         if len(self.out) > _SPILL:
             self.spill()
-
-    def key_value(self, key: bytes, value: Any) -> None:
-        """Type byte, key and value of one pair (DUMP payloads use ``value`` only)."""
-        t = type(value)
-        if t is bytes or t is bytearray:
-            self.out.append(T_STRING)
-            self.string(key)
-            self.string(value)
-        else:
-            WRITERS[value.type_name](self, value, key)
 
     def value(self, value: Any) -> None:
         """Type byte and object, without a key (DUMP)."""

@@ -7,7 +7,7 @@ from them directly.  Works against rill and any Redis >= 7.0.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import redis
@@ -51,29 +51,3 @@ class Conn:
             except redis.ResponseError as e:
                 out.append(e)
         return out
-
-    def pipeline_chunks(self, commands: Iterable[Sequence[Arg]], size: int = 1000) -> Iterable[list[Any]]:
-        """Pipelined in chunks of ``size`` commands, yielding each chunk's replies."""
-        chunk: list[Sequence[Arg]] = []
-        for cmd in commands:
-            chunk.append(cmd)
-            if len(chunk) >= size:
-                yield self.pipeline(chunk)
-                chunk = []
-        if chunk:
-            yield self.pipeline(chunk)
-
-
-def stream_info(conn: Conn, key: str) -> dict[str, Any] | None:
-    """XINFO STREAM as a dict of the fields the planner needs; None when the key does not exist."""
-    try:
-        reply = conn.call("XINFO", "STREAM", key)
-    except redis.ResponseError as e:
-        if "no such key" in str(e):
-            return None
-        raise
-    it = iter(reply)
-    info = {}
-    for k in it:
-        info[k.decode() if isinstance(k, bytes) else k] = next(it)
-    return info

@@ -36,15 +36,6 @@ def split_id(sid: int) -> tuple[int, int]:
     return sid >> 64, sid & MASK64
 
 
-def as_long(v: int) -> int | None:
-    """A u64 part as a Spark ``long``, or None when it does not fit (the ``id`` string stays exact)."""
-    return v if v <= LONG_MAX else None
-
-
-def id_bytes(sid: int) -> bytes:
-    return b"%d-%d" % (sid >> 64, sid & MASK64)
-
-
 def fast_parse(eid: bytes) -> int:
     """An ID from a server reply (always ``ms-seq``)."""
     i = eid.index(b"-")

@@ -59,9 +59,7 @@ class BatchBuilder:
         self.names = [f.name for f in schema.fields]
         self.types = {f.name: _arrow_type(f.dataType) for f in schema.fields}
         self.arrow_schema = pa.schema([pa.field(f.name, self.types[f.name], nullable=True) for f in schema.fields])
-        self.want_fields = "fields" in self.names
         self.extra = [n for n in self.names if n not in META]
-        self.extra_b = [n.encode() for n in self.extra]
         self.reset()
 
     def reset(self) -> None:

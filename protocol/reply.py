@@ -121,8 +121,6 @@ OK = Raw(b"+OK\r\n")
 QUEUED = Raw(b"+QUEUED\r\n")
 PONG = Raw(b"+PONG\r\n")
 EMPTY_ARRAY = Raw(b"*0\r\n")
-ZERO = Raw(b":0\r\n")
-ONE = Raw(b":1\r\n")
 
 
 # Ready-made encodings for the short bulk strings and small integers most

@@ -30,7 +30,6 @@ TRACKING_BROKEN_REDIR = 1 << 6
 REPLY_ON = 0
 REPLY_OFF = 1
 REPLY_SKIP_NEXT = 2
-REPLY_SKIP = 3
 
 
 def _nothing_queued() -> int:
@@ -58,7 +57,6 @@ class Client:
         "created",
         "last_interaction",
         "out",
-        "out_bytes",
         "reply_mode",
         "close_after_reply",
         "kill_requested",
@@ -78,11 +76,8 @@ class Client:
         "pubsub_patterns",
         "pubsub_shard_channels",
         "subscriptions",
-        "flags_extra",
         "on_output",
         "output_backlog",
-        "net_in",
-        "net_out",
         "querybuf_len",
         "querybuf_peak",
         "obuf_soft_since",
@@ -116,7 +111,6 @@ class Client:
         self.created = now
         self.last_interaction = now
         self.out: list[bytes] = []
-        self.out_bytes = 0
         self.reply_mode = REPLY_ON
         self.close_after_reply = False
         self.kill_requested = False
@@ -139,15 +133,12 @@ class Client:
         # Channels + patterns + shard channels, kept by the pub/sub commands: one test
         # on the dispatch path for "this client is in subscribed mode".
         self.subscriptions = 0
-        self.flags_extra = ""
         # Called when output is produced outside the connection's own batch
         # (a blocked client served, a MONITOR feed, a pub/sub message).
         self.on_output: Callable[[Client], None] = lambda c: None
         # Bytes written but not yet taken by the peer (the connection sets it): a
         # replica's snapshot is sent only as fast as the replica reads it.
         self.output_backlog: Callable[[], int] = _nothing_queued
-        self.net_in = 0
-        self.net_out = 0
         self.querybuf_len = 0
         self.querybuf_peak = 0
         self.obuf_soft_since = 0.0
@@ -163,10 +154,6 @@ class Client:
         self.tracking = 0
         self.tracking_redir = 0
         self.tracking_prefixes: dict[bytes, None] | None = None
-
-    @property
-    def db_index(self) -> int:
-        return self.db.id
 
     def reply(self, value: Any) -> None:
         """Queue one reply (honouring CLIENT REPLY OFF/SKIP)."""

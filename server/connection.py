@@ -123,7 +123,6 @@ def serve_while_busy(server: Server, caller: Client) -> None:
             continue  # end of stream: the loop sees it again when it resumes
         client = conn.client
         assert client is not None
-        client.net_in += len(data)
         server.stats.net_input_bytes += len(data)
         client.last_interaction = _time()
         for argv in conn.parser.feed(data):
@@ -227,7 +226,6 @@ class Connection(asyncio.Protocol):
         if client is None or self.closed:
             return
         n = len(data)
-        client.net_in += n
         server = self.server
         server.stats.net_input_bytes += n
         # One clock reading per read, as Redis samples it once per event.
@@ -329,7 +327,6 @@ class Connection(asyncio.Protocol):
             out.clear()
             transport.write(data)
             n = len(data)
-            client.net_out += n
             server.stats.net_output_bytes += n
             if self._paused:
                 self._check_output_limits()

@@ -59,9 +59,6 @@ class HashValue(dict):
     def encoding(self) -> bytes:
         return b"listpack" if self.listpack else b"hashtable"
 
-    def to_hashtable(self) -> None:
-        self.listpack = False
-
     def check_sizes(self, args: Iterable[bytes]) -> None:
         """hashTypeTryConversion: any argument too long for a listpack converts first."""
         if self.listpack:

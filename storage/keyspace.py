@@ -713,7 +713,3 @@ class Keyspace:
         kind = WatchAll if on else dict
         for db in self.dbs:
             db.watched = kind(db.watched)
-
-    def flush_all(self) -> None:
-        for db in self.dbs:
-            db.flush()

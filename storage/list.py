@@ -27,7 +27,7 @@ returns exactly what Redis's liblzf would, or None when it would give up.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from itertools import islice
 
 from . import listpack as lpmod
@@ -381,8 +381,3 @@ class ListValue(deque):
             self.clear()
             self.extend(kept)
         return removed
-
-
-def from_elements(elements: Iterable[bytes]) -> ListValue:
-    """A list holding ``elements`` in order (RDB/RESTORE loading)."""
-    return ListValue(elements)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 # One string2ll for the whole server (re-exported here for the command modules).
 from rill.protocol.numbers import INT64_MAX as INT64_MAX
 from rill.protocol.numbers import INT64_MIN as INT64_MIN
@@ -43,13 +41,6 @@ def get_int(arg: bytes, err: ReplyError | str | None = None) -> int:
     return v
 
 
-def get_range_int(arg: bytes, lo: int, hi: int, err: str) -> int:
-    v = string2ll(arg)
-    if v is None or v < lo or v > hi:
-        raise ReplyError("ERR " + err)
-    return v
-
-
 MUST_BE_POSITIVE = ReplyError("ERR value is out of range, must be positive")
 
 
@@ -57,33 +48,6 @@ def get_positive(arg: bytes, err: ReplyError = MUST_BE_POSITIVE) -> int:
     """Redis's getPositiveLongFromObjectOrReply: one error for non-numbers and negatives."""
     v = string2ll(arg)
     if v is None or v < 0:
-        raise err
-    return v
-
-
-def parse_float(arg: bytes) -> float | None:
-    """strtod-like parse used by Redis for doubles; None if invalid or NaN."""
-    if not arg or arg[:1].isspace() or arg[-1:].isspace() or b"_" in arg:
-        return None
-    try:
-        v = float(arg)
-    except ValueError:
-        low = arg.lower()
-        if low.startswith((b"0x", b"-0x", b"+0x")):
-            try:
-                v = float.fromhex(arg.decode())
-            except ValueError:
-                return None
-        else:
-            return None
-    if math.isnan(v):
-        return None
-    return v
-
-
-def get_float(arg: bytes, err: ReplyError = NOT_FLOAT) -> float:
-    v = parse_float(arg)
-    if v is None:
         raise err
     return v
 

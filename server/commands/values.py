@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import sys
 from typing import Any
 
 from rill.persistence import lzf
@@ -173,7 +172,3 @@ def digest_dataset(keyspace: Keyspace) -> bytes:
                 h.update(b"!%d" % expire)
             acc ^= int.from_bytes(h.digest(), "big")
     return b"%040x" % acc
-
-
-def sizeof(obj: Any) -> int:
-    return sys.getsizeof(obj)

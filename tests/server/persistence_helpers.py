@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import time
 
 from tests.support import RawClient, ServerProcess, free_port, start_redis, start_rill
@@ -126,15 +125,6 @@ def wait_rewrite(c: RawClient) -> None:
                     and info_field(c, "aof_rewrite_scheduled") == "0")
 
 
-def exited(proc: ServerProcess, timeout: float = 10.0) -> int | None:
-    """The exit code once the process is gone (None if it keeps running)."""
-    assert proc.proc is not None
-    try:
-        return proc.proc.wait(timeout)
-    except Exception:
-        return None
-
-
 def start_expecting_failure(argv_args: list[str], workdir: str, timeout: float = 10.0) -> tuple[int, str]:
     """Run rill-server that must refuse to start; (exit code, log)."""
     import subprocess
@@ -145,14 +135,6 @@ def start_expecting_failure(argv_args: list[str], workdir: str, timeout: float =
             "--dir", workdir, *argv_args]
     proc = subprocess.run(argv, cwd=workdir, capture_output=True, timeout=timeout)
     return proc.returncode, (proc.stdout + proc.stderr).decode(errors="replace")
-
-
-def port_open(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False
 
 
 def files(path: str) -> list[str]:
