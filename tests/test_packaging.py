@@ -95,6 +95,11 @@ def test_wheel_holds_every_module_and_the_command_specs(tmp_path):
             rel = py.relative_to(ROOT).as_posix()
             assert f"rill/{rel}" in names, f"{rel} is not in the wheel"
     assert "rill/server/commands/specs.json" in names
+    for top in SOURCE_FOLDERS:
+        for lua in (ROOT / top).rglob("*.lua") if (ROOT / top).is_dir() else []:
+            rel = lua.relative_to(ROOT).as_posix()
+            assert f"rill/{rel}" in names, f"{rel} is not in the wheel"
+    assert "rill/server/lua/sandbox.lua" in names
     assert {n.split("/")[0] for n in names} == {"rill", wheel.name.split("-py3")[0] + ".dist-info"}
     entry_points = zipfile.ZipFile(wheel).read(f"{wheel.name.split('-py3')[0]}.dist-info/entry_points.txt")
     assert b"rill-server = rill.server.main:main" in entry_points
