@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 from rill.persistence import aof
 
+from .tls import TLSConfigError
+
 if TYPE_CHECKING:
     from .client import Client
     from .server import Server
@@ -149,17 +151,34 @@ class Replication:
         host, port, generation = self.host, self.port, self.generation
 
         timeout = max(1, self.server.config.int("repl-timeout"))
+        # tls-replication: the link is TLS, made with the client-side context (our
+        # client certificate, the peer's chain checked against the CA; no name check).
+        tls_context = None
+        if self.server.config.bool("tls-replication"):
+            try:
+                tls_context = self.server.tls.client_context()
+            except TLSConfigError:
+                self.state = CONNECT  # logged; the cron tries again
+                return
 
         async def dial() -> None:
             try:
                 await asyncio.wait_for(
-                    loop.create_connection(lambda: MasterLink(self, generation), host, port), timeout)
-            except OSError as e:  # TimeoutError included
+                    loop.create_connection(lambda: MasterLink(self, generation), host, port, ssl=tls_context,
+                                           server_hostname="" if tls_context is not None else None), timeout)
+            except OSError as e:  # TimeoutError and TLS handshake failures included
                 log.warning("Error condition on socket for SYNC: %s", e.strerror or str(e) or "timed out")
                 if self.generation == generation and self.state == CONNECTING:
                     self.state = CONNECT  # the cron tries again
 
         loop.create_task(dial())
+
+    def listening_port(self) -> int:
+        """The port REPLCONF listening-port announces: the TLS one when replication is
+        over TLS, as Redis (replica-announce-port, when set, is refused: see config)."""
+        if self.server.config.bool("tls-replication"):
+            return self.server.tls_port
+        return self.server.tcp_port
 
     def link_up(self, link: MasterLink) -> None:
         if link.generation != self.generation or self.state != CONNECTING:
@@ -177,7 +196,7 @@ class Replication:
             user = config["masteruser"]
             auth = [b"AUTH", user.encode()] if user else [b"AUTH"]
             steps.append((b"AUTH", [*auth, config["masterauth"].encode()]))
-        steps.append((b"REPLCONF", [b"REPLCONF", b"listening-port", b"%d" % self.server.tcp_port]))
+        steps.append((b"REPLCONF", [b"REPLCONF", b"listening-port", b"%d" % self.listening_port()]))
         steps.append((b"REPLCONF", [b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"]))
         if self.master_replid != "?" and self.offset >= 0:
             psync = [b"PSYNC", self.master_replid.encode(), b"%d" % (self.offset + 1)]

@@ -225,7 +225,11 @@ def build_contexts(config: Config) -> tuple[ssl.SSLContext, ssl.SSLContext]:
         ossl.SSL_CTX_set_timeout(ptr, config.int("tls-session-cache-timeout"))
         ossl.SSL_CTX_set_session_id_context(ptr, b"redis", 5)
     else:
+        # No cache, and no stateless tickets either (OpenSSL would resume from those
+        # without a cache; Redis 7.0 fails such a resumption with an internal error
+        # alert): every connection makes a full handshake.
         ossl.SSL_CTX_ctrl(ptr, _CTRL_SET_SESS_CACHE_MODE, _SESS_CACHE_OFF, None)
+        server.options |= ssl.OP_NO_TICKET
     if config.bool("tls-prefer-server-ciphers"):
         server.options |= ssl.OP_CIPHER_SERVER_PREFERENCE
     server.options |= ssl.OP_SINGLE_DH_USE
@@ -366,7 +370,7 @@ class TLSListener:
             await self.loop.connect_accepted_socket(lambda: conn, sock, ssl=context,
                                                     ssl_handshake_timeout=HANDSHAKE_TIMEOUT)
         except (TimeoutError, OSError, EOFError) as e:
-            log.info("Error accepting a client connection: %s (conn: addr=%s:%s)", _reason(e), peer[0], peer[1])
+            log.warning("Error accepting a client connection: %s (conn: addr=%s:%s)", _reason(e), peer[0], peer[1])
             sock.close()
 
     def close(self) -> None:
@@ -377,8 +381,12 @@ class TLSListener:
 
 
 def _reason(e: BaseException) -> str:
+    """OpenSSL's reason text ("tlsv1 alert unknown ca"), as Redis logs it after the code."""
     if isinstance(e, ssl.SSLError):
-        return e.reason or str(e)
+        text = str(e.args[1]) if len(e.args) > 1 else str(e)
+        if text.startswith("[") and "] " in text:
+            text = text.split("] ", 1)[1].rsplit(" (_ssl.c", 1)[0]
+        return text
     if isinstance(e, TimeoutError):
         return "handshake timed out"
     return str(e) or type(e).__name__

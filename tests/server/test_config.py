@@ -125,7 +125,7 @@ IMPLEMENTED: dict[str, str] = {
     "rdb-del-sync-files": "server/persistence.py",
     "aof-disable-auto-gc": "server/persistence.py",
     "tls-port": "server/main.py",
-    "tls-replication": "server/tls.py",
+    "tls-replication": "server/replication.py",
     "tls-auth-clients": "server/tls.py",
     "tls-cert-file": "server/tls.py",
     "tls-key-file": "server/tls.py",

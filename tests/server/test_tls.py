@@ -9,6 +9,7 @@ session: a CA, a server certificate, a client certificate, one signed by another
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import ssl
 import subprocess
@@ -25,6 +26,7 @@ from tests.support import (
     free_port,
     require_tool,
     scratch_dir,
+    wait_until,
 )
 
 
@@ -111,8 +113,10 @@ def tls_connect(port: int, ctx: ssl.SSLContext, timeout: float = 10.0, **kw) -> 
     return ctx.wrap_socket(sock, **kw)
 
 
-def start_tls(kind: str, certs: Path, *args: str, plain: bool = True, workdir: str | None = None) -> TLSServer:
-    """rill or redis-server with TLS on a free port, mutual TLS by default (as Redis)."""
+def start_tls(kind: str, certs: Path, *args: str, plain: bool = True, workdir: str | None = None,
+              ctx: ssl.SSLContext | None = None) -> TLSServer:
+    """rill or redis-server with TLS on a free port, mutual TLS by default (as Redis);
+    ``ctx`` is what the readiness check connects with (default: our CA, client.crt)."""
     port, tls_port = free_port(), free_port()
     workdir = workdir or scratch_dir(f"{kind}-tls-")
     if kind == "rill":
@@ -121,7 +125,7 @@ def start_tls(kind: str, certs: Path, *args: str, plain: bool = True, workdir: s
         argv = [require_tool("redis-server"), "--appendonly", "no"]
     argv += ["--port", str(port if plain else 0), "--tls-port", str(tls_port), *tls_args(certs),
              "--save", "", "--dir", workdir, "--enable-debug-command", "yes", *args]
-    return TLSServer(argv, port, tls_port, workdir, client_context(certs)).start()
+    return TLSServer(argv, port, tls_port, workdir, ctx or client_context(certs)).start()
 
 
 def both(certs: Path, *args: str, plain: bool = True):
@@ -222,3 +226,344 @@ def test_redis_benchmark_over_tls(certs):
         assert "SET:" in out.stdout and "GET:" in out.stdout
         with TLSClient(srv.tls_port, srv.ctx) as c:
             assert c.call("DBSIZE") != b":0\r\n"
+
+
+def _py(srv: TLSServer, certs: Path, **kw) -> redis.Redis:
+    return redis.Redis(host="127.0.0.1", port=srv.tls_port, ssl=True, ssl_ca_certs=str(certs / "ca.crt"),
+                       ssl_certfile=str(certs / "client.crt"), ssl_keyfile=str(certs / "client.key"),
+                       ssl_check_hostname=False, **kw)
+
+
+# -- start-up errors -----------------------------------------------------------------------
+
+
+def _startup_failure(kind: str, certs: Path, *args: str) -> tuple[int, list[str]]:
+    """Exit status and the last two log lines (pid and time stripped) of a server that
+    refuses to start."""
+    workdir = scratch_dir(f"{kind}-tls-bad-")
+    binary = [sys.executable, "-m", "rill.server.main"] if kind == "rill" else [require_tool("redis-server")]
+    argv = [*binary, "--port", "0", "--tls-port", str(free_port()), "--save", "", "--dir", workdir, *args]
+    proc = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, timeout=60)
+    lines = [line.split(" ", 5)[-1] for line in proc.stdout.splitlines() if line.strip()]
+    return proc.returncode, lines[-2:]
+
+
+@pytest.mark.parametrize("case", [
+    "missing cert", "cert is not a certificate", "key does not match", "missing key",
+    "no CA", "missing CA", "bad protocols", "bad ciphers", "bad ciphersuites",
+    "missing dh params", "bad dh params", "wrong key passphrase", "no cert",
+])
+def test_startup_refuses_bad_tls_configuration_as_redis(certs, case):
+    c = {k: str(certs / v) for k, v in dict(cert="server.crt", key="server.key", ca="ca.crt").items()}
+    args = {
+        "missing cert": dict(cert="/nonexistent.crt"),
+        "cert is not a certificate": dict(cert=str(certs / "server.key")),
+        "key does not match": dict(key=str(certs / "client.key")),
+        "missing key": dict(key="/nonexistent.key"),
+        "no CA": dict(ca=""),
+        "missing CA": dict(ca="/nonexistent-ca.crt"),
+        "bad protocols": dict(extra=["--tls-protocols", "TLSv1.2 TLSv9"]),
+        "bad ciphers": dict(extra=["--tls-ciphers", "NOT-A-CIPHER"]),
+        "bad ciphersuites": dict(extra=["--tls-ciphersuites", "TLS_NOT_A_SUITE"]),
+        "missing dh params": dict(extra=["--tls-dh-params-file", "/nonexistent.dh"]),
+        "bad dh params": dict(extra=["--tls-dh-params-file", str(certs / "ca.crt")]),
+        "wrong key passphrase": dict(cert=str(certs / "locked.crt"), key=str(certs / "locked.key"),
+                                     extra=["--tls-key-file-pass", "wrong"]),
+        "no cert": dict(cert=""),
+    }[case]
+    c.update({k: v for k, v in args.items() if k != "extra"})
+    argv = ["--tls-cert-file", c["cert"], "--tls-key-file", c["key"], "--tls-ca-cert-file", c["ca"],
+            *args.get("extra", [])]
+    rill = _startup_failure("rill", certs, *argv)
+    redis_ = _startup_failure("redis", certs, *argv)
+    assert rill == redis_
+    assert rill[0] == 1 and rill[1][-1] == "# Failed to configure TLS. Check logs for more info."
+
+
+def test_encrypted_key_with_its_passphrase(certs):
+    with start_tls("rill", certs, "--tls-cert-file", str(certs / "locked.crt"),
+                   "--tls-key-file", str(certs / "locked.key"), "--tls-key-file-pass", "s3cret") as srv:
+        with tls_connect(srv.tls_port, srv.ctx) as s:
+            assert s.getpeercert()["subject"][1][0][1] == "locked"
+
+
+# -- hostile and confused peers ------------------------------------------------------------
+
+
+def test_plaintext_garbage_and_stalled_handshakes_leave_other_clients_untouched(certs):
+    with start_tls("rill", certs) as srv:
+        good = TLSClient(srv.tls_port, srv.ctx)
+        assert good.call("SET", "k", "v") == b"+OK\r\n"
+        stalled = [socket.create_connection(("127.0.0.1", srv.tls_port)) for _ in range(3)]
+        stalled[1].sendall(b"\x16\x03\x01\x02\x00")  # a record header, then nothing
+        for payload in (b"*1\r\n$4\r\nPING\r\n", b"PING\r\n", b"GET / HTTP/1.1\r\n\r\n",
+                        os.urandom(4096), b"\x16\x03\x01\x00\x05hello"):
+            s = socket.create_connection(("127.0.0.1", srv.tls_port), timeout=5)
+            s.sendall(payload)
+            t = time.monotonic()
+            try:
+                assert s.recv(100) in (b"", b"\x15\x03\x03\x00\x02\x02\n", b"\x15\x03\x01\x00\x02\x02\n")
+            except ConnectionResetError:
+                pass
+            assert time.monotonic() - t < 3, "dropped at once, not after a timeout"
+            s.close()
+        # Meanwhile the stalled handshakes block nobody.
+        assert good.call("GET", "k") == b"$1\r\nv\r\n"
+        with TLSClient(srv.tls_port, srv.ctx) as fresh:
+            assert fresh.call("PING") == b"+PONG\r\n"
+        # A TLS client on the plain port: its hello is a protocol error there, as in Redis.
+        with pytest.raises((ssl.SSLError, OSError)):
+            tls_connect(srv.port, srv.ctx, timeout=5)
+        plain = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        plain.sendall(b"PING\r\n")
+        assert plain.recv(100) == b"+PONG\r\n"
+        plain.close()
+        # A stalled handshake is dropped in the end.
+        stalled[0].settimeout(30)
+        assert stalled[0].recv(10) == b""
+        for s in stalled:
+            s.close()
+        assert good.call("DBSIZE") == b":1\r\n"
+        good.close()
+
+
+# -- client authentication, protocols, ciphers, sessions -------------------------------------
+
+
+def _outcome(port: int, ctx: ssl.SSLContext) -> str:
+    """What a client with ``ctx`` gets: PONG, or refused (at the handshake or, in TLS 1.3,
+    at the first read, where a server refusing the certificate closes)."""
+    try:
+        with tls_connect(port, ctx, timeout=5) as s:
+            s.sendall(b"PING\r\n")
+            data = s.recv(100)
+            return data.decode() if data else "refused"
+    except (ssl.SSLError, OSError):
+        return "refused"
+
+
+@pytest.mark.parametrize("mode", ["yes", "no", "optional"])
+def test_tls_auth_clients_side_by_side(certs, mode):
+    results = []
+    for srv in both(certs, "--tls-auth-clients", mode):
+        with srv:
+            results.append({who: _outcome(srv.tls_port, client_context(certs, cert))
+                            for who, cert in (("client", "client"), ("none", None), ("stranger", "stranger"))})
+    assert results[0] == results[1]
+    assert results[0]["client"] == "+PONG\r\n"
+    assert results[0]["none"] == ("refused" if mode == "yes" else "+PONG\r\n")
+
+
+def test_tls_auth_clients_changes_for_new_connections(certs):
+    with start_tls("rill", certs) as srv:
+        assert _outcome(srv.tls_port, client_context(certs, None)) == "refused"
+        with TLSClient(srv.tls_port, srv.ctx) as c:
+            assert c.call("CONFIG", "SET", "tls-auth-clients", "no") == b"+OK\r\n"
+        assert _outcome(srv.tls_port, client_context(certs, None)) == "+PONG\r\n"
+
+
+def _negotiated(port: int, ctx: ssl.SSLContext) -> tuple | str:
+    try:
+        with tls_connect(port, ctx, timeout=5) as s:
+            s.sendall(b"PING\r\n")
+            s.recv(100)
+            return s.version(), s.cipher()[0]
+    except (ssl.SSLError, OSError):
+        return "refused"
+
+
+def _pinned(certs: Path, version: ssl.TLSVersion, **kw) -> ssl.SSLContext:
+    return client_context(certs, minimum_version=version, maximum_version=version, **kw)
+
+
+def test_protocols_ciphers_and_ciphersuites_side_by_side(certs):
+    v12, v13 = ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3
+    cases = [
+        (["--tls-protocols", "TLSv1.2"], [_pinned(certs, v12), _pinned(certs, v13)]),
+        (["--tls-protocols", "TLSv1.3"], [_pinned(certs, v12), _pinned(certs, v13)]),
+        (["--tls-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256"], [_pinned(certs, v13)]),
+        (["--tls-ciphers", "ECDHE-ECDSA-CHACHA20-POLY1305"], [_pinned(certs, v12)]),
+    ]
+    # The client offers AES128 first; the server's list puts CHACHA20 first.
+    offers = "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-CHACHA20-POLY1305"
+    server_order = "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES128-GCM-SHA256"
+    for prefer in ("yes", "no"):
+        ctx = _pinned(certs, v12)
+        ctx.set_ciphers(offers)
+        cases.append((["--tls-ciphers", server_order, "--tls-prefer-server-ciphers", prefer], [ctx]))
+    for args, clients in cases:
+        got = []
+        for srv in both(certs, *args):
+            with srv:
+                got.append([_negotiated(srv.tls_port, ctx) for ctx in clients])
+        assert got[0] == got[1], args
+    assert got[0] == [("TLSv1.2", "ECDHE-ECDSA-AES128-GCM-SHA256")]  # prefer no: the client's choice
+
+
+def _resumed(port: int, ctx: ssl.SSLContext) -> bool:
+    with tls_connect(port, ctx) as s:
+        s.sendall(b"PING\r\n")
+        s.recv(100)  # TLS 1.3 tickets come after the handshake
+        session = s.session
+    with tls_connect(port, ctx, session=session) as s:
+        s.sendall(b"PING\r\n")
+        s.recv(100)
+        return s.session_reused
+
+
+@pytest.mark.parametrize("args", [[], ["--tls-session-cache-timeout", "0"], ["--tls-protocols", "TLSv1.2"]])
+def test_session_resumption_side_by_side(certs, args):
+    got = []
+    for srv in both(certs, *args):
+        with srv:
+            got.append([_resumed(srv.tls_port, client_context(certs)) for _ in range(2)])
+    assert got[0] == got[1]
+
+
+@pytest.mark.parametrize("protocols", ["", "TLSv1.2"])
+def test_session_caching_off_means_full_handshakes(certs, protocols):
+    """tls-session-caching no: nothing resumes. (Redis 7.0 answers a resumption
+    attempt with an internal-error alert there, its TLS 1.3 tickets still being
+    issued; rill issues none, so a client simply makes a full handshake.)"""
+    with start_tls("rill", certs, "--tls-session-caching", "no", "--tls-protocols", protocols) as srv:
+        assert [_resumed(srv.tls_port, client_context(certs)) for _ in range(2)] == [False, False]
+
+
+def test_session_cache_parameters_reach_openssl(certs):
+    """tls-session-cache-size and -timeout land in the server context's OpenSSL cache."""
+    from rill.server.config import Config
+    from rill.server.tls import build_contexts, session_cache_settings
+
+    config = Config()
+    for name, value in (("tls-cert-file", certs / "server.crt"), ("tls-key-file", certs / "server.key"),
+                        ("tls-ca-cert-file", certs / "ca.crt"), ("tls-session-cache-size", 77),
+                        ("tls-session-cache-timeout", 9)):
+        config.set(name, str(value), startup=True)
+    server, _client = build_contexts(config)
+    assert session_cache_settings(server) == (77, 9)
+
+
+# -- certificate reload ----------------------------------------------------------------------
+
+
+def _server_cn(port: int, ctx: ssl.SSLContext) -> str:
+    with tls_connect(port, ctx) as s:
+        return dict(x[0] for x in s.getpeercert()["subject"])["commonName"]
+
+
+def test_certificates_reload_through_config_set(certs, tmp_path):
+    live_crt, live_key = tmp_path / "live.crt", tmp_path / "live.key"
+    live_crt.write_bytes((certs / "server.crt").read_bytes())
+    live_key.write_bytes((certs / "server.key").read_bytes())
+    refusals = []
+    for kind in ("rill", "redis"):
+        with start_tls(kind, certs, "--tls-cert-file", str(live_crt), "--tls-key-file", str(live_key)) as srv:
+            old = TLSClient(srv.tls_port, srv.ctx)
+            assert _server_cn(srv.tls_port, srv.ctx) == "server"
+            # Another certificate by name: new connections get it, open ones carry on.
+            assert old.call("CONFIG", "SET", "tls-cert-file", str(certs / "server2.crt"),
+                            "tls-key-file", str(certs / "server2.key")) == b"+OK\r\n"
+            assert _server_cn(srv.tls_port, srv.ctx) == "server2"
+            assert old.call("PING") == b"+PONG\r\n"
+            # A bad file is refused, and the current certificate stays.
+            refusals.append([old.call("CONFIG", "SET", "tls-cert-file", str(tmp_path / "missing.crt")),
+                             old.call("CONFIG", "SET", "tls-key-file", str(certs / "client.key")),
+                             old.call("CONFIG", "SET", "tls-protocols", "SSLv3"),
+                             old.call("CONFIG", "GET", "tls-cert-file")])
+            assert _server_cn(srv.tls_port, srv.ctx) == "server2"
+            # The same names again, after the files were replaced: reloaded (a rotation).
+            assert old.call("CONFIG", "SET", "tls-cert-file", str(live_crt), "tls-key-file", str(live_key)) == b"+OK\r\n"
+            assert _server_cn(srv.tls_port, srv.ctx) == "server"
+            live_crt.write_bytes((certs / "server2.crt").read_bytes())
+            live_key.write_bytes((certs / "server2.key").read_bytes())
+            assert old.call("CONFIG", "SET", "tls-cert-file", str(live_crt)) == b"+OK\r\n"
+            assert _server_cn(srv.tls_port, srv.ctx) == "server2"
+            live_crt.write_bytes((certs / "server.crt").read_bytes())
+            live_key.write_bytes((certs / "server.key").read_bytes())
+            old.close()
+    assert refusals[0] == refusals[1]
+    assert refusals[0][0] == (b"-ERR CONFIG SET failed (possibly related to argument 'tls-cert-file') - "
+                              b"Unable to update TLS configuration. Check server logs.\r\n")
+
+
+def test_config_set_tls_port_turns_tls_on(certs):
+    with start_tls("rill", certs) as srv:
+        srv2_port = free_port()
+        plain = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        from tests.support import encode_command
+
+        plain.sendall(encode_command(["CONFIG", "SET", "tls-port", str(srv2_port)]))
+        assert plain.recv(100) == b"+OK\r\n"
+        wait_until(lambda: _outcome(srv2_port, srv.ctx) == "+PONG\r\n")
+        assert _outcome(srv.tls_port, srv.ctx) == "refused"  # the old TLS port is closed
+        plain.close()
+
+
+def test_ca_cert_dir_and_dh_params(certs):
+    with start_tls("rill", certs, "--tls-ca-cert-file", "", "--tls-ca-cert-dir", str(certs / "cadir"),
+                   "--tls-dh-params-file", str(certs / "dh.pem")) as srv:
+        assert _outcome(srv.tls_port, client_context(certs)) == "+PONG\r\n"
+        assert _outcome(srv.tls_port, client_context(certs, "stranger")) == "refused"
+
+
+# -- CLIENT LIST and INFO ----------------------------------------------------------------------
+
+
+def test_client_list_and_info_show_tls_connections_as_redis(certs):
+    seen = []
+    for srv in both(certs, plain=False):
+        with srv, TLSClient(srv.tls_port, srv.ctx) as c:
+            info = c.call("INFO", "server").decode()
+            port_line = next(line for line in info.split("\r\n") if line.startswith("tcp_port:"))
+            entry = c.call("CLIENT", "LIST").decode().split("\r\n", 1)[1].strip()
+            fields = dict(kv.split("=", 1) for kv in entry.split(" "))
+            seen.append((port_line == f"tcp_port:{srv.tls_port}", fields["flags"],
+                         fields["laddr"] == f"127.0.0.1:{srv.tls_port}", sorted(fields)))
+    assert seen[0][:3] == seen[1][:3] == (True, "N", True)
+    assert seen[0][3] == seen[1][3]
+
+
+# -- replication -------------------------------------------------------------------------------
+
+
+def _replicate(certs: Path, master_kind: str, replica_kind: str, *replica_args: str) -> None:
+    with start_tls(master_kind, certs, "--tls-replication", "yes") as master, \
+            start_tls(replica_kind, certs, "--tls-replication", "yes", *replica_args) as replica:
+        m, r = _py(master, certs), _py(replica, certs)
+        m.set("before", "1")
+        m.xadd("s", {"f": "v"}, id="1-1")
+        assert r.execute_command("REPLICAOF", "127.0.0.1", master.tls_port) in (b"OK", "OK")
+        wait_until(lambda: r.info("replication").get("master_link_status") == "up", timeout=30)
+        m.set("after", "2")
+        m.xadd("s", {"f": "w"}, id="2-1")
+        wait_until(lambda: r.get("after") == b"2", timeout=15)
+        assert r.get("before") == b"1" and r.xlen("s") == 2
+        # The master lists the replica at the port it announced: its TLS port.
+        slave0 = m.info("replication")["slave0"]
+        assert slave0["port"] == replica.tls_port and slave0["state"] == "online"
+        m.close()
+        r.close()
+
+
+@pytest.mark.parametrize("master, replica", [("rill", "rill"), ("redis", "rill"), ("rill", "redis")])
+def test_replication_over_tls(certs, master, replica):
+    _replicate(certs, master, replica)
+
+
+def test_replica_presents_the_client_certificate(certs):
+    """tls-client-cert-file/-key-file: what an outgoing link presents (the master checks it)."""
+    _replicate(certs, "redis", "rill", "--tls-client-cert-file", str(certs / "client.crt"),
+               "--tls-client-key-file", str(certs / "client.key"))
+
+
+def test_replica_refuses_a_master_outside_its_ca(certs):
+    with start_tls("rill", certs, "--tls-replication", "yes") as replica, \
+            start_tls("redis", certs, "--tls-cert-file", str(certs / "stranger.crt"),
+                      "--tls-key-file", str(certs / "stranger.key"), "--tls-auth-clients", "no",
+                      ctx=client_context(certs, None, ca="otherca")) as master:
+        r = _py(replica, certs)
+        r.execute_command("REPLICAOF", "127.0.0.1", master.tls_port)
+        time.sleep(2)
+        assert r.info("replication")["master_link_status"] == "down"
+        assert "certificate verify failed" in replica.log() or "CERTIFICATE_VERIFY_FAILED" in replica.log()
+        r.close()
