@@ -20,9 +20,11 @@ from rill.protocol.reply import QUEUED, Raw, ReplyError, encode_into
 from rill.storage.keyspace import Database, Keyspace
 
 from . import REDIS_VERSION
+from . import shutdown as shutdown_seq
 from .acl import Acl
 from .blocking import BlockingRegistry, Wait
 from .client import Client
+from .commands import keys as _keys
 from .commands.table import (
     ADMIN,
     ALLOW_BUSY,
@@ -47,6 +49,7 @@ from .evict import EVICT_FAIL, evictor_of
 from .latency import HDR_OF, LatencyMonitor, record, record_long, unrecord
 from .outcomes import NO_REPLY, Block
 from .propagation import Propagation
+from .scripting import busy_error, running
 from .tls import TLS
 from .tracking import Tracking
 
@@ -380,8 +383,6 @@ class Server:
             arity = cmd.arity
             if not ((arity > 0 and arity != len(argv)) or len(argv) < -arity) and not cmd.flags & ALLOW_BUSY:
                 client.last_cmd = cmd
-                from .scripting import busy_error, running
-
                 self._reject(client, cmd, busy_error(running(self)))
                 return
         self.execute(client, argv)  # unknown or wrong arity: its own error first, as Redis
@@ -713,8 +714,6 @@ class Server:
         like are left to what their script runs, as in Redis's call().
         """
         if client.id < 0:
-            from .scripting import running
-
             ctx = running(self)
             if ctx is None or ctx.client is not client or not ctx.caller.tracking:
                 return
@@ -1019,10 +1018,8 @@ class Server:
                 self.tracking.invalidate(key, None)
         # An expired stream must wake its XREADGROUP waiters with their error.
         self.blocking.signal(db.id, key)
-        from .commands import keys
-
-        if keys.notifier is not None:
-            keys.notifier(db.id, "x", b"expired", key)
+        if _keys.notifier is not None:
+            _keys.notifier(db.id, "x", b"expired", key)
         if self.propagating:
             # Lazy expiry inside a command travels with that command's effects;
             # the cron flushes what active expiry produced.
@@ -1149,9 +1146,7 @@ class Server:
         then stop serving. ``save`` None follows the save points. A failed final save raises
         ReplyError and the server goes on serving, as Redis does, unless ``force``. False:
         lagging replicas are waited for first (shutdown-timeout, unless ``now``)."""
-        from .shutdown import prepare
-
-        return prepare(self, save, force, now)
+        return shutdown_seq.prepare(self, save, force, now)
 
     def uptime(self) -> int:
         return int(time.monotonic() - self.start_monotonic)
