@@ -79,39 +79,39 @@ TABLE_NS = 1 << 16
 HDR_OF = _hdr_table(TABLE_NS)
 
 
-def record_long(cmd: CommandStats, duration: int) -> None:
+def record_long(st: CommandStats, duration: int) -> None:
     """The hot path's IndexError: a command's first sample (its counters are
     allocated now) or a duration past HDR_OF, whose counter is worked out here."""
-    if not cmd.hist:
-        cmd.hist = [0] * HDR_COUNTS
-    cmd.hist[HDR_OF[duration] if duration < TABLE_NS else hdr_index(min(duration, HIST_MAX_NS))] += 1
-    cmd.hist_nsec = -1
+    if not st.hist:
+        st.hist = [0] * HDR_COUNTS
+    st.hist[HDR_OF[duration] if duration < TABLE_NS else hdr_index(min(duration, HIST_MAX_NS))] += 1
+    st.hist_nsec = -1
 
 
-def record(cmd: CommandStats, duration: int) -> None:
+def record(st: CommandStats, duration: int) -> None:
     """Record one sample off the hot path (a blocked command when it is served)."""
     try:
-        cmd.hist[HDR_OF[duration]] += 1
+        st.hist[HDR_OF[duration]] += 1
     except IndexError:
-        record_long(cmd, duration)
-    cmd.hist_nsec = -1
+        record_long(st, duration)
+    st.hist_nsec = -1
 
 
-def unrecord(cmd: CommandStats, duration: int) -> None:
+def unrecord(st: CommandStats, duration: int) -> None:
     """Take back the sample just recorded for a command that blocked: Redis
     records a blocked command's latency when it is served, not when it parks."""
-    cmd.hist[HDR_OF[duration] if duration < TABLE_NS else hdr_index(min(duration, HIST_MAX_NS))] -= 1
-    cmd.hist_nsec = -1
+    st.hist[HDR_OF[duration] if duration < TABLE_NS else hdr_index(min(duration, HIST_MAX_NS))] -= 1
+    st.hist_nsec = -1
 
 
-def hist_total(cmd: CommandStats) -> int:
+def hist_total(st: CommandStats) -> int:
     """How many samples a command's histogram holds."""
-    return sum(cmd.hist)
+    return sum(st.hist)
 
 
-def hdr_counts(cmd: CommandStats) -> list[tuple[int, int]]:
+def hdr_counts(st: CommandStats) -> list[tuple[int, int]]:
     """(HDR counter index, count) of a command's samples, in increasing order."""
-    return [(i, n) for i, n in enumerate(cmd.hist) if n]
+    return [(i, n) for i, n in enumerate(st.hist) if n]
 
 
 def value_at_percentile(counts: list[tuple[int, int]], total: int, percentile: float) -> int:
@@ -161,9 +161,9 @@ def format_percentile(p: float) -> str:
     return text
 
 
-def percentiles_line(cmd: CommandStats, percentiles: list[float]) -> str:
+def percentiles_line(st: CommandStats, percentiles: list[float]) -> str:
     """INFO latencystats' value for one command: ``p50=1.003,p99=...`` in microseconds."""
-    counts = hdr_counts(cmd)
+    counts = hdr_counts(st)
     total = sum(n for _, n in counts)
     return ",".join(
         f"p{format_percentile(p)}={value_at_percentile(counts, total, p) / 1000:.3f}" for p in percentiles
