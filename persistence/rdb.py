@@ -48,7 +48,7 @@ import math
 import random
 import struct
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -130,12 +130,8 @@ _I32 = struct.Struct("<i")
 _U32 = struct.Struct("<I")
 _F64 = struct.Struct("<d")
 _SPILL = 1 << 20  # bytes buffered before a write to the file
-_LP_HDR = struct.Struct("<IH")
 _NUMSTART = lpmod._NUMSTART  # first bytes that may start an integer ("-" and digits)
-_STR6_HDR = lpmod._STR6_HDR
-_STR6_BL = lpmod._STR6_BL
 _lzf_compress = lzf.compress_bytes
-_INTSTR = lpmod._INTSTR
 _QL_LIMITS = (4096, 8192, 16384, 32768, 65536)  # quicklist node bytes for fill -1..-5
 
 
@@ -400,36 +396,6 @@ class RdbWriter:
 Writer = Callable[[RdbWriter, Any, "bytes | None"], None]
 
 
-_NO_LIMIT = 1 << 62
-
-
-def _lp_encode(values: Sequence[bytes], budget: int = _NO_LIMIT, threshold: int = _NO_LIMIT) -> Any:
-    """A listpack of ``values`` (as lpAppend builds it), short non-numeric strings inlined;
-    None as soon as their total length passes ``budget`` or one of them reaches
-    ``threshold`` (a caller's limits, checked in the same pass)."""
-    parts: list[bytes] = []
-    add = parts.append
-    numstart = _NUMSTART
-    hdr = _STR6_HDR
-    bl = _STR6_BL
-    element = lpmod.element
-    total = 0
-    for v in values:
-        n = len(v)
-        total += n
-        if total > budget or n >= threshold:
-            return None
-        if n < 64 and (not n or not numstart[v[0]]):
-            add(hdr[n])
-            add(v)
-            add(bl[n])
-        else:
-            add(element(v))
-    body = b"".join(parts)
-    count = len(values)
-    return _LP_HDR.pack(len(body) + 7, count if count < 65535 else 65535) + body + b"\xff"
-
-
 def _single_node_lp(value: ListValue, fill: int, threshold: int) -> bytes | None:
     """The one listpack quicklist would keep ``value`` in, or None if it may need more.
 
@@ -443,7 +409,7 @@ def _single_node_lp(value: ListValue, fill: int, threshold: int) -> bytes | None
     budget = _QL_LIMITS[-fill - 1] - 7 - 12 * count
     if budget < 0:
         return None
-    return _lp_encode(value, budget, threshold)
+    return lpmod.pack(value, budget, threshold)
 
 
 def _write_list(w: RdbWriter, value: ListValue, key: bytes | None) -> None:
@@ -469,7 +435,7 @@ def _write_list(w: RdbWriter, value: ListValue, key: bytes | None) -> None:
             raw = node[0]
         else:
             out += b"\x02"
-            raw = _lp_encode(node)
+            raw = lpmod.pack(node)
         z = compress_node(raw, lzf.compress) if i in squeezed else None
         if z is None:
             w.string(raw)
@@ -614,7 +580,7 @@ def _write_hash(w: RdbWriter, value: Any, key: bytes | None) -> None:
         out.append(T_HASH_LISTPACK)
         if key is not None:
             w.string(key)
-        w.string(_lp_encode([x for pair in value.rdb_items() for x in pair]))
+        w.string(lpmod.pack([x for pair in value.rdb_items() for x in pair]))
         return
     out.append(T_HASH)
     if key is not None:
@@ -659,7 +625,7 @@ def _write_zset(w: RdbWriter, value: Any, key: bytes | None) -> None:
         if key is not None:
             w.string(key)
         d2s = zsetmod.d2string
-        w.string(_lp_encode([x for m, sc in value.items() for x in (m, d2s(sc))]))
+        w.string(lpmod.pack([x for m, sc in value.items() for x in (m, d2s(sc))]))
         return
     out.append(T_ZSET_2)
     if key is not None:
@@ -879,61 +845,9 @@ def _read_string(r: RdbReader, t: int) -> bytes:
     return r.string()
 
 
-def _lp_decode(lp: bytes) -> list[bytes] | None:
-    """Every element of a listpack as bytes, or None if the blob is not a sound listpack.
-
-    The walk checks what decoding relies on: the header size, every element's
-    encoding and extent, that the last element ends exactly at the EOF byte and
-    that the header count matches (backlens are not needed once decoded).
-    """
-    n = len(lp)
-    if n < 7 or lp[n - 1] != 0xFF or int.from_bytes(lp[0:4], "little") != n:
-        return None
-    last = n - 1
-    out: list[bytes] = []
-    add = out.append
-    intstr = _INTSTR
-    p = 6
-    while p < last:
-        b = lp[p]
-        if b < 0x80:
-            add(intstr[b])
-            p += 2
-        elif b < 0xC0:
-            q = p + 1 + (b & 0x3F)
-            add(lp[p + 1 : q])
-            p = q + 1
-        elif b < 0xE0:
-            u = ((b & 0x1F) << 8) | lp[p + 1]
-            add(b"%d" % (u - 8192 if u >= 4096 else u))
-            p += 3
-        elif b < 0xF0:
-            ln = ((b & 0x0F) << 8) | lp[p + 1]
-            q = p + 2 + ln
-            add(lp[p + 2 : q])
-            p = q + (1 if ln + 2 <= 127 else 2)
-        elif b == 0xF0:
-            ln = int.from_bytes(lp[p + 1 : p + 5], "little")
-            q = p + 5 + ln
-            add(lp[p + 5 : q])
-            p = q + lpmod.backlen_size(ln + 5)
-        elif b <= 0xF4:
-            w = (2, 3, 4, 8)[b - 0xF1]
-            add(b"%d" % int.from_bytes(lp[p + 1 : p + 1 + w], "little", signed=True))
-            p += w + 2
-        else:
-            return None
-    if p != last:
-        return None
-    count = lp[4] | (lp[5] << 8)
-    if count != 65535 and count != len(out):
-        return None
-    return out
-
-
 def _lp_values(r: RdbReader, lp: bytes, at: int, what: str) -> list[bytes]:
     """Decode a listpack blob to bytes values, refusing one that does not walk cleanly."""
-    values = _lp_decode(lp)
+    values = lpmod.unpack(lp)
     if values is None:
         raise r.fail(f"{what} listpack integrity check failed", at)
     return values
@@ -956,7 +870,7 @@ def _read_quicklist(r: RdbReader, t: int) -> Any:
         # One packed node (every small list): decode its listpack straight into the value.
         r.pos = p + 1
         at = r.pos
-        values = _lp_decode(r.string())
+        values = lpmod.unpack(r.string())
         if values is None:
             raise r.fail("quicklist listpack integrity check failed", at)
         return ListValue(values) if values else _EMPTY

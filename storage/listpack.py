@@ -23,7 +23,7 @@ what Redis's ``lpGet`` with an int buffer returns.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 __all__ = [
     "LP_HDR_SIZE",
@@ -46,6 +46,8 @@ __all__ = [
     "value_bytes",
     "new",
     "build",
+    "pack",
+    "unpack",
     "append",
     "append_int",
     "total_bytes",
@@ -335,6 +337,40 @@ def build(values: Iterable[bytes | int]) -> bytearray:
     return lp
 
 
+_NO_LIMIT = 1 << 62  # pack()'s default budget and threshold: none
+
+
+def pack(values: Sequence[bytes], budget: int = _NO_LIMIT, threshold: int = _NO_LIMIT) -> bytes | None:
+    """A listpack of ``values`` (as lpAppend builds it), short non-numeric strings inlined;
+    None as soon as their total length passes ``budget`` or one of them reaches
+    ``threshold`` (a caller's limits, checked in the same pass).
+
+    :func:`build` for a whole collection at once: the RDB writer's listpacks (lists,
+    hashes, sorted sets) come from here, so it joins parts once instead of growing a buffer.
+    """
+    parts: list[bytes] = []
+    add = parts.append
+    numstart = _NUMSTART
+    hdr = _STR6_HDR
+    bl = _STR6_BL
+    encode = element
+    total = 0
+    for v in values:
+        n = len(v)
+        total += n
+        if total > budget or n >= threshold:
+            return None
+        if n < 64 and (not n or not numstart[v[0]]):
+            add(hdr[n])
+            add(v)
+            add(bl[n])
+        else:
+            add(encode(v))
+    body = b"".join(parts)
+    count = len(values)
+    return _HDR.pack(len(body) + 7, count if count < 65535 else 65535) + body + b"\xff"
+
+
 def _append_element(lp: bytearray, ele: bytes) -> None:
     if len(lp) + len(ele) > 0xFFFFFFFF:
         raise OverflowError("listpack larger than 4 GiB")
@@ -515,6 +551,58 @@ def iterate_reverse(lp: bytes | bytearray) -> Iterator[bytes | int]:
 def elements(lp: bytes | bytearray) -> list[bytes | int]:
     """All values as a list (ints as int, strings as bytes)."""
     return list(iterate(lp))
+
+
+def unpack(lp: bytes) -> list[bytes] | None:
+    """Every element of a listpack as bytes, or None if the blob is not a sound listpack.
+
+    The walk checks what decoding relies on: the header size, every element's
+    encoding and extent, that the last element ends exactly at the EOF byte and
+    that the header count matches (backlens are not needed once decoded).
+    """
+    n = len(lp)
+    if n < 7 or lp[n - 1] != 0xFF or int.from_bytes(lp[0:4], "little") != n:
+        return None
+    last = n - 1
+    out: list[bytes] = []
+    add = out.append
+    intstr = _INTSTR
+    p = 6
+    while p < last:
+        b = lp[p]
+        if b < 0x80:
+            add(intstr[b])
+            p += 2
+        elif b < 0xC0:
+            q = p + 1 + (b & 0x3F)
+            add(lp[p + 1 : q])
+            p = q + 1
+        elif b < 0xE0:
+            u = ((b & 0x1F) << 8) | lp[p + 1]
+            add(b"%d" % (u - 8192 if u >= 4096 else u))
+            p += 3
+        elif b < 0xF0:
+            ln = ((b & 0x0F) << 8) | lp[p + 1]
+            q = p + 2 + ln
+            add(lp[p + 2 : q])
+            p = q + (1 if ln + 2 <= 127 else 2)
+        elif b == 0xF0:
+            ln = int.from_bytes(lp[p + 1 : p + 5], "little")
+            q = p + 5 + ln
+            add(lp[p + 5 : q])
+            p = q + backlen_size(ln + 5)
+        elif b <= 0xF4:
+            w = (2, 3, 4, 8)[b - 0xF1]
+            add(b"%d" % int.from_bytes(lp[p + 1 : p + 1 + w], "little", signed=True))
+            p += w + 2
+        else:
+            return None
+    if p != last:
+        return None
+    count = lp[4] | (lp[5] << 8)
+    if count != 65535 and count != len(out):
+        return None
+    return out
 
 
 # --------------------------------------------------------------------------------------------

@@ -413,8 +413,8 @@ def test_intset_zipmap_and_pairs_decode():
     with pytest.raises(rdb.RdbError, match="ziplist"):
         rdb._ziplist_values(r, ziplist([b"a"])[:-1] + b"\x00", 0)
     lp = bytes(listpack.build([b"f", b"1", b"g", b"-2"]))
-    assert rdb._lp_decode(lp) == [b"f", b"1", b"g", b"-2"]
-    assert rdb._lp_decode(lp[:-2] + b"\xff") is None
+    assert listpack.unpack(lp) == [b"f", b"1", b"g", b"-2"]
+    assert listpack.unpack(lp[:-2] + b"\xff") is None
 
 
 def test_hashes_sets_zsets_are_decoded_generically(monkeypatch):

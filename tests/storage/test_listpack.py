@@ -278,6 +278,51 @@ def test_build_matches_reference_and_roundtrips(values):
     assert lp2 == lp
 
 
+bytes_st = values_st.map(lambda v: b"%d" % v if isinstance(v, int) else v)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(bytes_st, max_size=30))
+def test_pack_is_build_and_unpack_reads_it_back(values):
+    """pack() is build() for a whole collection of byte strings; unpack() gives them back."""
+    lp = L.pack(values)
+    assert lp == bytes(L.build(values)) == ref_build(values)
+    assert L.unpack(lp) == [L.value_bytes(canon(v)) for v in values] == values
+
+
+def test_pack_limits():
+    values = [b"a" * 10, b"12", b"b" * 30]
+    assert L.pack(values, budget=42) == bytes(L.build(values))
+    assert L.pack(values, budget=41) is None  # the total length passes the budget
+    assert L.pack(values, threshold=31) == bytes(L.build(values))
+    assert L.pack(values, threshold=30) is None  # one value reaches the threshold
+
+
+def test_unpack_saturated_count_and_rejects():
+    values = [b"%d" % i for i in range(70000)]
+    lp = L.pack(values)
+    assert lp[4:6] == b"\xff\xff"
+    assert L.unpack(lp) == values
+    good = L.pack([b"f", b"1", b"g", b"-2"])
+    assert L.unpack(good[:-2] + b"\xff") is None  # the last element overruns the EOF
+    assert L.unpack(good[:4] + b"\x05\x00" + good[6:]) is None  # header count disagrees
+    assert L.unpack(good[:-1] + b"\x00") is None  # no EOF byte
+    bad = bytearray(good)
+    bad[6] = 0xF5  # an encoding no listpack uses
+    assert L.unpack(bytes(bad)) is None
+
+
+@settings(max_examples=100)
+@given(st.lists(bytes_st, min_size=1, max_size=10), st.data())
+def test_unpack_never_raises_on_corruption(values, data):
+    lp = bytearray(L.pack(values))
+    pos = data.draw(st.integers(0, len(lp) - 1))
+    lp[pos] = data.draw(st.integers(0, 255))
+    out = L.unpack(bytes(lp))
+    assert out is None or all(type(v) is bytes for v in out)
+    assert L.unpack(bytes(lp[:pos])) is None  # any truncation
+
+
 @settings(max_examples=100)
 @given(st.lists(values_st, min_size=1, max_size=20))
 def test_offsets_walk_both_ways(values):
