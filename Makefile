@@ -5,6 +5,8 @@
 #   make bench   side-by-side benchmarks against Debian's redis-server (BENCH_QUICK=1 for a short run)
 #   make lint    ruff, and import-linter's layering contracts (pyproject.toml)
 #   make fuzz    differential fuzzer against redis-server (FUZZ_SEEDS, FUZZ_OPS, FUZZ_RESP)
+#   make tcl     Redis's own Tcl units against rill and redis-server (TREE=redis-7.0.15 UNITS=...)
+#   make tcl-tls the same in TLS mode (runtest --tls; needs tcl-tls and openssl)
 #
 # The venv is (re)installed only when pyproject.toml is newer than the stamp
 # file, so every target is fast once the machine is set up.
@@ -32,7 +34,11 @@ FUZZ_SEEDS ?= 4
 FUZZ_OPS ?= 3000
 FUZZ_RESP ?= 2,3
 
-.PHONY: run test bench lint fuzz venv clean distclean which-python
+# make tcl / tcl-tls: a writable Redis 7.0.15 source tree, and the units to run (default: all).
+TREE ?= redis-7.0.15
+UNITS ?=
+
+.PHONY: run test bench lint fuzz tcl tcl-tls venv clean distclean which-python
 
 venv: $(STAMP)
 
@@ -58,6 +64,12 @@ bench: $(STAMP)
 
 fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz --seeds $(FUZZ_SEEDS) --ops $(FUZZ_OPS) --resp $(FUZZ_RESP)
+
+tcl: $(STAMP)
+	$(BIN)/python tools/run_tcl_units.py --tree $(TREE) $(UNITS)
+
+tcl-tls: $(STAMP)
+	$(BIN)/python tools/run_tcl_units.py --tls --tree $(TREE) $(UNITS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -6,7 +6,13 @@ no save points) and ``./runtest --host 127.0.0.1 --port N --single UNIT --client
 which tests real Redis passes as an external server (many are tagged to skip there).
 Units run serially: the suite's timing tests are sensitive to a loaded machine.
 
-    python tools/run_tcl_units.py --tree ~/redis-7.0.15 [--timeout 900] [unit/other ...]
+    python tools/run_tcl_units.py --tree ~/redis-7.0.15 [--tls] [--timeout 900] [unit/other ...]
+
+``--tls`` runs the same in TLS mode: each server listens on a TLS port only (``--port 0
+--tls-port N``) with the tree's test certificates (``tests/tls``, made first by the tree's
+``utils/gen-test-certs.sh`` when missing: its DH parameters take minutes once), as the
+suite's own servers are configured, and the harness runs with ``--tls`` (Tcl's ``tls``
+package: Debian's tcl-tls). ``unit/tls`` only runs its tests in this mode.
 
 The tree is a checkout of Redis 7.0.15 (tag ``7.0.15``); the harness writes into its
 ``tests/tmp``, so it must be writable. Logs go to ``--logs`` (default: a temp dir).
@@ -22,6 +28,7 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -38,17 +45,39 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for_ping(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> bool:
+def wait_for_ping(port: int, proc: subprocess.Popen, timeout: float = 30.0,
+                  tls: ssl.SSLContext | None = None) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5) as raw:
+                s = tls.wrap_socket(raw) if tls is not None else raw
                 s.sendall(b"PING\r\n")
                 if s.recv(16).startswith(b"+PONG"):
                     return True
-        except OSError:
+        except OSError:  # ssl.SSLError included
             time.sleep(0.1)
     return False
+
+
+def tls_setup(tree: Path) -> tuple[list[str], ssl.SSLContext]:
+    """The server arguments of the suite's TLS mode (its servers' tls-* settings, but
+    tls-cluster: no cluster bus) and a context to PING with; makes the certificates
+    with the tree's own script when they are missing."""
+    certs = tree / "tests" / "tls"
+    if not (certs / "redis.dh").exists():
+        print("generating tests/tls with utils/gen-test-certs.sh (minutes, once)", file=sys.stderr)
+        subprocess.run(["utils/gen-test-certs.sh"], cwd=tree, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+    args = ["--tls-cert-file", certs / "server.crt", "--tls-key-file", certs / "server.key",
+            "--tls-client-cert-file", certs / "client.crt", "--tls-client-key-file", certs / "client.key",
+            "--tls-dh-params-file", certs / "redis.dh", "--tls-ca-cert-file", certs / "ca.crt",
+            "--tls-replication", "yes"]
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.load_verify_locations(str(certs / "ca.crt"))
+    ctx.load_cert_chain(str(certs / "client.crt"), str(certs / "client.key"))
+    return [str(a) for a in args], ctx
 
 
 def default_units(tree: Path) -> list[str]:
@@ -58,23 +87,25 @@ def default_units(tree: Path) -> list[str]:
     return [str(p.relative_to(tests).with_suffix("")) for p in found if p.stem != "list-common"]
 
 
-def run_unit(server_argv: list[str], tree: Path, unit: str, log: Path, timeout: float) -> None:
+def run_unit(server_argv: list[str], tree: Path, unit: str, log: Path, timeout: float,
+             tls: tuple[list[str], ssl.SSLContext] | None = None) -> None:
     """One fresh server, one runtest; the harness's output (and exit status) goes to ``log``."""
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="tcl-unit-")
-    argv = [*server_argv, "--port", str(port), "--save", "", "--enable-debug-command", "yes", "--dir", workdir]
+    listen = ["--port", str(port)] if tls is None else ["--port", "0", "--tls-port", str(port), *tls[0]]
+    argv = [*server_argv, *listen, "--save", "", "--enable-debug-command", "yes", "--dir", workdir]
     with open(log.with_suffix(".server.log"), "wb") as slog:
         server = subprocess.Popen(argv, cwd=workdir, stdout=slog, stderr=subprocess.STDOUT)
     try:
         with open(log, "wb") as out:
-            if not wait_for_ping(port, server):
+            if not wait_for_ping(port, server, tls=tls[1] if tls is not None else None):
                 out.write(b"server did not start\nEXIT -1\n")
                 return
             # --baseport: the harness's own listener (it probes base-32..base and those
             # +10000), kept apart from other harnesses running on the machine
             base = 21111 + (os.getpid() % 250) * 40
             cmd = ["./runtest", "--host", "127.0.0.1", "--port", str(port), "--single", unit,
-                   "--clients", "1", "--durable", "--baseport", str(base)]
+                   "--clients", "1", "--durable", "--baseport", str(base), *(["--tls"] if tls else [])]
             harness = subprocess.Popen(cmd, cwd=tree, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
             try:
                 code = harness.wait(timeout)
@@ -120,12 +151,14 @@ def main() -> int:
     ap.add_argument("--redis", default=shutil.which("redis-server") or "redis-server")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per unit and server")
     ap.add_argument("--logs", type=Path, default=None)
+    ap.add_argument("--tls", action="store_true", help="TLS mode: TLS-only servers, runtest --tls")
     ap.add_argument("units", nargs="*", help="e.g. unit/other unit/type/stream (default: all)")
     args = ap.parse_args()
     tree = args.tree.resolve()
     logs = args.logs or Path(tempfile.mkdtemp(prefix="tcl-logs-"))
     logs.mkdir(parents=True, exist_ok=True)
     units = args.units or default_units(tree)
+    tls = tls_setup(tree) if args.tls else None
     print(f"logs: {logs}", file=sys.stderr)
     rows = []
     for unit in units:
@@ -134,7 +167,7 @@ def main() -> int:
         for label, argv in (("redis", [args.redis]), ("rill", [args.rill])):
             print(f"{time.strftime('%H:%M:%S')} {unit} on {label}", file=sys.stderr)
             log = logs / f"{name}.{label}.log"
-            run_unit(argv, tree, unit, log, args.timeout)
+            run_unit(argv, tree, unit, log, args.timeout, tls)
             results[label] = parse(log)
         rows.append(row(unit, results["redis"], results["rill"]))
     print("| unit | redis ok/err | rill ok/err | rill fails, redis passes |")
