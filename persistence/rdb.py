@@ -57,7 +57,7 @@ from rill.storage import listpack as lpmod
 from rill.storage import set as setmod
 from rill.storage import zset as zsetmod
 from rill.storage.list import ListValue, compress_node, compressed_nodes, packed_threshold
-from rill.storage.stream import MASK64, Stream, validate_node
+from rill.storage.stream import MASK64, IdmpState, Stream, validate_node
 
 from . import lzf
 from .crc64 import crc64
@@ -539,8 +539,6 @@ def stream_ext(s: Stream, key: bytes) -> bytes | None:
 
 def apply_stream_ext(db: dict[bytes, Any], blob: bytes) -> None:
     """Install a ``rill-stream-ext`` value on its key (ignored if the key was skipped)."""
-    from rill.storage.stream import IdmpState
-
     r = RdbReader(blob)
     try:
         if r.byte() != 1:

@@ -29,6 +29,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from .config import Config, ConfigError
+from .connection import Connection
 
 if TYPE_CHECKING:
     from .server import Server
@@ -118,8 +119,6 @@ def _openssl() -> _OpenSSL:
     copy of OpenSSL is never loaded beside it)."""
     global _LIBSSL
     if _LIBSSL is None:
-        import _ssl  # noqa: F401  (loads libssl)
-
         path = None
         try:
             with open("/proc/self/maps") as f:
@@ -355,8 +354,6 @@ class TLSListener:
             task.add_done_callback(self.handshakes.discard)
 
     async def _handshake(self, sock: socket.socket) -> None:
-        from .connection import Connection
-
         server = self.server
         context = server.tls.server_context
         assert context is not None
