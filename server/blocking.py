@@ -1,18 +1,28 @@
-"""The one blocking registry, shared by lists, sorted sets and streams.
+"""Blocking, shared by lists, sorted sets and streams, in one place as Redis's blocked.c.
 
-A handler that cannot answer yet returns a ``Block``; the dispatcher parks the
-client here, once per distinct key, in FIFO order. Writes signal keys as ready
-(the dispatcher signals every key argument of a write command that has
-waiters, except for the stream commands, which call ``signal`` themselves
-where Redis does: XADD, XGROUP DESTROY, XGROUP CREATE MKSTREAM making the key;
-FLUSHDB/FLUSHALL/SWAPDB call ``signal_db``; MOVE and COPY ... DB call
-``signal`` for the destination database), and after each top-level command
-(after EXEC for a transaction) the server serves the ready keys in the order
-they were signalled:
+A blocked client's path:
+
+1. its handler cannot answer yet and returns a ``Block`` (server/outcomes.py);
+   the dispatcher hands it to ``Blocking.block``, which parks the client here,
+   once per distinct key, in FIFO order, and arms a timer for its deadline;
+2. writes signal keys as ready (the dispatcher signals every key argument of a
+   write command that has waiters, except for the stream commands, which call
+   ``signal`` themselves where Redis does: XADD, XGROUP DESTROY, XGROUP CREATE
+   MKSTREAM making the key; FLUSHDB/FLUSHALL/SWAPDB call ``signal_db``; MOVE
+   and COPY ... DB call ``signal`` for the destination database; an expired key
+   is signalled by the keyspace's expiry hook);
+3. after each top-level command (after EXEC for a transaction) the dispatcher
+   calls ``Blocking.serve_ready``, which serves the ready keys in the order they
+   were signalled (below);
+4. a wait ends in one of four ways, all through ``unpark``: served (its command,
+   retried, answered), timed out (``timeout_reply``), ``unblock`` (CLIENT
+   UNBLOCK, WAIT's acknowledgements, a failed SHUTDOWN) or the client gone.
+
+Serving:
 
 - the waiters of a ready key are visited in the order they blocked, and each
   one that can be served by what the key now holds is *retried*: its command
-  runs again with the argv it blocked with, while ``registry.serving`` names the
+  runs again with the argv it blocked with, while ``Blocking.serving`` names the
   key being served (list and sorted-set pops take from that key only, as Redis
   serves a waiter from the key that became ready);
 - ``Block.wake`` says which value type can serve a waiter (b"list", b"zset",
@@ -50,19 +60,24 @@ Writing a blocking handler (lists do this in commands/lists.py):
 
 from __future__ import annotations
 
+import logging
 import math
 import time
+from time import perf_counter_ns
 from typing import TYPE_CHECKING, Any
 
 from rill.protocol.numbers import string2ll
 from rill.protocol.reply import ReplyError
 
-from .acl import categories_of
-from .commands.table import MOVABLE_KEYS
-from .outcomes import Block
+from .commands.table import MOVABLE_KEYS, SKIP_SLOWLOG, Command
+from .latency import record, unrecord
+from .outcomes import NO_REPLY, Block
 
 if TYPE_CHECKING:
     from .client import Client
+    from .server import Server
+
+log = logging.getLogger("rill")
 
 # CLIENT UNBLOCK <id> ERROR (TIMEOUT answers with the waiter's ``timeout_reply``).
 UNBLOCKED_ERR = ReplyError("UNBLOCKED client unblocked via CLIENT UNBLOCK")
@@ -141,10 +156,6 @@ class Wait:
         # it is served, add the serving run to it.
         self.duration = 0
 
-    def servable_by(self, kind: bytes | None) -> bool:
-        """Whether a key now holding a value of type ``kind`` (None: no key) may serve us."""
-        return self.wake is None or self.on_gone or kind == self.wake
-
 
 class BlockingRegistry:
     """(db, key) -> FIFO of waiting clients, plus the keys signalled ready.
@@ -161,13 +172,6 @@ class BlockingRegistry:
         self.eager: dict[tuple[int, bytes], int] = {}
         # The key a retried command is being served from (None outside a retry).
         self.serving: bytes | None = None
-        # Command -> whether it signals its keys itself (see signal_command).
-        self._signals_itself: dict[Any, bool] = {}
-
-    def in_timeout_table(self) -> int:
-        """INFO's clients_in_timeout_table: waiters with a deadline."""
-        waits = {w for q in self.waiters.values() for w in q}
-        return sum(1 for w in waits if w.deadline)
 
     def park(self, wait: Wait) -> None:
         db_id = wait.db.id
@@ -212,7 +216,7 @@ class BlockingRegistry:
         if (db_id, key) in self.waiters:
             self.ready[(db_id, key)] = None
 
-    def signal_command(self, db_id: int, cmd: Any, argv: list[bytes]) -> None:
+    def signal_command(self, db_id: int, cmd: Command, argv: list[bytes]) -> None:
         """Signal every key argument of a write command that someone waits on.
 
         Stream commands are left out: they signal their keys themselves where
@@ -220,10 +224,7 @@ class BlockingRegistry:
         MKSTREAM makes), since their other writes (XDEL, XACK, XSETID, a served
         XREADGROUP, ...) wake nobody in Redis.
         """
-        signals_itself = self._signals_itself.get(cmd)
-        if signals_itself is None:
-            signals_itself = self._signals_itself[cmd] = "stream" in categories_of(cmd)
-        if signals_itself:
+        if "@stream" in cmd.categories:
             return
         waiters = self.waiters
         if cmd.flags & MOVABLE_KEYS or cmd.first_key <= 0:
@@ -249,17 +250,6 @@ class BlockingRegistry:
         self.ready.clear()
         return ready
 
-    def waiters_for(self, db_id: int, key: bytes) -> list[Wait]:
-        """A snapshot of the queue of ``key``, oldest first."""
-        return list(self.waiters.get((db_id, key), ()))
-
-    def has_eager(self, db_id: int, key: bytes) -> bool:
-        return (db_id, key) in self.eager
-
-    @staticmethod
-    def kind_of(value: Any) -> bytes | None:
-        return value_kind(value)
-
 
 def value_kind(value: Any) -> bytes | None:
     """The type name of a stored value (None for no value), for matching ``Block.wake``."""
@@ -269,3 +259,174 @@ def value_kind(value: Any) -> bytes | None:
     if t is bytes or t is bytearray:
         return b"string"
     return value.type_name
+
+
+class Blocking(BlockingRegistry):
+    """The server's blocking, as Redis's blocked.c: the registry, and what is done with it.
+
+    - ``block``: park a client on a handler's ``Block`` and arm its timeout;
+    - ``serve_ready``: after a command, serve the waiters of the keys signalled ready
+      (handleClientsBlockedOnKeys), retrying each one's command;
+    - ``unblock``: end a wait with a reply (its timeout, CLIENT UNBLOCK, WAIT's acks,
+      a failed SHUTDOWN);
+    - the statistics of a wait (updateStatsOnUnblock): its command's latency sample and
+      SLOWLOG entry are made when it is served, from both runs.
+    """
+
+    def __init__(self, server: Server) -> None:
+        super().__init__()
+        self.server = server
+
+    # -- parking -----------------------------------------------------------------------------
+    def block(self, client: Client, cmd: Command, argv: list[bytes], block: Block) -> None:
+        """Park ``client``, which ran ``argv`` and got ``block``; a deadline arms a timer."""
+        wait = Wait(client, block, cmd, argv)
+        self.park(wait)
+        loop = self.server.loop
+        if wait.deadline and loop is not None:
+            wait.timer = loop.call_at(loop.time() + (wait.deadline - time.monotonic()), self._timed_out, wait)
+
+    def _timed_out(self, wait: Wait) -> None:
+        wait.timer = None
+        if wait.client.blocked is wait:
+            self.unblock(wait.client, wait.timeout_reply)
+
+    def unblock(self, client: Client, reply: Any, sample: bool = False) -> None:
+        """End a client's wait with ``reply`` and resume it.
+
+        Timeouts pass the waiter's ``timeout_reply``; CLIENT UNBLOCK passes that
+        too for TIMEOUT and ``UNBLOCKED_ERR`` for ERROR, and ``sample``: as in
+        Redis, a wait CLIENT UNBLOCK ends leaves a latency sample, one that times
+        out does not. A callable reply is called for the value once the wait is over.
+        """
+        wait = client.blocked
+        if wait is None:
+            return
+        if sample:
+            self._count_served(wait, 0)
+        self.unpark(wait)
+        if callable(reply):
+            reply = reply()  # a reply worked out when the wait ends (WAIT's count of acks)
+        if isinstance(reply, ReplyError):
+            self.server.cmdstats.of(wait.cmd).failed_calls += 1
+            self.server.count_error(reply)
+        client.reply(reply)
+        client.on_output(client)
+
+    def in_timeout_table(self) -> int:
+        """INFO's clients_in_timeout_table: blocked clients with a deadline (WAIT's too,
+        which wait on no key)."""
+        return sum(
+            1 for cl in self.server.clients.values() if cl.blocked is not None and cl.blocked.deadline
+        )
+
+    # -- serving -----------------------------------------------------------------------------
+    def serve_ready(self) -> None:
+        """Serve waiters of keys signalled ready, in FIFO order, until none is left.
+
+        Redis's handleClientsBlockedOnKeys: each ready key's waiters are visited
+        oldest first and retried while the key holds what can serve them; keys
+        signalled meanwhile (the push side of BLMOVE) are served in a later round.
+        """
+        server = self.server
+        dbs = server.keyspace.dbs
+        while self.ready:
+            for db_id, key in self.take_ready():
+                queue = self.waiters.get((db_id, key))
+                if not queue:
+                    continue
+                db = dbs[db_id]
+                eager = (db_id, key) in self.eager
+                for wait in list(queue):
+                    if wait.client.blocked is not wait:
+                        continue
+                    wake = wait.wake
+                    if wake is not None and not wait.on_gone:
+                        value = db.lookup(key)
+                        if server._also:
+                            server._flush_also()  # the DEL of a key that expired just now
+                        if value is None:
+                            if not eager:
+                                break  # nobody left here can be served by a missing key
+                            continue
+                        if value_kind(value) != wake:
+                            continue
+                    self._retry(wait, key)
+
+    def _retry(self, wait: Wait, key: bytes) -> bool:
+        """Run a waiter's command again (serving ``key``); whether it was answered.
+
+        A retry that would block again changes nothing: the waiter keeps its
+        place in every queue and its deadline.
+        """
+        server = self.server
+        client = wait.client
+        saved_db = client.db
+        client.db = wait.db
+        dirty = server.dirty
+        client.cur_cmd = wait.cmd
+        self.serving = key
+        # The served client's own invalidations follow its reply, as its command's would.
+        tracker = server.tracking if server._tracking_active else None
+        held = tracker.hold(client) if tracker is not None else None
+        start = perf_counter_ns()
+        try:
+            reply = wait.cmd.handler(client, wait.argv)
+        except ReplyError as err:
+            reply = err
+        except Exception:  # a bug must not leave the waiter stuck or break the writer's command
+            log.exception("serving blocked client id=%d", client.id)
+            reply = ReplyError("ERR internal error while serving a blocked client")
+        finally:
+            self.serving = None
+        serve_ns = perf_counter_ns() - start
+        if type(reply) is Block:
+            if reply.argv:
+                wait.argv = reply.argv
+            server._rewritten = None
+            if server._also:
+                server._flush_also()
+            client.db = saved_db
+            if tracker is not None:
+                tracker.release(client, held)
+            return False
+        self.unpark(wait)
+        if isinstance(reply, ReplyError):
+            server.cmdstats.of(wait.cmd).failed_calls += 1
+            server.count_error(reply)
+        if reply is not NO_REPLY:
+            client.reply(reply)
+        self._count_served(wait, serve_ns)
+        server.latency_event("command-unblocking", serve_ns)
+        if server.dirty != dirty or server._also:
+            server._after_write(client, wait.cmd, wait.argv, server.dirty != dirty)
+        client.db = saved_db
+        if tracker is not None:
+            tracker.release(client, held)
+        client.on_output(client)
+        return True
+
+    # -- statistics (updateStatsOnUnblock) ---------------------------------------------------
+    def sample_when_served(self, wait: Wait, duration: int, recorded: bool) -> None:
+        """A command that blocked: its latency sample waits until it is served,
+        as Redis records it then (updateStatsOnUnblock); the call stays counted."""
+        wait.duration = duration
+        if recorded:
+            st = self.server.cmdstats.of(wait.cmd)
+            unrecord(st, duration)
+            st.untracked += 1
+
+    def _count_served(self, wait: Wait, serve_ns: int) -> None:
+        """updateStatsOnUnblock, for a wait that was served (or ended by CLIENT UNBLOCK):
+        the serving run's time, the latency sample of both runs, and the SLOWLOG entry,
+        as the client sent the command. A timed-out wait leaves none, as in Redis 7.0."""
+        server = self.server
+        cmd = wait.cmd
+        st = server.cmdstats.of(cmd)
+        st.nsec += serve_ns
+        total = wait.duration + serve_ns
+        if server.latency_tracking:
+            record(st, total)
+            st.untracked -= 1  # counted when it blocked; the sample counts it from now
+        if total >= server.slowlog_threshold_ns >= 0 and not cmd.flags & SKIP_SLOWLOG:
+            server.slowlog_add(wait.client, wait.original, total // 1000)

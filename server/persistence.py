@@ -1885,7 +1885,7 @@ class Persistence:
                 continue  # timed out, unblocked or gone since
             n = self.count_acks(want_offset)
             if n >= want:
-                self.server.unblock(client, n)
+                self.server.blocking.unblock(client, n)
             else:
                 waiting.append(entry)
         self.ack_waiters = waiting

@@ -22,7 +22,7 @@ from rill.storage.keyspace import Database, Keyspace
 from . import REDIS_VERSION
 from . import shutdown as shutdown_seq
 from .acl import Acl
-from .blocking import BlockingRegistry, Wait
+from .blocking import Blocking
 from .client import Client
 from .commands import keys as _keys
 from .commands.table import (
@@ -46,7 +46,7 @@ from .commands.table import (
 from .commandstats import CommandStatsTable
 from .config import Config, parse_percentile
 from .evict import EVICT_FAIL, evictor_of
-from .latency import HDR_OF, LatencyMonitor, record, record_long, unrecord
+from .latency import HDR_OF, LatencyMonitor, record_long
 from .outcomes import NO_REPLY, Block
 from .propagation import Propagation
 from .scripting import busy_error, running
@@ -169,7 +169,7 @@ class Server:
         # this server (the command table holds only facts, shared by every Server).
         self.cmdstats = CommandStatsTable()
         self.stats = Stats(self.cmdstats)
-        self.blocking = BlockingRegistry()
+        self.blocking = Blocking(self)  # blocked clients: parked, served, timed out (blocking.py)
         self.start_time = time.time()
         self.start_monotonic = time.monotonic()
         self.pid = os.getpid()
@@ -371,7 +371,7 @@ class Server:
             return self._gate(client, cmd, argv)
         self.call(client, cmd, argv)
         if self.blocking.ready:
-            self.serve_blocked()
+            self.blocking.serve_ready()
         return False
 
     def execute_busy(self, client: Client, argv: list[bytes]) -> None:
@@ -469,7 +469,7 @@ class Server:
                 elif t is Block or t is ReplyError or reply is NO_REPLY:
                     self._reply(client, cmd, argv, reply)
                     if t is Block and client.blocked is not None:
-                        self._sample_when_served(client.blocked, duration, latency_on)
+                        blocking.sample_when_served(client.blocked, duration, latency_on)
                 else:
                     encode_into(reply, client.out, client.resp3)
                 if duration >= slow_ns:
@@ -480,7 +480,7 @@ class Server:
                     self._rewritten = None
                     self._prevent_propagation = False
                 if blocking.ready:
-                    self.serve_blocked()
+                    blocking.serve_ready()
             if client.blocked is not None or client.close_after_reply or client.kill_requested:
                 return i, False
         return i, False
@@ -550,7 +550,7 @@ class Server:
             return False
         self.call(client, cmd, argv)
         if self.blocking.ready:
-            self.serve_blocked()
+            self.blocking.serve_ready()
         return False
 
     def good_replicas_ok(self) -> bool:
@@ -690,7 +690,7 @@ class Server:
         blocks = type(reply) is Block
         reply = self._reply(client, cmd, argv, reply)
         if blocks and client.blocked is not None:
-            self._sample_when_served(client.blocked, duration, latency_on)
+            self.blocking.sample_when_served(client.blocked, duration, latency_on)
         if duration >= self.slow_ns:
             self.slow_command(client, cmd, argv, duration)
         if self._also or (self.dirty != dirty and (self.blocking.waiters or self.propagating)):
@@ -731,7 +731,7 @@ class Server:
                 # Inside MULTI (or for internal clients) a blocking command never blocks.
                 reply = reply.timeout_reply
             else:
-                self.block(client, cmd, argv, reply)
+                self.blocking.block(client, cmd, argv, reply)
                 return NO_REPLY
         if reply is not NO_REPLY:
             if type(reply) is ReplyError:
@@ -812,132 +812,10 @@ class Server:
         if ops:
             self.propagate(ops)
 
-    # -- blocking ----------------------------------------------------------
-    def block(self, client: Client, cmd: Command, argv: list[bytes], block: Block) -> None:
-        wait = Wait(client, block, cmd, argv)
-        self.blocking.park(wait)
-        if wait.deadline and self.loop is not None:
-            wait.timer = self.loop.call_at(
-                self.loop.time() + (wait.deadline - time.monotonic()), self.timeout_wait, wait
-            )
-
-    def timeout_wait(self, wait: Wait) -> None:
-        wait.timer = None
-        if wait.client.blocked is wait:
-            self.unblock(wait.client, wait.timeout_reply)
-
-    def unblock(self, client: Client, reply: Any, sample: bool = False) -> None:
-        """End a client's wait with ``reply`` and resume it.
-
-        Timeouts pass the waiter's ``timeout_reply``; CLIENT UNBLOCK passes that
-        too for TIMEOUT and ``blocking.UNBLOCKED_ERR`` for ERROR, and ``sample``:
-        as in Redis, a wait CLIENT UNBLOCK ends leaves a latency sample, one that
-        times out does not. A callable reply is called for the value once the wait is over.
-        """
-        wait = client.blocked
-        if wait is None:
-            return
-        if sample:
-            self._count_served(wait, 0)
-        self.blocking.unpark(wait)
-        if callable(reply):
-            reply = reply()  # a reply worked out when the wait ends (WAIT's count of acks)
-        if isinstance(reply, ReplyError):
-            self.cmdstats.of(wait.cmd).failed_calls += 1
-            self.count_error(reply)
-        client.reply(reply)
-        client.on_output(client)
-
-    def serve_blocked(self) -> None:
-        """Serve waiters of keys signalled ready, in FIFO order, until none is left.
-
-        Redis's handleClientsBlockedOnKeys: each ready key's waiters are visited
-        oldest first and retried while the key holds what can serve them; keys
-        signalled meanwhile (the push side of BLMOVE) are served in a later round.
-        """
-        blocking = self.blocking
-        kind_of = blocking.kind_of
-        dbs = self.keyspace.dbs
-        while blocking.ready:
-            for db_id, key in blocking.take_ready():
-                queue = blocking.waiters.get((db_id, key))
-                if not queue:
-                    continue
-                db = dbs[db_id]
-                eager = (db_id, key) in blocking.eager
-                for wait in list(queue):
-                    if wait.client.blocked is not wait:
-                        continue
-                    wake = wait.wake
-                    if wake is not None and not wait.on_gone:
-                        value = db.lookup(key)
-                        if self._also:
-                            self._flush_also()  # the DEL of a key that expired just now
-                        if value is None:
-                            if not eager:
-                                break  # nobody left here can be served by a missing key
-                            continue
-                        if kind_of(value) != wake:
-                            continue
-                    self._retry(wait, key)
-
     def _flush_also(self) -> None:
         ops, self._also = self._also, []
         for op in ops:
             self.propagate([op])
-
-    def _retry(self, wait: Wait, key: bytes | None = None) -> bool:
-        """Run a waiter's command again (serving ``key``); whether it was answered.
-
-        A retry that would block again changes nothing: the waiter keeps its
-        place in every queue and its deadline.
-        """
-        client = wait.client
-        saved_db = client.db
-        client.db = wait.db
-        blocking = self.blocking
-        dirty = self.dirty
-        client.cur_cmd = wait.cmd
-        blocking.serving = key
-        # The served client's own invalidations follow its reply, as its command's would.
-        tracker = self.tracking if self._tracking_active else None
-        held = tracker.hold(client) if tracker is not None else None
-        start = perf_counter_ns()
-        try:
-            reply = wait.cmd.handler(client, wait.argv)
-        except ReplyError as err:
-            reply = err
-        except Exception:  # a bug must not leave the waiter stuck or break the writer's command
-            log.exception("serving blocked client id=%d", client.id)
-            reply = ReplyError("ERR internal error while serving a blocked client")
-        finally:
-            blocking.serving = None
-        serve_ns = perf_counter_ns() - start
-        if type(reply) is Block:
-            if reply.argv:
-                wait.argv = reply.argv
-            self._rewritten = None
-            if self._also:
-                self._flush_also()
-            client.db = saved_db
-            if tracker is not None:
-                tracker.release(client, held)
-            return False
-        blocking.unpark(wait)
-        if isinstance(reply, ReplyError):
-            self.cmdstats.of(wait.cmd).failed_calls += 1
-            self.count_error(reply)
-        if reply is not NO_REPLY:
-            client.reply(reply)
-        self._count_served(wait, serve_ns)
-        self.latency_event("command-unblocking", serve_ns)
-        if self.dirty != dirty or self._also:
-            self._after_write(client, wait.cmd, wait.argv, self.dirty != dirty)
-        client.db = saved_db
-        if tracker is not None:
-            tracker.release(client, held)
-        client.on_output(client)
-        return True
 
     # -- transactions --------------------------------------------------------
     def discard_transaction(self, client: Client) -> None:
@@ -1041,29 +919,6 @@ class Server:
         if duration_ns >= self.latency_threshold_ns:
             self.latency.add(event, duration_ns // 1_000_000)
 
-    def _sample_when_served(self, wait: Wait, duration: int, recorded: bool) -> None:
-        """A command that blocked: its latency sample waits until it is served,
-        as Redis records it then (updateStatsOnUnblock); the call stays counted."""
-        wait.duration = duration
-        if recorded:
-            st = self.cmdstats.of(wait.cmd)
-            unrecord(st, duration)
-            st.untracked += 1
-
-    def _count_served(self, wait: Wait, serve_ns: int) -> None:
-        """updateStatsOnUnblock, for a wait that was served (or ended by CLIENT UNBLOCK):
-        the serving run's time, the latency sample of both runs, and the SLOWLOG entry,
-        as the client sent the command. A timed-out wait leaves none, as in Redis 7.0."""
-        cmd = wait.cmd
-        st = self.cmdstats.of(cmd)
-        st.nsec += serve_ns
-        total = wait.duration + serve_ns
-        if self.latency_tracking:
-            record(st, total)
-            st.untracked -= 1  # counted when it blocked; the sample counts it from now
-        if total >= self.slowlog_threshold_ns >= 0 and not cmd.flags & SKIP_SLOWLOG:
-            self.slowlog_add(wait.client, wait.original, total // 1000)
-
     def slowlog_add(self, client: Client, argv: list[bytes], duration: int) -> None:
         args = []
         limit = min(len(argv), 32)
@@ -1118,7 +973,7 @@ class Server:
                     self.propagate([op])
             self.latency_event("expire-cycle", perf_counter_ns() - start)
             if self.blocking.ready:
-                self.serve_blocked()
+                self.blocking.serve_ready()
         if self.timeout:
             now = time.time()
             for client in list(self.clients.values()):

@@ -121,4 +121,4 @@ def _cancel(server: Any) -> None:
     server.end_pause()
     for client in pending.clients:
         if client.blocked is not None:
-            server.unblock(client, SHUTDOWN_FAILED)
+            server.blocking.unblock(client, SHUTDOWN_FAILED)

@@ -13,7 +13,7 @@ from rill.storage.glob import compile_glob
 from rill.storage.stream import GCStats
 
 from .. import REDIS_VERSION, __version__
-from ..blocking import parse_timeout
+from ..blocking import UNBLOCKED_ERR, parse_timeout
 from ..client import REPLY_OFF, REPLY_ON, REPLY_SKIP_NEXT, Client
 from ..evict import evictor_of
 from ..latency import percentiles_line
@@ -80,12 +80,8 @@ def _clients(c: Client) -> list[tuple[str, object]]:
         # Redis blocks a client whose command CLIENT PAUSE postponed (BLOCKED_POSTPONE).
         ("blocked_clients", s.blocking.blocked_clients + len(s.paused_clients)),
         ("tracking_clients", s.tracking.clients),
-        ("clients_in_timeout_table", sum(1 for w in _waits(s) if w.deadline)),
+        ("clients_in_timeout_table", s.blocking.in_timeout_table()),
     ]
-
-
-def _waits(s) -> list:
-    return [cl.blocked for cl in s.clients.values() if cl.blocked is not None]
 
 
 def _scripting_memory(s) -> list[tuple[str, object]]:
@@ -607,9 +603,9 @@ def client_unblock(c: Client, argv: list[bytes]):
     if target is None or target.blocked is None:
         return 0
     if error:
-        c.server.unblock(target, ReplyError("UNBLOCKED client unblocked via CLIENT UNBLOCK"), sample=True)
+        c.server.blocking.unblock(target, UNBLOCKED_ERR, sample=True)
     else:
-        c.server.unblock(target, target.blocked.timeout_reply, sample=True)
+        c.server.blocking.unblock(target, target.blocked.timeout_reply, sample=True)
     return 1
 
 

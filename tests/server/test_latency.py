@@ -386,6 +386,7 @@ def test_help_of_every_subcommand_is_redis(pair):
 @pytest.fixture
 def clocked(monkeypatch):
     """An in-process server whose commands each take ``clock.step`` ns."""
+    from rill.server import blocking as blocking_module
     from rill.server import server as server_module
     from rill.server.commands import setup_all
     from rill.server.server import Server
@@ -401,6 +402,7 @@ def clocked(monkeypatch):
 
     clock = Clock()
     monkeypatch.setattr(server_module, "perf_counter_ns", clock)
+    monkeypatch.setattr(blocking_module, "perf_counter_ns", clock)  # a served waiter's run
     server = Server()
     setup_all(server)
     client = server.new_client("127.0.0.1:5000", "127.0.0.1:6379")

@@ -430,7 +430,7 @@ def test_swapdb_onto_an_expired_key_keeps_the_waiter_blocked(inproc):
     assert waiter.out == [] and waiter.blocked is not None
     assert [(db, argv[0]) for db, argv in effects][-2:] == [(1, b"SWAPDB"), (9, b"DEL")]
     assert effects[-1][1] == [b"DEL", b"k"]
-    server.unblock(waiter, waiter.blocked.timeout_reply)
+    server.blocking.unblock(waiter, waiter.blocked.timeout_reply)
     assert b"".join(waiter.out) == b"*-1\r\n"
 
 
