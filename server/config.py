@@ -4,7 +4,7 @@ Every parameter either does what Redis's does, or is refused. The ones rill does
 implement (``UNSUPPORTED``) are accepted only at their default (so a stock redis.conf,
 which spells out many defaults, still loads). Any other value is refused at
 start-up and by CONFIG SET with an error naming the parameter; CONFIG GET answers
-for all of them. tests/server/test_config_audit.py checks the split against the code.
+for all of them. tests/server/test_config.py checks the split against the code.
 """
 
 from __future__ import annotations
