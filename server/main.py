@@ -35,6 +35,11 @@ from .shutdown import check as shutdown_check
 from .tls import RECONFIGURE_ERROR as TLS_RECONFIGURE_ERROR
 from .tls import TLSConfigError, TLSListener, tls_wanted
 
+try:
+    import uvloop
+except ImportError:  # pragma: no cover  (a dependency except on Windows)
+    uvloop = None
+
 log = logging.getLogger("rill")
 
 
@@ -120,13 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     supervisor = Supervisor.detect(config["supervised"])
     if config.bool("daemonize") and not supervisor.supervised:
         daemonize()
-    try:
-        import uvloop
-
-        loop_factory = uvloop.new_event_loop
-    except ImportError:  # pragma: no cover
-        loop_factory = asyncio.new_event_loop
-    loop = loop_factory()
+    loop = uvloop.new_event_loop() if uvloop is not None else asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
         code = loop.run_until_complete(serve(config, supervisor))
