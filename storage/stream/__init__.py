@@ -11,7 +11,8 @@ Layout:
 - ``node``     one node: the listpack layout, walkers both ways, the reference decoder,
                compaction of tombstones, the integrity check run on load.
 - ``cache``    what reads keep between calls: decoded nodes (an LRU) and resume points.
-- ``fastread`` reply-ready reads: a node's entries encoded in one pass (XRANGE/XREAD).
+- ``fastread`` reply-ready reads: a node's entries encoded in one pass (XRANGE/XREAD),
+               the pieces from an encoder the caller passes (protocol's, for RESP).
 - ``groups``   consumer groups: PEL entries (NACK), consumers, the group itself.
 - ``idmp``     idempotent-producer state (Redis 8.6's IDMP).
 - ``stream``   :class:`Stream`: nodes in a rax, appends, ranges, deletes, trims, and the
