@@ -24,8 +24,7 @@ from ..acl import (
     has_spaces,
 )
 from ..client import Client
-from .admin import help_reply
-from .args import NOT_INT, redact, string2ll
+from .args import NOT_INT, help_reply, redact, string2ll
 from .table import command
 
 log = logging.getLogger("rill")

@@ -17,7 +17,7 @@ from ..config import ConfigError, memtoull
 from ..memory import memory_of, rss
 from ..outcomes import NO_REPLY, Block
 from ..scripting import busy_error, running
-from .args import NO_SUCH_KEY, SYNTAX_ERR, get_int, redact, string2ll
+from .args import NO_SUCH_KEY, SYNTAX_ERR, get_int, help_reply, redact, string2ll
 from .table import PROTECTED, command
 from .values import digest_dataset, digest_value, key_encoding, key_refcount, memory_usage
 
@@ -194,11 +194,6 @@ _CONFIG_HELP = [
     "REWRITE",
     "    Rewrite the configuration file.",
 ]
-
-
-def help_reply(lines: list[str]) -> list:
-    """Redis's addReplyHelp: the lines as simple strings, then the HELP entry."""
-    return [Status(line.encode()) for line in (*lines, "HELP", "    Prints this help.")]
 
 
 @command("config|help")

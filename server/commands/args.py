@@ -1,4 +1,5 @@
-"""Argument parsing shared by every command family, with Redis's error texts."""
+"""What every command family shares: argument parsing with Redis's error texts, and the
+reply to a container command's HELP."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from __future__ import annotations
 from rill.protocol.numbers import INT64_MAX as INT64_MAX
 from rill.protocol.numbers import INT64_MIN as INT64_MIN
 from rill.protocol.numbers import string2ll as string2ll
-from rill.protocol.reply import ReplyError
+from rill.protocol.reply import ReplyError, Status
 
 SYNTAX_ERR = ReplyError("ERR syntax error")
 NUMKEYS_ERR = ReplyError("ERR numkeys should be greater than 0")
@@ -83,3 +84,8 @@ def parse_mpop(argv: list[bytes], numkeys_idx: int, ends: tuple[bytes, bytes]) -
             raise SYNTAX_ERR
         j += 1
     return argv[numkeys_idx + 1 : where_idx], where == ends[0], 1 if count == -1 else count
+
+
+def help_reply(lines: list[str]) -> list:
+    """Redis's addReplyHelp: the lines as simple strings, then the HELP entry."""
+    return [Status(line.encode()) for line in (*lines, "HELP", "    Prints this help.")]

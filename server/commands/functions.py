@@ -13,7 +13,7 @@ from rill.protocol.reply import OK, ReplyError
 from ..client import Client
 from ..functions import LOAD_TIMEOUT_MS, FunctionsEngine
 from ..scripting import AlreadyCounted, busy_error, kill_running, running, script_cmd_flags
-from .admin import help_reply
+from .args import help_reply
 from .table import MAY_REPLICATE, command
 
 

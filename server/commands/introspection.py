@@ -19,8 +19,7 @@ from ..evict import evictor_of
 from ..latency import percentiles_line
 from ..memory import memory_of, rss
 from ..outcomes import NO_REPLY
-from .admin import help_reply
-from .args import SYNTAX_ERR, get_int, string2ll
+from .args import SYNTAX_ERR, get_int, help_reply, string2ll
 from .connection import set_client_name
 from .table import arg, command, command_spec
 

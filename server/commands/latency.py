@@ -9,7 +9,7 @@ from rill.protocol.reply import Map, Raw, ReplyError, Verbatim, encode
 from ..client import Client
 from ..commandstats import CommandStats
 from ..latency import cumulative_usec, doctor, graph, hdr_counts
-from .admin import help_reply
+from .args import help_reply
 from .table import command
 
 

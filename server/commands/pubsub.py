@@ -19,7 +19,7 @@ from rill.storage.glob import compile_glob
 from ..client import Client
 from ..outcomes import NO_REPLY, ReplicasOnly
 from . import keys as _keys
-from .admin import help_reply
+from .args import help_reply
 from .table import MAY_REPLICATE, command
 
 if TYPE_CHECKING:

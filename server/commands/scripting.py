@@ -11,7 +11,7 @@ from rill.protocol.reply import OK, ReplyError
 
 from ..client import Client
 from ..scripting import NOSCRIPT_ERR, AlreadyCounted, LuaEngine, eval_cmd_flags, kill_running
-from .admin import help_reply
+from .args import help_reply
 from .table import MAY_REPLICATE, command
 
 _NOT_INTEGER = ReplyError("ERR value is not an integer or out of range")

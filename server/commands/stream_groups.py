@@ -29,8 +29,7 @@ from rill.storage.stream import (
 
 from ..client import Client
 from ..outcomes import Block
-from .admin import help_reply
-from .args import NOT_INT, SYNTAX_ERR, string2ll
+from .args import NOT_INT, SYNTAX_ERR, help_reply, string2ll
 from .stream_args import (
     XREAD_BLOCKED_DEFAULT_COUNT,
     parse_id,

@@ -13,8 +13,7 @@ from rill.protocol.stream_entries import encode_entry, entries_bytes
 from rill.storage.stream import ID_MAX, SCG_INVALID_ENTRIES_READ, Stream
 
 from ..client import Client
-from .admin import help_reply
-from .args import NOT_INT, string2ll
+from .args import NOT_INT, help_reply, string2ll
 from .stream_args import subcommand_error
 from .stream_replies import fmt_id, nogroup_for_key
 from .streams import now_ms, stream_read
