@@ -221,7 +221,7 @@ class RunContext:
         cmd = server.table.lookup(argv)
         if cmd is None:
             return self._reject(None, b"Unknown Redis command called from script")
-        if (cmd.arity > 0 and cmd.arity != len(argv)) or len(argv) < -cmd.arity:
+        if not cmd.min_argc <= len(argv) <= cmd.max_argc:
             return self._reject(cmd, b"Wrong number of args calling Redis command from script")
         flags = cmd.flags
         if flags & NOSCRIPT and not server.__dict__.get("script_disable_deny_script"):

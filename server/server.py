@@ -346,9 +346,7 @@ class Server:
         # Set before running, as processCommand does: CLIENT LIST shows the command
         # in progress for its own caller, and EXEC (not what it runs) afterwards.
         client.last_cmd = cmd
-        arity = cmd.arity
-        argc = len(argv)
-        if (arity > 0 and arity != argc) or argc < -arity:
+        if not cmd.min_argc <= len(argv) <= cmd.max_argc:
             return self._reject(
                 client, cmd, ReplyError(f"ERR wrong number of arguments for '{cmd.fullname}' command")
             )
@@ -380,8 +378,7 @@ class Server:
         with BUSY (inside MULTI that aborts the transaction, as any refusal does)."""
         cmd = self.table.lookup(argv)
         if cmd is not None:
-            arity = cmd.arity
-            if not ((arity > 0 and arity != len(argv)) or len(argv) < -arity) and not cmd.flags & ALLOW_BUSY:
+            if cmd.min_argc <= len(argv) <= cmd.max_argc and not cmd.flags & ALLOW_BUSY:
                 client.last_cmd = cmd
                 self._reject(client, cmd, busy_error(running(self)))
                 return
@@ -422,7 +419,7 @@ class Server:
                 or client.multi is not None
                 or not client.authenticated
                 or client.subscriptions
-                or ((cmd.arity > 0 and cmd.arity != len(argv)) or len(argv) < -cmd.arity)
+                or not cmd.min_argc <= len(argv) <= cmd.max_argc  # the arity check
             ):
                 if self._tracking_active:
                     # Its own invalidations follow its reply; CLIENT CACHING lapses.

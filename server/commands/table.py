@@ -17,6 +17,7 @@ rill.protocol.reply for reply values). It never touches a transport.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -91,6 +92,8 @@ class Command:
         "fullname",
         "handler",
         "arity",
+        "min_argc",
+        "max_argc",
         "flags",
         "flag_names",
         "first_key",
@@ -127,6 +130,10 @@ class Command:
         self.name = fullname.split("|")[-1]
         self.handler = handler
         self.arity: int = info[1] if arity is None else arity
+        # The arity check as one chained comparison, min_argc <= argc <= max_argc: exactly
+        # ``arity`` arguments, or at least ``-arity`` when it is negative.
+        self.min_argc = abs(self.arity)
+        self.max_argc = self.arity if self.arity > 0 else sys.maxsize
         # COMMAND INFO's flags; ``flags`` adds the ones Redis keeps but never shows.
         self.flag_names: list[str] = _strings(info[2])
         self.flags = hidden_flags

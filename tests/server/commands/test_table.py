@@ -62,6 +62,10 @@ def test_decorator_facts():
     assert not cmd("eval_ro").flags & MAY_REPLICATE
     # ZRANK takes 7.2's WITHSCORE: its arity, and COMMAND INFO's, is -3.
     assert cmd("zrank").arity == -3 and cmd("zrank").info_reply()[1] == -3
+    # The dispatcher's arity check: exactly 2 for GET, at least 3 for MSET and ZRANK.
+    assert (cmd("get").min_argc, cmd("get").max_argc) == (2, 2)
+    assert cmd("mset").min_argc == 3 and cmd("mset").max_argc >= 1 << 31
+    assert cmd("zrank").min_argc == 3 and cmd("zrank").max_argc >= 1 << 31
     assert cmd("eval").flags_for is eval_cmd_flags and cmd("get").flags_for is None
     assert cmd("sort").getkeys is not None and cmd("get").getkeys is None
     assert cmd("set").key_flags(argv("SET", "k", "v", "GET")) == (b"RW", b"access", b"update")
