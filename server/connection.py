@@ -200,7 +200,10 @@ class Connection(asyncio.Protocol):
         client.pending = []
         client.close_after_reply = True
         self.flush()
-        return True  # keep the transport until write_out has sent what is due
+        # Keep the transport until write_out has sent what is due. A TLS transport
+        # closes after the peer's close_notify whatever we answer (and warns if asked
+        # not to); its close still sends what is buffered.
+        return not self.tls
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True

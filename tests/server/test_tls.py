@@ -567,3 +567,22 @@ def test_replica_refuses_a_master_outside_its_ca(certs):
         assert r.info("replication")["master_link_status"] == "down"
         assert "certificate verify failed" in replica.log() or "CERTIFICATE_VERIFY_FAILED" in replica.log()
         r.close()
+
+
+def test_auth_over_tls_side_by_side(certs):
+    """requirepass and AUTH answer over TLS as over plain TCP; a client that ends its
+    session with close_notify leaves nothing odd in the log."""
+    replies = []
+    for srv in both(certs, "--requirepass", "pw", plain=False):
+        with srv, TLSClient(srv.tls_port, srv.ctx) as c:
+            replies.append([c.call("GET", "k"), c.call("AUTH", "nope"), c.call("AUTH", "pw"),
+                            c.call("SET", "k", "v"), c.call("GET", "k")])
+            s = tls_connect(srv.tls_port, srv.ctx)
+            s.sendall(b"PING\r\n")
+            s.recv(100)
+            s.unwrap().close()  # close_notify, then the TCP close
+            assert c.call("PING") == b"+PONG\r\n"
+            if srv.argv[0] == sys.executable:
+                assert "eof_received" not in srv.log() and "Traceback" not in srv.log()
+    assert replies[0] == replies[1]
+    assert replies[0][0].startswith(b"-NOAUTH")
