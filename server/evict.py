@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from rill.storage.keyspace import Database, ScanLog, lfu_decayed
 
-from .commands import keys as _keys
+from . import notify as events
 from .commands.values import LAZYFREE_THRESHOLD, free_effort
 from .memory import MemoryFigure, memory_of
 
@@ -241,7 +241,7 @@ class Evictor:
         db.delete(key)
         db.modified(key)
         s.blocking.signal(db.id, key)
-        notifier = _keys.notifier
+        notifier = events.notifier
         if notifier is not None:
             notifier(db.id, "e", b"evicted", key)
         self.evicted_keys += 1

@@ -110,7 +110,7 @@ BUSY_FUNCTION_ERR = ReplyError(
 
 def running(server: Server) -> RunContext | None:
     """The script or function running now, in either interpreter (at most one runs)."""
-    for vm in server.__dict__.get("lua_vms", ()):
+    for vm in server.lua_vms:
         if vm.ctx is not None:
             return vm.ctx
     return None
@@ -123,7 +123,7 @@ def busy_error(ctx: RunContext | None) -> ReplyError:
 
 def kill_running(server: Server, is_eval: bool) -> None:
     """SCRIPT KILL / FUNCTION KILL (scriptKill): raises the reply's error if refused."""
-    for vm in server.__dict__.get("lua_vms", ()):
+    for vm in server.lua_vms:
         if vm.ctx is not None:
             vm.kill(is_eval=is_eval)
             return
@@ -289,10 +289,9 @@ class LuaEngine:
         self.load_deadline = 0.0
         # redisLrand48's state, shared by both interpreters and kept by SCRIPT
         # FLUSH (Redis's is process-wide).
-        other = getattr(server, "scripting", None)
-        self._rand48_box: list[int] = other._rand48_box if other is not None else [0x1234ABCD330E]
-        vms = server.__dict__.setdefault("lua_vms", [])
-        vms.append(self)
+        vms = server.lua_vms
+        self._rand48_box: list[int] = vms[0]._rand48_box if vms else [0x1234ABCD330E]
+        server.lua_vms.append(self)
         self._reset()
 
     def _reset(self) -> None:

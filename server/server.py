@@ -20,11 +20,11 @@ from rill.protocol.reply import QUEUED, Raw, ReplyError, encode_into
 from rill.storage.keyspace import Database, Keyspace
 
 from . import REDIS_VERSION
+from . import notify as events
 from . import shutdown as shutdown_seq
 from .acl import Acl
 from .blocking import Blocking
 from .client import Client
-from .commands import keys as _keys
 from .commands.table import (
     ADMIN,
     ALLOW_BUSY,
@@ -46,10 +46,12 @@ from .commands.table import (
 from .commandstats import CommandStatsTable
 from .config import Config, parse_percentile
 from .evict import EVICT_FAIL, evictor_of
+from .functions import FunctionsEngine
 from .latency import HDR_OF, LatencyMonitor, record_long
 from .outcomes import NO_REPLY, Block
 from .propagation import Propagation
-from .scripting import busy_error, running
+from .pubsub import PubSub
+from .scripting import LuaEngine, busy_error, running
 from .tls import TLS
 from .tracking import Tracking
 
@@ -222,8 +224,17 @@ class Server:
         self.shutdown_event: Any = None
         self.pending_shutdown: Any = None  # a shutdown waiting for replicas (shutdown.py)
         self.mem_peak = 0
+        # Pub/Sub's subscriptions, which keyspace events publish through (notify.py).
+        self.pubsub = PubSub()
+        # Both Lua interpreters, EVAL's and FUNCTION's, each adding itself here
+        # (SCRIPT KILL and the BUSY checks look in each); they share one random state.
+        self.lua_vms: list[LuaEngine] = []
+        self.scripting = LuaEngine(self)
+        self.functions = FunctionsEngine(self)
         self.config.listeners.append(self._config_changed)
         self._refresh_config()
+        self.config_changed_hooks["notify-keyspace-events"] = lambda: events.configure(self)
+        events.configure(self)
 
     # -- server states that gate every command -----------------------------
     # loading, maxmemory, CLIENT PAUSE's end (a time.monotonic() reading, 0 when not
@@ -323,9 +334,7 @@ class Server:
             self.paused_clients.remove(client)
         if client.tracking:
             self.tracking.disable(client)
-        hook = getattr(self, "pubsub_client_gone", None)
-        if hook is not None:
-            hook(client)
+        self.pubsub.drop_client(client)
 
     # -- dispatch ----------------------------------------------------------
     def execute(self, client: Client, argv: list[bytes]) -> bool:
@@ -893,8 +902,8 @@ class Server:
                 self.tracking.invalidate(key, None)
         # An expired stream must wake its XREADGROUP waiters with their error.
         self.blocking.signal(db.id, key)
-        if _keys.notifier is not None:
-            _keys.notifier(db.id, "x", b"expired", key)
+        if events.notifier is not None:
+            events.notifier(db.id, "x", b"expired", key)
         if self.propagating:
             # Lazy expiry inside a command travels with that command's effects;
             # the cron flushes what active expiry produced.

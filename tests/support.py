@@ -373,10 +373,10 @@ def run_inproc(server, client, *args) -> bytes:
 def inproc_keyevents(server, client, script: Iterable[tuple], monkeypatch) -> list[tuple[bytes, bytes]]:
     """The (event, key) notifications an in-process Server raises for ``script``, caught at
     the keyspace notifier: what ``keyevents`` reads from a real server, without sockets."""
-    from rill.server.commands import keys
+    from rill.server import notify
 
     events: list[tuple[bytes, bytes]] = []
-    monkeypatch.setattr(keys, "notifier", lambda db, cls, event, key: events.append((event, key)))
+    monkeypatch.setattr(notify, "notifier", lambda db, cls, event, key: events.append((event, key)))
     for args in script:
         run_inproc(server, client, *args)
     return events

@@ -336,13 +336,13 @@ def doctor_report(s) -> str:
     resident = rss()
     replicas = sum(1 for cl in s.clients.values() if cl.repl is not None or cl.kind == "replica")
     normal = max(len(s.clients) - replicas, 1)
-    lua = getattr(s, "scripting", None)
+    lua = s.scripting
     found = {
         "peak": (fig.peak - fig.startup) / (used - fig.startup) > 1.5,
         "frag": resident / used > 1.4 and resident - used > 10 << 20,
         "replicas": replicas > 0 and fig.clients_replicas > 10 << 20,
         "clients": fig.clients_normal // normal > 200 << 10,
-        "scripts": lua is not None and len(lua.scripts) > 1000,
+        "scripts": len(lua.scripts) > 1000,
     }
     if not any(found.values()):
         return _DOCTOR_FINE
@@ -372,8 +372,8 @@ def memory_stats(c: Client, argv: list[bytes]):
     overhead = fig.overhead()
     dataset = max(used - overhead, 0)
     keys = sum(len(db) for db in s.keyspace.dbs)
-    lua = getattr(s, "scripting", None)
-    functions = getattr(s, "functions", None)
+    lua = s.scripting
+    functions = s.functions
     dbs = [(b"db.%d" % db.id, Map([
         (b"overhead.hashtable.main", _sizeof(db.data) + _sizeof(db.access)),
         (b"overhead.hashtable.expires", fig.db_overhead(db) - _sizeof(db.data) - _sizeof(db.access)),
@@ -388,8 +388,8 @@ def memory_stats(c: Client, argv: list[bytes]):
         (b"clients.normal", fig.clients_normal),
         (b"cluster.links", 0),
         (b"aof.buffer", fig.aof_buffer),
-        (b"lua.caches", lua.scripts_mem if lua else 0),
-        (b"functions.caches", functions.overhead() if functions else 0),
+        (b"lua.caches", lua.scripts_mem),
+        (b"functions.caches", functions.overhead()),
         *dbs,
         (b"overhead.total", overhead),
         (b"keys.count", keys),

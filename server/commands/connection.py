@@ -152,9 +152,7 @@ def reset(c: Client, argv: list[bytes]):
         c.monitor = False
         if c in server.monitors:
             server.monitors.remove(c)
-    unsubscribe = getattr(server, "pubsub_client_gone", None)
-    if unsubscribe is not None:
-        unsubscribe(c)
+    server.pubsub.drop_client(c)
     c.db = server.keyspace[0]
     c.resp3 = False
     c.name = b""

@@ -11,14 +11,10 @@ from __future__ import annotations
 from rill.protocol.reply import OK, ReplyError
 
 from ..client import Client
-from ..functions import LOAD_TIMEOUT_MS, FunctionsEngine
+from ..functions import LOAD_TIMEOUT_MS
 from ..scripting import AlreadyCounted, busy_error, kill_running, running, script_cmd_flags
 from .args import help_reply
 from .table import MAY_REPLICATE, command
-
-
-def setup(server) -> None:
-    server.functions = FunctionsEngine(server)
 
 
 def _fcall_cmd_flags(client: Client, argv: list[bytes]) -> int:

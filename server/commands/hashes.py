@@ -14,6 +14,7 @@ from rill.storage import hash as _hash
 from rill.storage.glob import compile_glob
 from rill.storage.hash import HashValue
 
+from .. import notify as events
 from ..client import Client
 from . import keys as _keys
 from .args import NOT_FLOAT, NOT_INT, OVERFLOW, SYNTAX_ERR, WRONGTYPE, string2ll
@@ -46,7 +47,7 @@ def setup(server) -> None:
 
 # -- helpers -------------------------------------------------------------------
 def _notify(c: Client, event: bytes, key: bytes, cls: str = "h") -> None:
-    notifier = _keys.notifier
+    notifier = events.notifier
     if notifier is not None:
         notifier(c.db.id, cls, event, key)
 
@@ -81,7 +82,7 @@ def _changed(c: Client, key: bytes, event: bytes, dirty: int) -> None:
     db = c.db
     if db.watched and key in db.watched:
         db.modified(key)
-    if _keys.notifier is not None:
+    if events.notifier is not None:
         _notify(c, event, key)
     c.server.dirty += dirty
 
@@ -138,7 +139,7 @@ def hset(c: Client, argv: list[bytes]):
         created = h.put(field, value)
     if db.watched and key in db.watched:
         db.modified(key)
-    if _keys.notifier is not None:
+    if events.notifier is not None:
         _notify(c, b"hset", key)
     c.server.dirty += 1
     return created

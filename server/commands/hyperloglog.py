@@ -22,8 +22,8 @@ from rill.protocol.reply import OK, ReplyError, Status
 from rill.storage import hll
 from rill.storage.keyspace import Database
 
+from .. import notify as events
 from ..client import Client
-from . import keys as _keys
 from .args import WRONGTYPE
 from .table import MAY_REPLICATE, command
 
@@ -76,7 +76,7 @@ def _union(c: Client, keys: list[bytes]) -> tuple[bytes, bool]:
 def _written(c: Client, key: bytes, changes: int) -> None:
     db = c.db
     db.modified(key)
-    _keys.notify(db.id, "$", b"pfadd", key)
+    events.notify(db.id, "$", b"pfadd", key)
     c.server.dirty += changes
 
 

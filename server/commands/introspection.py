@@ -85,20 +85,20 @@ def _clients(c: Client) -> list[tuple[str, object]]:
 
 def _scripting_memory(s) -> list[tuple[str, object]]:
     """The interpreters' heaps and the script and function caches, as Redis 7.0 lists them."""
-    lua = getattr(s, "scripting", None)  # the engines, when their families are loaded
-    functions = getattr(s, "functions", None)
-    vm_eval = lua.memory() if lua else 0
-    vm_functions = functions.vm_memory() if functions else 0
-    scripts_eval = lua.scripts_mem if lua else 0
-    functions_mem = functions.overhead() if functions else 0
+    lua = s.scripting
+    functions = s.functions
+    vm_eval = lua.memory()
+    vm_functions = functions.vm_memory()
+    scripts_eval = lua.scripts_mem
+    functions_mem = functions.overhead()
     return [
         ("used_memory_lua", vm_eval),
         ("used_memory_vm_eval", vm_eval),
         ("used_memory_lua_human", bytes_human(vm_eval)),
         ("used_memory_scripts_eval", scripts_eval),
-        ("number_of_cached_scripts", len(lua.scripts) if lua else 0),
-        ("number_of_functions", len(functions.libs.functions) if functions else 0),
-        ("number_of_libraries", len(functions.libs.libraries) if functions else 0),
+        ("number_of_cached_scripts", len(lua.scripts)),
+        ("number_of_functions", len(functions.libs.functions)),
+        ("number_of_libraries", len(functions.libs.libraries)),
         ("used_memory_vm_functions", vm_functions),
         ("used_memory_vm_total", vm_eval + vm_functions),
         ("used_memory_vm_total_human", bytes_human(vm_eval + vm_functions)),
@@ -211,7 +211,7 @@ def _stats(c: Client) -> list[tuple[str, object]]:
     st = s.stats
     ks = s.keyspace
     ops, in_kbps, out_kbps = _instantaneous(s)
-    pubsub = getattr(s, "pubsub", None)
+    pubsub = s.pubsub
     from ..persistence import persistence_of
 
     p = persistence_of(s)
@@ -243,9 +243,9 @@ def _stats(c: Client) -> list[tuple[str, object]]:
         ("current_eviction_exceeded_time", exceeded_now),
         ("keyspace_hits", ks.hits),
         ("keyspace_misses", ks.misses),
-        ("pubsub_channels", pubsub.channel_count() if pubsub else 0),
-        ("pubsub_patterns", pubsub.pattern_count() if pubsub else 0),
-        ("pubsubshard_channels", len(pubsub.shard_channels) if pubsub else 0),
+        ("pubsub_channels", pubsub.channel_count()),
+        ("pubsub_patterns", pubsub.pattern_count()),
+        ("pubsubshard_channels", len(pubsub.shard_channels)),
         ("latest_fork_usec", getattr(s, "latest_fork_usec", 0)),
         ("total_forks", getattr(s, "total_forks", 0)),
         ("migrate_cached_sockets", len(getattr(s, "migrate_links", ()) or ())),

@@ -16,6 +16,7 @@ from rill.protocol.reply import OK, ReplyError, Status
 from rill.storage.glob import compile_glob
 from rill.storage.keyspace import Database, now_ms
 
+from .. import notify as events
 from ..client import Client
 from .args import DB_RANGE, INT64_MAX, INT64_MIN, NO_SUCH_KEY, SYNTAX_ERR, WRONGTYPE, string2ll
 from .table import command
@@ -24,18 +25,6 @@ from .values import LAZYFREE_THRESHOLD, free_effort, unshared_copy
 SAME_OBJECT = ReplyError("ERR source and destination objects are the same")
 INVALID_CURSOR = ReplyError("ERR invalid cursor")
 NOT_INT = ReplyError("ERR value is not an integer or out of range")
-
-# Keyspace notifications: the pub/sub family installs a callable
-# ``notifier(db_id, cls, event, key)`` here when notify-keyspace-events is set;
-# cls is Redis's class letter ('g' generic, '$' string, 'x' expired, ...).
-notifier: Callable[[int, str, bytes, bytes], None] | None = None
-
-
-def notify(db_id: int, cls: str, event: bytes, key: bytes) -> None:
-    """Fire a keyspace event if anyone listens (cheap when nobody does)."""
-    if notifier is not None:
-        notifier(db_id, cls, event, key)
-
 
 def type_name(value: Any) -> bytes:
     """TYPE's answer for a stored value."""
@@ -86,8 +75,8 @@ def _delete_keys(c: Client, argv: list[bytes], lazy: bool) -> int:
             db.keyspace.lazyfreed_objects += 1
         if db.delete(key):
             db.modified(key)
-            if notifier is not None:
-                notifier(db.id, "g", b"del", key)
+            if events.notifier is not None:
+                events.notifier(db.id, "g", b"del", key)
             deleted += 1
     c.server.dirty += deleted
     return deleted
@@ -153,9 +142,9 @@ def _rename(c: Client, argv: list[bytes], nx: bool):
         db.set_expire(dst, expire)
     db.modified(src)
     db.modified(dst)
-    if notifier is not None:
-        notifier(db.id, "g", b"rename_from", src)
-        notifier(db.id, "g", b"rename_to", dst)
+    if events.notifier is not None:
+        events.notifier(db.id, "g", b"rename_from", src)
+        events.notifier(db.id, "g", b"rename_to", dst)
     c.server.dirty += 1
     return 1 if nx else OK
 
@@ -195,9 +184,9 @@ def move(c: Client, argv: list[bytes]):
     src.modified(key)
     dst.modified(key)
     c.server.blocking.signal(dst.id, key)  # the dispatcher only signals the client's db
-    if notifier is not None:
-        notifier(src.id, "g", b"move_from", key)
-        notifier(dst.id, "g", b"move_to", key)
+    if events.notifier is not None:
+        events.notifier(src.id, "g", b"move_from", key)
+        events.notifier(dst.id, "g", b"move_to", key)
     c.server.dirty += 1
     return 1
 
@@ -237,8 +226,8 @@ def copy(c: Client, argv: list[bytes]):
     dst.modified(newkey)
     if dst is not src:
         c.server.blocking.signal(dst.id, newkey)
-    if notifier is not None:
-        notifier(dst.id, "g", b"copy_to", newkey)
+    if events.notifier is not None:
+        events.notifier(dst.id, "g", b"copy_to", newkey)
     c.server.dirty += 1
     return 1
 
@@ -345,8 +334,8 @@ def delete_expired_now(c: Client, key: bytes) -> None:
     lazy = server.config.bool("lazyfree-lazy-expire")
     server.rewrite_propagation([b"UNLINK" if lazy else b"DEL", key])
     db.modified(key)
-    if notifier is not None:
-        notifier(db.id, "g", b"del", key)
+    if events.notifier is not None:
+        events.notifier(db.id, "g", b"del", key)
 
 
 def _expire_generic(c: Client, argv: list[bytes], basetime: int, seconds: bool):
@@ -392,8 +381,8 @@ def _expire_generic(c: Client, argv: list[bytes], basetime: int, seconds: bool):
     if argv[0].lower() != b"pexpireat":
         c.server.rewrite_propagation([b"PEXPIREAT", key, b"%d" % when, *argv[3:]])
     db.modified(key)
-    if notifier is not None:
-        notifier(db.id, "g", b"expire", key)
+    if events.notifier is not None:
+        events.notifier(db.id, "g", b"expire", key)
     c.server.dirty += 1
     return 1
 
@@ -458,10 +447,10 @@ def persist(c: Client, argv: list[bytes]):
     if db.lookup(key) is None or not db.persist(key):
         return 0
     db.modified(key)
-    if notifier is not None:
-        notifier(db.id, "g", b"persist", key)
+    if events.notifier is not None:
+        events.notifier(db.id, "g", b"persist", key)
     c.server.dirty += 1
     return 1
 
 
-__all__ = ["WRONGTYPE", "copy_value", "notify", "type_name", "parse_cursor"]
+__all__ = ["WRONGTYPE", "copy_value", "type_name", "parse_cursor"]

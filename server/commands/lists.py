@@ -18,10 +18,10 @@ from itertools import islice
 from rill.protocol.reply import EMPTY_ARRAY, NULL_ARRAY, OK, Raw, ReplyError
 from rill.storage.list import ListValue
 
+from .. import notify as events
 from ..blocking import parse_timeout
 from ..client import Client
 from ..outcomes import Block
-from . import keys as _keys
 from .args import NO_SUCH_KEY, NOT_INT, SYNTAX_ERR, WRONGTYPE, get_positive, parse_mpop, string2ll
 from .table import command
 
@@ -102,7 +102,7 @@ def _bulk_array(items: list[bytes]) -> Raw:
 
 def _notify(c: Client, event: bytes, key: bytes, cls: str = "l") -> None:
     """A keyspace event (class 'l' for list events, 'g' for the generic "del")."""
-    notifier = _keys.notifier
+    notifier = events.notifier
     if notifier is not None:
         notifier(c.db.id, cls, event, key)
 
@@ -154,7 +154,7 @@ def _push(c: Client, argv: list[bytes], left: bool, xx: bool) -> int:
     c.server.dirty += len(argv) - 2
     if db.watched and key in db.watched:
         db.modified(key)
-    if _keys.notifier is not None:
+    if events.notifier is not None:
         _notify(c, b"lpush" if left else b"rpush", key)
     return len(lst)
 
@@ -339,7 +339,7 @@ def _pop_one(c: Client, key: bytes, left: bool) -> bytes | None:
     if type(lst) is not ListValue:
         raise WRONGTYPE
     value = lst.popleft() if left else lst.pop()
-    if _keys.notifier is not None:
+    if events.notifier is not None:
         _notify(c, b"lpop" if left else b"rpop", key)
     if not lst:
         db.delete(key)

@@ -15,6 +15,7 @@ from rill.persistence.aof import encode_command
 from rill.protocol.parser import split_args
 from rill.protocol.reply import OK, Raw, ReplyError, Status
 
+from .. import notify as events
 from ..blocking import parse_timeout
 from ..client import Client
 from ..migrate import links_of
@@ -22,7 +23,6 @@ from ..outcomes import NO_REPLY, Block
 from ..persistence import PersistenceError, ReplicaLink, install, persistence_of
 from ..replication import replication_of
 from .args import SYNTAX_ERR, get_int, redact, string2ll
-from .keys import notify
 from .table import command
 
 BUSYKEY = ReplyError("BUSYKEY Target key name already exists.")
@@ -159,7 +159,7 @@ def restore(c: Client, argv: list[bytes]):
         if deleted:
             server.rewrite_propagation([b"DEL", key])
             db.modified(key)
-            notify(db.id, "g", b"del", key)
+            events.notify(db.id, "g", b"del", key)
             server.dirty += 1
         return OK
     db.set(key, value)
@@ -174,7 +174,7 @@ def restore(c: Client, argv: list[bytes]):
         if not absttl:
             server.rewrite_propagation([argv[0], key, b"%d" % ttl, *argv[3:], b"ABSTTL"])
     db.modified(key)
-    notify(db.id, "g", b"restore", key)
+    events.notify(db.id, "g", b"restore", key)
     server.dirty += 1
     return OK
 
@@ -339,7 +339,7 @@ def _migrate_over(c: Client, link, found: list, dbid: int, timeout: float, copy:
         elif not copy:
             db.delete(key)
             db.modified(key)
-            notify(db.id, "g", b"del", key)
+            events.notify(db.id, "g", b"del", key)
             c.server.dirty += 1
             deleted.append(key)
     if deleted:

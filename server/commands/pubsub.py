@@ -1,92 +1,22 @@
-"""Pub/Sub: SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE, their UNSUBSCRIBEs, PUBLISH, SPUBLISH,
-PUBSUB, and keyspace events.
+"""Pub/Sub: SUBSCRIBE, PSUBSCRIBE, SSUBSCRIBE, their UNSUBSCRIBEs, PUBLISH, SPUBLISH
+and PUBSUB.
 
-Subscriptions live in three registries on the server (channel -> clients,
-pattern -> clients, shard channel -> clients, insertion ordered like Redis's
-lists); messages are pushed to subscribers' output and their connections are
-woken to flush. Shard channels are Redis 7's cluster-scoped channels; on a
-single server they are a namespace of their own (no patterns, "smessage"
-deliveries, a subscription count of their own in the confirmations).
+Subscriptions live in the server's ``PubSub`` (server/pubsub.py); keyspace events
+publish through it (server/notify.py). Shard channels are Redis 7's cluster-scoped
+channels; on a single server they are a namespace of their own (no patterns,
+"smessage" deliveries, a subscription count of their own in the confirmations).
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from rill.protocol.reply import Push, ReplyError
 from rill.storage.glob import compile_glob
 
 from ..client import Client
 from ..outcomes import NO_REPLY, ReplicasOnly
-from . import keys as _keys
+from ..pubsub import discard_subscriber
 from .args import help_reply
 from .table import MAY_REPLICATE, command
-
-if TYPE_CHECKING:
-    from ..server import Server
-
-
-class PubSub:
-    """channel -> subscribers and pattern -> subscribers, in subscription order."""
-
-    def __init__(self) -> None:
-        self.channels: dict[bytes, dict[Client, None]] = {}
-        self.patterns: dict[bytes, dict[Client, None]] = {}
-        self.shard_channels: dict[bytes, dict[Client, None]] = {}
-
-    def channel_count(self) -> int:
-        return len(self.channels)
-
-    def pattern_count(self) -> int:
-        return len(self.patterns)
-
-    def publish(self, channel: bytes, message: bytes) -> int:
-        receivers = 0
-        for client in list(self.channels.get(channel, ())):
-            client.push(Push([b"message", channel, message]))
-            receivers += 1
-        for pattern, clients in list(self.patterns.items()):
-            if compile_glob(pattern)(channel):
-                for client in list(clients):
-                    client.push(Push([b"pmessage", pattern, channel, message]))
-                    receivers += 1
-        return receivers
-
-    def spublish(self, channel: bytes, message: bytes) -> int:
-        clients = list(self.shard_channels.get(channel, ()))
-        for client in clients:
-            client.push(Push([b"smessage", channel, message]))
-        return len(clients)
-
-    def drop_client(self, client: Client) -> None:
-        for ch in client.pubsub_channels:
-            _discard(self.channels, ch, client)
-        for pat in client.pubsub_patterns:
-            _discard(self.patterns, pat, client)
-        for ch in client.pubsub_shard_channels:
-            _discard(self.shard_channels, ch, client)
-        client.pubsub_channels.clear()
-        client.pubsub_patterns.clear()
-        client.pubsub_shard_channels.clear()
-        client.subscriptions = 0
-
-
-def _discard(registry: dict[bytes, dict[Client, None]], name: bytes, client: Client) -> None:
-    subs = registry.get(name)
-    if subs is not None:
-        subs.pop(client, None)
-        if not subs:
-            del registry[name]
-
-
-def pubsub_of(server: Server) -> PubSub:
-    ps = getattr(server, "pubsub", None)
-    if ps is None:
-        ps = server.pubsub = PubSub()
-        server.pubsub_client_gone = ps.drop_client
-        server.config_changed_hooks["notify-keyspace-events"] = lambda: _install_notifier(server)
-        _install_notifier(server)
-    return ps
 
 
 def _count(c: Client) -> int:
@@ -108,7 +38,7 @@ def subscribe(c: Client, argv: list[bytes]):
         # Redis refuses SUBSCRIBE inside MULTI only when the client cannot take pushes.
         if not c.resp3:
             raise ReplyError("ERR SUBSCRIBE isn't allowed for a DENY BLOCKING client")
-    ps = pubsub_of(c.server)
+    ps = c.server.pubsub
     for ch in argv[1:]:
         if ch not in c.pubsub_channels:
             c.pubsub_channels.add(ch)
@@ -122,7 +52,7 @@ def subscribe(c: Client, argv: list[bytes]):
 def psubscribe(c: Client, argv: list[bytes]):
     if c.in_exec and not c.resp3:
         raise ReplyError("ERR PSUBSCRIBE isn't allowed for a DENY BLOCKING client")
-    ps = pubsub_of(c.server)
+    ps = c.server.pubsub
     for pat in argv[1:]:
         if pat not in c.pubsub_patterns:
             c.pubsub_patterns.add(pat)
@@ -133,7 +63,7 @@ def psubscribe(c: Client, argv: list[bytes]):
 
 
 def _unsubscribe(c: Client, argv: list[bytes], patterns: bool) -> None:
-    ps = pubsub_of(c.server)
+    ps = c.server.pubsub
     mine = c.pubsub_patterns if patterns else c.pubsub_channels
     registry = ps.patterns if patterns else ps.channels
     kind = b"punsubscribe" if patterns else b"unsubscribe"
@@ -144,7 +74,7 @@ def _unsubscribe(c: Client, argv: list[bytes], patterns: bool) -> None:
     for name in names:
         if name in mine:
             mine.discard(name)
-            _discard(registry, name, c)
+            discard_subscriber(registry, name, c)
             _recount(c)
         c.push(Push([kind, name, _count(c)]))
 
@@ -165,7 +95,7 @@ def punsubscribe(c: Client, argv: list[bytes]):
 def publish(c: Client, argv: list[bytes]):
     # Replicas deliver it to their own subscribers (not the AOF: a message is not data).
     c.server.also_propagate(c.db.id, ReplicasOnly(argv))
-    return pubsub_of(c.server).publish(argv[1], argv[2])
+    return c.server.pubsub.publish(argv[1], argv[2])
 
 
 @command("ssubscribe")
@@ -173,7 +103,7 @@ def ssubscribe(c: Client, argv: list[bytes]):
     if c.in_exec:
         # Unlike SUBSCRIBE, no exception for transactions: EXEC denies blocking.
         raise ReplyError("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client")
-    ps = pubsub_of(c.server)
+    ps = c.server.pubsub
     mine = c.pubsub_shard_channels
     for ch in argv[1:]:
         if ch not in mine:
@@ -186,7 +116,7 @@ def ssubscribe(c: Client, argv: list[bytes]):
 
 @command("sunsubscribe")
 def sunsubscribe(c: Client, argv: list[bytes]):
-    ps = pubsub_of(c.server)
+    ps = c.server.pubsub
     mine = c.pubsub_shard_channels
     names = argv[1:] or list(mine)
     if not names:
@@ -195,7 +125,7 @@ def sunsubscribe(c: Client, argv: list[bytes]):
     for name in names:
         if name in mine:
             mine.discard(name)
-            _discard(ps.shard_channels, name, c)
+            discard_subscriber(ps.shard_channels, name, c)
             _recount(c)
         c.push(Push([b"sunsubscribe", name, len(mine)]))
     return NO_REPLY
@@ -204,12 +134,12 @@ def sunsubscribe(c: Client, argv: list[bytes]):
 @command("spublish", hidden_flags=MAY_REPLICATE)  # hidden in 7.0's COMMAND INFO
 def spublish(c: Client, argv: list[bytes]):
     c.server.also_propagate(c.db.id, ReplicasOnly(argv))
-    return pubsub_of(c.server).spublish(argv[1], argv[2])
+    return c.server.pubsub.spublish(argv[1], argv[2])
 
 
 @command("pubsub|shardchannels")
 def pubsub_shardchannels(c: Client, argv: list[bytes]):
-    ps = pubsub_of(c.server)
+    ps = c.server.pubsub
     if len(argv) == 3:
         match = compile_glob(argv[2])
         return [ch for ch in ps.shard_channels if match(ch)]
@@ -218,7 +148,7 @@ def pubsub_shardchannels(c: Client, argv: list[bytes]):
 
 @command("pubsub|shardnumsub")
 def pubsub_shardnumsub(c: Client, argv: list[bytes]):
-    ps = pubsub_of(c.server)
+    ps = c.server.pubsub
     out: list = []
     for ch in argv[2:]:
         out += [ch, len(ps.shard_channels.get(ch, ()))]
@@ -227,7 +157,7 @@ def pubsub_shardnumsub(c: Client, argv: list[bytes]):
 
 @command("pubsub|channels")
 def pubsub_channels(c: Client, argv: list[bytes]):
-    ps = pubsub_of(c.server)
+    ps = c.server.pubsub
     if len(argv) == 3:
         match = compile_glob(argv[2])
         return [ch for ch in ps.channels if match(ch)]
@@ -236,7 +166,7 @@ def pubsub_channels(c: Client, argv: list[bytes]):
 
 @command("pubsub|numsub")
 def pubsub_numsub(c: Client, argv: list[bytes]):
-    ps = pubsub_of(c.server)
+    ps = c.server.pubsub
     out: list = []
     for ch in argv[2:]:
         out += [ch, len(ps.channels.get(ch, ()))]
@@ -245,7 +175,7 @@ def pubsub_numsub(c: Client, argv: list[bytes]):
 
 @command("pubsub|numpat")
 def pubsub_numpat(c: Client, argv: list[bytes]):
-    return pubsub_of(c.server).pattern_count()
+    return c.server.pubsub.pattern_count()
 
 
 @command("pubsub|help")
@@ -264,40 +194,3 @@ def pubsub_help(c: Client, argv: list[bytes]):
         "SHARDNUMSUB [<shardchannel> ...]",
         "    Return the number of subscribers for the specified shard level channel(s)",
     ])
-
-
-# -- keyspace notifications ------------------------------------------------------
-_ALL_CLASSES = "g$lshzxetd"
-
-
-def _install_notifier(server: Server) -> None:
-    """Publish keyspace events for the classes notify-keyspace-events enables."""
-    flags = server.config["notify-keyspace-events"]
-    if not flags or not ({"K", "E"} & set(flags)):
-        _keys.notifier = None
-        server.keyspace.on_new = None
-        return
-    # The classes come from the value as given: its shown form drops 'n' next to 'A'.
-    classes = set(server.config.given.get("notify-keyspace-events", flags))
-    if "A" in classes:
-        classes |= set(_ALL_CLASSES)
-    keyspace, keyevent = "K" in classes, "E" in classes
-    ps = server.pubsub
-
-    def notify(db_id: int, cls: str, event: bytes, key: bytes) -> None:
-        if cls not in classes:
-            return
-        if keyspace:
-            ps.publish(b"__keyspace@%d__:%s" % (db_id, key), event)
-        if keyevent:
-            ps.publish(b"__keyevent@%d__:%s" % (db_id, event), key)
-
-    _keys.notifier = notify
-    # 'n' (not part of 'A'): a "new" event whenever a key is created, before the
-    # creating command's own event, as Redis's dbAdd fires it.
-    server.keyspace.on_new = (lambda db, key: notify(db.id, "n", b"new", key)) if "n" in classes else None
-
-
-def setup(server: Server) -> None:
-    """Attach the registry at start-up so keyspace events work before any SUBSCRIBE."""
-    pubsub_of(server)

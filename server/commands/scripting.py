@@ -17,10 +17,6 @@ from .table import MAY_REPLICATE, command
 _NOT_INTEGER = ReplyError("ERR value is not an integer or out of range")
 
 
-def setup(server) -> None:
-    server.scripting = LuaEngine(server)
-
-
 def _eval(c: Client, argv: list[bytes], by_sha: bool, ro: bool):
     server = c.server
     engine: LuaEngine = server.scripting

@@ -19,6 +19,7 @@ from rill.storage import set as _set
 from rill.storage.glob import compile_glob
 from rill.storage.set import SetValue, from_members
 
+from .. import notify as events
 from ..client import Client
 from . import keys as _keys
 from .args import NOT_INT, NUMKEYS_ERR, SYNTAX_ERR, WRONGTYPE, get_positive, string2ll
@@ -45,7 +46,7 @@ def setup(server) -> None:
 
 # -- helpers -------------------------------------------------------------------
 def _notify(c: Client, event: bytes, key: bytes, cls: str = "s") -> None:
-    notifier = _keys.notifier
+    notifier = events.notifier
     if notifier is not None:
         notifier(c.db.id, cls, event, key)
 
@@ -99,7 +100,7 @@ def sadd(c: Client, argv: list[bytes]):
     if added:
         if db.watched and key in db.watched:
             db.modified(key)
-        if _keys.notifier is not None:
+        if events.notifier is not None:
             _notify(c, b"sadd", key)
         c.server.dirty += added
     return added

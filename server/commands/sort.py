@@ -21,8 +21,8 @@ from typing import Any
 from rill.protocol.reply import ReplyError
 from rill.storage.list import ListValue
 
+from .. import notify as events
 from ..client import Client
-from . import keys as _keys
 from .args import NOT_INT, SYNTAX_ERR, WRONGTYPE, eq, string2ll
 from .pqsort import pqsort
 from .table import command
@@ -256,11 +256,11 @@ def _sort(c: Client, argv: list[bytes], readonly: bool) -> Any:
     if outputlen:
         db.set(storekey, stored)
         db.modified(storekey)
-        _keys.notify(db.id, "l", b"sortstore", storekey)
+        events.notify(db.id, "l", b"sortstore", storekey)
         c.server.dirty += outputlen
     elif db.delete(storekey):
         db.modified(storekey)
-        _keys.notify(db.id, "g", b"del", storekey)
+        events.notify(db.id, "g", b"del", storekey)
         c.server.dirty += 1
     return outputlen
 

@@ -43,9 +43,9 @@ from rill.storage.stream import (
     StreamSizeError,
 )
 
+from .. import notify as events
 from ..client import Client
 from ..outcomes import Block
-from . import keys as _keys
 from .args import NO_SUCH_KEY, NOT_INT, SYNTAX_ERR, WRONGTYPE, string2ll
 from .stream_args import (
     IDMP_EMPTY,
@@ -86,7 +86,7 @@ def now_ms() -> int:
 
 def notify(c: Client, event: bytes, key: bytes) -> None:
     """A stream keyspace event (class 't')."""
-    notifier = _keys.notifier
+    notifier = events.notifier
     if notifier is not None:
         notifier(c.db.id, "t", event, key)
 
@@ -204,7 +204,7 @@ def xadd(c: Client, argv: list[bytes]):
             db.modified(key)
         if server.blocking.waiters:  # XADD wakes its key's waiters (see BlockingRegistry.signal_command)
             server.blocking.signal(db.id, key)
-        if _keys.notifier is not None:
+        if events.notifier is not None:
             notify(c, b"xadd", key)
         server.dirty += 1
         if server.propagating:

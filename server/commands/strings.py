@@ -20,8 +20,8 @@ from fractions import Fraction
 from rill.protocol.reply import OK, Map, ReplyError
 from rill.storage.keyspace import Database, now_ms
 
+from .. import notify as events
 from ..client import Client
-from . import keys as _keys
 from .args import (
     INT64_MAX,
     INT64_MIN,
@@ -52,7 +52,7 @@ def _expire_if_needed(db: Database, key: bytes) -> None:
 
 
 def _notify(db: Database, cls: str, event: bytes, key: bytes) -> None:
-    notifier = _keys.notifier
+    notifier = events.notifier
     if notifier is not None:
         notifier(db.id, cls, event, key)
 
@@ -303,8 +303,8 @@ def set_(c: Client, argv: list[bytes]):
             db.set(key, argv[2])
         if db.watched:
             db.modified(key)
-        if _keys.notifier is not None:
-            _keys.notifier(db.id, "$", b"set", key)
+        if events.notifier is not None:
+            events.notifier(db.id, "$", b"set", key)
         c.server.dirty += 1
         return OK
     flags, expire = _parse_string_options(argv, 3, True)
@@ -362,7 +362,7 @@ def mset(c: Client, argv: list[bytes]):
     data = db.data
     expires = db.expires
     watched = db.watched
-    notifier = _keys.notifier
+    notifier = events.notifier
     for j in range(1, n, 2):
         key = argv[j]
         if key in data and not (expires and key in expires):
@@ -507,8 +507,8 @@ def _incr(c: Client, key: bytes, incr: int) -> int:
         _INTS[new] = result
     if db.watched:
         db.modified(key)
-    if _keys.notifier is not None:
-        _keys.notifier(db.id, "$", b"incrby", key)
+    if events.notifier is not None:
+        events.notifier(db.id, "$", b"incrby", key)
     c.server.dirty += 1
     return result
 
@@ -536,8 +536,8 @@ def incr(c: Client, argv: list[bytes]):
     _INTS[new] = result
     if db.watched:
         db.modified(key)
-    if _keys.notifier is not None:
-        _keys.notifier(db.id, "$", b"incrby", key)
+    if events.notifier is not None:
+        events.notifier(db.id, "$", b"incrby", key)
     c.server.dirty += 1
     return result
 

@@ -21,10 +21,10 @@ from rill.storage.glob import compile_glob
 from rill.storage.ranges import index_span
 from rill.storage.zset import SortedSet, d2string, format_score
 
+from .. import notify as events
 from ..blocking import parse_timeout
 from ..client import Client
 from ..outcomes import Block
-from . import keys as _keys
 from .args import NOT_FLOAT, NOT_INT, SYNTAX_ERR, WRONGTYPE, get_positive, parse_mpop, string2ll
 from .hashes import parse_scan_options
 from .keys import parse_cursor
@@ -64,7 +64,7 @@ def setup(server) -> None:
 
 # -- helpers -------------------------------------------------------------------
 def _notify(c: Client, event: bytes, key: bytes, cls: str = "z") -> None:
-    notifier = _keys.notifier
+    notifier = events.notifier
     if notifier is not None:
         notifier(c.db.id, cls, event, key)
 
@@ -412,7 +412,7 @@ def _zadd_one(c: Client, key: bytes, score: float, member: bytes) -> int:
     c.server.dirty += 1
     if db.watched and key in db.watched:
         db.modified(key)
-    if _keys.notifier is not None:
+    if events.notifier is not None:
         _notify(c, b"zadd", key)
     return 1 if cur is None else 0
 
@@ -754,7 +754,7 @@ def _zpop_one(c: Client, key: bytes, from_max: bool):
         raise WRONGTYPE
     score, member = zs.pop_end(from_max)
     c.server.dirty += 1
-    if _keys.notifier is not None:
+    if events.notifier is not None:
         _notify(c, b"zpopmax" if from_max else b"zpopmin", key)
     if db.watched and key in db.watched:
         db.modified(key)

@@ -802,7 +802,7 @@ EVENT_SCRIPT = [
 
 def test_keyspace_events_match_redis(oracle_server, local):
     events: list[tuple[int, bytes, bytes]] = []
-    keys_module = __import__("rill.server.commands.keys", fromlist=["keys"])
+    keys_module = __import__("rill.server.notify", fromlist=["notify"])
     keyspace = local.server.keyspace
     keys_module.notifier = lambda db_id, cls, event, key: events.append((db_id, event, key))
     keyspace.on_new = lambda db, key: events.append((db.id, b"new", key))

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rill.protocol.reply import encode
-from rill.server.commands import keys
+from rill.server import notify
 from rill.server.commands.lists import _bulk_array
 
 from tests.support import RawClient, encode_command, inproc_keyevents, keyevents
@@ -397,7 +397,7 @@ def test_keyspace_events_of_served_waiters_match_redis(oracle_server, inproc, mo
 
     server, producer, _ = inproc
     mine: list[tuple[bytes, bytes]] = []
-    monkeypatch.setattr(keys, "notifier", lambda db, cls, event, key: mine.append((event, key)))
+    monkeypatch.setattr(notify, "notifier", lambda db, cls, event, key: mine.append((event, key)))
     a, b = server.new_client(), server.new_client()
     _run(server, a, "BLMOVE", "src", "dst", "LEFT", "LEFT", "0")
     _run(server, b, "BLMPOP", "0", "1", "src", "RIGHT", "COUNT", "5")
