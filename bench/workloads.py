@@ -410,6 +410,46 @@ rb_test("ZPOPMIN", "zpopmin", group="collections", issue=6, target=UNPIPELINED,
 rb_command("ZRANGE 0 99 WITHSCORES", ["ZRANGE", "bench:zr", "0", "99", "WITHSCORES"], group="collections",
            issue=6, target=AT_LEAST(0.35), requests=N_HEAVY, setup=prefill_zset("bench:zr", 1000))
 
+# -- issue 26: SET while allkeys-lru evicts a key per write --------------------------------------
+EVICT_ROOM = 32 << 20  # maxmemory: what the server uses at start plus this much data
+EVICT_KEYSPACE = 10_000_000
+
+
+def _evict_setup(ctx: Ctx, server: Server) -> None:
+    """maxmemory at the server's start-up figure plus 32 MB, allkeys-lru, and SETs of
+    redis-benchmark's key pattern until keys are being evicted."""
+    with server.client() as c:
+        base = int(c.info("memory")["used_memory"])
+        c.call("CONFIG", "SET", "maxmemory-policy", "allkeys-lru")
+        c.call("CONFIG", "SET", "maxmemory", base + EVICT_ROOM)
+        n = 0
+        while int(c.info("stats")["evicted_keys"]) == 0:
+            errors = c.pipeline(["SET", f"key:{i:012d}", "x" * 3] for i in range(n, n + 20_000))
+            if errors:
+                raise BenchError(f"prefill for eviction: {errors} error replies")
+            n += 20_000
+            if n > 5_000_000:
+                raise BenchError("no key was evicted after 5M SETs")
+
+
+def _evict_measure(ctx: Ctx, server: Server) -> dict[str, float]:
+    try:
+        rps = redis_benchmark(server.port, requests=ctx.n(N_UNPIPELINED), clients=ctx.clients,
+                              test="set", extra=["-r", str(EVICT_KEYSPACE)])
+    finally:
+        with server.client() as c:
+            c.call("CONFIG", "SET", "maxmemory", "0")
+            c.call("CONFIG", "SET", "maxmemory-policy", "noeviction")
+            c.call("FLUSHALL")
+    return {"SET at maxmemory (allkeys-lru)": rps}
+
+
+register(Workload(
+    "SET at maxmemory (allkeys-lru)", "memory", 26,
+    [Row("SET at maxmemory (allkeys-lru)", "rps", UNPIPELINED)],
+    _evict_measure, probe=[["CONFIG", "GET", "maxmemory-policy"]], setup=_evict_setup, fresh=True,
+))
+
 # -- issues 7 and 8: their modules register their own workloads ------------------------------
 # issue 7: Spark reads with rill vs redis-server as the store; issue 8: memory after deleting
 # most of a stream.
