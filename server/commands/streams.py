@@ -62,8 +62,7 @@ from .stream_args import (
     parse_trim_args,
 )
 from .stream_replies import budget_range, fmt_id, range_bytes, read_reply
-from .table import arg, command
-from .table import tag_set as _tag_set
+from .table import arg, command, command_spec, key_at_index
 
 ID_TOO_SMALL = ReplyError(
     "ERR The ID specified in XADD is equal or smaller than the target stream top item"
@@ -515,7 +514,7 @@ def _xread_served(c: Client, argv: list[bytes], r: ReadArgs, key: bytes):
 # -- Redis 8 commands: specs ------------------------------------------------------------------
 #
 # Commands newer than 7.0 are not in specs.json: their facts (from the redis.io command
-# pages) are built here in the same tagged form.
+# pages) are built with the command table's helpers, in the same tagged form.
 
 
 def policy_arg() -> dict:
@@ -530,18 +529,9 @@ def ids_arg() -> dict:
 
 def make_spec(name: str, arity: int, flags: list[str], acl: list[str], key_flags: list[str],
               summary: str, since: str, complexity: str, args: list) -> dict:
-    """A specs.json-shaped entry for a command with one key at index 1."""
-    key_spec = {"m": [
-        ["flags", _tag_set(key_flags)],
-        ["begin_search", {"m": [["type", "index"], ["spec", {"m": [["index", 1]]}]]}],
-        ["find_keys", {"m": [["type", "range"], ["spec", {"m": [["lastkey", 0], ["keystep", 1], ["limit", 0]]}]]}],
-    ]}
-    return {
-        "info": [name, arity, _tag_set(flags), 1, 1, 1, _tag_set(acl), {"s": []},
-                 {"s": [key_spec]}, {"s": []}],
-        "docs": {"m": [["summary", summary], ["since", since], ["group", "stream"],
-                       ["complexity", complexity], ["arguments", args]]},
-    }
+    """A stream command's specs.json-shaped entry: one key, at index 1."""
+    return command_spec(name, arity, flags, acl, group="stream", summary=summary, since=since,
+                        complexity=complexity, args=args, key_specs=[key_at_index(key_flags)], keys=(1, 1, 1))
 
 
 KEY_ARG = arg("key", "key", key_spec_index=0)
