@@ -21,6 +21,7 @@ import hashlib
 import hmac
 import logging
 import os
+import sys
 import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
@@ -748,6 +749,7 @@ class Acl:
         self.users[b"default"] = self.default
         self.set_default_password(server.config["requirepass"])
         server.config_changed_hooks["requirepass"] = self._requirepass_changed
+        server.config.rewrite_hooks["user"] = self._rewrite_lines
 
     # -- users ---------------------------------------------------------------
     @property
@@ -959,6 +961,38 @@ class Acl:
             self.log.pop()
 
     # -- files -------------------------------------------------------------------------
+    def load_at_startup(self) -> None:
+        """Load the users the config file declares (``user`` lines, or ``aclfile``) at start-up.
+
+        Both at once, or a rule that does not apply, stops the server as Redis does.
+        """
+        config = self.server.config
+        directives = getattr(config, "user_directives", [])
+        aclfile = config["aclfile"]
+        if aclfile and directives:
+            log.warning("Configuring Redis with users defined in redis.conf and at the same setting an ACL "
+                        "file path is invalid. This setup is very likely to lead to configuration errors and "
+                        "security holes, please define either an ACL file or declare users directly in your "
+                        "redis.conf, but not both.")
+            sys.exit(1)
+        try:
+            self.load_configured(directives)
+        except RuleError as e:
+            log.warning("%s", e)
+            log.warning("Critical error while loading ACLs. Exiting.")
+            sys.exit(1)
+        if aclfile:
+            errors = self.load_file(aclfile)
+            if errors:
+                log.warning("Aborting Redis startup because of ACL errors: %s", errors)
+                sys.exit(1)
+
+    def _rewrite_lines(self) -> list[str] | None:
+        """CONFIG REWRITE's ``user`` lines: none with an ACL file (it holds the users)."""
+        if self.server.config["aclfile"]:
+            return []
+        return [line.decode(errors="surrogateescape") for line in self.describe_all()]
+
     def load_configured(self, directives: list[list[bytes]]) -> None:
         """ACLLoadConfiguredUsers: the ``user`` lines of the config file; RuleError
         (with Redis's log message) on a rule that does not apply."""

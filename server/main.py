@@ -147,6 +147,7 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
                     "In order to specify a config file use rill-server /path/to/redis.conf")
     loop = asyncio.get_running_loop()
     server = Server(config)
+    server.acl.load_at_startup()  # the config's users (or aclfile); exits on an error, as Redis
     setup_all(server)  # every family, persistence included, attaches its state
     server.loop = loop
     server.shutdown_event = asyncio.Event()

@@ -17,7 +17,11 @@ from time import perf_counter_ns
 from typing import Any
 
 from rill.protocol.reply import QUEUED, Raw, ReplyError, encode_into
+from rill.storage import hash as _hash
+from rill.storage import set as _set
+from rill.storage import zset as _zset
 from rill.storage.keyspace import Database, Keyspace
+from rill.storage.stream import Stream
 
 from . import REDIS_VERSION
 from . import notify as events
@@ -308,6 +312,12 @@ class Server:
         # Redis stops sharing small integers under an LRU or LFU policy (each key needs
         # its own access stamp): OBJECT REFCOUNT then says 1.
         self.keyspace.shared_integers = not (self.maxmemory and ("lru" in policy or "lfu" in policy))
+        # Storage's encoding thresholds and the streams' GC ratio are storage's own
+        # module-wide settings (storage reads no config): the server sets them.
+        _hash.set_limits(c.int("hash-max-listpack-entries"), c.int("hash-max-listpack-value"))
+        _set.set_limits(c.int("set-max-intset-entries"))
+        _zset.set_thresholds(c.int("zset-max-listpack-entries"), c.int("zset-max-listpack-value"))
+        Stream.gc_ratio = c.int("stream-node-gc-percent") / 100.0
 
     def _config_changed(self, name: str) -> None:
         self._refresh_config()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import time
 
 from rill.protocol.reply import OK, Double, Map, ReplyError, Set
@@ -34,41 +33,6 @@ _NO_ACLFILE = ReplyError(
     "the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration "
     "file set) in order to store users in the Redis configuration."
 )
-
-
-def setup(server) -> None:
-    """Load the users the config file declares (``user`` lines, or ``aclfile``) at start-up.
-
-    Both at once, or a rule that does not apply, stops the server as Redis does.
-    """
-    config = server.config
-    directives = getattr(config, "user_directives", [])
-    aclfile = config["aclfile"]
-    if aclfile and directives:
-        log.warning("Configuring Redis with users defined in redis.conf and at the same setting an ACL file "
-                    "path is invalid. This setup is very likely to lead to configuration errors and security "
-                    "holes, please define either an ACL file or declare users directly in your redis.conf, "
-                    "but not both.")
-        sys.exit(1)
-    try:
-        server.acl.load_configured(directives)
-    except RuleError as e:
-        log.warning("%s", e)
-        log.warning("Critical error while loading ACLs. Exiting.")
-        sys.exit(1)
-    if aclfile:
-        errors = server.acl.load_file(aclfile)
-        if errors:
-            log.warning("Aborting Redis startup because of ACL errors: %s", errors)
-            sys.exit(1)
-    config.rewrite_hooks["user"] = lambda: _rewrite_lines(server)
-
-
-def _rewrite_lines(server) -> list[str] | None:
-    """CONFIG REWRITE's ``user`` lines: none with an ACL file (it holds the users)."""
-    if server.config["aclfile"]:
-        return []
-    return [line.decode(errors="surrogateescape") for line in server.acl.describe_all()]
 
 
 @command("acl|setuser")

@@ -33,18 +33,6 @@ COUNT_RANGE = ReplyError(
 EMPTY_SCAN = Raw(b"*2\r\n$1\r\n0\r\n*0\r\n")
 
 
-def setup(server) -> None:
-    """Keep storage.hash's listpack thresholds in step with the config."""
-    config = server.config
-
-    def refresh(name: str | None = None) -> None:
-        if name is None or name.startswith("hash-max-"):
-            _hash.set_limits(config.int("hash-max-listpack-entries"), config.int("hash-max-listpack-value"))
-
-    refresh()
-    config.listeners.append(refresh)
-
-
 # -- helpers -------------------------------------------------------------------
 def _notify(c: Client, event: bytes, key: bytes, cls: str = "h") -> None:
     notifier = events.notifier

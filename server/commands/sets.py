@@ -32,18 +32,6 @@ LIMIT_NEGATIVE = ReplyError("ERR LIMIT can't be negative")
 SPOP_MOVE_STRATEGY_MUL = 5
 
 
-def setup(server) -> None:
-    """Keep storage.set's intset threshold in step with the config."""
-    config = server.config
-
-    def refresh(name: str | None = None) -> None:
-        if name is None or name == "set-max-intset-entries":
-            _set.set_limits(config.int("set-max-intset-entries"))
-
-    refresh()
-    config.listeners.append(refresh)
-
-
 # -- helpers -------------------------------------------------------------------
 def _notify(c: Client, event: bytes, key: bytes, cls: str = "s") -> None:
     notifier = events.notifier

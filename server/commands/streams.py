@@ -149,16 +149,6 @@ def rewrite_trim(argv: list[bytes], s: Stream, a: TrimArgs) -> None:
         argv[a.arg_idx] = fmt_id(s.edge_id(True, False))
 
 
-def _set_gc_ratio(server: Any) -> None:
-    Stream.gc_ratio = server.config.int("stream-node-gc-percent") / 100.0
-
-
-def setup(server: Any) -> None:
-    """GC ratio from CONFIG stream-node-gc-percent, now and on every CONFIG SET."""
-    _set_gc_ratio(server)
-    server.config_changed_hooks["stream-node-gc-percent"] = lambda: _set_gc_ratio(server)
-
-
 def auto_iid(fields_values: list[bytes]) -> bytes:
     """IDMPAUTO's idempotent ID: a digest of the field/value pairs (length-prefixed so
     different splits of the same bytes differ), in hex so it reads well in XINFO/AOF."""

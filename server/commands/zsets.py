@@ -48,20 +48,6 @@ LONG_MAX = 2**63 - 1
 _EMPTY_SCAN = Raw(b"*2\r\n$1\r\n0\r\n*0\r\n")
 
 
-def setup(server) -> None:
-    """Keep storage's listpack thresholds in step with CONFIG (RDB-built sets use them too)."""
-    config = server.config
-
-    def refresh(name: str | None = None) -> None:
-        if name is None or name.startswith("zset-max-"):
-            _zset.set_thresholds(
-                config.int("zset-max-listpack-entries"), config.int("zset-max-listpack-value")
-            )
-
-    refresh()
-    config.listeners.append(refresh)
-
-
 # -- helpers -------------------------------------------------------------------
 def _notify(c: Client, event: bytes, key: bytes, cls: str = "z") -> None:
     notifier = events.notifier
