@@ -586,3 +586,28 @@ def test_auth_over_tls_side_by_side(certs):
                 assert "eof_received" not in srv.log() and "Traceback" not in srv.log()
     assert replies[0] == replies[1]
     assert replies[0][0].startswith(b"-NOAUTH")
+
+
+def test_tls_clients_wait_out_a_busy_script(certs):
+    """serve_while_busy reads sockets directly, which for TLS would be ciphertext: a TLS
+    client's command waits for the script's end and then runs, the stream intact."""
+    from tests.support import RawClient
+
+    with start_tls("rill", certs, "--busy-reply-threshold", "100") as srv:
+        tls_client = TLSClient(srv.tls_port, srv.ctx)
+        runner = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        killer = RawClient(srv.port)  # connected before: the busy loop accepts no one new
+        assert killer.call("PING") == b"+PONG\r\n"
+        from tests.support import encode_command
+
+        runner.sendall(encode_command(["EVAL", "local i = 0 while true do i = i + 1 end", "0"]))
+        time.sleep(0.3)
+        tls_client.raw.sock.sendall(encode_command(["SET", "k", "v"]))
+        assert killer.call("PING").startswith(b"-BUSY")
+        assert killer.call("SCRIPT", "KILL") == b"+OK\r\n"
+        assert runner.recv(200).startswith(b"-ERR Script killed by user with SCRIPT KILL")
+        assert tls_client.raw.read_reply() == b"+OK\r\n"
+        assert tls_client.call("GET", "k") == b"$1\r\nv\r\n"
+        killer.close()
+        runner.close()
+        tls_client.close()
