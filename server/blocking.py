@@ -174,6 +174,7 @@ class BlockingRegistry:
         self.serving: bytes | None = None
 
     def park(self, wait: Wait) -> None:
+        """Queue ``wait`` last on each of its keys; its client is blocked from now on."""
         db_id = wait.db.id
         eager = wait.wake is None or wait.on_gone
         for key in wait.keys:
@@ -246,6 +247,7 @@ class BlockingRegistry:
                 self.ready[slot] = None
 
     def take_ready(self) -> list[tuple[int, bytes]]:
+        """The keys signalled since the last call, in the order first signalled."""
         ready = list(self.ready)
         self.ready.clear()
         return ready
