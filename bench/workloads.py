@@ -9,7 +9,8 @@ command line for redis-benchmark, e.g. XADD). Anything else is a function taking
 Targets (rill / redis-server): issue 2: unpipelined >= 0.7x, -P 16 >= 0.6x; issue 3:
 XADD >= 0.7x / 0.6x, XRANGE COUNT 100 >= 0.35x, consumer loop >= 0.5x, memory per entry
 <= 1.2x; issue 4: list commands >= 0.7x, LRANGE_100 >= 0.35x, wake p99 <= 10 ms; issue 6:
-HSET/SADD/ZADD/ZPOPMIN >= 0.7x, ZRANGE 0 99 WITHSCORES >= 0.35x.
+HSET/SADD/ZADD/ZPOPMIN >= 0.7x, ZRANGE 0 99 WITHSCORES >= 0.35x; issue 25 (bench/tls.py): GET and
+XADD over TLS >= 0.7x unpipelined.
 """
 
 from __future__ import annotations
@@ -453,4 +454,4 @@ register(Workload(
 # -- issues 7 and 8: their modules register their own workloads ------------------------------
 # issue 7: Spark reads with rill vs redis-server as the store; issue 8: memory after deleting
 # most of a stream.
-from . import fullsync, spark, streams8  # noqa: E402,F401
+from . import fullsync, spark, streams8, tls  # noqa: E402,F401
