@@ -12,9 +12,12 @@ Redis reads its allocator's counter. CPython has none that is cheap and exact
   buffer, summed by the cron (they change with every reply; Redis counts them too,
   and, like Redis, leaves replica output buffers and the AOF buffer out of what
   eviction compares with maxmemory).
-- ``used_memory_startup``: the process's resident size before any data (read when
-  this module is imported), so that an empty server's fragmentation ratio (RSS over
-  the figure) reads about 1.
+- ``used_memory_startup``: the empty databases' tables. The interpreter's own heap
+  (tens of MB, against Redis's 1 MB at start) is not counted, so that maxmemory means
+  what it means to Redis users: room for data (Redis's own suite sets ``maxmemory 11mb``
+  and fills 5 MB). RSS, and the fragmentation ratio of RSS over the figure, show the
+  interpreter; STARTUP_RSS (the resident size when this module is imported, before
+  any data) lets MEMORY DOCTOR tell the interpreter from fragmentation.
 
 Sampling is exact in the mean for keys alike in size (a cache, a queue) and drifts
 when a few keys dwarf all others; the cron's window of recent samples keeps the
@@ -107,7 +110,7 @@ class MemoryFigure:
         self.clients_replicas = 0
         self.backlog = 0
         self.aof_buffer = 0
-        self.startup = STARTUP_RSS
+        self.startup = sum(self.db_overhead(db) for db in server.keyspace.dbs)
         self.peak = self.startup
         # for_eviction's parts, summed by refresh(): what is not per key, and the
         # databases that hold keys.

@@ -14,7 +14,7 @@ from rill.storage.list import set_packed_threshold
 from .. import shutdown as shutdown_seq
 from ..client import Client
 from ..config import ConfigError, memtoull
-from ..memory import memory_of, rss
+from ..memory import STARTUP_RSS, memory_of, rss
 from ..outcomes import NO_REPLY, Block
 from ..scripting import busy_error, running
 from .args import NO_SUCH_KEY, SYNTAX_ERR, get_int, help_reply, redact, string2ll
@@ -325,20 +325,19 @@ _DOCTOR_ISSUES = (
 
 
 def doctor_report(s) -> str:
-    """MEMORY DOCTOR: Redis's checks on the figure. "Empty" and the peak are judged on
-    what is beyond the process's start-up (Redis's own start-up is under 1 MB, rill's
-    interpreter tens of MB), so a fresh rill reads as empty as a fresh Redis does and
-    a peak shows as it would there."""
+    """MEMORY DOCTOR: Redis's checks on the figure. Fragmentation is judged on the
+    resident size beyond the interpreter's at start-up (STARTUP_RSS, tens of MB that
+    Redis does not have and the figure does not count)."""
     fig = memory_of(s)
     used = fig.used()
-    if used - fig.startup < 5 << 20:
+    if used < 5 << 20:
         return _DOCTOR_EMPTY
-    resident = rss()
+    resident = rss() - STARTUP_RSS
     replicas = sum(1 for cl in s.clients.values() if cl.repl is not None or cl.kind == "replica")
     normal = max(len(s.clients) - replicas, 1)
     lua = s.scripting
     found = {
-        "peak": (fig.peak - fig.startup) / (used - fig.startup) > 1.5,
+        "peak": fig.peak / used > 1.5,
         "frag": resident / used > 1.4 and resident - used > 10 << 20,
         "replicas": replicas > 0 and fig.clients_replicas > 10 << 20,
         "clients": fig.clients_normal // normal > 200 << 10,

@@ -255,12 +255,12 @@ def _rss_kb(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
-# The flood: 64 MB of maxmemory, writes of 1 KB values well past it. Measured on this
-# machine class (used_memory counts the interpreter's start-up resident size, so RSS
-# tracks it): the process's resident size ends 10 MB above maxmemory under noeviction
-# and 15-18 MB above under the evicting policies (pymalloc's partly used arenas, the
-# dict tables at their high-water size, the event loop's buffers); the margin allows 32 MB.
-FLOOD_MARGIN = 32 << 20
+# The flood: 64 MB of maxmemory, writes of 1 KB values well past it. used_memory counts
+# the data, not the interpreter (about 35 MB resident before any data, which Redis does
+# not have), so RSS sits above maxmemory by that much plus what pymalloc and the dict
+# tables keep. Measured on this machine class: RSS ends 45 MB above maxmemory under
+# noeviction and 55-58 MB above under the evicting policies; the margin allows 80 MB.
+FLOOD_MARGIN = 80 << 20
 
 
 @pytest.mark.parametrize("policy", POLICIES)
@@ -291,7 +291,7 @@ def test_a_write_flood_stays_within_maxmemory(policy):
 
 def test_used_memory_settles_under_maxmemory():
     """Eviction runs before each command, so after a flood the figure is at the limit."""
-    srv = start_rill("--maxmemory", "40mb", "--maxmemory-policy", "allkeys-lru")
+    srv = start_rill("--maxmemory", "12mb", "--maxmemory-policy", "allkeys-lru")
     try:
         c = RawClient(srv.port, timeout=60)
         for batch in range(20):
@@ -299,8 +299,8 @@ def test_used_memory_settles_under_maxmemory():
             for _ in range(500):
                 assert c.read_reply() == b"+OK\r\n"
         used = int(c.call("INFO", "memory").split(b"used_memory:")[1].split(b"\r\n")[0])
-        assert used <= (40 << 20) * 1.02
-        assert int(c.call("DBSIZE")[1:]) < 10_000
+        assert used <= (12 << 20) * 1.02
+        assert int(c.call("DBSIZE")[1:]) < 6_000
         c.close()
     finally:
         srv.stop()
