@@ -8,10 +8,11 @@ MULTI/EXEC) leave the server in one place, as in Redis's propagateNow:
 
 The feeds, called in this order for every unit of effects:
 
-- ``aof``: the append-only file's writer (server/persistence.py, ``_feed_aof``),
+- ``aof``: the append-only file's writer (server/disk.py, ``_feed_aof``),
   attached while the AOF is on or its first rewrite is under way;
-- ``replication``: the master side of replication (``_feed_replicas``): every
-  replica's stream and the backlog, attached while either exists;
+- ``replication``: the master side of replication (server/replication/master.py,
+  ``_feed_replicas``): every replica's stream and the backlog, attached while
+  either exists;
 - ``observer``: an in-process watcher that sees every unit as the replication feed
   does (the tests' in-process servers record effects through it); never set by the
   running server.

@@ -49,6 +49,7 @@ from .commands.table import (
 )
 from .commandstats import CommandStatsTable
 from .config import Config, parse_percentile
+from .disk import master_side
 from .evict import EVICT_FAIL, evictor_of
 from .functions import FunctionsEngine
 from .latency import HDR_OF, LatencyMonitor, record_long
@@ -575,16 +576,14 @@ class Server:
         if self.min_replicas is None or self.replica_of is not None:
             return True
         to_write, max_lag = self.min_replicas
-        from .persistence import persistence_of
-
-        return persistence_of(self).good_replicas(max_lag) >= to_write
+        return master_side(self).good_replicas(max_lag) >= to_write
 
     def _stale_denied(self, client: Client, cmd: Command) -> bool:
         """replica-serve-stale-data no, while the link to the master is not up: only
         commands flagged stale (INFO, REPLICAOF, ...) run; EXEC only if all it holds are."""
         if client.kind == "master" or self.config.bool("replica-serve-stale-data"):
             return False
-        repl = self.__dict__.get("replication")
+        repl = self.__dict__.get("replica_side")
         if repl is None or repl.state == "connected":
             return False
         if cmd.fullname == "exec" and client.multi is not None:

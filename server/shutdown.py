@@ -32,7 +32,9 @@ class PendingShutdown:
 
 
 def _replication(server: Any) -> Any:
-    return getattr(server, "persistence", None)
+    """The master side of replication, if persistence (which installs it) is there."""
+    p = getattr(server, "persistence", None)
+    return None if p is None else p.master
 
 
 def _lagging(server: Any) -> tuple[list[Any], int, int]:

@@ -106,7 +106,7 @@ _ONCE_SKIPPING = [
     "tests/persistence/test_stream8_state.py::test_redis_check_rdb_accepts_the_extension",
     "tests/persistence/test_lzf.py::test_compress_respects_max_len",
     "tests/server/test_migrate.py::test_migrate_reconnects_to_a_restarted_target",
-    "tests/server/test_replication.py::test_a_redis_replica_follows_rill",
+    "tests/server/replication/test_master.py::test_a_redis_replica_follows_rill",
 ]
 
 

@@ -28,6 +28,8 @@ FAMILIES = (
     "pubsub",
     "hyperloglog",
     "persistence",
+    "migrate",
+    "replication",
     "acl",
     "tracking",
     "cluster",

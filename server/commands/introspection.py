@@ -15,10 +15,12 @@ from rill.storage.stream import GCStats
 from .. import REDIS_VERSION, __version__
 from ..blocking import UNBLOCKED_ERR, parse_timeout
 from ..client import REPLY_OFF, REPLY_ON, REPLY_SKIP_NEXT, Client
+from ..disk import master_side
 from ..evict import evictor_of
 from ..latency import percentiles_line
 from ..memory import memory_of, rss
 from ..outcomes import NO_REPLY
+from ..replication.master import replica_address
 from .args import SYNTAX_ERR, get_int, help_reply, string2ll
 from .connection import set_client_name
 from .table import arg, command, command_spec
@@ -212,9 +214,7 @@ def _stats(c: Client) -> list[tuple[str, object]]:
     ks = s.keyspace
     ops, in_kbps, out_kbps = _instantaneous(s)
     pubsub = s.pubsub
-    from ..persistence import persistence_of
-
-    p = persistence_of(s)
+    m = master_side(s)
     evictor = evictor_of(s)
     exceeded_total, exceeded_now = evictor.exceeded_ms()
     return [
@@ -230,9 +230,9 @@ def _stats(c: Client) -> list[tuple[str, object]]:
         ("instantaneous_input_repl_kbps", "0.00"),
         ("instantaneous_output_repl_kbps", "0.00"),
         ("rejected_connections", st.rejected_connections),
-        ("sync_full", p.sync_full),
-        ("sync_partial_ok", p.sync_partial_ok),
-        ("sync_partial_err", p.sync_partial_err),
+        ("sync_full", m.sync_full),
+        ("sync_partial_ok", m.sync_partial_ok),
+        ("sync_partial_err", m.sync_partial_err),
         ("expired_keys", ks.expired_keys),
         ("expired_stale_perc", "0.00"),
         ("expired_time_cap_reached_count", 0),
@@ -283,13 +283,10 @@ def _instantaneous(s) -> tuple[int, float, float]:
 
 
 def _replication(c: Client) -> list[tuple[str, object]]:
-    from ..persistence import persistence_of
-    from .persistence import replica_address
-
-    p = persistence_of(c.server)
+    p = master_side(c.server)
     replicas = p.live_replicas()
     now = int(time.time())
-    repl = c.server.__dict__.get("replication")
+    repl = c.server.__dict__.get("replica_side")
     following = repl is not None and repl.host is not None
     rows: list[tuple[str, object]] = repl.info() if following else [("role", "master")]
     rows.append(("connected_slaves", len(replicas)))

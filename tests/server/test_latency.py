@@ -563,7 +563,7 @@ def test_aof_write_and_fsync_events(clocked, tmp_path):
     w.close()
     assert seen == [("write", True), ("fsync-always", True)]
 
-    from rill.server.persistence import Persistence
+    from rill.server.disk import Persistence
 
     p = Persistence.__new__(Persistence)
     p.server, p.writer, p.child_pid = server, None, None
@@ -587,7 +587,7 @@ def test_expire_cycle_event_measures_the_cron_pass(clocked):
 
 
 def test_fork_is_an_event_and_a_statistic(clocked):
-    from rill.server.persistence import Persistence
+    from rill.server.disk import Persistence
 
     server, client, clock = clocked
     server.config.set("latency-monitor-threshold", "1")

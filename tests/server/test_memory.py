@@ -175,7 +175,7 @@ def test_memory_doctor_reports_a_peak():
 
 
 def test_mem_replication_backlog_counts_the_backlog():
-    from rill.server.persistence import persistence_of
+    from rill.server.disk import persistence_of
 
     server = Server()
     c = server.new_client()

@@ -308,7 +308,7 @@ def test_when_the_aof_is_written_relative_to_replies(tmp_path, monkeypatch, poli
     from rill.server.commands import load_all
     from rill.server.config import Config
     from rill.server.connection import Connection
-    from rill.server.persistence import install
+    from rill.server.disk import install
     from rill.server.server import Server
 
     load_all()

@@ -1,11 +1,18 @@
-"""Persistence wired into the server: RDB snapshots, the multi-part AOF, replicas.
+"""The dataset on disk: RDB snapshots, the multi-part AOF, and the forked children
+that write them (the formats themselves are rill.persistence's).
 
-``install(server)`` attaches one ``Persistence`` object to the server and hooks it
-in: start-up loading (the AOF wins when ``appendonly yes``), the final save at
+``install(server)`` attaches one ``Persistence`` object to the server, with the
+master side of replication (server/replication/master.py) beside it, and hooks
+it in: start-up loading (the AOF wins when ``appendonly yes``), the final save at
 shutdown, the cron (save points, reaping children, auto-rewrite, everysec fsync),
-the before-write hook (appendfsync always: written and fsynced before any reply
-leaves), INFO persistence, DEBUG RELOAD / LOADAOF, and CONFIG SET appendonly /
-appendfsync.
+the AOF feed of the propagation path (server/propagation.py), the before-write
+hook (appendfsync always: written and fsynced before any reply leaves), INFO
+persistence, DEBUG RELOAD / LOADAOF, and CONFIG SET appendonly / appendfsync.
+
+There is one child at a time, whoever it is for: a BGSAVE, an AOF rewrite, or a
+snapshot for replicas (written to the dump file, or streamed to their sockets).
+This module starts, reaps and kills it, and tells the master side when a
+snapshot its replicas wait for ends.
 
 Background work forks, as Redis does: the child owns a copy-on-write snapshot of
 the dataset, writes a temp file, fsyncs and exits; the parent keeps serving and
@@ -42,10 +49,13 @@ from rill.persistence.aof import (
     ManifestError,
 )
 from rill.persistence.rdb_split import save_file_split
-from rill.protocol.reply import OK, ReplyError
+from rill.protocol.reply import OK, ReplyError, Status
 
 from .client import Client
+from .config import ConfigError
+from .memory import used_memory
 from .outcomes import ReplicasOnly
+from .replication.master import MasterSide
 
 if TYPE_CHECKING:
     from .server import Server
@@ -76,96 +86,20 @@ class PersistenceError(Exception):
     """A load or save that failed; the message is what the log says."""
 
 
-# A replica's states on the master, as Redis names them (INFO shows wait_bgsave for
-# both waits): waiting for a snapshot to start, recording the stream while its
-# snapshot is made, receiving a disk snapshot, following the stream.
-WAIT_BGSAVE_START = "wait_bgsave_start"
-WAIT_BGSAVE_END = "wait_bgsave_end"
-SEND_BULK = "send_bulk"
-ONLINE = "online"
-RDB_TRANSMITTED = "rdb_transmitted"  # a snapshot-only client (REPLCONF rdb-only) that has it
-_STATE_NAMES = {WAIT_BGSAVE_START: "wait_bgsave", WAIT_BGSAVE_END: "wait_bgsave", SEND_BULK: "send_bulk",
-                ONLINE: "online"}
-
-# How much of a snapshot may wait in a replica's socket buffers before we stop feeding
-# it (reading the fork's pipe, or the dump file) until it catches up, and how often
-# we look again; and the most read from the pipe or the file in one go, so that a
-# fast replica cannot keep the loop from the other clients.
-SNAPSHOT_HIGH_WATER = 1 << 20
-SNAPSHOT_POLL = 0.002
-SNAPSHOT_CHUNK = 1 << 18
-SNAPSHOT_BATCH = 1 << 20
-
-
-class ReplicaLink:
-    """A replica's side of the link: what it told us with REPLCONF before syncing, where
-    its full sync stands, and how much of the replication stream it has acknowledged
-    since (REPLCONF ACK)."""
-
-    __slots__ = ("listening_port", "ip", "rdb_only", "exclude_data", "exclude_functions", "capa_eof",
-                 "pre_psync", "ack_offset", "ack_time", "state", "initial_offset", "buffered", "stream_on_ack",
-                 "acked_in_sync", "bulk", "bulk_left", "slow_since")
-
-    def __init__(self) -> None:
-        self.listening_port = 0
-        self.ip: bytes | None = None  # REPLCONF ip-address; else the peer's address is shown
-        self.rdb_only = False
-        self.exclude_data = False  # REPLCONF rdb-filter-only: keys are left out ...
-        self.exclude_functions = False  # ... and so are functions unless "functions" is named
-        self.capa_eof = False  # REPLCONF capa eof: takes a diskless ($EOF:<mark>) snapshot
-        self.pre_psync = False  # came with SYNC: no +FULLRESYNC, and it never ACKs
-        self.ack_offset = 0
-        self.ack_time = 0
-        self.state = ""
-        self.initial_offset = 0  # the offset its snapshot stands for (+FULLRESYNC's)
-        # The stream since its snapshot's fork, held back until the snapshot is through
-        # (and, after a diskless one, until its first ACK); None once it flows.
-        self.buffered: list[bytes] | None = None
-        self.stream_on_ack = False
-        # It ACKed before the diskless child was reaped: it has the whole snapshot, so
-        # its stream starts as soon as the child is, not at its next ACK a second later.
-        self.acked_in_sync = False
-        self.bulk: Any = None  # the dump file being sent (disk-based sync)
-        self.bulk_left = 0
-        self.slow_since = 0  # since when it has held a diskless transfer back (0: it hasn't)
-
-    @property
-    def req(self) -> tuple[bool, bool]:
-        """What its snapshot must leave out: replicas share a snapshot only when equal."""
-        return self.exclude_data, self.exclude_functions
-
-    @property
-    def online(self) -> bool:
-        return self.state == ONLINE
-
-    @property
-    def state_name(self) -> str:
-        return _STATE_NAMES.get(self.state, "")
-
-
-class _Relay:
-    """A diskless sync in progress: the fork writes the snapshot into a pipe, the
-    parent copies it to every replica it is for (as Redis 7 does)."""
-
-    __slots__ = ("fd", "targets", "reading", "eof")
-
-    def __init__(self, fd: int, targets: list[Client]) -> None:
-        self.fd = fd
-        self.targets = targets
-        self.reading = False  # the loop watches the pipe (not while a replica is behind)
-        self.eof = False
-
-
 class Persistence:
-    """Snapshot, append-only-file and replica state of one server."""
+    """Snapshot, append-only-file and fork-child state of one server."""
 
     def __init__(self, server: Server) -> None:
         self.server = server
+        # The master side of replication, which waits on this one's children for the
+        # snapshots its replicas sync from (set by install()).
+        self.master: MasterSide = None  # type: ignore[assignment]
         # children
         self.child_pid: int | None = None
         self.child_type: str | None = None  # "rdb" or "aof"
         self.child_start = 0.0
         self.child_preamble = True  # what the running AOF child writes
+        self.rdb_child_socket = False  # the rdb child streams to replicas (diskless sync)
         # RDB
         self.dirty_at_save = server.dirty
         self.dirty_before_bgsave = 0
@@ -188,29 +122,6 @@ class Persistence:
         self.aof_lastbgrewrite_ok = True
         self.aof_rewrite_time_last = -1
         self.aof_flush_scheduled = False
-        # replicas attached through SYNC/PSYNC
-        self.replicas: list[Client] = []
-        self.repl_selected_db = -1
-        self.repl_offset = 0
-        # The replication backlog: the last repl-backlog-size bytes of the stream, so a
-        # replica that lost its link can continue (PSYNC +CONTINUE) instead of resyncing.
-        # Made when the first replica syncs, as in Redis; None until then.
-        self.backlog: bytearray | None = None
-        self.rdb_child_socket = False  # the rdb child streams to replicas (diskless sync)
-        self.rdb_for_replicas = False  # dump.rdb was written to feed replicas (rdb-del-sync-files)
-        self.sync_abandoned = False  # a replica waiting for a snapshot went away
-        self.relay: _Relay | None = None
-        # replicationCron's runs, once a second: the replicas get a PING every period of
-        # them. Redis's first run (its PING turn) comes before any replica can connect;
-        # counting from 1 keeps a replica arriving at once from a PING in its first second.
-        self.repl_cron_loops = 1
-        self.repl_cron_last = 0.0
-        self.sync_full = 0
-        self.sync_partial_ok = 0
-        self.sync_partial_err = 0
-        # WAIT: (client, offset, replicas wanted, marker of its wait), oldest first
-        self.ack_waiters: list[tuple[Client, int, int, Any]] = []
-        self.getack_scheduled = False
         self.shutdown_prepared = False
 
     # ------------------------------------------------------------------ config
@@ -232,8 +143,6 @@ class Persistence:
         return [(int(parts[i]), int(parts[i + 1])) for i in range(0, len(parts) - 1, 2)]
 
     def save_options(self, aof_base: bool = False) -> rdb.SaveOptions:
-        from .memory import used_memory
-
         c = self.config
         return rdb.SaveOptions(
             compression=c.bool("rdbcompression"),
@@ -268,6 +177,10 @@ class Persistence:
             engine.install(libs, replace)
         except ReplyError as e:
             raise PersistenceError(f"Failed loading library, {e.message[4:].decode(errors='replace')}") from None
+
+    def keeps_data(self) -> bool:
+        """Whether this server persists its dataset at all: save points or an AOF."""
+        return bool(self.save_params()) or self.aof_state != AOF_OFF
 
     def changes_since_save(self) -> int:
         return self.server.dirty - self.dirty_at_save
@@ -312,19 +225,14 @@ class Persistence:
             hooks = s.flushall_hooks = []
         hooks.append(self._after_flushall)
 
-    def _update_feeds(self) -> None:
-        """Attach the AOF and replication feeds while they have somewhere to write."""
+    def _update_feed(self) -> None:
+        """The AOF feed is on the propagation path while there is an AOF to write."""
         feeds = self.server.propagation
         if self.writer is not None and self.aof_state != AOF_OFF:
             if feeds.aof is None:
                 feeds.attach("aof", self._feed_aof)
         elif feeds.aof is not None:
             feeds.detach("aof")
-        if self.replicas or self.backlog is not None:
-            if feeds.replication is None:
-                feeds.attach("replication", self._feed_replicas)
-        elif feeds.replication is not None:
-            feeds.detach("replication")
 
     # ------------------------------------------------------------------ INFO
     def info(self) -> list[tuple[str, object]]:
@@ -452,21 +360,10 @@ class Persistence:
             self.kill_child()
         self._install_functions(result.functions, flush=True, replace=False)
         self._install(result)
-        self.drop_replicas()
+        self.master.drop_replicas()
         if self.aof_state == AOF_ON and self.child_pid is None:
             self.start_rewrite()
         return result
-
-    def drop_replicas(self) -> None:
-        """Our own replicas' copy no longer leads to this dataset (a full sync from a
-        master replaced it): disconnect them and forget the backlog, so that they come
-        back for a full resync rather than continue, as Redis does."""
-        for r in self.live_replicas():
-            r.kill_requested = True
-            r.on_output(r)
-        self.replicas = []
-        self.backlog = None
-        self._update_feeds()
 
     # ------------------------------------------------------------------ start-up / shutdown
     def load_at_startup(self) -> None:
@@ -611,7 +508,7 @@ class Persistence:
         self.lastbgsave_try = time.time()
         final = self.rdb_path()
         try:
-            pid = self._fork(lambda: self._write_rdb(final))
+            pid = self.fork(lambda: self._write_rdb(final))
         except OSError as e:
             self.lastbgsave_ok = False
             self._update_write_denied()
@@ -641,7 +538,7 @@ class Persistence:
         self._update_write_denied()
 
     # ------------------------------------------------------------------ children
-    def _fork(self, work: Callable[[], None]) -> int:
+    def fork(self, work: Callable[[], None]) -> int:
         """Run ``work`` in a forked child that exits 0 on success, 1 on failure."""
         if self.writer is not None:
             self.writer.write()  # the child must not inherit (and never writes) a buffer
@@ -671,8 +568,6 @@ class Persistence:
         s = self.server
         s.total_forks += 1
         s.latest_fork_usec = elapsed_ns // 1000
-        from .memory import used_memory
-
         s.fork_rate = used_memory(s) * 1_000_000 / max(s.latest_fork_usec, 1) / (1024 ** 3)
         s.latency_event("fork", elapsed_ns)
 
@@ -695,13 +590,8 @@ class Persistence:
         self.child_pid = None
         self.child_type = None
         if kind == "rdb":
-            # Replicas waiting for this snapshot will not get it: they are dropped, and
-            # come back for another (Redis's updateSlavesWaitingBgsave with an error).
             socket_target, self.rdb_child_socket = self.rdb_child_socket, False
-            self._relay_close(drain=False)
-            # No new snapshot from here (the caller may be shutting down, or about to
-            # load another dataset): the cron starts one for replicas still waiting.
-            self._replicas_after_bgsave(False, socket_target, start_next=False)
+            self.master.snapshot_killed(socket_target)
 
     def _remove_temp(self, name: str) -> None:
         try:
@@ -709,7 +599,8 @@ class Persistence:
         except OSError:
             pass
 
-    def _reap(self) -> None:
+    def reap(self) -> None:
+        """If the child has ended (a non-blocking look), act on how it ended."""
         pid = self.child_pid
         if pid is None:
             return
@@ -727,7 +618,9 @@ class Persistence:
         socket_target = self.rdb_child_socket
         ok = False
         if kind == "rdb" and socket_target:
-            ok = self._socket_save_done(exitcode, bysignal)
+            # A diskless sync is no save: the last save's status stays as it was.
+            ok = self.master.socket_save_done(exitcode, bysignal)
+            self.rdb_save_time_last = int(time.time() - self.child_start)
         elif kind == "rdb":
             self._bgsave_done(exitcode, bysignal)
             ok = not bysignal and exitcode == 0
@@ -737,9 +630,9 @@ class Persistence:
         self.child_type = None
         self.rdb_child_socket = False
         if kind == "rdb":
-            self._replicas_after_bgsave(ok, socket_target)
+            self.master.snapshot_done(ok, socket_target)
         else:
-            self._start_pending_fork()
+            self.master.start_pending_fork()
 
     # ------------------------------------------------------------------ cron
     def cron(self) -> None:
@@ -747,15 +640,10 @@ class Persistence:
         if self.writer is not None:
             self._flush_aof()
         if self.child_pid is not None:
-            self._reap()
-        now = time.monotonic()
-        if now - self.repl_cron_last >= 1.0:
-            self.repl_cron_last = now
-            self.replication_cron()
-        if self.replicas or self.sync_abandoned:
-            self.live_replicas()
-            self._stop_unwanted_dump()
-            self._start_pending_fork()
+            self.reap()
+        # The replicas' turn comes before scheduled saves: a snapshot they wait for
+        # takes the child slot first.
+        self.master.cron()
         if self.child_pid is None:
             if self.aof_rewrite_scheduled:
                 self.start_rewrite()
@@ -923,7 +811,7 @@ class Persistence:
         for f in m.incrs[:-1]:
             self.aof_base_file_size += self._file_size(f.name)
         self.aof_rewrite_base_size = self.aof_current_size()
-        self._update_feeds()
+        self._update_feed()
 
     def _file_size(self, name: str) -> int:
         try:
@@ -1093,7 +981,7 @@ class Persistence:
             log.warning("Can't open the append-only file: %s", e)
             self.aof_lastbgrewrite_ok = False
             return False
-        self._update_feeds()
+        self._update_feed()
         self.aof_rewrites += 1
         preamble = self.config.bool("aof-use-rdb-preamble")
         tmp_dir = self.config["dir"]
@@ -1109,7 +997,7 @@ class Persistence:
                 os.fsync(f.fileno())
 
         try:
-            pid = self._fork(work)
+            pid = self.fork(work)
         except OSError as e:
             self.aof_lastbgrewrite_ok = False
             log.warning("Can't rewrite append only file in background: fork: %s", e)
@@ -1154,7 +1042,7 @@ class Persistence:
             except OSError:
                 pass
             self.aof_rewrite_scheduled = True
-            self._update_feeds()
+            self._update_feed()
         self.aof_rewrite_time_last = int(time.time() - self.child_start)
 
     def _install_rewrite(self, tmp: str) -> None:
@@ -1192,7 +1080,7 @@ class Persistence:
         self.delete_history()
         if self.aof_state == AOF_WAIT_REWRITE:
             self.aof_state = AOF_ON
-            self._update_feeds()
+            self._update_feed()
 
     def bgrewriteaof(self, in_exec: bool = False) -> Any:
         """BGREWRITEAOF's reply."""
@@ -1230,7 +1118,7 @@ class Persistence:
         if not self.start_rewrite():
             self.aof_state = AOF_OFF
             self._close_writer()
-            self._update_feeds()
+            self._update_feed()
             log.warning("Redis needs to enable the AOF but can't trigger a background AOF rewrite "
                         "operation. Check the above logs for more info about the error.")
             return False
@@ -1249,15 +1137,13 @@ class Persistence:
         self.aof_state = AOF_OFF
         self.aof_rewrite_scheduled = False
         self.aof_base_file_size = 0
-        self._update_feeds()
+        self._update_feed()
         self._update_write_denied()
 
     def _config_appendonly(self) -> None:
         want = self.config.bool("appendonly")
         if want and self.aof_state == AOF_OFF:
             if not self.start_aof():
-                from .config import ConfigError
-
                 self.config.values["appendonly"] = "no"
                 err = ConfigError("Unable to turn on AOF. Check server logs.")
                 err.param = "appendonly"  # type: ignore[attr-defined]
@@ -1343,585 +1229,6 @@ class Persistence:
         log.warning("Append Only File loaded by DEBUG LOADAOF")
         return OK
 
-    # ------------------------------------------------------------------ replicas
-    def attach_replica(self, c: Client, psync: bool, replid: bytes = b"?", offset: int = -1) -> None:
-        """SYNC / PSYNC (Redis's syncCommand): +CONTINUE and the stream from the backlog
-        when PSYNC names this server's replication ID and an offset the backlog still
-        holds; otherwise a full resync, which waits for a snapshot made in a fork.
-
-        A replica joins the snapshot being written to disk if another replica has been
-        recording the stream since its fork; else it waits for the next one, which
-        starts now, or, for diskless sync, after repl-diskless-sync-delay seconds (or
-        once repl-diskless-sync-max-replicas are waiting) so that replicas arriving
-        together share one fork. A client that asked for the snapshot only (REPLCONF
-        rdb-only 1, as ``redis-cli --rdb`` does) is closed once it has it.
-        """
-        if c.kind == "replica":
-            return  # already one: a second SYNC is ignored, as in Redis
-        link = c.repl
-        if link is None:
-            link = c.repl = ReplicaLink()
-        if link.exclude_data and not link.capa_eof:
-            raise ReplyError("ERR Filtered replica requires EOF capability")
-        _notice("Replica %s asks for synchronization", self._replica_name(c))
-        link.ack_time = int(time.time())
-        if psync:
-            if replid != b"?" and not link.rdb_only and not link.exclude_data:
-                if self._continue(c, link, replid, offset):
-                    return
-                self.sync_partial_err += 1
-        else:
-            link.pre_psync = True  # an old-style replica (redis-cli --replica): no ACKs expected
-        self.sync_full += 1
-        c.kind = "replica"
-        c.reply_mode = 1  # a replica's own commands (REPLCONF ACK) get no replies
-        link.state = WAIT_BGSAVE_START
-        link.buffered = None
-        self.replicas.append(c)
-        if self.backlog is None:
-            self.backlog = bytearray()
-        self._update_feeds()
-        if self.child_type == "rdb" and not self.rdb_child_socket:
-            donor = next((r for r in self.live_replicas() if r is not c and r.repl.state == WAIT_BGSAVE_END
-                          and r.repl.req == link.req and (link.capa_eof or not r.repl.capa_eof)), None)
-            if donor is not None:
-                # The dump being written is as good as a new one: it gets the stream the
-                # other replica has recorded since the fork, and the same offset.
-                link.buffered = list(donor.repl.buffered or ())
-                self._setup_full_resync(c, donor.repl.initial_offset)
-                _notice("Waiting for end of BGSAVE for SYNC")
-            else:
-                _notice("Can't attach the replica to the current BGSAVE. Waiting for next BGSAVE for SYNC")
-        elif self.child_type == "rdb":
-            _notice("Current BGSAVE has socket target. Waiting for next BGSAVE for SYNC")
-        elif (self.config.bool("repl-diskless-sync") and link.capa_eof
-              and self.config.int("repl-diskless-sync-delay")):
-            _notice("Delay next BGSAVE for diskless SYNC")  # the cron starts it
-        elif self.child_pid is None and self.relay is None:
-            self._start_bgsave_for_replication(link.capa_eof, link.req)
-        else:
-            _notice("No BGSAVE in progress, but another BG operation is active. BGSAVE for replication delayed")
-
-    def _replica_name(self, r: Client) -> str:
-        """How the log names a replica: its address and the port it listens on."""
-        link = r.repl
-        if link is None or not link.listening_port:
-            return r.addr
-        from .commands.persistence import replica_address
-
-        return f"{replica_address(r)}:{link.listening_port}"
-
-    def _setup_full_resync(self, r: Client, offset: int) -> None:
-        """The replica's snapshot is under way: from now on it records the stream (from
-        a SELECT), and it learns the offset the snapshot stands for."""
-        link = r.repl
-        link.initial_offset = offset
-        link.state = WAIT_BGSAVE_END
-        link.acked_in_sync = False
-        if link.buffered is None:
-            link.buffered = []
-        self.repl_selected_db = -1
-        if not link.pre_psync:
-            r.out.append(b"+FULLRESYNC %s %d\r\n" % (self.server.run_id.encode(), offset))
-            r.on_output(r)
-
-    def _start_bgsave_for_replication(self, capa_eof: bool, req: tuple[bool, bool]) -> bool:
-        """Fork the snapshot for the replicas waiting for one with these requirements:
-        streamed through the parent when every one of them takes the EOF-marked form
-        and diskless sync is on (or the snapshot is filtered), else written to the dump
-        file and sent from it. Replicas it cannot be made for are told and closed."""
-        socket_target = (self.config.bool("repl-diskless-sync") or any(req)) and capa_eof
-        _notice("Starting BGSAVE for SYNC with target: %s", "replicas sockets" if socket_target else "disk")
-        waiting = [r for r in self.live_replicas() if r.repl.state == WAIT_BGSAVE_START and r.repl.req == req]
-        if socket_target:
-            ok = self._bgsave_to_replicas(waiting, req)
-        else:
-            ok = self.bgsave()
-            if ok:
-                for r in waiting:
-                    self._setup_full_resync(r, self.repl_offset)
-                if self.config.bool("rdb-del-sync-files"):
-                    self.rdb_for_replicas = True
-        if not ok:
-            log.warning("BGSAVE for replication failed")
-            for r in self.live_replicas():
-                if r.repl.state == WAIT_BGSAVE_START:
-                    self.replicas.remove(r)
-                    r.kind = "normal"
-                    r.out.append(b"-ERR BGSAVE failed, replication can't continue\r\n")
-                    r.close_after_reply = True
-                    r.on_output(r)
-            self._update_feeds()
-        return ok
-
-    def _bgsave_to_replicas(self, targets: list[Client], req: tuple[bool, bool]) -> bool:
-        """rdbSaveToSlavesSockets: a fork writes ``$EOF:<mark>``, the RDB and the mark
-        into a pipe; the parent copies what it reads to each replica."""
-        if self.child_pid is not None or self.relay is not None:
-            return False
-        read_fd, write_fd = os.pipe()
-        mark = os.urandom(20).hex().encode()
-        options = self.save_options()
-        if req[1]:
-            options.functions = []
-        keyspace = self.server.keyspace
-        for r in targets:
-            self._setup_full_resync(r, self.repl_offset)
-
-        def work() -> None:
-            os.close(read_fd)  # so a parent that dies leaves the child a write error
-            with open(write_fd, "wb", buffering=SNAPSHOT_CHUNK) as f:
-                f.write(b"$EOF:%s\r\n" % mark)
-                rdb.save_file(f, iter(()) if req[0] else rdb.iter_dbs(keyspace.dbs), options)
-                f.write(mark)
-
-        try:
-            pid = self._fork(work)
-        except OSError as e:
-            log.warning("Can't save in background: fork: %s", e)
-            for r in targets:
-                r.repl.state = WAIT_BGSAVE_START
-                r.repl.buffered = None
-            os.close(read_fd)
-            os.close(write_fd)
-            return False
-        os.close(write_fd)  # the pipe ends (EOF) when the child closes its end
-        os.set_blocking(read_fd, False)
-        _notice("Background RDB transfer started by pid %d", pid)
-        self.child_pid = pid
-        self.child_type = "rdb"
-        self.rdb_child_socket = True
-        self.child_start = time.time()
-        self.relay = _Relay(read_fd, list(targets))
-        self._relay_pump()
-        return True
-
-    def _relay_pump(self) -> None:
-        """Copy what the fork has written so far to its replicas, pausing while any of
-        them has more than SNAPSHOT_HIGH_WATER unsent (Redis's rdbPipeReadHandler)."""
-        relay = self.relay
-        if relay is None or relay.eof:
-            return
-        clients = self.server.clients
-        targets = relay.targets = [r for r in relay.targets if clients.get(r.id) is r and not r.kill_requested]
-        if not targets:
-            log.warning("Diskless rdb transfer, last replica dropped, killing fork child.")
-            self.kill_child()
-            return
-        behind = False
-        now = int(time.time())
-        for r in targets:
-            if r.output_backlog() > SNAPSHOT_HIGH_WATER:
-                behind = True
-                if not r.repl.slow_since:
-                    r.repl.slow_since = now
-            else:
-                r.repl.slow_since = 0
-        loop = self.server.loop
-        if behind and loop is not None:
-            self._relay_watch(False)
-            loop.call_later(SNAPSHOT_POLL, self._relay_pump)
-            return
-        chunks = []
-        size = 0
-        while size < SNAPSHOT_BATCH:
-            try:
-                data = os.read(relay.fd, SNAPSHOT_CHUNK)
-            except BlockingIOError:
-                break
-            except OSError as e:
-                log.warning("Diskless rdb transfer, read error sending DB to replicas: %s", e)
-                for r in targets:
-                    r.kill_requested = True
-                    r.on_output(r)
-                relay.targets = []
-                self.kill_child()
-                return
-            if not data:
-                relay.eof = True
-                break
-            chunks.append(data)
-            size += len(data)
-        if chunks:
-            data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-            for r in targets:
-                r.out.append(data)
-                r.on_output(r)
-        if relay.eof:
-            self._relay_watch(False)
-            _notice("Diskless rdb transfer, done reading from pipe, %d replicas still up.", len(targets))
-            self._reap_soon()
-        elif loop is None:
-            self._relay_pump()  # no loop to come back (in-process use): block until the end
-        else:
-            self._relay_watch(True)
-
-    def _reap_soon(self, tries: int = 40) -> None:
-        """The diskless child has written everything and is exiting: look for its end
-        every few milliseconds for a while, so its replicas need not wait for the cron."""
-        pid = self.child_pid
-        if pid is None or not self.rdb_child_socket:
-            return
-        self._reap()
-        loop = self.server.loop
-        if self.child_pid == pid and tries > 0 and loop is not None:
-            loop.call_later(SNAPSHOT_POLL, self._reap_soon, tries - 1)
-
-    def _relay_watch(self, on: bool) -> None:
-        relay = self.relay
-        loop = self.server.loop
-        if relay is None or loop is None or relay.reading == on:
-            return
-        relay.reading = on
-        if on:
-            loop.add_reader(relay.fd, self._relay_pump)
-        else:
-            loop.remove_reader(relay.fd)
-
-    def _relay_close(self, drain: bool) -> None:
-        """The child is gone: copy what is left in the pipe (at most its capacity, since
-        the child only exits once its writes are taken) and close it."""
-        relay, self.relay = self.relay, None
-        if relay is None:
-            return
-        loop = self.server.loop
-        if relay.reading and loop is not None:
-            loop.remove_reader(relay.fd)
-        if drain and not relay.eof:
-            chunks = []
-            while True:
-                try:
-                    data = os.read(relay.fd, SNAPSHOT_CHUNK)
-                except OSError:
-                    break
-                if not data:
-                    break
-                chunks.append(data)
-            if chunks:
-                data = b"".join(chunks)
-                clients = self.server.clients
-                for r in relay.targets:
-                    if clients.get(r.id) is r and not r.kill_requested:
-                        r.out.append(data)
-                        r.on_output(r)
-        os.close(relay.fd)
-
-    def _socket_save_done(self, exitcode: int, bysignal: int) -> bool:
-        """backgroundSaveDoneHandlerSocket: the diskless child ended; True if it succeeded.
-        (A diskless sync is no save: the last save's time and status stay as they were.)"""
-        ok = not bysignal and exitcode == 0
-        if ok:
-            _notice("Background RDB transfer terminated with success")
-        elif not bysignal:
-            log.warning("Background transfer error")
-        else:
-            log.warning("Background transfer terminated by signal %d", bysignal)
-        self._relay_close(drain=ok)
-        self.rdb_save_time_last = int(time.time() - self.child_start)
-        return ok
-
-    def _replicas_after_bgsave(self, ok: bool, socket_target: bool, start_next: bool = True) -> None:
-        """updateSlavesWaitingBgsave: the snapshot the waiting replicas recorded for is
-        done. After a diskless one they are online, and their stream flows at their
-        first ACK (so it cannot run into the EOF mark); after a disk one the dump is
-        sent to them first. Then a replica still waiting gets its snapshot started."""
-        for r in self.live_replicas():
-            link = r.repl
-            if link.state != WAIT_BGSAVE_END:
-                continue
-            if not ok:
-                log.warning("SYNC failed. BGSAVE child returned an error")
-                r.kill_requested = True
-                r.on_output(r)
-            elif socket_target:
-                _notice("Streamed RDB transfer with replica %s succeeded (socket). Waiting for REPLCONF ACK "
-                        "from slave to enable streaming", self._replica_name(r))
-                if self._put_online(r):
-                    if link.acked_in_sync:
-                        self._start_stream(r)
-                    else:
-                        link.stream_on_ack = True
-            else:
-                try:
-                    f = open(self.rdb_path(), "rb")
-                    size = os.fstat(f.fileno()).st_size
-                except OSError as e:
-                    log.warning("SYNC failed. Can't open/stat DB after BGSAVE: %s", e)
-                    r.kill_requested = True
-                    r.on_output(r)
-                    continue
-                link.state = SEND_BULK
-                link.bulk = f
-                link.bulk_left = size
-                r.out.append(b"$%d\r\n" % size)
-                self._send_bulk(r)
-        if start_next:
-            self._start_pending_fork()
-
-    def _send_bulk(self, r: Client) -> None:
-        """sendBulkToSlave: the dump file, as fast as the replica takes it, then the
-        stream recorded meanwhile."""
-        link = r.repl
-        f = link.bulk
-        if f is None:
-            return
-        if self.server.clients.get(r.id) is not r or r.kill_requested:
-            f.close()
-            link.bulk = None
-            return
-        loop = self.server.loop
-        room = SNAPSHOT_HIGH_WATER - r.output_backlog() if loop is not None else link.bulk_left
-        sent = 0
-        while link.bulk_left and sent < room:
-            chunk = f.read(min(SNAPSHOT_CHUNK, link.bulk_left))
-            if not chunk:
-                log.warning("Read error sending DB to replica: premature EOF")
-                f.close()
-                link.bulk = None
-                r.kill_requested = True
-                r.on_output(r)
-                return
-            r.out.append(chunk)
-            link.bulk_left -= len(chunk)
-            sent += len(chunk)
-        if sent:
-            r.on_output(r)
-        if link.bulk_left:
-            assert loop is not None
-            loop.call_later(SNAPSHOT_POLL, self._send_bulk, r)
-            return
-        f.close()
-        link.bulk = None
-        if self._put_online(r):
-            self._start_stream(r)
-
-    def _put_online(self, r: Client) -> bool:
-        """replicaPutOnline: the replica has its snapshot. A snapshot-only client is
-        closed once it is written (False)."""
-        link = r.repl
-        if link.rdb_only:
-            link.state = RDB_TRANSMITTED
-            _notice("RDB transfer completed, rdb only replica (%s) should be disconnected asap",
-                    self._replica_name(r))
-            r.close_after_reply = True
-            r.on_output(r)
-            return False
-        link.state = ONLINE
-        link.ack_time = int(time.time())  # no false timeout for the time the sync took
-        _notice("Synchronization with replica %s succeeded", self._replica_name(r))
-        return True
-
-    def _start_stream(self, r: Client) -> None:
-        """What was recorded since the snapshot's fork goes out, and the stream follows."""
-        link = r.repl
-        link.stream_on_ack = False
-        held, link.buffered = link.buffered, None
-        if held:
-            r.out.extend(held)
-            r.on_output(r)
-
-    def _start_pending_fork(self) -> None:
-        """replicationStartPendingFork: start a snapshot for the replicas waiting for one,
-        if no child runs; for diskless sync only once the first has waited
-        repl-diskless-sync-delay seconds or repl-diskless-sync-max-replicas wait."""
-        if self.child_pid is not None or self.relay is not None or not self.replicas:
-            return
-        waiting = [r for r in self.live_replicas() if r.repl.state == WAIT_BGSAVE_START]
-        if not waiting:
-            return
-        req = waiting[0].repl.req
-        group = [r for r in waiting if r.repl.req == req]
-        c = self.config
-        most = c.int("repl-diskless-sync-max-replicas")
-        idle = time.time() - min(r.last_interaction for r in group)
-        if (not c.bool("repl-diskless-sync") or (most > 0 and len(group) >= most)
-                or idle >= c.int("repl-diskless-sync-delay")):
-            self._start_bgsave_for_replication(all(r.repl.capa_eof for r in group), req)
-
-    def replication_cron(self) -> None:
-        """Redis's replicationCron, master side, once a second: PING the replicas every
-        repl-ping-replica-period seconds (in the stream, so it counts in the offset and
-        the replica's repl-timeout sees a live link), keep replicas waiting for their
-        snapshot alive with a newline, and drop replicas silent past repl-timeout."""
-        replicas = self.live_replicas()
-        period = max(1, self.config.int("repl-ping-replica-period"))
-        # A rill replica pings its own replicas too: it feeds them its own stream (what
-        # its master's commands propagate), with its own offsets, not its master's bytes.
-        if replicas and self.repl_cron_loops % period == 0:
-            self._feed_replicas([(self.repl_selected_db, [b"PING"])])
-        for r in replicas:
-            state = r.repl.state
-            if state == WAIT_BGSAVE_START or (state == WAIT_BGSAVE_END and not self.rdb_child_socket):
-                r.out.append(b"\n")
-                r.on_output(r)
-        now = int(time.time())
-        timeout = self.config.int("repl-timeout")
-        for r in replicas:
-            link = r.repl
-            if link.state == ONLINE and not link.pre_psync and now - link.ack_time > timeout:
-                log.warning("Disconnecting timedout replica (streaming sync): %s", self._replica_name(r))
-            elif (link.state == WAIT_BGSAVE_END and self.rdb_child_socket and link.slow_since
-                  and now - link.slow_since > timeout):
-                log.warning("Disconnecting timedout replica (full sync): %s", self._replica_name(r))
-            else:
-                continue
-            r.kill_requested = True
-            r.on_output(r)
-        self._remove_sync_rdb()
-        self.repl_cron_loops += 1
-
-    def _stop_unwanted_dump(self) -> None:
-        """The last replica waiting for the dump being written went away: on a server
-        without save points nobody else wants it, so the child is stopped, as Redis
-        does when it frees such a replica."""
-        if not self.sync_abandoned:
-            return
-        self.sync_abandoned = False
-        if (self.child_type == "rdb" and not self.rdb_child_socket and not self.save_params()
-                and not any(r.repl.state == WAIT_BGSAVE_END for r in self.replicas)):
-            self.kill_child()
-
-    def _remove_sync_rdb(self) -> None:
-        """rdb-del-sync-files: a server without persistence (no save points, no AOF) does
-        not keep the dump it wrote only to feed replicas, once none of them needs it."""
-        if not self.config.bool("rdb-del-sync-files"):
-            self.rdb_for_replicas = False
-            return
-        if not self.rdb_for_replicas or self.save_params() or self.aof_state != AOF_OFF:
-            return
-        if any(r.repl.state in (WAIT_BGSAVE_START, WAIT_BGSAVE_END, SEND_BULK) for r in self.live_replicas()):
-            return
-        path = self.rdb_path()
-        if os.path.lexists(path):
-            self.rdb_for_replicas = False
-            _notice("Removing the RDB file used to feed replicas in a persistence-less instance")
-            try:
-                os.unlink(path)
-            except OSError as e:
-                log.warning("Can't remove %s: %s", path, e)
-
-    def _continue(self, c: Client, link: ReplicaLink, replid: bytes, offset: int) -> bool:
-        """PSYNC <our replid> <offset>: +CONTINUE and what the backlog holds from the
-        offset on, if it still holds it (Redis's masterTryPartialResynchronization)."""
-        backlog = self.backlog
-        if backlog is None or replid.decode(errors="replace") != self.server.run_id:
-            return False
-        first = self.repl_offset - len(backlog) + 1
-        if offset < first or offset > self.repl_offset + 1:
-            return False
-        c.out.append(b"+CONTINUE %s\r\n" % self.server.run_id.encode())
-        if offset <= self.repl_offset:
-            c.out.append(bytes(backlog[offset - first:]))
-        c.kind = "replica"
-        c.reply_mode = 1
-        link.state = ONLINE
-        link.buffered = None
-        self.replicas.append(c)
-        self.sync_partial_ok += 1
-        _notice("Partial resynchronization request from %s accepted. Sending %d bytes of backlog "
-                "starting from offset %d.", self._replica_name(c), self.repl_offset + 1 - offset, offset)
-        self._update_feeds()
-        return True
-
-    def live_replicas(self) -> list[Client]:
-        """The replicas still connected, in the order they attached."""
-        clients = self.server.clients
-        live = [r for r in self.replicas if clients.get(r.id) is r]
-        if len(live) != len(self.replicas):
-            if any(r.repl.state == WAIT_BGSAVE_END for r in self.replicas if clients.get(r.id) is not r):
-                self.sync_abandoned = True  # the cron sees whether its dump is still wanted
-            self.replicas = live
-            if not live:
-                self._update_feeds()
-        return live
-
-    def good_replicas(self, max_lag: int) -> int:
-        """Replicas online whose last ACK is at most ``max_lag`` seconds old
-        (refreshGoodSlavesCount): what min-replicas-to-write counts."""
-        now = int(time.time())
-        return sum(1 for r in self.live_replicas() if r.repl.state == ONLINE and now - r.repl.ack_time <= max_lag)
-
-    def count_acks(self, offset: int) -> int:
-        """How many replicas online have acknowledged the stream up to ``offset``."""
-        return sum(1 for r in self.live_replicas() if r.repl.state == ONLINE and r.repl.ack_offset >= offset)
-
-    def request_acks(self) -> None:
-        """Ask every replica for an ACK at the end of this loop iteration (once however
-        many WAITs blocked in it); the request travels in the replication stream."""
-        if self.getack_scheduled:
-            return
-        loop = self.server.loop
-        if loop is None:
-            self._send_getack()
-            return
-        self.getack_scheduled = True
-        loop.call_soon(self._send_getack)
-
-    def _send_getack(self) -> None:
-        self.getack_scheduled = False
-        if self.replicas:
-            db = self.repl_selected_db if self.repl_selected_db >= 0 else 0
-            self._feed_replicas([(db, [b"REPLCONF", b"GETACK", b"*"])])
-
-    def acked(self, replica: Client, offset: int) -> None:
-        """REPLCONF ACK: record it, then answer every WAIT it satisfies."""
-        link = replica.repl
-        if offset > link.ack_offset:
-            link.ack_offset = offset
-        link.ack_time = int(time.time())
-        if link.state == WAIT_BGSAVE_END and self.child_type == "rdb":
-            self._reap()  # the ACK may come before the cron has seen the child end
-            if link.state == WAIT_BGSAVE_END and self.rdb_child_socket:
-                link.acked_in_sync = True
-        if link.stream_on_ack and link.state == ONLINE:
-            self._start_stream(replica)
-        if not self.ack_waiters:
-            return
-        waiting = []
-        for entry in self.ack_waiters:
-            client, want_offset, want, marker = entry
-            wait = client.blocked
-            if wait is None or wait.timeout_reply is not marker:
-                continue  # timed out, unblocked or gone since
-            n = self.count_acks(want_offset)
-            if n >= want:
-                self.server.blocking.unblock(client, n)
-            else:
-                waiting.append(entry)
-        self.ack_waiters = waiting
-
-    def _feed_replicas(self, ops: list[tuple[int, list[bytes]]]) -> None:
-        """The stream to every live replica, and into the backlog (which goes on
-        recording while no replica is connected, for one that comes back). A replica
-        whose snapshot is being made or sent records it until the snapshot is through;
-        one still waiting for its snapshot to start gets none of it (the snapshot will
-        hold it)."""
-        live = self.live_replicas()
-        if not live and self.backlog is None:
-            return
-        parts = []
-        for db, argv in ops:
-            if db != self.repl_selected_db:
-                parts.append(aofmod.select_command(db))
-                self.repl_selected_db = db
-            parts.append(aofmod.encode_command(argv))
-        data = b"".join(parts)
-        self.repl_offset += len(data)
-        backlog = self.backlog
-        if backlog is not None:
-            backlog += data
-            excess = len(backlog) - self.config.int("repl-backlog-size")
-            if excess > 0:
-                del backlog[:excess]
-        for r in live:
-            link = r.repl
-            held = link.buffered
-            if held is not None:
-                held.append(data)
-            elif link.state != WAIT_BGSAVE_START:
-                r.out.append(data)
-                r.on_output(r)
-
 
 def _without_replica_only(ops: list[tuple[int, list[bytes]]]) -> list[tuple[int, list[bytes]]]:
     """What the AOF keeps of one propagated unit: no replicas-only effects, and no
@@ -1933,19 +1240,25 @@ def _without_replica_only(ops: list[tuple[int, list[bytes]]]) -> list[tuple[int,
 
 
 def _status(text: str) -> Any:
-    from rill.protocol.reply import Status
-
     return Status(text.encode())
 
 
 def install(server: Server) -> Persistence:
-    """Attach persistence to ``server`` (idempotent)."""
+    """Attach persistence, and the master side of replication that shares its
+    children, to ``server`` (idempotent)."""
     existing = getattr(server, "persistence", None)
     if isinstance(existing, Persistence):
         return existing
     p = Persistence(server)
+    p.master = MasterSide(server, p)
     p.install()
     return p
+
+
+def master_side(server: Server) -> MasterSide:
+    """The server's master side of replication, installed with its persistence (they
+    share the fork child) if nobody did."""
+    return install(server).master
 
 
 def persistence_of(server: Server) -> Persistence:

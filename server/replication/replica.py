@@ -1,4 +1,5 @@
-"""rill as a replica: the link to a master (REPLICAOF), the full sync, the command stream.
+"""The replica side of replication: the link to a master (REPLICAOF), the full sync,
+the command stream. (The master side, this server's own replicas, is master.py.)
 
 The replica connects, runs the handshake (PING, AUTH with masterauth/masteruser,
 REPLCONF listening-port and capa) and asks to continue where it stopped (``PSYNC
@@ -25,11 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 from rill.persistence import aof
 
-from .tls import TLSConfigError
+from ..disk import PersistenceError, persistence_of
+from ..tls import TLSConfigError
 
 if TYPE_CHECKING:
-    from .client import Client
-    from .server import Server
+    from ..client import Client
+    from ..server import Server
 
 log = logging.getLogger("rill")
 
@@ -44,7 +46,7 @@ CONNECTED = "connected"
 class MasterLink(asyncio.Protocol):
     """The socket to the master: handshake replies, then the snapshot, then commands."""
 
-    def __init__(self, repl: Replication, generation: int) -> None:
+    def __init__(self, repl: ReplicaSide, generation: int) -> None:
         self.repl = repl
         self.generation = generation  # which REPLICAOF this link was dialled for
         self.transport: asyncio.Transport | None = None
@@ -87,7 +89,7 @@ class LinkError(Exception):
     """The master answered something the handshake cannot go on with."""
 
 
-class Replication:
+class ReplicaSide:
     """The replica side of one server: whom it follows and how far it got."""
 
     def __init__(self, server: Server) -> None:
@@ -327,8 +329,6 @@ class Replication:
 
     def _load(self, payload: bytes) -> None:
         """Replace the dataset with the master's snapshot, then follow its stream."""
-        from .persistence import PersistenceError, persistence_of
-
         log.warning("MASTER <-> REPLICA sync: receiving %d bytes from master", len(payload))
         server = self.server
         try:
@@ -465,10 +465,10 @@ class Replication:
                 self.offset]
 
 
-def replication_of(server: Server) -> Replication:
+def replica_side(server: Server) -> ReplicaSide:
     """The server's replica side, made on first use (REPLICAOF, or replicaof in the config)."""
-    repl = server.__dict__.get("replication")
+    repl = server.__dict__.get("replica_side")
     if repl is None:
-        repl = server.replication = Replication(server)
+        repl = server.replica_side = ReplicaSide(server)
         server.cron_hooks.append(repl.cron)
     return repl
