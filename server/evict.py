@@ -131,6 +131,12 @@ class Evictor:
                 return EVICT_RUNNING
         return EVICT_OK
 
+    def soon(self) -> None:
+        """Evict from the event loop, without waiting for a command: CONFIG SET maxmemory
+        under the figure frees memory at once, as Redis's updateMaxmemory starts its
+        eviction time proc."""
+        self._continue_later()
+
     def _continue_later(self) -> None:
         loop = self.server.loop
         if loop is not None and not self.running:

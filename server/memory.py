@@ -161,13 +161,13 @@ class MemoryFigure:
     def for_eviction(self) -> int:
         """used_memory less what is not counted for eviction (Redis's getMaxmemoryState).
 
-        Called before every command while maxmemory is set, so it reads only the key
-        counts of the databases that held keys at the last refresh; the rest (buffers,
-        dict tables) is the cron's sum."""
+        Called before every command while maxmemory is set, so it reads only the
+        databases that held keys at the last refresh (their tables and key counts, as
+        INFO does); the buffers are the cron's sum."""
         total = self.evict_base
         per_key = self.per_key
         for db in self.active:
-            total += int(len(db.data) * per_key[db.id])
+            total += int(len(db.data) * per_key[db.id]) + self.db_overhead(db)
         return total
 
     # -- the cron's part -------------------------------------------------------------
@@ -175,21 +175,20 @@ class MemoryFigure:
         """Re-sample databases due for it and sum the buffers (the cron calls this)."""
         now = time.monotonic()
         active = []
-        tables = 0
+        idle_tables = 0  # databases without keys but with tables not yet shrunk
         for db in self.server.keyspace.dbs:
             n = len(db.data)
             if not n:
                 self.per_key[db.id] = 0.0
                 if db.expires:
-                    tables += self.db_overhead(db)
+                    idle_tables += self.db_overhead(db)
                 continue
             active.append(db)
-            tables += self.db_overhead(db)
             if now - self.samples[db.id].at >= max(REFRESH_MIN, n * REFRESH_PER_KEY):
                 self._refresh_db(db, now)
         self._buffers()
         self.active = active
-        self.evict_base = self.startup + self.clients_normal + self.backlog + tables
+        self.evict_base = self.startup + self.clients_normal + self.backlog + idle_tables
         self.used()
 
     def _refresh_db(self, db: Database, now: float) -> float:

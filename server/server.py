@@ -308,6 +308,8 @@ class Server:
         self.stream_node_max_entries = c.int("stream-node-max-entries")
         self.obuf_limits = _parse_obuf(c["client-output-buffer-limit"])
         self.maxmemory = c.int("maxmemory")
+        if self.maxmemory:
+            evictor_of(self).soon()  # a limit under the figure evicts at once
         policy = c["maxmemory-policy"]
         self.keyspace.set_lfu("lfu" in policy, c.int("lfu-log-factor"), c.int("lfu-decay-time"))
         # Redis stops sharing small integers under an LRU or LFU policy (each key needs

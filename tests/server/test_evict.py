@@ -80,7 +80,7 @@ def test_volatile_policies_evict_only_keys_with_a_ttl(policy):
     # with no volatile key left, writes are refused
     for key in list(db.expires):
         db.persist(key)
-    _fill(server, c, 2, prefix="last")
+    _fill(server, c, 100, prefix="last")  # the TTLs' room first, then refusals
     assert run_inproc(server, c, "SET", "one-more", "x" * 100) == OOM
 
 
