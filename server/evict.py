@@ -63,6 +63,7 @@ class Evictor:
         self.pool: list[tuple[float, int, bytes]] = []  # ascending: the best candidate last
         self.next_db = 0
         self.evicted_keys = 0
+        self.dirty = -1  # server.dirty at the last call
         self.running = False  # a loop callback is evicting what a call left over
         self.exceeded_since = 0.0  # when the figure last went over maxmemory (0: it is not)
         self.exceeded_total = 0.0
@@ -104,6 +105,9 @@ class Evictor:
         if s.loading or s.pause_until or (s.replica_of is not None and self.replica_ignores):
             return EVICT_OK
         maxmemory = s.maxmemory
+        if s.dirty != self.dirty:  # something was written since the last call
+            self.dirty = s.dirty
+            self.figure.after_write()
         used = self.figure.for_eviction()
         if used <= maxmemory:
             if self.exceeded_since:
@@ -114,6 +118,16 @@ class Evictor:
             self.exceeded_since = time.monotonic()
         if not self.kind:
             return EVICT_FAIL
+        # Evicting comes before the command runs: the client's own tracking
+        # invalidations go out now, ahead of its reply (Redis's processCommand order).
+        tracking = s.tracking
+        current, tracking.current = tracking.current, None
+        try:
+            return self._evict_until(used, maxmemory)
+        finally:
+            tracking.current = current
+
+    def _evict_until(self, used: int, maxmemory: int) -> int:
         start = time.perf_counter()
         freed = 0
         per_key = self.figure.per_key
