@@ -1,4 +1,4 @@
-"""tools/run_tcl_units.py: reading runtest's output into the comparison table."""
+"""tools/run_tcl_units.py: reading runtest's output into the comparison table, and its TLS mode."""
 
 from __future__ import annotations
 
@@ -49,3 +49,37 @@ def test_default_units_skip_the_list_helper(tmp_path):
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text("")
     assert tool.default_units(tmp_path) == ["unit/other", "unit/type/list"]
+
+
+def test_tls_mode_serves_a_tls_port_with_the_suites_settings(tmp_path):
+    """--tls: the server arguments the suite gives its own servers in TLS mode (bar
+    tls-cluster, which rill refuses), and a context that PINGs over TLS; a rill server
+    started with them answers it on the TLS port alone."""
+    import subprocess
+    import sys
+
+    from tests.support import free_port, require_tool
+
+    require_tool("openssl")
+    certs = tmp_path / "tests" / "tls"
+    certs.mkdir(parents=True)
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    run = lambda *a: subprocess.run(["openssl", *a], cwd=certs, check=True, capture_output=True)  # noqa: E731
+    run("req", "-x509", "-new", *ec, "-keyout", "ca.key", "-out", "ca.crt", "-subj", "/CN=ca")
+    for name in ("server", "client"):
+        run("req", "-new", *ec, "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", f"/CN={name}")
+        run("x509", "-req", "-in", f"{name}.csr", "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", f"{name}.crt")
+    run("dhparam", "-dsaparam", "-out", "redis.dh", "2048")
+    args, ctx = tool.tls_setup(tmp_path)
+    assert "--tls-replication" in args and "--tls-cluster" not in args
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "rill.server.main", "--port", "0", "--tls-port", str(port),
+                               *args, "--save", "", "--dir", str(tmp_path)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert tool.wait_for_ping(port, server, tls=ctx)
+        assert not tool.wait_for_ping(port, server, timeout=1.0)  # plain text gets nothing
+    finally:
+        server.terminate()
+        server.wait(15)
