@@ -1,9 +1,9 @@
 """The dataset on disk: RDB snapshots, the multi-part AOF, and the forked children
 that write them (the formats themselves are rill.persistence's).
 
-``install(server)`` attaches one ``Persistence`` object to the server, with the
-master side of replication (server/replication/master.py) beside it, and hooks
-it in: start-up loading (the AOF wins when ``appendonly yes``), the final save at
+``Server.__init__`` builds one ``Persistence`` object, with the master side of
+replication (server/replication/master.py) beside it, and ``install`` hooks it
+in: start-up loading (the AOF wins when ``appendonly yes``), the final save at
 shutdown, the cron (save points, reaping children, auto-rewrite, everysec fsync),
 the AOF feed of the propagation path (server/propagation.py), the before-write
 hook (appendfsync always: written and fsynced before any reply leaves), INFO
@@ -1243,24 +1243,11 @@ def _status(text: str) -> Any:
     return Status(text.encode())
 
 
-def install(server: Server) -> Persistence:
-    """Attach persistence, and the master side of replication that shares its
-    children, to ``server`` (idempotent)."""
-    existing = getattr(server, "persistence", None)
-    if isinstance(existing, Persistence):
-        return existing
-    p = Persistence(server)
-    p.master = MasterSide(server, p)
-    p.install()
-    return p
-
-
 def master_side(server: Server) -> MasterSide:
-    """The server's master side of replication, installed with its persistence (they
-    share the fork child) if nobody did."""
-    return install(server).master
+    """The server's master side of replication (it shares the fork child with persistence)."""
+    return server.persistence.master
 
 
 def persistence_of(server: Server) -> Persistence:
-    """The server's Persistence, installing one if nobody did (in-process servers)."""
-    return install(server)
+    """The server's Persistence (Server.__init__ builds it)."""
+    return server.persistence

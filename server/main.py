@@ -15,7 +15,7 @@ from typing import Any
 from rill.protocol.reply import ReplyError
 
 from . import REDIS_VERSION, __version__
-from .commands import load_all, setup_all
+from .commands import load_all
 from .config import Config, ConfigError
 from .connection import Connection
 from .process import (
@@ -148,7 +148,7 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
     loop = asyncio.get_running_loop()
     server = Server(config)
     server.acl.load_at_startup()  # the config's users (or aclfile); exits on an error, as Redis
-    setup_all(server)  # every family, persistence included, attaches its state
+    server.replica_side.follow_configured()
     server.loop = loop
     server.shutdown_event = asyncio.Event()
     # Before any listener exists: a client can be served as soon as the first

@@ -49,13 +49,15 @@ from .commands.table import (
 )
 from .commandstats import CommandStatsTable
 from .config import Config, parse_percentile
-from .disk import master_side
+from .disk import Persistence, master_side
 from .evict import EVICT_FAIL, evictor_of
 from .functions import FunctionsEngine
 from .latency import HDR_OF, LatencyMonitor, record_long
 from .outcomes import NO_REPLY, Block
 from .propagation import Propagation
 from .pubsub import PubSub
+from .replication.master import MasterSide
+from .replication.replica import ReplicaSide
 from .scripting import LuaEngine, busy_error, running
 from .tls import TLS
 from .tracking import Tracking
@@ -240,6 +242,15 @@ class Server:
         self._refresh_config()
         self.config_changed_hooks["notify-keyspace-events"] = lambda: events.configure(self)
         events.configure(self)
+        # The dataset on disk and the master side of replication, which share the one
+        # fork child (disk.py, replication/master.py), hooked into start-up, shutdown,
+        # the cron and the propagation path; then the replica side, idle until
+        # REPLICAOF (replication/replica.py), its cron after persistence's.
+        self.persistence = Persistence(self)
+        self.persistence.master = MasterSide(self, self.persistence)
+        self.persistence.install()
+        self.replica_side = ReplicaSide(self)
+        self.cron_hooks.append(self.replica_side.cron)
 
     # -- server states that gate every command -----------------------------
     # loading, maxmemory, CLIENT PAUSE's end (a time.monotonic() reading, 0 when not
@@ -585,8 +596,7 @@ class Server:
         commands flagged stale (INFO, REPLICAOF, ...) run; EXEC only if all it holds are."""
         if client.kind == "master" or self.config.bool("replica-serve-stale-data"):
             return False
-        repl = self.__dict__.get("replica_side")
-        if repl is None or repl.state == "connected":
+        if self.replica_side.state == "connected":
             return False
         if cmd.fullname == "exec" and client.multi is not None:
             return any(not queued.flags & STALE for queued, _ in client.multi)

@@ -32,16 +32,13 @@ class PendingShutdown:
 
 
 def _replication(server: Any) -> Any:
-    """The master side of replication, if persistence (which installs it) is there."""
-    p = getattr(server, "persistence", None)
-    return None if p is None else p.master
+    """The master side of replication (built with persistence)."""
+    return server.persistence.master
 
 
 def _lagging(server: Any) -> tuple[list[Any], int, int]:
     """(replicas whose ACK is behind the stream, how many replicas, the master offset)."""
     p = _replication(server)
-    if p is None:
-        return [], 0, 0
     replicas = p.live_replicas()
     offset = p.repl_offset
     return [r for r in replicas if r.repl.ack_offset != offset], len(replicas), offset

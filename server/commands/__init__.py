@@ -47,11 +47,3 @@ def load_all() -> list:
             if e.name != f"{__name__}.{name}":
                 raise
     return modules
-
-
-def setup_all(server) -> None:
-    """Let each family attach its per-server state (a family may define ``setup(server)``)."""
-    for module in load_all():
-        setup = getattr(module, "setup", None)
-        if setup is not None:
-            setup(server)

@@ -286,8 +286,8 @@ def _replication(c: Client) -> list[tuple[str, object]]:
     p = master_side(c.server)
     replicas = p.live_replicas()
     now = int(time.time())
-    repl = c.server.__dict__.get("replica_side")
-    following = repl is not None and repl.host is not None
+    repl = c.server.replica_side
+    following = repl.host is not None
     rows: list[tuple[str, object]] = repl.info() if following else [("role", "master")]
     rows.append(("connected_slaves", len(replicas)))
     if c.server.min_replicas is not None:

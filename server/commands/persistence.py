@@ -15,17 +15,13 @@ from rill.protocol.reply import OK, ReplyError, Status
 
 from .. import notify as events
 from ..client import Client
-from ..disk import PersistenceError, install, persistence_of
+from ..disk import PersistenceError, persistence_of
 from .args import SYNTAX_ERR, get_int
 from .table import command
 
 BUSYKEY = ReplyError("BUSYKEY Target key name already exists.")
 
 
-def setup(server) -> None:
-    """Family hook: every server gets its Persistence, with the master side of
-    replication (idempotent; serve() also installs it)."""
-    install(server)
 
 BAD_PAYLOAD = ReplyError("ERR DUMP payload version or checksum are wrong")
 BAD_FORMAT = ReplyError("ERR Bad data format")

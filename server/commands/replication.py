@@ -21,13 +21,6 @@ from .args import SYNTAX_ERR, get_int, string2ll
 from .table import command
 
 
-def setup(server) -> None:
-    """Family hook: follow the master ``replicaof`` names, if any (the cron connects)."""
-    master = split_args(server.config["replicaof"].encode())
-    if master and len(master) == 2 and string2ll(master[1]) is not None:
-        replica_side(server).follow(master[0].decode(errors="replace"), string2ll(master[1]))
-
-
 @command("sync")
 def sync(c: Client, argv: list[bytes]):
     master_side(c.server).attach_replica(c, psync=False)
@@ -126,8 +119,8 @@ def replicaof(c: Client, argv: list[bytes]):
 @command("role")
 def role(c: Client, argv: list[bytes]):
     """A master: its offset and every replica that is online; a replica: whom it follows."""
-    repl = c.server.__dict__.get("replica_side")
-    if repl is not None and repl.host is not None:
+    repl = c.server.replica_side
+    if repl.host is not None:
         return repl.role()
     m = master_side(c.server)
     rows = []

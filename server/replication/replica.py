@@ -25,6 +25,8 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from rill.persistence import aof
+from rill.protocol.numbers import string2ll
+from rill.protocol.parser import split_args
 
 from ..disk import PersistenceError, persistence_of
 from ..tls import TLSConfigError
@@ -110,6 +112,13 @@ class ReplicaSide:
         self.generation = 0  # bumped by every REPLICAOF: a link dialled before is stale
 
     # -- REPLICAOF ------------------------------------------------------------------
+    def follow_configured(self) -> None:
+        """At start-up: follow the master the config's ``replicaof`` names, if any (the
+        cron connects)."""
+        master = split_args(self.server.config["replicaof"].encode())
+        if master and len(master) == 2 and string2ll(master[1]) is not None:
+            self.follow(master[0].decode(errors="replace"), string2ll(master[1]))
+
     def follow(self, host: str, port: int) -> None:
         """REPLICAOF host port: drop any current master and connect to this one."""
         self._drop_link()
@@ -466,9 +475,5 @@ class ReplicaSide:
 
 
 def replica_side(server: Server) -> ReplicaSide:
-    """The server's replica side, made on first use (REPLICAOF, or replicaof in the config)."""
-    repl = server.__dict__.get("replica_side")
-    if repl is None:
-        repl = server.replica_side = ReplicaSide(server)
-        server.cron_hooks.append(repl.cron)
-    return repl
+    """The server's replica side (Server.__init__ builds it; it idles until REPLICAOF)."""
+    return server.replica_side

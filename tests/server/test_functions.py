@@ -553,7 +553,6 @@ AOF_SCRIPT = [
 def test_propagation_matches_redis_aof(inproc, tmp_path):
     """redis-server with appendonly yes writes exactly what rill hands its propagation
     feeds: FUNCTION LOAD/DELETE/FLUSH as sent, FCALL's writes as effects."""
-    from rill.server.commands import setup_all
 
     require_tool("redis-server")
     dumped: list[bytes] = []
@@ -564,7 +563,6 @@ def test_propagation_matches_redis_aof(inproc, tmp_path):
 
     theirs = redis_aof_commands(str(tmp_path), AOF_SCRIPT, after=restore_own_dump)
     server, c, effects = inproc
-    setup_all(server)
     for args in AOF_SCRIPT:
         _run(server, c, *args)
     _run(server, c, "FUNCTION", "RESTORE", dumped[0], "REPLACE")

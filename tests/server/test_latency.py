@@ -388,7 +388,6 @@ def clocked(monkeypatch):
     """An in-process server whose commands each take ``clock.step`` ns."""
     from rill.server import blocking as blocking_module
     from rill.server import server as server_module
-    from rill.server.commands import setup_all
     from rill.server.server import Server
 
 
@@ -404,7 +403,6 @@ def clocked(monkeypatch):
     monkeypatch.setattr(server_module, "perf_counter_ns", clock)
     monkeypatch.setattr(blocking_module, "perf_counter_ns", clock)  # a served waiter's run
     server = Server()
-    setup_all(server)
     client = server.new_client("127.0.0.1:5000", "127.0.0.1:6379")
     return server, client, clock
 

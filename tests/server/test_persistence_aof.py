@@ -308,7 +308,6 @@ def test_when_the_aof_is_written_relative_to_replies(tmp_path, monkeypatch, poli
     from rill.server.commands import load_all
     from rill.server.config import Config
     from rill.server.connection import Connection
-    from rill.server.disk import install
     from rill.server.server import Server
 
     load_all()
@@ -320,7 +319,7 @@ def test_when_the_aof_is_written_relative_to_replies(tmp_path, monkeypatch, poli
     os.chdir(cwd)
     server = Server(config)
     server.loop = StepLoop()
-    p = install(server)
+    p = server.persistence
     p.load_at_startup()
     synced = []
     real_fdatasync = os.fdatasync

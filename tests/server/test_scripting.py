@@ -416,10 +416,8 @@ def _stats(client) -> dict:
 
 
 def test_propagation_is_effects_wrapped_in_multi(inproc):
-    from rill.server.commands import setup_all
 
     server, c, effects = inproc
-    setup_all(server)
     _run(server, c, "EVAL", "return redis.call('get', 'x')", "0")
     assert effects == []
     _run(server, c, "EVAL", "redis.call('set', 'x', 1)", "0")
@@ -462,12 +460,10 @@ AOF_SCRIPT = [
 def test_propagation_matches_redis_aof(inproc, tmp_path):
     """The same commands through redis-server with appendonly yes: its AOF holds exactly
     what rill hands to its propagation feeds (relative expiry times masked)."""
-    from rill.server.commands import setup_all
 
     require_tool("redis-server")
     theirs = redis_aof_commands(str(tmp_path), AOF_SCRIPT)
     server, c, effects = inproc
-    setup_all(server)
     for args in AOF_SCRIPT:
         _run(server, c, *args)
     mine = effects_as_aof(effects)
