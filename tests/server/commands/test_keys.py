@@ -12,7 +12,7 @@ import redis.asyncio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.server.test_strings import FAR, FAR_MS, FakeList, Local, run
+from tests.server.commands.test_strings import FAR, FAR_MS, FakeList, Local, run
 
 HYPO = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
