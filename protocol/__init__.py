@@ -1,0 +1,10 @@
+"""The wire format without I/O: bytes in, commands out; reply values in, RESP bytes out.
+
+Layout:
+    parser          requests: RESP multibulk and inline commands, with Redis's limits and errors
+    reply           reply values (errors, doubles, maps, sets, push...) and their RESP2/RESP3 bytes
+    stream_entries  stream entries as RESP, for the stream commands' one-pass read paths
+    numbers         string2ll, Redis's strict integer parse, for every layer above storage
+
+Imports no other rill package.
+"""

@@ -63,6 +63,21 @@ def test_every_source_package_is_mapped_under_rill():
             assert mapped[folder] in tool["packages"], folder
 
 
+def test_every_package_opens_with_a_map_of_its_modules():
+    """Each package's __init__ docstring names every module and subpackage in it, so a
+    newcomer finds where things live from the names (as mini-redis's "Layout" comment)."""
+    import ast
+
+    for top in SOURCE_FOLDERS:
+        for init in (ROOT / top).rglob("__init__.py") if (ROOT / top).is_dir() else []:
+            doc = ast.get_docstring(ast.parse(init.read_text())) or ""
+            folder = init.parent
+            names = [p.stem for p in folder.glob("*.py") if p.name != "__init__.py"]
+            names += [p.name for p in folder.iterdir() if (p / "__init__.py").is_file()]
+            missing = [n for n in names if not re.search(rf"\b{re.escape(n)}\b", doc)]
+            assert not missing, f"{folder.relative_to(ROOT)}/__init__.py does not map {missing}"
+
+
 def test_no_generic_top_level_module_is_installed(tmp_path):
     """Only ``rill`` is importable from site-packages; ``server`` etc. are not."""
     code = ("import importlib.util as u, json; "
