@@ -8,7 +8,7 @@ before the kill must survive.  Twenty kill/restart rounds for "always" and three
 longer ones for "everysec" keep this under about half a minute.
 
 A kill rarely lands exactly in the window these rules allow, so the ordering
-itself is also checked deterministically in test_persistence_aof.py; these
+itself is also checked deterministically in test_disk_aof.py; these
 rounds prove the end-to-end path: torn tails repaired, every file reloadable,
 nothing lost that the policy promises to keep.
 """
