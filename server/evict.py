@@ -97,17 +97,18 @@ class Evictor:
         return int((self.exceeded_total + current) * 1000), int(current * 1000)
 
     # -- evicting ------------------------------------------------------------------
-    def perform(self) -> int:
+    def perform(self, db: Database | None = None) -> int:
         """performEvictions: EVICT_OK when under maxmemory (or nothing may be evicted now),
         EVICT_RUNNING when the time limit left work for later, EVICT_FAIL when over the
-        limit with nothing left to evict (or noeviction)."""
+        limit with nothing left to evict (or noeviction). ``db``: the database the
+        calling client writes to."""
         s = self.server
         if s.loading or s.pause_until or (s.replica_of is not None and self.replica_ignores):
             return EVICT_OK
         maxmemory = s.maxmemory
-        if s.dirty != self.dirty:  # something was written since the last call
+        if s.dirty != self.dirty and db is not None:  # written to since the last call
             self.dirty = s.dirty
-            self.figure.after_write()
+            self.figure.after_write(db)
         used = self.figure.for_eviction()
         if used <= maxmemory:
             if self.exceeded_since:
@@ -198,10 +199,12 @@ class Evictor:
         run = self._sample_run(db, 1)
         return run[0] if run else None
 
-    def _sample_run(self, db: Database, n: int) -> list[bytes]:
+    def _sample_run(self, db: Database, n: int, raw: bool = False) -> list[bytes]:
         """About ``n`` random keys of ``db`` (with a TTL for volatile-*): consecutive
         slots of a log of its keys from a random place, as Redis's dictGetSomeKeys
-        reads consecutive buckets; one slice, not ``n`` separate draws."""
+        reads consecutive buckets; one slice, not ``n`` separate draws. ``raw`` (all
+        keys only): the slots as they are, some maybe deleted, for a caller that looks
+        each key up anyway (a dict lookup is most of what sampling costs)."""
         if self.volatile:
             live: dict = db.expires
             if not live:
@@ -222,10 +225,19 @@ class Evictor:
                 scan = db.scan_log = ScanLog(live)
             elif len(scan) - len(scan.dead) != len(live):
                 scan.compact(live)
-            total = len(scan)
-            start = random.randrange(total)
-            found = [k for k in scan._slots(start, min(start + 2 * n, total)) if k in live]
-            return found[:n] or [db._sample_key()]
+            for _ in range(2):
+                total = len(scan)
+                start = random.randrange(total)
+                slots = scan._slots(start, min(start + 2 * n, total))
+                if raw and len(scan.dead) * 4 < total:
+                    return slots
+                found = [k for k in slots if k in live]
+                if found:
+                    return found[:n]
+                # a run of deleted slots (evictions cluster where the old keys were):
+                # drop them all, as SCAN's own compaction would later
+                scan.compact(live)
+            return [db._sample_key()]
         start = random.randrange(total)
         found = [k for k in slots[start:start + 2 * n] if k in live]
         return found[:n] or [next(iter(live))]
@@ -235,12 +247,17 @@ class Evictor:
         pool = self.pool
         kind = self.kind
         access = db.access
-        for key in self._sample_run(db, self.samples):
-            if kind == "lru":
-                score: float = db.clock - access.get(key, db.access_base)
-            elif kind == "lfu":
+        data = db.data
+        volatile = self.volatile
+        for key in self._sample_run(db, self.samples, raw=not volatile):
+            if kind == "lru" or kind == "lfu":
                 stamp = access.get(key)
-                score = 255 - (5 if stamp is None else lfu_decayed(stamp, db.keyspace.lfu_decay_time))
+                if stamp is None and not volatile and key not in data:
+                    continue  # a deleted slot (a live key always has a stamp or the base)
+                if kind == "lru":
+                    score: float = db.clock - (db.access_base if stamp is None else stamp)
+                else:
+                    score = 255 - (5 if stamp is None else lfu_decayed(stamp, db.keyspace.lfu_decay_time))
             else:  # ttl: the sooner it expires, the better a candidate
                 score = -db.expires[key]
             if len(pool) >= POOL_SIZE:

@@ -170,19 +170,16 @@ class MemoryFigure:
             total += int(len(db.data) * per_key[db.id]) + self.db_overhead(db)
         return total
 
-    def after_write(self) -> None:
-        """After a write: a database that got its first keys joins ``active`` now rather
-        than at the next refresh, and databases of at most SAMPLES keys are sized exactly
-        again (cheap for them, and one value there can be most of the data)."""
-        now = time.monotonic()
-        active = self.active
-        for db in self.server.keyspace.dbs:
-            n = len(db.data)
-            if n:
-                if db not in active:
-                    active.append(db)
-                if n <= SAMPLES:
-                    self._refresh_db(db, now)
+    def after_write(self, db: Database) -> None:
+        """After a write in ``db``: if it just got its first keys it joins ``active`` now
+        rather than at the next refresh, and if it has at most SAMPLES keys it is sized
+        exactly again (cheap for it, and one value there can be most of the data)."""
+        n = len(db.data)
+        if n:
+            if db not in self.active:
+                self.active.append(db)
+            if n <= SAMPLES:
+                self._refresh_db(db, time.monotonic())
 
     # -- the cron's part -------------------------------------------------------------
     def refresh(self) -> None:

@@ -606,7 +606,7 @@ class Server:
         """maxmemory: evict as maxmemory-policy says (before every command, as Redis's
         processCommand does); if memory is still over the limit, commands that may grow
         it are refused (and, in a transaction, whatever would be queued)."""
-        if evictor_of(self).perform() != EVICT_FAIL:
+        if evictor_of(self).perform(client.db) != EVICT_FAIL:
             return False
         name = argv[0].lower()
         flags |= client.multi_flags if name == b"exec" else 0
