@@ -16,7 +16,6 @@ from ..client import Client
 from ..disk import master_side
 from ..outcomes import NO_REPLY, Block
 from ..replication.master import ReplicaLink, replica_address
-from ..replication.replica import replica_side
 from .args import SYNTAX_ERR, get_int, string2ll
 from .table import command
 
@@ -73,7 +72,7 @@ def replconf(c: Client, argv: list[bytes]):
         elif opt == b"getack":
             # Our master asking how far we got: the answer goes to it, not as a reply.
             if c.kind == "master":
-                replica_side(c.server).send_ack()
+                c.server.replica_side.send_ack()
             return NO_REPLY
         elif opt == b"rdb-only":
             n = get_int(value)
@@ -100,7 +99,7 @@ def replconf(c: Client, argv: list[bytes]):
 @command("slaveof")
 def replicaof(c: Client, argv: list[bytes]):
     """REPLICAOF host port: follow that master; REPLICAOF NO ONE: be a master again."""
-    repl = replica_side(c.server)
+    repl = c.server.replica_side
     if argv[1].lower() == b"no" and argv[2].lower() == b"one":
         repl.stop()
         return OK

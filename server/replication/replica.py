@@ -472,8 +472,3 @@ class ReplicaSide:
         """ROLE on a replica: slave, master host and port, the link state, the offset."""
         return [b"slave", self.host.encode() if self.host else b"", self.port, self.state.encode(),
                 self.offset]
-
-
-def replica_side(server: Server) -> ReplicaSide:
-    """The server's replica side (Server.__init__ builds it; it idles until REPLICAOF)."""
-    return server.replica_side
