@@ -234,6 +234,29 @@ def test_readme_rill_server_command_lines_parse():
         os.chdir(cwd)  # --dir changes the working directory as redis-server does
 
 
+def test_readme_source_tour_names_what_exists():
+    """The source tour's files exist, and each ``Class.name`` it names is defined (or set)
+    in that class's module, and each bare name occurs in the sources: a move that leaves
+    the tour behind fails here."""
+    tour = _readme().split("## Source tour", 1)[1].split("\n## ", 1)[0]
+    names = re.findall(r"`([^`]+)`", tour)
+    paths = [n for n in names if "/" in n]
+    assert len(paths) >= 15
+    for path in paths:
+        assert (ROOT / path).exists(), path
+    sources = [py.read_text() for folder in SOURCE_FOLDERS for py in (ROOT / folder).rglob("*.py")]
+    for name in names:
+        if "/" in name or " " in name:
+            continue
+        qualified = re.fullmatch(r"([A-Z]\w*)\.(\w+)", name)
+        if qualified:
+            cls, attr = qualified.groups()
+            assert any(re.search(rf"(?m)^class {cls}\b", src)
+                       and re.search(rf"def {attr}\b|self\.{attr}\b", src) for src in sources), name
+        else:
+            assert any(re.search(rf"\b{re.escape(name.lstrip('@'))}\b", src) for src in sources), name
+
+
 def test_readme_python_examples_run():
     """Each Python block of the README runs as written against a rill-server of its own."""
     blocks = re.findall(r"```python\n(.*?)```", _readme(), re.S)
