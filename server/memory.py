@@ -229,7 +229,8 @@ class MemoryFigure:
                 normal += size
         self.clients_normal, self.clients_replicas = normal, replicas
         p = self.server.__dict__.get("persistence")
-        backlog = getattr(p, "backlog", None) if p is not None else None
+        master = getattr(p, "master", None) if p is not None else None  # replication's master side
+        backlog = getattr(master, "backlog", None) if master is not None else None
         self.backlog = len(backlog) if backlog is not None else 0
         writer = getattr(p, "writer", None) if p is not None else None
         buf = getattr(writer, "buf", None) if writer is not None else None

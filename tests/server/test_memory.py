@@ -12,7 +12,7 @@ import rill.server.commands  # noqa: F401  (registers the command families)
 from rill.server.memory import memory_of
 from rill.server.server import Server
 
-from tests.support import RawClient, encode_command, run_inproc, start_rill
+from tests.support import RawClient, encode_command, run_inproc, start_rill, wait_until
 
 
 def _pairs(n: int, fmt: bytes) -> list[bytes]:
@@ -180,7 +180,23 @@ def test_mem_replication_backlog_counts_the_backlog():
     server = Server()
     c = server.new_client()
     assert _info(run_inproc(server, c, "INFO", "memory"))["mem_replication_backlog"] == "0"
-    persistence_of(server).backlog = bytearray(b"x" * 100_000)
+    persistence_of(server).master.backlog = bytearray(b"x" * 100_000)  # as PSYNC makes it
     memory_of(server).refresh()
     info = _info(run_inproc(server, c, "INFO", "memory"))
     assert info["mem_replication_backlog"] == "100000"
+
+
+def test_mem_replication_backlog_once_a_replica_syncs():
+    master, replica = start_rill(), start_rill()
+    try:
+        m, r = RawClient(master.port), RawClient(replica.port)
+        assert _info(m.call("INFO", "memory"))["mem_replication_backlog"] == "0"
+        r.call("REPLICAOF", "127.0.0.1", str(master.port))
+        wait_until(lambda: b"master_link_status:up" in r.call("INFO", "replication"))
+        m.call("SET", "k", "v" * 1000)
+        wait_until(lambda: int(_info(m.call("INFO", "memory"))["mem_replication_backlog"]) >= 1000)
+        m.close()
+        r.close()
+    finally:
+        replica.stop()
+        master.stop()
