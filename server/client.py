@@ -66,7 +66,6 @@ class Client:
         "watched",
         "dirty_cas",
         "blocked",
-        "unblock_reply",
         "last_cmd",
         "cur_cmd",
         "argv",
@@ -121,7 +120,6 @@ class Client:
         self.watched: list = []  # WatchedKey entries
         self.dirty_cas = False
         self.blocked: Any = None  # a blocking.Wait while the client waits
-        self.unblock_reply: Any = None
         self.last_cmd = None
         self.cur_cmd = None
         self.argv: list[bytes] = []

@@ -30,7 +30,6 @@ around each command to decide propagation), so it is never reset here; the
 from __future__ import annotations
 
 import gc
-import io
 import logging
 import os
 import signal
@@ -492,12 +491,6 @@ class Persistence:
         self.server.lastsave = int(time.time())
         self.lastbgsave_ok = True
         self._update_write_denied()
-
-    def rdb_bytes(self) -> bytes:
-        """The dataset as an in-memory RDB (replica full sync)."""
-        buf = io.BytesIO()
-        rdb.save_file(buf, rdb.iter_dbs(self.server.keyspace.dbs), self.save_options())
-        return buf.getvalue()
 
     def bgsave(self) -> bool:
         """Fork a child that writes the snapshot; False if it could not start."""

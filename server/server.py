@@ -70,7 +70,6 @@ OOM_ERR = ReplyError("OOM command not allowed when used memory > 'maxmemory'.")
 READONLY_ERR = ReplyError("READONLY You can't write against a read only replica.")
 NOREPLICAS_ERR = ReplyError("NOREPLICAS Not enough good replicas to write.")
 MASTERDOWN_ERR = ReplyError("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
-BUSY_SCRIPT = ReplyError("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.")
 
 # Commands that run (not queue) inside MULTI.
 _MULTI_PASSTHROUGH = {b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"}
@@ -113,11 +112,8 @@ class Stats:
         self.total_error_replies = 0
         self.unexpected_error_replies = 0
         self.errorstats: dict[bytes, int] = {}
-        self.evicted_clients = 0
         self.total_reads_processed = 0
         self.total_writes_processed = 0
-        self.io_threaded_reads_processed = 0
-        self.expired_stale_perc = 0.0
         self.dump_payload_sanitizations = 0
         self.instantaneous: deque[tuple[float, int, int, int]] = deque(maxlen=16)
 
@@ -179,14 +175,12 @@ class Server:
         self.cmdstats = CommandStatsTable()
         self.stats = Stats(self.cmdstats)
         self.blocking = Blocking(self)  # blocked clients: parked, served, timed out (blocking.py)
-        self.start_time = time.time()
         self.start_monotonic = time.monotonic()
         self.pid = os.getpid()
         self.run_id = os.urandom(20).hex()
         self.dirty = 0
         self.lastsave = int(time.time())
         self.loading = False
-        self.shutdown_requested: str | None = None
         self.slowlog: deque[SlowlogEntry] = deque()
         self.slowlog_next_id = 0
         self.latency = LatencyMonitor()
@@ -230,7 +224,6 @@ class Server:
         self.write_denied = None
         self.shutdown_event: Any = None
         self.pending_shutdown: Any = None  # a shutdown waiting for replicas (shutdown.py)
-        self.mem_peak = 0
         # Pub/Sub's subscriptions, which keyspace events publish through (notify.py).
         self.pubsub = PubSub()
         # Both Lua interpreters, EVAL's and FUNCTION's, each adding itself here

@@ -16,7 +16,6 @@ set's score is one float referenced from both its dict and its ordered index.
 from __future__ import annotations
 
 import sys
-from collections import deque
 from itertools import islice
 from typing import Any
 
@@ -123,8 +122,3 @@ def _stream_size(s: Any, samples: int) -> int:
             for c in g.consumers.values():
                 size += _sizeof(c) + bytes_size(c.name) + rax_size(c.pel, samples, values=False)
     return size
-
-
-def sampled_mean(sizes: deque[int]) -> float:
-    """The mean of a window of recent per-key sizes (0 when there are none)."""
-    return sum(sizes) / len(sizes) if sizes else 0.0

@@ -118,7 +118,7 @@ def _memory(c: Client) -> list[tuple[str, object]]:
     overhead = fig.overhead()
     dataset = max(used - overhead, 0)
     net = max(used - fig.startup, 0)
-    s.mem_peak = fig.peak = max(fig.peak, used)
+    fig.peak = max(fig.peak, used)
     maxmemory = s.config.int("maxmemory")
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return [

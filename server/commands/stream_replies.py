@@ -72,10 +72,6 @@ def range_bytes(
     return b"".join(parts)
 
 
-def entry_reply(ent: tuple[int, list[bytes]]) -> Raw:
-    return Raw(encode_entry(ent[0], ent[1]) + b"\r\n")
-
-
 def bulk(b: bytes) -> bytes:
     """A bulk string (no trailing CRLF)."""
     return b"$%d\r\n%b" % (len(b), b)

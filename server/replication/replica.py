@@ -105,7 +105,6 @@ class ReplicaSide:
         self.offset = -1  # the replication offset processed so far
         self.last_io = 0.0
         self.down_since = time.time()
-        self.sync_start = 0.0
         self.sync_read = 0
         self.sync_total = -1
         self._last_ack = 0.0
@@ -288,7 +287,6 @@ class ReplicaSide:
             self.offset = int(parts[2])
             log.warning("Full resync from master: %s:%d", self.master_replid, self.offset)
             self.state = SYNC
-            self.sync_start = time.time()
             self.sync_read = 0
             self.sync_total = -1
             link.rdb_len = -1

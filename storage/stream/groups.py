@@ -240,15 +240,6 @@ class ConsumerGroup:
             self.unrelease(sid)
         return True
 
-    def add_nack(
-        self, sid: int, consumer: Consumer, delivery_time: int, delivery_count: int
-    ) -> NACK:
-        """Insert a NACK owned by ``consumer`` (AOF-style loading, tests)."""
-        nack = NACK(delivery_time, delivery_count, consumer)
-        self.pel.insert(sid, nack)
-        consumer.pel.insert(sid, nack)
-        return nack
-
     # RDB loading comes in Redis's order: the group PEL first (owners unknown), then each
     # consumer with the IDs it owns.
 
