@@ -180,29 +180,33 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
         listeners.extend(tcp)
         server.tcp_port = socks[0].getsockname()[1]
 
-    def change_port(new: str) -> None:
-        """CONFIG SET port: listen on the new port (bound now, so a busy port is refused
-        and the change rolled back), then stop listening on the old one."""
-        new_port = int(new)
-        if new_port == server.tcp_port:
-            return
+    def rebind(group: list, new_port: int, tls: bool, error: str) -> None:
+        """Move one group of listeners (plain or TLS) to ``new_port`` (0: none), binding
+        first so that a busy port is refused with ``error`` and nothing changes."""
         try:
             socks = _bind_tcp(config, new_port) if new_port else []
         except OSError as e:
-            raise ConfigError("Unable to listen on this port") from e
-        old = list(tcp)
-        tcp.clear()
+            raise ConfigError(error) from e
+        old = list(group)
+        group.clear()
         for old_srv in old:
             old_srv.close()
             listeners.remove(old_srv)
 
         async def start() -> None:
             for sock in socks:
-                srv = await _serve(loop, server, sock)
-                tcp.append(srv)
+                srv = await _serve(loop, server, sock, tls=tls)
+                group.append(srv)
                 listeners.append(srv)
 
         loop.create_task(start())
+
+    def change_port(new: str) -> None:
+        """CONFIG SET port: listen on the new port, then stop listening on the old one."""
+        new_port = int(new)
+        if new_port == server.tcp_port:
+            return
+        rebind(tcp, new_port, False, "Unable to listen on this port")
         server.tcp_port = new_port
 
     config.appliers["port"] = change_port
@@ -232,23 +236,7 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
                 raise ConfigError(TLS_RECONFIGURE_ERROR) from None
         if new_port == server.tls_port:
             return
-        try:
-            socks = _bind_tcp(config, new_port) if new_port else []
-        except OSError as e:
-            raise ConfigError("Unable to listen on this port. Check server logs.") from e
-        old = list(tls)
-        tls.clear()
-        for old_srv in old:
-            old_srv.close()
-            listeners.remove(old_srv)
-
-        async def start() -> None:
-            for sock in socks:
-                srv = await _serve(loop, server, sock, tls=True)
-                tls.append(srv)
-                listeners.append(srv)
-
-        loop.create_task(start())
+        rebind(tls, new_port, True, "Unable to listen on this port. Check server logs.")
         server.tls_port = new_port
 
     config.appliers["tls-port"] = change_tls_port
