@@ -611,3 +611,21 @@ def test_tls_clients_wait_out_a_busy_script(certs):
         killer.close()
         runner.close()
         tls_client.close()
+
+
+def test_readme_tls_example_runs(certs):
+    """The README's TLS example, its two lines as written: rill-server with only a TLS
+    port, and redis-cli over mutual TLS answering PONG (certificates by the names it uses)."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = readme.split("### TLS", 1)[1].split("```console\n", 1)[1].split("```", 1)[0]
+    server_line, cli_line = [line.split() for line in block.strip().splitlines()]
+    assert server_line[0] == "rill-server" and cli_line[0] == "redis-cli"
+    port = free_port()
+    argv = [sys.executable, "-m", "rill.server.main",
+            *[str(port) if a == "6380" else a for a in server_line[1:]],
+            "--save", ""]
+    with TLSServer(argv, 0, port, str(certs), client_context(certs)).start():
+        cli = require_tool("redis-cli")
+        out = subprocess.run([cli, *[str(port) if a == "6380" else a for a in cli_line[1:]]],
+                             cwd=certs, capture_output=True, text=True, timeout=30)
+        assert (out.returncode, out.stdout) == (0, "PONG\n"), out.stderr
