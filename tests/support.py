@@ -101,15 +101,22 @@ class ServerProcess:
         self.stop()
 
 
-def start_rill(*args: str, workdir: str | None = None, port: int | None = None,
-               config_file: str | None = None) -> ServerProcess:
-    """Start ``rill-server`` on a free port with extra redis-server style arguments."""
+def rill_process(*args: str, workdir: str | None = None, port: int | None = None,
+                 config_file: str | None = None) -> ServerProcess:
+    """A ``rill-server`` process, not started yet, on a free port with extra redis-server
+    style arguments (for tests that start several at once, or restart one on its files)."""
     port = port or free_port()
     workdir = workdir or scratch_dir("rill-test-")
     # DEBUG is refused by default, as in Redis; the tests need it (as Redis's own do).
     argv = [sys.executable, "-m", "rill.server.main", *([config_file] if config_file else []),
             "--port", str(port), "--save", "", "--dir", workdir, "--enable-debug-command", "yes", *args]
-    return ServerProcess(argv, port, workdir).start()
+    return ServerProcess(argv, port, workdir)
+
+
+def start_rill(*args: str, workdir: str | None = None, port: int | None = None,
+               config_file: str | None = None) -> ServerProcess:
+    """Start ``rill-server`` on a free port with extra redis-server style arguments."""
+    return rill_process(*args, workdir=workdir, port=port, config_file=config_file).start()
 
 
 def wait_until(predicate, timeout: float = 15.0):
