@@ -38,6 +38,7 @@ from .commands.table import (
     MAY_REPLICATE,
     NO_AUTH,
     NO_MULTI,
+    NOSCRIPT,
     PROTECTED,
     READONLY,
     SKIP_MONITOR,
@@ -423,6 +424,14 @@ class Server:
         were a third of a pipelined GET. Anything else (an unknown command or one
         with subcommands, a wrong arity, a client or server in a special state)
         goes through execute().
+
+        The client's own gating state (and whether anyone MONITORs) is tested once
+        per batch, and again after any command that may have changed it: whatever
+        went through execute(), and the commands Redis forbids in scripts
+        (``noscript``: MULTI, AUTH, HELLO, SUBSCRIBE, MONITOR, RESET, EVAL, ...),
+        which are the ones that change a connection's state. The server's gating
+        state can change inside any command (a failed AOF write, a script's
+        CONFIG SET), so it is still tested per command: it is one flag.
         """
         n = len(commands)
         dispatch = self.dispatch
@@ -433,18 +442,15 @@ class Server:
         latency_on = self.latency_tracking
         hdr_of = HDR_OF
         by_cmd = self.cmdstats.by_cmd
+        plain = self._plain_client(client)
         while i < n:
             argv = commands[i]
             i += 1
             cmd = dispatch.get(argv[0])
             if (
                 cmd is None  # unknown, a container (it resolves a subcommand) or protected
+                or not plain
                 or self._special
-                or self.monitors
-                or client.reply_mode
-                or client.multi is not None
-                or not client.authenticated
-                or client.subscriptions
                 or not cmd.min_argc <= len(argv) <= cmd.max_argc  # the arity check
             ):
                 if self._tracking_active:
@@ -462,6 +468,7 @@ class Server:
                     client.reply_mode = 3 if client.reply_mode == 2 and argv[0].lower() == b"client" else 0
                 slow_ns = self.slow_ns
                 latency_on = self.latency_tracking
+                plain = self._plain_client(client)
             else:
                 # call(), with its rare branches left to the helpers it uses too.
                 client.last_cmd = client.cur_cmd = cmd
@@ -504,9 +511,22 @@ class Server:
                     self._prevent_propagation = False
                 if blocking.ready:
                     blocking.serve_ready()
+                if cmd.flags & NOSCRIPT:
+                    plain = self._plain_client(client)
             if client.blocked is not None or client.close_after_reply or client.kill_requested:
                 return i, False
         return i, False
+
+    def _plain_client(self, client: Client) -> bool:
+        """Whether ``client`` is in no state that execute()'s checks must see (and
+        no MONITOR is listening): its commands may take execute_all()'s fast path."""
+        return not (
+            self.monitors
+            or client.reply_mode
+            or client.multi is not None
+            or not client.authenticated
+            or client.subscriptions
+        )
 
     def _protected_allowed(self, client: Client, cmd: Command) -> bool:
         """enable-debug-command / enable-module-command: yes, no, or local (a unix
