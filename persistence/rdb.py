@@ -228,6 +228,9 @@ class SaveOptions:
     extra_aux: list[tuple[bytes, bytes]] = field(default_factory=list)
     functions: list[bytes] = field(default_factory=list)  # function libraries' code
     key_delay_us: int = 0  # rdb-key-save-delay: a pause per key, for tests that need a slow save
+    # Active-Active streams as ordinary type-19 streams (their merged view): what a plain
+    # replica's full sync and DUMP carry; files on disk keep rill's module value.
+    plain: bool = False
 
 
 class RdbWriter:
@@ -444,6 +447,14 @@ def _write_list(w: RdbWriter, value: ListValue, key: bytes | None) -> None:
 
 
 def _write_stream(w: RdbWriter, s: Stream, key: bytes | None) -> None:
+    if s.__class__ is not Stream and getattr(s, "subs", None) is not None:
+        # An Active-Active stream: rill's module value on disk, the merged ordinary
+        # stream for a plain replica or a DUMP.
+        if w.options.plain:
+            s = s.to_plain()  # type: ignore[attr-defined]
+        else:
+            _write_active_stream(w, s, key)
+            return
     out = w.out
     out.append(T_STREAM_LISTPACKS_2)
     if key is not None:
@@ -506,6 +517,9 @@ def _write_stream(w: RdbWriter, s: Stream, key: bytes | None) -> None:
 
 
 STREAM_EXT_AUX = b"rill-stream-ext"
+# The Active-Active engine's state (clock, sequence, tombstones) in a file that holds
+# Active-Active data; opaque here (the engine's export_state/import_state).
+AA_STATE_AUX = b"aa-state"
 
 
 def stream_ext(s: Stream, key: bytes) -> bytes | None:
@@ -521,12 +535,7 @@ def stream_ext(s: Stream, key: bytes) -> bytes | None:
         out.append(0)
     else:
         out.append(1)
-        out += ln(st.duration) + ln(st.maxsize) + ln(1 if st.configured else 0)
-        out += ln(st.iids_added) + ln(st.iids_duplicates) + ln(len(st.producers))
-        for pid, iids in st.producers.items():
-            out += encode_string(pid) + ln(len(iids))
-            for iid, (sid, at) in iids.items():
-                out += encode_string(iid) + sid.to_bytes(16, "big") + _I64.pack(at)
+        out += _idmp_bytes(st)
     out += ln(len(released))
     pack_ms = _I64.pack
     for g, ids in released:
@@ -535,6 +544,33 @@ def stream_ext(s: Stream, key: bytes) -> bytes | None:
             nack = g.pel[sid]
             out += sid.to_bytes(16, "big") + pack_ms(nack.delivery_time) + ln(nack.delivery_count)
     return bytes(out)
+
+
+def _idmp_bytes(st: IdmpState) -> bytes:
+    """A stream's IDMP settings, counters and producer history (rill-stream-ext's part)."""
+    ln = encode_len
+    out = bytearray()
+    out += ln(st.duration) + ln(st.maxsize) + ln(1 if st.configured else 0)
+    out += ln(st.iids_added) + ln(st.iids_duplicates) + ln(len(st.producers))
+    for pid, iids in st.producers.items():
+        out += encode_string(pid) + ln(len(iids))
+        for iid, (sid, at) in iids.items():
+            out += encode_string(iid) + sid.to_bytes(16, "big") + _I64.pack(at)
+    return bytes(out)
+
+
+def _read_idmp(r: RdbReader) -> IdmpState:
+    st = IdmpState(r.length(), r.length())
+    st.configured = bool(r.length())
+    st.iids_added = r.length()
+    st.iids_duplicates = r.length()
+    for _ in range(r.length()):
+        pid = r.string()
+        for _ in range(r.length()):
+            iid = r.string()
+            sid = int.from_bytes(r.raw(16), "big")
+            st.restore(pid, iid, sid, _I64.unpack(r.raw(8))[0])
+    return st
 
 
 def apply_stream_ext(db: dict[bytes, Any], blob: bytes) -> None:
@@ -548,17 +584,7 @@ def apply_stream_ext(db: dict[bytes, Any], blob: bytes) -> None:
         if not isinstance(s, Stream):
             return
         if r.byte():
-            st = IdmpState(r.length(), r.length())
-            st.configured = bool(r.length())
-            st.iids_added = r.length()
-            st.iids_duplicates = r.length()
-            for _ in range(r.length()):
-                pid = r.string()
-                for _ in range(r.length()):
-                    iid = r.string()
-                    sid = int.from_bytes(r.raw(16), "big")
-                    st.restore(pid, iid, sid, _I64.unpack(r.raw(8))[0])
-            s.idmp = st
+            s.idmp = _read_idmp(r)
         for _ in range(r.length()):
             g = s.get_group(r.string())
             for _ in range(r.length()):
@@ -570,6 +596,247 @@ def apply_stream_ext(db: dict[bytes, Any], blob: bytes) -> None:
                     g.pel[sid].delivery_time = at
     except (IndexError, struct.error) as e:
         raise RdbError(f"corrupt rill-stream-ext: {e}") from None
+
+
+# -- Active-Active streams: a module value of rill's own ---------------------------------------
+#
+# An ActiveStream (storage/stream/active.py) is several append-only sub-streams plus group and
+# causality metadata that no Redis type can hold. On disk (RDB files, AOF bases, full-sync
+# payloads) it is an RDB_TYPE_MODULE_2 value (7), the framing Redis keeps for module types:
+#
+#     7 <key> <len module-id> (<len opcode> <field>)* <len 0>
+#
+# The module id packs a 9-character type name, each character as its 6-bit index in
+# ``A-Za-z0-9-_``, then a 10-bit encoding version (moduleTypeEncodeId). Field opcodes: 1 a
+# signed and 2 an unsigned integer (each an RDB length), 3 a binary float, 4 a binary double,
+# 5 an RDB string, 0 the end (rdb.h RDB_MODULE_OPCODE_*). redis-check-rdb walks such a value
+# field by field without knowing the module, so it still accepts the file; a real
+# redis-server refuses to load it (it has no such module type), which is right: the data is
+# rill's. Replicas and DUMP get the merged ordinary stream instead (SaveOptions.plain).
+#
+# The fields of ``rill-aast`` encoding version 1, in order (u = unsigned, i = signed, s =
+# string, an ID a 16-byte big-endian string like a node key):
+#
+#     u region | u subs | subs x (u region | stream)           sub-streams, regions ascending
+#     stream-meta | u groups | groups x group                  the merged stream and its groups
+#     aa-meta                                                  see _write_aa_meta
+#     s ext                                                    rill-stream-ext of the merged
+#                                                              stream (IDMP, XNACK order) or ""
+#
+#     stream      = u nodes | nodes x (s node-key | s listpack) | stream-meta
+#     stream-meta = u length | s last-id | s first-id | s max-deleted-id | u entries-added
+#     group       = s name | s last-id | i entries-read
+#                   | u pel | pel x (s id | i delivery-ms | u delivery-count)
+#                   | u consumers | consumers x (s name | i seen-ms | i active-ms
+#                                                | u owned | owned x s id)
+#                   | u released | released x s id             XNACKed IDs in release order
+
+_MODULE_CHARSET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+MOP_EOF = 0
+MOP_SINT = 1
+MOP_UINT = 2
+MOP_FLOAT = 3
+MOP_DOUBLE = 4
+MOP_STRING = 5
+
+
+def module_type_id(name: bytes, encver: int) -> int:
+    """moduleTypeEncodeId: a 9-character type name and a 10-bit encoding version as one
+    64-bit id (name[0] in the top 6 bits)."""
+    if len(name) != 9 or not 0 <= encver <= 1023:
+        raise ValueError("a module type name has 9 characters and a version 0..1023")
+    mid = 0
+    for ch in name:
+        pos = _MODULE_CHARSET.find(bytes((ch,)))
+        if pos < 0:
+            raise ValueError(f"character {chr(ch)!r} is not allowed in a module type name")
+        mid = (mid << 6) | pos
+    return (mid << 10) | encver
+
+
+def module_type_name(mid: int) -> bytes:
+    """moduleTypeNameByID: the 9-character name an id was made from."""
+    mid >>= 10
+    out = bytearray(9)
+    for j in range(8, -1, -1):
+        out[j] = _MODULE_CHARSET[mid & 63]
+        mid >>= 6
+    return bytes(out)
+
+
+AA_STREAM_TYPE = b"rill-aast"
+AA_STREAM_ENCVER = 1
+AA_STREAM_ID = module_type_id(AA_STREAM_TYPE, AA_STREAM_ENCVER)
+_AA_STREAM_ID_BASE = AA_STREAM_ID >> 10
+_OP_U = bytes((MOP_UINT,))
+_OP_I = bytes((MOP_SINT,))
+_OP_S = bytes((MOP_STRING,))
+_OP_ID = bytes((MOP_STRING, 16))  # string opcode + the 6-bit length of a 16-byte ID
+
+
+class ModuleOut:
+    """Appends opcode-framed module fields to an RdbWriter's buffer."""
+
+    __slots__ = ("w",)
+
+    def __init__(self, w: RdbWriter) -> None:
+        self.w = w
+
+    def u(self, n: int) -> None:
+        self.w.out += _OP_U + encode_len(n)
+
+    def i(self, n: int) -> None:
+        self.w.out += _OP_I + encode_len(n & MASK64)
+
+    def s(self, b: bytes | bytearray) -> None:
+        self.w.out += _OP_S + encode_string(b, self.w.compress)
+
+    def sid(self, sid: int) -> None:
+        self.w.out += _OP_ID + sid.to_bytes(16, "big")
+
+    def eof(self) -> None:
+        self.w.out.append(MOP_EOF)
+
+
+class ModuleIn:
+    """Reads opcode-framed module fields, each checked against the opcode expected."""
+
+    __slots__ = ("r",)
+
+    def __init__(self, r: RdbReader) -> None:
+        self.r = r
+
+    def _op(self, want: int) -> None:
+        at = self.r.pos
+        op = self.r.length()
+        if op != want:
+            raise self.r.fail(f"module value field has opcode {op}, expected {want}", at)
+
+    def u(self) -> int:
+        self._op(MOP_UINT)
+        return self.r.length()
+
+    def i(self) -> int:
+        self._op(MOP_SINT)
+        return self.r.signed_length()
+
+    def s(self) -> bytes:
+        self._op(MOP_STRING)
+        return self.r.string()
+
+    def sid(self) -> int:
+        at = self.r.pos
+        b = self.s()
+        if len(b) != 16:
+            raise self.r.fail("a stream ID field is not 16 bytes", at)
+        return int.from_bytes(b, "big")
+
+    def eof(self) -> None:
+        self._op(MOP_EOF)
+
+
+def _aa_stream_meta(m: ModuleOut, s: Stream) -> None:
+    m.u(s.length)
+    m.sid(s.last_id)
+    m.sid(s.first_id)
+    m.sid(s.max_deleted_entry_id)
+    m.u(s.entries_added)
+
+
+def _aa_sub_stream(m: ModuleOut, s: Stream) -> None:
+    w = m.w
+    m.u(s.node_count())
+    compress = w.compress
+    spill = w.sink is not None
+    i = 0
+    for master, lp in s.raw_nodes():
+        out = w.out
+        out += _OP_ID + master.to_bytes(16, "big")
+        out += _OP_S + encode_string(lp, compress)
+        i += 1
+        if spill and not i & 255 and len(out) > _SPILL:
+            w.spill()
+    _aa_stream_meta(m, s)
+
+
+def _aa_group(m: ModuleOut, g: Any) -> None:
+    m.s(g.name)
+    m.sid(g.last_id)
+    m.i(g.entries_read)
+    m.u(len(g.pel))
+    for sid, nack in g.pel.items():
+        m.sid(sid)
+        m.i(nack.delivery_time)
+        m.u(nack.delivery_count)
+    consumers = g.consumers_sorted()
+    m.u(len(consumers))
+    for c in consumers:
+        m.s(c.name)
+        m.i(c.seen_time)
+        m.i(c.active_time)
+        m.u(len(c.pel))
+        for sid in c.pel.keys():
+            m.sid(sid)
+    released = list(g.nacked) if g.nacked else []
+    m.u(len(released))
+    for sid in released:
+        m.sid(sid)
+
+
+def _clock(m: ModuleOut, vc: dict[int, int]) -> None:
+    items = sorted(vc.items())
+    m.u(len(items))
+    for region, n in items:
+        m.u(region)
+        m.u(n)
+
+
+def _read_clock(m: ModuleIn) -> dict[int, int]:
+    return {m.u(): m.u() for _ in range(m.u())}
+
+
+def _write_aa_meta(m: ModuleOut, s: Any) -> None:
+    """What only an Active-Active stream has:
+
+        u groups | groups x (s name | clock)      each group's creating clock (with its dot)
+        clock = u n | n x (u region | u count)
+    """
+    group_vc = sorted(s.group_vc.items())
+    m.u(len(group_vc))
+    for name, vc in group_vc:
+        m.s(name)
+        _clock(m, vc)
+
+
+def _read_aa_meta(m: ModuleIn, s: Any) -> None:
+    for _ in range(m.u()):
+        name = m.s()
+        s.group_vc[name] = _read_clock(m)
+
+
+def _write_active_stream(w: RdbWriter, s: Any, key: bytes | None) -> None:
+    """An ActiveStream as module type ``rill-aast`` (layout above)."""
+    w.out.append(T_MODULE_2)
+    if key is not None:
+        w.string(key)
+    w.out += encode_len(AA_STREAM_ID)
+    m = ModuleOut(w)
+    m.u(s.region)
+    subs = sorted(s.subs.items())
+    m.u(len(subs))
+    for region, sub in subs:
+        m.u(region)
+        _aa_sub_stream(m, sub)
+    _aa_stream_meta(m, s)
+    groups = s.groups()
+    m.u(len(groups))
+    for g in groups:
+        _aa_group(m, g)
+    _write_aa_meta(m, s)
+    m.s(_idmp_bytes(s.idmp) if s.idmp is not None else b"")
+    m.eof()
+    if w.sink is not None and len(w.out) > _SPILL:
+        w.spill()
 
 
 def _write_hash(w: RdbWriter, value: Any, key: bytes | None) -> None:
@@ -827,7 +1094,7 @@ class RdbReader:
         """One value of type ``rdbtype`` (the type byte already read); _EMPTY to skip."""
         reader = READERS.get(rdbtype)
         if reader is None:
-            if rdbtype in (T_MODULE, T_MODULE_2):
+            if rdbtype == T_MODULE:
                 raise self.fail("the RDB holds a module value (modules are not supported)")
             if rdbtype in (22, 23, 24, 25):
                 raise self.fail(f"RDB type {rdbtype} (hash field expiration) is not supported")
@@ -1183,6 +1450,110 @@ def _read_stream(r: RdbReader, t: int) -> Stream:
     return s
 
 
+# -- module values: rill's Active-Active streams ---------------------------------------------------
+def _read_module(r: RdbReader, t: int) -> Any:
+    """A module value: only rill's own types load (a Redis module's data cannot)."""
+    at = r.pos
+    mid = r.length()
+    if t == T_MODULE_2 and mid >> 10 == _AA_STREAM_ID_BASE:
+        return _read_active_stream(r, mid & 1023)
+    name = module_type_name(mid).decode(errors="replace")
+    raise r.fail(f"The RDB file contains module data I can't load: no matching module type '{name}'", at)
+
+
+def _read_sub_stream(m: ModuleIn, s: Stream) -> None:
+    r = m.r
+    deep = r.deep
+    prev = -1
+    for _ in range(m.u()):
+        master = m.sid()
+        at = r.pos
+        lp = m.s()
+        if deep:
+            ok = validate_node(lp, True)
+        else:
+            n = len(lp)
+            ok = n >= 7 and int.from_bytes(lp[0:4], "little") == n and lp[n - 1] == 0xFF
+        if not ok or lp[6] == 0xFF:
+            raise r.fail("stream listpack integrity check failed", at)
+        if master <= prev:
+            raise r.fail("stream nodes out of order", at)
+        s._rax.insert(master, lp)
+        prev = master
+    _read_stream_meta(m, s)
+
+
+def _read_stream_meta(m: ModuleIn, s: Stream) -> None:
+    s.length = m.u()
+    s.last_id = m.sid()
+    s.first_id = m.sid()
+    s.max_deleted_entry_id = m.sid()
+    s.entries_added = m.u()
+
+
+def _read_aa_group(m: ModuleIn, s: Stream) -> Any:
+    r = m.r
+    at = r.pos
+    name = m.s()
+    g = s.create_group(name, m.sid(), m.i())
+    if g is None:
+        raise r.fail("duplicated consumer group name", at)
+    for _ in range(m.u()):
+        at = r.pos
+        sid = m.sid()
+        if not g.load_nack(sid, m.i(), m.u()):
+            raise r.fail("duplicated global PEL entry loading stream consumer group", at)
+    for _ in range(m.u()):
+        at = r.pos
+        consumer = g.load_consumer(m.s(), m.i(), m.i())
+        if consumer is None:
+            raise r.fail("duplicate stream consumer detected", at)
+        for _ in range(m.u()):
+            at = r.pos
+            if not g.load_owner(consumer, m.sid()):
+                raise r.fail("consumer entry not found in group global PEL", at)
+    for _ in range(m.u()):
+        at = r.pos
+        sid = m.sid()
+        nack = g.pel.get(sid)
+        if nack is None or nack.consumer is not None:
+            raise r.fail("released entry is not an owner-less PEL entry", at)
+        when, count = nack.delivery_time, nack.delivery_count
+        g.release(sid, count)
+        nack.delivery_time = when
+    return g
+
+
+def _read_active_stream(r: RdbReader, encver: int) -> Any:
+    """An ActiveStream from its ``rill-aast`` module value (see _write_active_stream)."""
+    from rill.storage.stream.active import ActiveStream
+
+    if encver != AA_STREAM_ENCVER:
+        raise r.fail(f"rill-aast encoding version {encver} is not supported")
+    m = ModuleIn(r)
+    s = ActiveStream(m.u())
+    prev = 0
+    for _ in range(m.u()):
+        at = r.pos
+        region = m.u()
+        if region <= prev:
+            raise r.fail("Active-Active sub-streams out of order", at)
+        prev = region
+        sub = Stream()
+        _read_sub_stream(m, sub)
+        s.subs[region] = sub
+    _read_stream_meta(m, s)
+    for _ in range(m.u()):
+        _read_aa_group(m, s)
+    _read_aa_meta(m, s)
+    at = r.pos
+    idmp = m.s()
+    if idmp:
+        s.idmp = _read_idmp(RdbReader(idmp))
+    m.eof()
+    return s
+
+
 READERS: dict[int, Reader] = {
     T_STRING: _read_string,
     T_LIST: _read_list_plain,
@@ -1203,6 +1574,7 @@ READERS: dict[int, Reader] = {
     T_STREAM_LISTPACKS_2: _read_stream,
     T_SET_LISTPACK: _read_set,
     T_STREAM_LISTPACKS_3: _read_stream,
+    T_MODULE_2: _read_module,
 }
 
 # Type name -> constructor from decoded items: hash: [(field, value)], set: [member],
@@ -1500,7 +1872,7 @@ def iter_function_records(payload: bytes) -> Iterator[bytes]:
 def dump_payload(value: Any, compression: bool = True, list_fill: int = -2, list_compress_depth: int = 0) -> bytes:
     """DUMP: type byte + object + 2-byte RDB version + CRC-64 of all that, little-endian."""
     w = RdbWriter(None, SaveOptions(compression=compression, list_fill=list_fill,
-                                    list_compress_depth=list_compress_depth))
+                                    list_compress_depth=list_compress_depth, plain=True))
     w.value(value)
     out = w.out
     out += RDB_VERSION.to_bytes(2, "little")

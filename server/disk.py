@@ -141,8 +141,13 @@ class Persistence:
         parts = self.config["save"].split()
         return [(int(parts[i]), int(parts[i + 1])) for i in range(0, len(parts) - 1, 2)]
 
-    def save_options(self, aof_base: bool = False) -> rdb.SaveOptions:
+    def save_options(self, aof_base: bool = False, plain: bool = False) -> rdb.SaveOptions:
+        """How to save now. ``plain``: for a replica, which gets Active-Active data as
+        ordinary Redis data and none of its metadata; files keep the Active-Active form
+        and the engine's state (clock, sequence, tombstones) in the AUX field aa-state."""
         c = self.config
+        engine = getattr(self.server, "active_active", None)
+        extra_aux = [] if plain or engine is None else [(rdb.AA_STATE_AUX, engine.export_state())]
         return rdb.SaveOptions(
             compression=c.bool("rdbcompression"),
             checksum=c.bool("rdbchecksum"),
@@ -153,6 +158,8 @@ class Persistence:
             used_mem=used_memory(self.server),
             key_delay_us=c.int("rdb-key-save-delay"),
             functions=self.function_codes(),
+            extra_aux=extra_aux,
+            plain=plain,
         )
 
     def function_codes(self) -> list[bytes]:
@@ -289,8 +296,11 @@ class Persistence:
 
     # ------------------------------------------------------------------ dataset install
     def _install(self, result: rdb.LoadResult, flush: bool = True, merge: bool = False) -> None:
-        """Make a fully parsed dataset the live one (nothing is touched before this)."""
+        """Make a fully parsed dataset the live one (nothing is touched before this).
+
+        An Active-Active file's engine state (aa-state) goes to the engine with it."""
         server = self.server
+        aa_state = result.aux.get(rdb.AA_STATE_AUX)
         for db in server.keyspace.dbs:
             incoming = result.dbs.get(db.id)
             if flush:
@@ -320,14 +330,21 @@ class Persistence:
             db.volatile_log = list(db.expires)
         if flush:
             server.tracking.flushed()
+        if aa_state is not None:
+            server.active_active.import_state(aa_state)
         self.rdb_last_load_keys_loaded = result.keys_loaded
         self.rdb_last_load_keys_expired = result.keys_expired
 
     def _load_rdb_data(self, data: bytes, **kwargs: Any) -> rdb.LoadResult:
+        """Parse an RDB image. One holding Active-Active data is refused (before anything
+        is installed) by a server that is not Active-Active: it could not keep it converging."""
         c = self.config
         deep = c["sanitize-dump-payload"] == "yes"
-        return rdb.load(data, len(self.server.keyspace.dbs), deep=deep, key_delay_us=c.int("key-load-delay"),
-                        **kwargs)
+        result = rdb.load(data, len(self.server.keyspace.dbs), deep=deep, key_delay_us=c.int("key-load-delay"),
+                          **kwargs)
+        if rdb.AA_STATE_AUX in result.aux and getattr(self.server, "active_active", None) is None:
+            raise PersistenceError("the file holds Active-Active data: set active-active-id to load it")
+        return result
 
     def load_rdb(self, path: str | None = None, flush: bool = True, merge: bool = False) -> rdb.LoadResult:
         """Parse the RDB file and install it; PersistenceError (dataset untouched) if bad."""

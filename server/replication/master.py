@@ -219,6 +219,8 @@ class MasterSide:
             link = c.repl = ReplicaLink()
         if link.exclude_data and not link.capa_eof:
             raise ReplyError("ERR Filtered replica requires EOF capability")
+        if not link.capa_eof and self.plain_view_only():
+            raise ReplyError("ERR Active-Active instances require a replica with the EOF capability")
         _notice("Replica %s asks for synchronization", self._replica_name(c))
         link.ack_time = int(time.time())
         if psync:
@@ -238,8 +240,9 @@ class MasterSide:
             self.backlog = bytearray()
         self._update_feed()
         if self.persistence.child_type == "rdb" and not self.persistence.rdb_child_socket:
-            donor = next((r for r in self.live_replicas() if r is not c and r.repl.state == WAIT_BGSAVE_END
-                          and r.repl.req == link.req and (link.capa_eof or not r.repl.capa_eof)), None)
+            donor = None if self.plain_view_only() else next(
+                (r for r in self.live_replicas() if r is not c and r.repl.state == WAIT_BGSAVE_END
+                 and r.repl.req == link.req and (link.capa_eof or not r.repl.capa_eof)), None)
             if donor is not None:
                 # The dump being written is as good as a new one: it gets the stream the
                 # other replica has recorded since the fork, and the same offset.
@@ -257,6 +260,12 @@ class MasterSide:
             self._start_bgsave_for_replication(link.capa_eof, link.req)
         else:
             _notice("No BGSAVE in progress, but another BG operation is active. BGSAVE for replication delayed")
+
+    def plain_view_only(self) -> bool:
+        """Whether replicas need a snapshot of their own: an Active-Active dataset goes
+        to a replica as its plain view (ordinary streams), which the dump file, holding
+        the Active-Active form, is not; so the snapshot is streamed to them (EOF-marked)."""
+        return getattr(self.server, "active_active", None) is not None
 
     def _replica_name(self, r: Client) -> str:
         """How the log names a replica: its address and the port it listens on."""
@@ -284,7 +293,7 @@ class MasterSide:
         streamed through the parent when every one of them takes the EOF-marked form
         and diskless sync is on (or the snapshot is filtered), else written to the dump
         file and sent from it. Replicas it cannot be made for are told and closed."""
-        socket_target = (self.config.bool("repl-diskless-sync") or any(req)) and capa_eof
+        socket_target = (self.config.bool("repl-diskless-sync") or any(req) or self.plain_view_only()) and capa_eof
         _notice("Starting BGSAVE for SYNC with target: %s", "replicas sockets" if socket_target else "disk")
         waiting = [r for r in self.live_replicas() if r.repl.state == WAIT_BGSAVE_START and r.repl.req == req]
         if socket_target:
@@ -315,7 +324,7 @@ class MasterSide:
             return False
         read_fd, write_fd = os.pipe()
         mark = os.urandom(20).hex().encode()
-        options = self.persistence.save_options()
+        options = self.persistence.save_options(plain=True)
         if req[1]:
             options.functions = []
         keyspace = self.server.keyspace
