@@ -5,6 +5,7 @@ Layout:
     reply           reply values (errors, doubles, maps, sets, push...) and their RESP2/RESP3 bytes
     stream_entries  stream entries as RESP, for the stream commands' one-pass read paths
     numbers         string2ll, Redis's strict integer parse, for every layer above storage
+    effects         Active-Active effect records (ACTIVEACTIVE APPLY ...) and vector clocks
 
 Imports no other rill package.
 """

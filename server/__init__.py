@@ -11,6 +11,7 @@ Layout (a request's path first):
     propagation    the one path a write's effects take out: the AOF and replication feeds
     disk           RDB snapshots, the AOF and the forked children that write them
     replication/   both sides of replication: master (replicas, backlog) and replica
+    activeactive/  Active-Active: effects, peers' links, causal apply (docs/active-active.md)
     acl, config    users and permissions; every configuration parameter
     pubsub, notify, tracking    Pub/Sub, keyspace events, client-side caching
     scripting, functions, lua_libs, lua/    EVAL and FUNCTION on Lua 5.1, and their Lua sources

@@ -1,0 +1,97 @@
+"""Active-Active effect records: one write's CRDT ops with their causal stamp, as argv.
+
+A record is what an Active-Active link sends and what the AOF keeps (docs/active-active.md):
+
+    ACTIVEACTIVE APPLY <origin> <seq> <ts-ms> <vc> <nops> (<db> <argc> <op...>)*
+
+``vc`` is a vector clock, ``b"1:17,2:4"`` (regions ascending; ``b""`` when empty). An op is
+``[NAME, key, args...]``. Pure data: no server, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+APPLY_PREFIX = (b"ACTIVEACTIVE", b"APPLY")
+
+# Region numbers: 1..MAX_REGION (a generated stream ID carries one in the low byte).
+MAX_REGION = 255
+
+
+@dataclass(slots=True)
+class Effect:
+    """One unit of ops from ``origin``: its ``seq``-th effect, made after the origin had
+    applied ``vc`` (its own entry being ``seq - 1``), at wall-clock ``ts`` ms."""
+
+    origin: int
+    seq: int
+    ts: int
+    vc: dict[int, int]
+    ops: list[tuple[int, list[bytes]]] = field(default_factory=list)
+
+    def dot_seen_by(self, vc: dict[int, int]) -> bool:
+        """Whether a replica whose applied clock is ``vc`` has applied this effect."""
+        return vc.get(self.origin, 0) >= self.seq
+
+
+def encode_vc(vc: dict[int, int]) -> bytes:
+    """``{1: 17, 2: 4}`` -> ``b"1:17,2:4"`` (zero entries left out)."""
+    return b",".join(b"%d:%d" % (r, n) for r, n in sorted(vc.items()) if n)
+
+
+def decode_vc(raw: bytes) -> dict[int, int]:
+    """The inverse of :func:`encode_vc`; ValueError on anything malformed."""
+    vc: dict[int, int] = {}
+    if not raw:
+        return vc
+    for part in raw.split(b","):
+        r, sep, n = part.partition(b":")
+        if not sep:
+            raise ValueError("malformed vector clock")
+        region, count = int(r), int(n)
+        if not 1 <= region <= MAX_REGION or count < 0 or region in vc:
+            raise ValueError("malformed vector clock")
+        vc[region] = count
+    return vc
+
+
+def encode_effect(e: Effect) -> list[bytes]:
+    """The record's argv."""
+    argv = [
+        *APPLY_PREFIX,
+        b"%d" % e.origin,
+        b"%d" % e.seq,
+        b"%d" % e.ts,
+        encode_vc(e.vc),
+        b"%d" % len(e.ops),
+    ]
+    for db, op in e.ops:
+        argv.append(b"%d" % db)
+        argv.append(b"%d" % len(op))
+        argv.extend(op)
+    return argv
+
+
+def decode_effect(argv: list[bytes], start: int = 2) -> Effect:
+    """Parse a record's argv from ``argv[start]`` (after ACTIVEACTIVE APPLY); ValueError
+    on anything malformed, so a damaged record is refused whole."""
+    try:
+        origin, seq, ts = int(argv[start]), int(argv[start + 1]), int(argv[start + 2])
+        vc = decode_vc(argv[start + 3])
+        nops = int(argv[start + 4])
+        i = start + 5
+        ops: list[tuple[int, list[bytes]]] = []
+        for _ in range(nops):
+            db, argc = int(argv[i]), int(argv[i + 1])
+            i += 2
+            if db < 0 or argc < 2 or i + argc > len(argv):
+                raise ValueError("malformed op")
+            ops.append((db, list(argv[i : i + argc])))
+            i += argc
+    except (IndexError, TypeError) as exc:
+        raise ValueError("truncated effect record") from exc
+    if i != len(argv):
+        raise ValueError("trailing data after effect record")
+    if not 1 <= origin <= MAX_REGION or seq < 1 or ts < 0 or nops < 0:
+        raise ValueError("malformed effect header")
+    return Effect(origin, seq, ts, vc, ops)

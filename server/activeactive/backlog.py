@@ -1,0 +1,84 @@
+"""This instance's own effect records, kept for peers that reconnect (partial resync).
+
+A bounded FIFO by bytes, like the replication backlog but indexed by effect sequence: a
+link that comes back asks for everything after the peer's acknowledged sequence, and gets
+it if the backlog still holds it, or None (then a full sync). Pure data.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+
+def record_size(argv: list[bytes]) -> int:
+    """Bytes a record takes in the backlog: its RESP size, near enough (the figure STATUS
+    and INFO show, and what ``active-active-backlog-size`` bounds)."""
+    return 16 + sum(len(a) + 8 for a in argv)
+
+
+class Backlog:
+    """Records ``seq -> (argv, ts_ms)`` for consecutive sequences, oldest dropped first
+    once their sizes pass ``limit`` (the newest record always stays)."""
+
+    __slots__ = ("limit", "nbytes", "first_seq", "_items")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.nbytes = 0
+        self.first_seq = 1  # the sequence of _items[0]
+        self._items: deque[tuple[list[bytes], int, int]] = deque()  # (argv, ts, size)
+
+    @property
+    def last_seq(self) -> int:
+        """The newest sequence held (first_seq - 1 when empty)."""
+        return self.first_seq + len(self._items) - 1
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def append(self, seq: int, argv: list[bytes], ts_ms: int) -> None:
+        """Add record ``seq``; it must follow the newest (or start an empty backlog)."""
+        if self._items and seq != self.last_seq + 1:
+            raise ValueError(f"backlog sequence gap: {seq} after {self.last_seq}")
+        if not self._items:
+            self.first_seq = seq
+        size = record_size(argv)
+        self._items.append((argv, ts_ms, size))
+        self.nbytes += size
+        self._trim()
+
+    def _trim(self) -> None:
+        items = self._items
+        while self.nbytes > self.limit and len(items) > 1:
+            self.nbytes -= items.popleft()[2]
+            self.first_seq += 1
+
+    def resize(self, limit: int) -> None:
+        self.limit = limit
+        self._trim()
+
+    def holds(self, seq: int) -> bool:
+        return bool(self._items) and self.first_seq <= seq <= self.last_seq
+
+    def records_from(self, seq: int) -> list[tuple[int, list[bytes]]] | None:
+        """``(seq, argv)`` for every record from ``seq`` on; ``[]`` when ``seq`` is past the
+        newest; None when records from ``seq`` were already dropped."""
+        if seq > self.last_seq:
+            return []
+        if seq < self.first_seq:
+            return None
+        start = seq - self.first_seq
+        return [(self.first_seq + i, self._items[i][0]) for i in range(start, len(self._items))]
+
+    def ts_of(self, seq: int) -> int | None:
+        """When record ``seq`` was made (ms), if held."""
+        if not self.holds(seq):
+            return None
+        return self._items[seq - self.first_seq][1]
+
+    def bytes_after(self, seq: int) -> int:
+        """Bytes of the records after ``seq`` (what a peer that acknowledged ``seq`` lacks)."""
+        if seq >= self.last_seq:
+            return 0
+        start = max(seq + 1, self.first_seq) - self.first_seq
+        return sum(self._items[i][2] for i in range(start, len(self._items)))

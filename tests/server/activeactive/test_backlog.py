@@ -1,0 +1,48 @@
+"""The backlog of own effect records that partial resyncs read."""
+
+import pytest
+
+from rill.server.activeactive.backlog import Backlog, record_size
+
+
+def rec(seq: int) -> list[bytes]:
+    return [b"ACTIVEACTIVE", b"APPLY", b"1", b"%03d" % seq, b"0", b"", b"0"]  # one size for all
+
+
+def test_records_from_a_held_sequence():
+    b = Backlog(1 << 20)
+    for seq in range(1, 6):
+        b.append(seq, rec(seq), seq * 10)
+    assert b.first_seq == 1 and b.last_seq == 5 and len(b) == 5
+    assert [s for s, _ in b.records_from(3)] == [3, 4, 5]
+    assert b.records_from(6) == []
+    assert b.ts_of(4) == 40 and b.ts_of(9) is None
+    assert b.bytes_after(3) == 2 * record_size(rec(4))
+    assert b.bytes_after(5) == 0
+
+
+def test_oldest_records_go_past_the_limit():
+    size = record_size(rec(1))
+    b = Backlog(3 * size)
+    for seq in range(1, 11):
+        b.append(seq, rec(seq), 0)
+    assert b.first_seq == 8 and b.last_seq == 10
+    assert b.nbytes <= 3 * size
+    assert b.records_from(7) is None  # dropped: the peer needs a full sync
+    assert [s for s, _ in b.records_from(8)] == [8, 9, 10]
+    b.resize(size)
+    assert b.first_seq == 10 and len(b) == 1
+
+
+def test_newest_record_stays_even_when_alone_over_the_limit():
+    b = Backlog(1)
+    b.append(1, rec(1), 0)
+    b.append(2, rec(2), 0)
+    assert b.first_seq == b.last_seq == 2
+
+
+def test_gaps_are_refused():
+    b = Backlog(1000)
+    b.append(4, rec(4), 0)  # an empty backlog starts anywhere (after a restart)
+    with pytest.raises(ValueError):
+        b.append(6, rec(6), 0)
