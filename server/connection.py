@@ -142,7 +142,7 @@ class Connection(asyncio.Protocol):
         self.parser = RequestParser(server.proto_max_bulk_len)
         self.transport: asyncio.Transport | None = None
         self.closed = False
-        self._paused = False
+        self._backlogged = False  # the transport's buffer is past its high-water mark
         self._flush_scheduled = False
         self._write_queued = False
         self._batch = reply_batch(server)
@@ -212,17 +212,20 @@ class Connection(asyncio.Protocol):
             self.server.client_gone(self.client)
 
     def pause_writing(self) -> None:
-        # The client is not reading its replies: stop reading its requests so
-        # our buffers cannot grow without bound.
-        self._paused = True
-        if self.transport is not None:
-            self.transport.pause_reading()
+        """The peer reads its replies slower than they come: from now on every write
+        checks client-output-buffer-limit.
+
+        Its requests are still read, as Redis reads them: a client may write a whole
+        pipeline before reading any reply, and once the replies filled both socket
+        buffers it would wait on its write while we waited for it to read. Replies
+        that pile up are bounded as in Redis, by the output buffer limits and
+        maxmemory-clients, and count in used_memory.
+        """
+        self._backlogged = True
         self._check_output_limits()
 
     def resume_writing(self) -> None:
-        self._paused = False
-        if self.transport is not None and not self.closed:
-            self.transport.resume_reading()
+        self._backlogged = False
 
     def data_received(self, data: bytes) -> None:
         client = self.client
@@ -331,7 +334,7 @@ class Connection(asyncio.Protocol):
             transport.write(data)
             n = len(data)
             server.stats.net_output_bytes += n
-            if self._paused:
+            if self._backlogged:
                 self._check_output_limits()
         if client.kill_requested or client.close_after_reply:
             self._close()

@@ -165,6 +165,21 @@ def test_pipeline_of_ten_thousand(rill_server):
     c.close()
 
 
+@pytest.mark.parametrize("which", ["rill", "redis"])
+def test_pipeline_written_whole_before_reading_any_reply(which, rill_server, oracle_server):
+    """30 MB of requests whose replies are as big, all sent before one reply is read:
+    the replies fill both socket buffers while the client still writes, and the server
+    must keep reading it (Redis buffers the replies) or both wait forever."""
+    server = rill_server if which == "rill" else oracle_server
+    c = RawClient(server.port, timeout=30)
+    payload = b"x" * 100_000
+    c.send_raw(encode_command([b"ECHO", payload]) * 300)
+    for _ in range(300):
+        assert c.read_reply() == b"$100000\r\n" + payload + b"\r\n"
+    assert c.call("PING") == b"+PONG\r\n"
+    c.close()
+
+
 def test_redis_py_resp2_and_resp3(rill_server):
     for protocol in (2, 3):
         r = redis.Redis(port=rill_server.port, protocol=protocol)

@@ -12,7 +12,14 @@ import time
 import pytest
 import redis
 
-from tests.support import RawClient, require_tool, start_redis, start_rill, wait_until
+from tests.support import (
+    RawClient,
+    encode_command,
+    require_tool,
+    start_redis,
+    start_rill,
+    wait_until,
+)
 
 
 @pytest.mark.parametrize("args", [
@@ -650,3 +657,31 @@ def test_a_dump_nobody_waits_for_is_stopped_side_by_side():
     """Without save points, the dump written for a replica that left is not finished."""
     assert _dump_stopped_when_its_replica_leaves(start_rill) == _dump_stopped_when_its_replica_leaves(start_redis) \
         == ("ok", 0)
+
+
+@pytest.mark.parametrize("kind", ["redis", "rill"])
+def test_a_stopped_replica_stalls_no_pipelining_client(kind):
+    """With its replica's process stopped, the master keeps serving a client that writes
+    a whole pipeline before reading (Redis's "slave buffer are counted correctly"): the
+    stream to the replica piles up in the master's replica buffer, the replies in the
+    client's, and neither the client nor the master waits on the replica."""
+    start = start_redis if kind == "redis" else start_rill
+    with start("--repl-diskless-sync-delay", "0") as master:
+        m = redis.Redis(port=master.port)
+        m.config_set("client-output-buffer-limit", "replica 100000000 100000000 300")
+        replica = _replica_of("rill", master.port)
+        c = RawClient(master.port, timeout=30)
+        try:
+            os.kill(replica.proc.pid, signal.SIGSTOP)
+            payload = b"A" * 100_000
+            c.send_raw((encode_command([b"SET", b"k", payload]) + encode_command([b"GET", b"k"])) * 150)
+            for _ in range(150):
+                assert c.read_reply() == b"+OK\r\n"
+                assert c.read_reply() == b"$100000\r\n" + payload + b"\r\n"
+            assert m.info("memory")["mem_clients_slaves"] > 2 * 1024 * 1024
+            assert m.dbsize() == 1
+        finally:
+            os.kill(replica.proc.pid, signal.SIGCONT)
+            c.close()
+            m.close()
+            replica.stop()
