@@ -23,6 +23,7 @@ This module knows the formats and the file mechanics, nothing about the server:
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import time
@@ -419,21 +420,26 @@ class CommandParser:
 
 
 class _FsyncThread:
-    """Background fsync for appendfsync everysec (Redis's bio): never blocks the loop."""
+    """Background fsync for appendfsync everysec (Redis's bio): never blocks the loop.
+
+    Each job reports its outcome to the writer that submitted it (``AofWriter.
+    _fsync_done``, called in this thread): a failed fsync must stop writes just as a
+    failed write does.
+    """
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._queue: list[int] = []
+        self._queue: list[tuple[int, Callable[[OSError | None], None]]] = []
         self.busy = False
-        self.last_error: OSError | None = None
         self._thread = threading.Thread(target=self._run, name="rill-aof-fsync", daemon=True)
         self._thread.start()
 
-    def submit(self, fd: int) -> None:
-        """fsync (a duplicate of) ``fd``; the duplicate is closed afterwards."""
+    def submit(self, fd: int, done: Callable[[OSError | None], None]) -> None:
+        """fsync (a duplicate of) ``fd``, then ``done(error or None)``; the duplicate is
+        closed afterwards."""
         dup = os.dup(fd)
         with self._cond:
-            self._queue.append(dup)
+            self._queue.append((dup, done))
             self.busy = True
             self._cond.notify()
 
@@ -443,14 +449,18 @@ class _FsyncThread:
                 while not self._queue:
                     self.busy = False
                     self._cond.wait()
-                fd = self._queue.pop(0)
+                fd, done = self._queue.pop(0)
+            error: OSError | None = None
             try:
                 os.fdatasync(fd)
-                self.last_error = None
             except OSError as e:
-                self.last_error = e
+                # EBADF / EINVAL say the descriptor cannot be synced (not a regular
+                # file), not that data was lost: bio ignores them too.
+                if e.errno not in (errno.EBADF, errno.EINVAL):
+                    error = e
             finally:
                 os.close(fd)
+            done(error)
 
     def pending(self) -> bool:
         with self._cond:
@@ -460,11 +470,11 @@ class _FsyncThread:
 _fsync_thread: _FsyncThread | None = None
 
 
-def _background_fsync(fd: int) -> _FsyncThread:
+def _background_fsync(fd: int, done: Callable[[OSError | None], None]) -> _FsyncThread:
     global _fsync_thread
     if _fsync_thread is None:
         _fsync_thread = _FsyncThread()
-    _fsync_thread.submit(fd)
+    _fsync_thread.submit(fd, done)
     return _fsync_thread
 
 
@@ -475,6 +485,12 @@ class AofWriter:
     ``sync`` makes it durable according to the policy: "always" fsyncs on the
     spot (the caller does it before replies leave), "everysec" hands an fsync to
     the background thread at most once a second, "no" leaves it to the OS.
+
+    Failures are kept, not raised: ``write_error`` (the last write failed; the
+    buffer still holds what did not reach the file) and ``fsync_error`` (the last
+    fsync failed; set from the fsync thread) each last until a later write or
+    fsync succeeds. The server refuses writes while either is set, as Redis's
+    ``aof_last_write_status`` and ``aof_bio_fsync_status`` make it.
     """
 
     def __init__(self, path: str, policy: str = "everysec") -> None:
@@ -487,8 +503,16 @@ class AofWriter:
         self.last_fsync = time.monotonic()
         self.unsynced = False  # written but not yet fsynced
         self.write_error: OSError | None = None
+        self.fsync_error: OSError | None = None
+        # For the log: the last failed write's (bytes written, bytes wanted) if it was
+        # short, and why the truncation that undoes it failed, if it did.
+        self.short_write: tuple[int, int] | None = None
+        self.truncate_error: OSError | None = None
         self.delayed_fsyncs = 0
         self.on_data: Callable[[], None] | None = None  # called when the buffer becomes non-empty
+        # Called, in the fsync thread, when a background fsync's outcome changes
+        # ``fsync_error`` (the server re-arms or clears its MISCONF check).
+        self.on_fsync_status: Callable[[], None] | None = None
         # Told how long each write of the buffer ("write") and each fsync that
         # appendfsync always makes ("fsync-always") took, in ns (the latency monitor).
         self.on_latency: Callable[[str, int], None] | None = None
@@ -533,63 +557,109 @@ class AofWriter:
         finally:
             report("write", time.perf_counter_ns() - start)
 
+    @property
+    def error(self) -> OSError | None:
+        """What stops writes now: the last write's error, else the last fsync's."""
+        return self.write_error or self.fsync_error
+
     def _write(self) -> bool:
+        """aofWrite plus flushAppendOnlyFile's error handling.
+
+        A short write (some bytes landed, then the kernel refused more) is undone by
+        truncating the file back to where this write began, so the file never ends
+        inside a command and the whole buffer is retried later; the error is then
+        ENOSPC, as Redis reports it. If the truncation fails too, the bytes that
+        landed stay (a valid prefix, thanks to O_APPEND) and only the rest is kept.
+        """
         buf = self.buf
+        want = len(buf)
+        done = 0
+        error: OSError | None = None
         try:
             done = os.write(self.fd, buf)
+            if done < want:
+                view = memoryview(buf)
+                try:
+                    while done < want:
+                        done += os.write(self.fd, view[done:])
+                finally:
+                    view.release()
         except OSError as e:
-            self.write_error = e
-            return False
-        if done < len(buf):
-            view = memoryview(buf)
+            error = e
+        if error is None:
+            self.size += done
+            buf.clear()
+            self.unsynced = True
+            self.write_error = None
+            return True
+        self.short_write = None
+        self.truncate_error = None
+        if done:
+            self.short_write = (done, want)
             try:
-                while done < len(buf):
-                    done += os.write(self.fd, view[done:])
+                os.ftruncate(self.fd, self.size)
             except OSError as e:
-                # Keep what was not written: with O_APPEND the bytes that did land are
-                # a valid prefix, and the remainder follows on the next attempt.
-                view.release()
+                self.truncate_error = e
                 del buf[:done]
                 self.size += done
                 self.unsynced = True
-                self.write_error = e
-                return False
-            view.release()
-        self.size += done
-        buf.clear()
-        self.unsynced = True
-        self.write_error = None
-        return True
+            error = OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self.write_error = error
+        return False
 
     def sync_now(self) -> None:
-        """fdatasync in the caller's thread (appendfsync always, file switch, shutdown)."""
+        """fdatasync in the caller's thread (appendfsync always, file switch, shutdown);
+        raises OSError (and keeps it as ``fsync_error``) if it fails."""
         if self.unsynced:
-            os.fdatasync(self.fd)
+            try:
+                os.fdatasync(self.fd)
+            except OSError as e:
+                if e.errno in (errno.EBADF, errno.EINVAL):
+                    return  # not a file that can be synced: nothing was lost
+                self.fsync_error = e
+                raise
             self.unsynced = False
+            self.fsync_error = None
             self.last_fsync = time.monotonic()
 
+    def _fsync_done(self, error: OSError | None) -> None:
+        """A background fsync ended (called in the fsync thread). A failed one leaves
+        the data unsynced, so that the next second tries again instead of waiting for
+        a write that the error itself forbids."""
+        before = self.fsync_error
+        if error is not None:
+            self.unsynced = True
+        self.fsync_error = error
+        notify = self.on_fsync_status
+        if notify is not None and (before is None) != (error is None):
+            notify()
+
     def flush(self, force_sync: bool = False) -> bool:
-        """Write, then fsync as the policy says; returns False if the write failed."""
+        """Write, then fsync as the policy says; False if the write or a synchronous
+        fsync failed (``write_error`` / ``fsync_error`` say which)."""
         ok = self.write()
         if not ok:
             return False
         policy = self.policy
-        if policy == "always" and self.on_latency is not None:
-            start = time.perf_counter_ns()
-            self.sync_now()
-            self.on_latency("fsync-always", time.perf_counter_ns() - start)
-        elif force_sync or policy == "always":
-            self.sync_now()
-        elif policy == "everysec" and self.unsynced:
-            now = time.monotonic()
-            if now - self.last_fsync >= 1.0:
-                thread = _fsync_thread
-                if thread is not None and thread.pending():
-                    self.delayed_fsyncs += 1  # still busy with the previous one
-                    return True
-                _background_fsync(self.fd)
-                self.unsynced = False
-                self.last_fsync = now
+        try:
+            if policy == "always" and self.on_latency is not None:
+                start = time.perf_counter_ns()
+                self.sync_now()
+                self.on_latency("fsync-always", time.perf_counter_ns() - start)
+            elif force_sync or policy == "always":
+                self.sync_now()
+            elif policy == "everysec" and self.unsynced:
+                now = time.monotonic()
+                if now - self.last_fsync >= 1.0:
+                    thread = _fsync_thread
+                    if thread is not None and thread.pending():
+                        self.delayed_fsyncs += 1  # still busy with the previous one
+                        return True
+                    self.unsynced = False
+                    self.last_fsync = now
+                    _background_fsync(self.fd, self._fsync_done)
+        except OSError:
+            return False
         return True
 
     def close(self, sync: bool = True) -> None:

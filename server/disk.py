@@ -75,6 +75,7 @@ MISCONF_RDB = ReplyError(
     "to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). "
     "Please check the Redis logs for details about the RDB error."
 )
+MISCONF_AOF_PREFIX = "MISCONF Errors writing to the AOF file: "  # then strerror
 
 
 def _notice(msg: str, *args: object) -> None:
@@ -121,6 +122,9 @@ class Persistence:
         self.aof_lastbgrewrite_ok = True
         self.aof_rewrite_time_last = -1
         self.aof_flush_scheduled = False
+        # The writer's error states as last acted on (logged, MISCONF armed or not).
+        self.aof_write_failing = False
+        self.aof_fsync_failing = False
         self.shutdown_prepared = False
 
     # ------------------------------------------------------------------ config
@@ -196,14 +200,18 @@ class Persistence:
         if not self.lastbgsave_ok and self.config.bool("stop-writes-on-bgsave-error") and self.save_params():
             return MISCONF_RDB
         w = self.writer
-        if self.aof_state != AOF_OFF and w is not None and w.write_error is not None:
-            return ReplyError(f"MISCONF Errors writing to the AOF file: {w.write_error.strerror}")
+        if self.aof_state != AOF_OFF and w is not None:
+            # The last write's error, else the last fsync's (Redis reports the bio
+            # thread's errno when only the fsync failed).
+            error = w.error
+            if error is not None:
+                return ReplyError(f"{MISCONF_AOF_PREFIX}{error.strerror}")
         return None
 
     def _update_write_denied(self) -> None:
         """Arm the dispatcher's MISCONF check only while an error is pending (free otherwise)."""
         w = self.writer
-        failing = not self.lastbgsave_ok or (w is not None and w.write_error is not None)
+        failing = not self.lastbgsave_ok or (w is not None and w.error is not None)
         self.server.write_denied = self._disk_error if failing else None
 
     # ------------------------------------------------------------------ installing
@@ -273,7 +281,7 @@ class Persistence:
             ("aof_last_bgrewrite_status", "ok" if self.aof_lastbgrewrite_ok else "err"),
             ("aof_rewrites", self.aof_rewrites),
             ("aof_rewrites_consecutive_failures", self.aof_rewrite_failures),
-            ("aof_last_write_status", "ok" if self.writer is None or self.writer.write_error is None else "err"),
+            ("aof_last_write_status", "ok" if self.writer is None or self.writer.error is None else "err"),
             ("aof_last_cow_size", 0),
             ("module_fork_in_progress", 0),
             ("module_fork_last_cow_size", 0),
@@ -433,7 +441,7 @@ class Persistence:
             self.kill_child()
         if self.writer is not None and self.aof_state != AOF_OFF:
             _notice("Calling fsync() on the AOF file.")
-            self.writer.flush(force_sync=True)
+            self._flush_writer(self.writer, force_sync=True)
         if save is True or (save is None and self.save_params()):
             _notice("Saving the final RDB snapshot before exiting.")
             try:
@@ -647,8 +655,7 @@ class Persistence:
     # ------------------------------------------------------------------ cron
     def cron(self) -> None:
         """Reap children, run save points and rewrites that are due, flush the AOF."""
-        if self.writer is not None:
-            self._flush_aof()
+        self._flush_aof()
         if self.child_pid is not None:
             self.reap()
         # The replicas' turn comes before scheduled saves: a snapshot they wait for
@@ -705,21 +712,76 @@ class Persistence:
         loop.call_soon(self._flush_aof)
 
     def _flush_aof(self) -> None:
-        """Write the buffer once per loop iteration (beforeSleep); fsync per policy."""
+        """Write the buffer once per loop iteration (beforeSleep); fsync per policy.
+
+        The cron calls it too, so a write that failed is retried every tick until it
+        succeeds and MISCONF lifts."""
         self.aof_flush_scheduled = False
         w = self.writer
         if w is None:
+            if self.aof_write_failing or self.aof_fsync_failing:
+                self._aof_status()  # the failing file was closed or replaced
             return
-        had_error = w.write_error is not None
-        if not w.flush():
-            if w.policy == "always":
-                self._die_on_write_error(w)
-            if not had_error:
-                log.warning("Error writing to the AOF file: %s", w.write_error)
-                self._update_write_denied()
-        elif had_error:
-            log.warning("AOF write error looks solved, Redis can write again.")
+        self._flush_writer(w)
+
+    def _flush_writer(self, w: AofWriter, force_sync: bool = False) -> bool:
+        """flushAppendOnlyFile: write (and fsync) ``w``, then act on the outcome.
+
+        With appendfsync always a failure ends the process: the reply that the write
+        would acknowledge is already built, and the change cannot be undone. Other
+        policies keep the data in the buffer and refuse writes (MISCONF) until a
+        later attempt succeeds."""
+        ok = w.flush(force_sync)
+        if not ok and w.policy == "always":
+            self._die_on_aof_error(w)
+        if (w.write_error is not None) != self.aof_write_failing or (
+                w.fsync_error is not None) != self.aof_fsync_failing:
+            self._aof_status()
+        return ok
+
+    def _aof_status(self) -> None:
+        """Act on the writer's error states where they changed since last looked at:
+        log as Redis does, arm or clear the MISCONF check."""
+        w = self.writer
+        write_error = w.write_error if w is not None else None
+        fsync_error = w.fsync_error if w is not None else None
+        changed = False
+        if (write_error is not None) != self.aof_write_failing:
+            changed = True
+            self.aof_write_failing = write_error is not None
+            if w is not None and write_error is not None:
+                self._log_write_error(w)
+            else:
+                log.warning("AOF write error looks solved, Redis can write again.")
+        if (fsync_error is not None) != self.aof_fsync_failing:
+            changed = True
+            self.aof_fsync_failing = fsync_error is not None
+            if fsync_error is not None:
+                log.warning("Fail to fsync the AOF file: %s", fsync_error.strerror)
+        if changed:
             self._update_write_denied()
+
+    @staticmethod
+    def _log_write_error(w: AofWriter) -> None:
+        short = w.short_write
+        if short is None:
+            log.warning("Error writing to the AOF file: %s", w.write_error.strerror if w.write_error else "")
+            return
+        log.warning("Short write while writing to the AOF file: (nwritten=%d, expected=%d)", *short)
+        if w.truncate_error is not None:
+            log.warning("Could not remove short write from the append-only file.  Redis may refuse to load "
+                        "the AOF the next time it starts.  ftruncate: %s", w.truncate_error.strerror)
+
+    def _fsync_status_from_thread(self) -> None:
+        """The fsync thread saw a background fsync's outcome change: look at it on the
+        loop (the cron would, within a tick, if there is no loop to wake)."""
+        loop = self.server.loop
+        wake = getattr(loop, "call_soon_threadsafe", None)
+        if wake is not None:
+            try:
+                wake(self._aof_status)
+            except RuntimeError:  # the loop is closed: the process is ending
+                pass
 
     def before_write(self) -> None:
         """appendfsync always: what a reply acknowledges is written and fsynced before it leaves.
@@ -731,12 +793,18 @@ class Persistence:
         """
         w = self.writer
         if w is not None and w.policy == "always" and (w.buf or w.unsynced):
-            if not w.flush():
-                self._die_on_write_error(w)
+            self._flush_writer(w)
 
-    def _die_on_write_error(self, w: AofWriter) -> None:
-        log.warning("Can't recover from AOF write error when the AOF fsync policy is 'always'. "
-                    "Exiting... (%s)", w.write_error)
+    def _die_on_aof_error(self, w: AofWriter) -> NoReturn:
+        """appendfsync always cannot go on after a failed write or fsync: exit(1), as
+        Redis does, with nothing acknowledged that is not on disk."""
+        if w.write_error is not None:
+            self._log_write_error(w)
+            log.warning("Can't recover from AOF write error when the AOF fsync policy is 'always'. Exiting...")
+        else:
+            log.warning("Can't persist AOF for fsync error when the AOF fsync policy is 'always': %s. Exiting...",
+                        w.fsync_error.strerror if w.fsync_error else "")
+        logging.shutdown()
         os._exit(1)
 
     def _new_writer(self, path: str, truncate: bool = False) -> AofWriter:
@@ -744,6 +812,7 @@ class Persistence:
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
         w = AofWriter(path, self.config["appendfsync"])
         w.on_data = self._schedule_flush
+        w.on_fsync_status = self._fsync_status_from_thread
         w.on_latency = self._aof_latency
         return w
 
@@ -967,7 +1036,7 @@ class Persistence:
         w = self.writer
         if w is not None:
             w.selected_db = -1
-            w.flush(force_sync=True)
+            self._flush_writer(w, force_sync=True)
         try:
             if self.aof_state == AOF_WAIT_REWRITE:
                 self._close_writer()
@@ -1068,7 +1137,7 @@ class Persistence:
             incr_name = m.new_incr(self.aof_filename())
             incr_path = os.path.join(d, incr_name)
             if self.writer is not None:
-                self.writer.flush()
+                self._flush_writer(self.writer)
             os.rename(self._temp_incr_path(), incr_path)
             if self.writer is not None:
                 self.writer.path = incr_path
@@ -1148,6 +1217,8 @@ class Persistence:
         self.aof_rewrite_scheduled = False
         self.aof_base_file_size = 0
         self._update_feed()
+        # The errors were the closed file's: nothing to refuse writes for any more.
+        self.aof_write_failing = self.aof_fsync_failing = False
         self._update_write_denied()
 
     def _config_appendonly(self) -> None:
@@ -1210,7 +1281,7 @@ class Persistence:
 
     def debug_loadaof(self, c: Client, argv: list[bytes]) -> Any:
         if self.writer is not None and self.aof_state != AOF_OFF:
-            self.writer.flush(force_sync=True)
+            self._flush_writer(self.writer, force_sync=True)
         server = self.server
         try:
             m = self._manifest_from_disk()

@@ -31,6 +31,7 @@ from rill.storage.keyspace import freeze_expiry_clock, release_expiry_clock
 from . import REDIS_VERSION, acl, lua_libs
 from .client import Client
 from .commands.table import DENYOOM, MAY_REPLICATE, NOSCRIPT, STALE, WRITE, Command
+from .disk import MISCONF_AOF_PREFIX
 from .memory import memory_of
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ _SHEBANG_FLAGS = {
 }
 
 # redis.set_repl targets (Redis's PROPAGATE_AOF / PROPAGATE_REPL bits).
+_MISCONF_AOF = MISCONF_AOF_PREFIX.encode()
+
 REPL_AOF = 1
 REPL_REPLICA = 2
 REPL_ALL = REPL_AOF | REPL_REPLICA
@@ -397,6 +400,12 @@ class LuaEngine:
             if server.write_denied is not None:
                 err = server.write_denied()
                 if err is not None:
+                    if err.message.startswith(_MISCONF_AOF):  # scriptPrepareForRun words it apart
+                        return ReplyError(
+                            b"MISCONF Redis is configured to persist data to AOF, but it's currently unable "
+                            b"to persist to disk. Writable scripts are blocked. Use 'no-writes' flag for read "
+                            b"only scripts. AOF error: " + err.message[len(_MISCONF_AOF):]
+                        )
                     return ReplyError(
                         err.message.split(b".")[0]
                         + b". Writable scripts are blocked. Use 'no-writes' flag for read only scripts."

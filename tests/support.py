@@ -46,16 +46,18 @@ def free_port() -> int:
 class ServerProcess:
     """A server process on a free port, started with redis-server style arguments."""
 
-    def __init__(self, argv: list[str], port: int, workdir: str) -> None:
+    def __init__(self, argv: list[str], port: int, workdir: str, preexec_fn=None) -> None:
         self.argv = argv
         self.port = port
         self.workdir = workdir
+        self.preexec_fn = preexec_fn  # run in the child before exec (resource limits)
         self.proc: subprocess.Popen | None = None
         self.logfile = os.path.join(workdir, "server.log")
 
     def start(self, timeout: float = 15.0) -> ServerProcess:
         log = open(self.logfile, "ab")
-        self.proc = subprocess.Popen(self.argv, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(self.argv, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
+                                     preexec_fn=self.preexec_fn)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -102,7 +104,7 @@ class ServerProcess:
 
 
 def rill_process(*args: str, workdir: str | None = None, port: int | None = None,
-                 config_file: str | None = None) -> ServerProcess:
+                 config_file: str | None = None, preexec_fn=None) -> ServerProcess:
     """A ``rill-server`` process, not started yet, on a free port with extra redis-server
     style arguments (for tests that start several at once, or restart one on its files)."""
     port = port or free_port()
@@ -110,13 +112,13 @@ def rill_process(*args: str, workdir: str | None = None, port: int | None = None
     # DEBUG is refused by default, as in Redis; the tests need it (as Redis's own do).
     argv = [sys.executable, "-m", "rill.server.main", *([config_file] if config_file else []),
             "--port", str(port), "--save", "", "--dir", workdir, "--enable-debug-command", "yes", *args]
-    return ServerProcess(argv, port, workdir)
+    return ServerProcess(argv, port, workdir, preexec_fn)
 
 
 def start_rill(*args: str, workdir: str | None = None, port: int | None = None,
-               config_file: str | None = None) -> ServerProcess:
+               config_file: str | None = None, preexec_fn=None) -> ServerProcess:
     """Start ``rill-server`` on a free port with extra redis-server style arguments."""
-    return rill_process(*args, workdir=workdir, port=port, config_file=config_file).start()
+    return rill_process(*args, workdir=workdir, port=port, config_file=config_file, preexec_fn=preexec_fn).start()
 
 
 def wait_until(predicate, timeout: float = 15.0):
@@ -206,7 +208,7 @@ def require_java() -> str:
     return require_tool("java")
 
 
-def start_redis(*args: str, workdir: str | None = None) -> ServerProcess:
+def start_redis(*args: str, workdir: str | None = None, preexec_fn=None) -> ServerProcess:
     """Start Debian's redis-server (the oracle) on a free port; without one the calling
     test skips locally and fails in CI."""
     binary = require_tool("redis-server")
@@ -214,7 +216,7 @@ def start_redis(*args: str, workdir: str | None = None) -> ServerProcess:
     workdir = workdir or scratch_dir("redis-oracle-")
     argv = [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--dir", workdir,
             "--enable-debug-command", "yes", *args]
-    return ServerProcess(argv, port, workdir).start()
+    return ServerProcess(argv, port, workdir, preexec_fn).start()
 
 
 def encode_command(args: Iterable[bytes | str | int]) -> bytes:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import errno
+import json
 import os
+import subprocess
+import sys
+import threading
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -181,6 +187,121 @@ def test_everysec_hands_fsync_to_the_background(tmp_path):
     assert not w.unsynced  # handed over
     w.feed([(0, [b"PING"])])
     assert w.flush() and w.unsynced  # less than a second later: not yet
+    w.close()
+
+
+def test_a_failed_write_keeps_the_buffer_and_the_error(tmp_path):
+    """/dev/full refuses every write with ENOSPC: the real kernel error path."""
+    w = aof.AofWriter("/dev/full", "everysec")
+    w.feed([(0, [b"SET", b"a", b"1"])])
+    pending = bytes(w.buf)
+    assert not w.flush()
+    assert w.write_error.errno == errno.ENOSPC and w.error is w.write_error
+    assert w.short_write is None and bytes(w.buf) == pending and w.size == 0
+    w.fd, full = os.open(str(tmp_path / "c.aof"), os.O_WRONLY | os.O_CREAT | os.O_APPEND), w.fd
+    os.close(full)
+    assert w.flush() and w.write_error is None and w.error is None  # a later write clears it
+    w.close()
+    assert open(tmp_path / "c.aof", "rb").read() == pending
+
+
+_SHORT_WRITE = """
+import json, os, resource, sys
+from rill.persistence import aof
+limit, path, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+w = aof.AofWriter(path, "no")
+w.feed([(0, [b"SET", b"k", b"x" * 100])])
+assert w.flush()
+before = w.size
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+if mode == "no-truncate":
+    def refuse(fd, size):
+        raise OSError(13, os.strerror(13))
+    os.ftruncate = refuse
+w.feed([(0, [b"SET", b"k", b"y" * 100])])
+ok = w.flush()
+print(json.dumps({"ok": ok, "errno": w.write_error.errno, "short": w.short_write,
+                  "truncate_errno": w.truncate_error.errno if w.truncate_error else None,
+                  "before": before, "size": w.size, "on_disk": os.path.getsize(path),
+                  "buffered": len(w.buf)}))
+"""
+
+
+@pytest.mark.parametrize("mode", ["truncate", "no-truncate"])
+def test_a_short_write_is_undone_or_kept_as_a_valid_prefix(tmp_path, mode):
+    """A real short write: RLIMIT_FSIZE lets the kernel take only part of the buffer
+    (Python ignores SIGXFSZ, so the next write fails with EFBIG). Redis truncates the
+    file back and keeps the whole buffer, reporting ENOSPC; if even that fails, the
+    part that landed stays and only the rest is retried."""
+    path = str(tmp_path / "d.aof")
+    command_size = len(aof.encode_command([b"SET", b"k", b"x" * 100]))
+    limit = len(aof.select_command(0)) + command_size + 40  # 40 bytes of the second command fit
+    out = subprocess.run([sys.executable, "-c", _SHORT_WRITE, str(limit), path, mode],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    r = json.loads(out)
+    assert r["ok"] is False and r["errno"] == errno.ENOSPC and r["short"] == [40, command_size]
+    if mode == "truncate":
+        assert r["truncate_errno"] is None
+        assert r["on_disk"] == r["size"] == r["before"] and r["buffered"] == command_size
+        assert list(aof.CommandParser(open(path, "rb").read())) == [
+            [b"SELECT", b"0"], [b"SET", b"k", b"x" * 100]]
+    else:
+        assert r["truncate_errno"] == errno.EACCES
+        assert r["on_disk"] == r["size"] == r["before"] + 40 and r["buffered"] == command_size - 40
+
+
+def test_a_failed_background_fsync_is_reported_and_retried(tmp_path, monkeypatch):
+    """bio's fsync failing (EIO here) stops writes like a failed write does, until a
+    later fsync succeeds; the writer tries again a second later even with nothing new
+    written, since the data it holds is still not known to be durable."""
+    w = aof.AofWriter(str(tmp_path / "e.aof"), "everysec")
+    changes = threading.Semaphore(0)
+    w.on_fsync_status = changes.release
+    real = os.fdatasync
+
+    def failing(fd):
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(os, "fdatasync", failing)
+    w.feed([(0, [b"PING"])])
+    w.last_fsync -= 2
+    assert w.flush()
+    assert changes.acquire(timeout=10)
+    assert w.fsync_error.errno == errno.EIO and w.error is w.fsync_error and w.unsynced
+    monkeypatch.setattr(os, "fdatasync", real)
+    w.last_fsync -= 2
+    assert w.flush() and not w.buf  # nothing to write, yet the fsync is tried again
+    assert changes.acquire(timeout=10)
+    assert w.fsync_error is None and w.error is None
+    w.close()
+
+
+def test_einval_from_a_background_fsync_is_no_error():
+    """fdatasync on a device that cannot sync (EINVAL) loses nothing: bio ignores it."""
+    w = aof.AofWriter("/dev/null", "everysec")
+    w.feed([(0, [b"PING"])])
+    w.last_fsync -= 2
+    assert w.flush()
+    thread = aof._fsync_thread
+    deadline = time.monotonic() + 10
+    while thread.pending() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert w.fsync_error is None and not w.unsynced
+    w.close(sync=False)
+
+
+def test_a_failed_always_fsync_is_kept(tmp_path, monkeypatch):
+    w = aof.AofWriter(str(tmp_path / "f.aof"), "always")
+    w.feed([(0, [b"PING"])])
+
+    def failing(fd):
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(os, "fdatasync", failing)
+    assert not w.flush()
+    assert w.write_error is None and w.fsync_error.errno == errno.EIO and w.unsynced
+    monkeypatch.undo()
+    assert w.flush() and w.fsync_error is None and not w.unsynced
     w.close()
 
 
