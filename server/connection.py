@@ -26,6 +26,7 @@ from .process import set_keepalive
 if TYPE_CHECKING:
     from .client import Client
     from .server import Server
+    from .tls import TLSLayer
 
 log = logging.getLogger("rill")
 
@@ -90,7 +91,9 @@ def serve_while_busy(server: Server, caller: Client) -> None:
     server's busy-mode answer (BUSY, or SCRIPT KILL / SHUTDOWN NOSAVE / MULTI...
     doing their work) written at once; an incomplete tail stays in the
     connection's parser for when the loop resumes. The script's own client, and
-    clients that wait (blocked or with queued commands), are left unread.
+    clients that wait (blocked or with queued commands), are left unread. A TLS
+    connection's bytes go through its TLS layer first (which also advances a
+    handshake under way), so TLS clients are answered as plain ones are.
 
     Replies already batched for this loop iteration go out first, as Redis's
     beforeSleep writes them: a client whose reply came in the same iteration as
@@ -102,8 +105,7 @@ def serve_while_busy(server: Server, caller: Client) -> None:
     conns = {}
     for conn in _LIVE:
         client = conn.client
-        # A TLS connection's socket holds ciphertext: it waits for the loop, as blocked ones do.
-        if (client is None or client is caller or conn.closed or conn.transport is None or conn.tls
+        if (client is None or client is caller or conn.closed or conn.transport is None
                 or client.fd < 0 or client.blocked is not None or client.pending):
             continue
         conns[client.fd] = conn
@@ -121,8 +123,13 @@ def serve_while_busy(server: Server, caller: Client) -> None:
             continue
         if not data:
             continue  # end of stream: the loop sees it again when it resumes
+        if conn.tls is not None:
+            data = conn.tls.feed(data)
+            if not data:
+                continue
         client = conn.client
-        assert client is not None
+        if client is None or conn.closed:
+            continue
         server.stats.net_input_bytes += len(data)
         client.last_interaction = _time()
         for argv in conn.parser.feed(data):
@@ -147,7 +154,7 @@ class Connection(asyncio.Protocol):
         self._write_queued = False
         self._batch = reply_batch(server)
         self._unix = unix
-        self.tls = False  # over a TLS transport (set by the TLS port's acceptor)
+        self.tls: TLSLayer | None = None  # the TLS layer it runs over (its transport), if any
 
     # -- asyncio callbacks ---------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -173,16 +180,29 @@ class Connection(asyncio.Protocol):
         client.on_output = self._output_ready
         client.output_backlog = lambda: transport.get_write_buffer_size()
         self.client = client
-        server.stats.total_connections_received += 1
         if len(server.clients) > server.maxclients:
             server.stats.rejected_connections += 1
+            # Over TLS nothing is written (no handshake yet): the connection just drops, as in Redis.
             transport.write(b"-ERR max number of clients reached\r\n")
             self._close()
             return
+        if self.tls is None:
+            self.admit()
+
+    def admit(self) -> None:
+        """The client's transport is ready (a TLS one once its handshake is done): protected
+        mode, then the client counts as a connection, as Redis's clientAcceptHandler."""
+        client = self.client
+        transport = self.transport
+        if client is None or transport is None or self.closed:
+            return
+        server = self.server
         if server.protected_mode_refuses(self._unix, transport):
+            server.stats.rejected_connections += 1
             transport.write(_PROTECTED_MODE_ERR)
             self._close()
             return
+        server.stats.total_connections_received += 1
         self.parser.auth_required = not client.authenticated and server.acl.auth_required(client)
 
     def eof_received(self) -> bool:
@@ -200,10 +220,7 @@ class Connection(asyncio.Protocol):
         client.pending = []
         client.close_after_reply = True
         self.flush()
-        # Keep the transport until write_out has sent what is due. A TLS transport
-        # closes after the peer's close_notify whatever we answer (and warns if asked
-        # not to); its close still sends what is buffered.
-        return not self.tls
+        return True  # keep the transport until write_out has sent what is due
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -360,6 +377,10 @@ class Connection(asyncio.Protocol):
             log.warning("Client id=%d addr=%s scheduled to be closed ASAP for overcoming of output buffer limits.",
                         client.id, client.addr)
             self._close()
+
+    def drop(self) -> None:
+        """Close now, whatever is queued (a failed TLS handshake or record)."""
+        self._close()
 
     def _close(self) -> None:
         if self.transport is not None and not self.closed:

@@ -33,7 +33,7 @@ from .process import (
 from .server import Server
 from .shutdown import check as shutdown_check
 from .tls import RECONFIGURE_ERROR as TLS_RECONFIGURE_ERROR
-from .tls import TLSConfigError, TLSListener, tls_wanted
+from .tls import TLSConfigError, serve_tls, tls_wanted
 
 try:
     import uvloop
@@ -388,7 +388,7 @@ async def _serve(loop: asyncio.AbstractEventLoop, server: Any, sock: socket.sock
                  tls: bool = False) -> asyncio.AbstractServer:
     """Serve a bound socket: plain connections, or TLS ones that each begin with a handshake."""
     if tls:
-        return TLSListener(server, sock)  # type: ignore[return-value]  (its close() is all that is used)
+        return await serve_tls(server, sock)
     # create_server calls listen() again, with its own backlog unless told tcp-backlog.
     return await loop.create_server(lambda: Connection(server), sock=sock,
                                     backlog=server.config.int("tcp-backlog"))

@@ -13,8 +13,8 @@ parameters), and its certificate loading hides OpenSSL's error strings, which Re
 logs verbatim. Those go to the libssl that ``ssl`` itself is linked with, through
 ctypes, on the very ``SSL_CTX`` the ``SSLContext`` wraps (checked before use).
 
-:class:`TLSListener` accepts on the TLS port; once its handshake is done a connection
-is an ordinary :class:`~rill.server.connection.Connection` over the TLS transport.
+:func:`serve_tls` listens on the TLS port; each connection is a :class:`TLSLayer`
+over the TCP transport, under an ordinary :class:`~rill.server.connection.Connection`.
 """
 
 from __future__ import annotations
@@ -317,64 +317,228 @@ class TLS:
         config.appliers["tls-auth-clients"] = auth_clients
 
 
-class TLSListener:
-    """The TLS port: accepts connections itself and hands each to the loop with the
-    server context current at accept time (a reload affects new connections only).
+class TLSLayer(asyncio.Protocol):
+    """One TLS connection: the protocol of the plain TCP transport, and the transport
+    its :class:`~rill.server.connection.Connection` writes to.
 
-    The loop's own TLS server would fix the context for the listener's lifetime, and
-    a plain listener upgraded with start_tls can lose the client's first bytes to the
-    plain protocol; an accepted socket given to connect_accepted_socket has neither
-    problem. A handshake that fails (plain text, garbage, a refused certificate) or
-    stalls past HANDSHAKE_TIMEOUT closes that connection and nothing else.
+    OpenSSL runs over memory buffers (``SSLObject`` with two ``MemoryBIO``), so rill
+    holds the ciphertext itself rather than the event loop's TLS transport:
+
+    - the client exists from accept, as Redis creates it before the handshake
+      (``connected_clients``, CLIENT LIST, CLIENT KILL see it); it counts in
+      ``total_connections_received`` and meets protected mode once the handshake is
+      done, as Redis's clientAcceptHandler;
+    - a busy script's loop (serve_while_busy) can read the socket and decrypt with
+      :meth:`feed`, so TLS clients get BUSY (and can SCRIPT KILL) as plain ones do;
+    - a read is decrypted whole and handed over as one buffer, and a batch of replies
+      is one ``SSL_write`` and one socket write.
+
+    A handshake that fails (plain text, garbage, a refused certificate) sends
+    OpenSSL's alert, if any, and closes that connection; one that stalls past
+    HANDSHAKE_TIMEOUT is dropped. Closing a connection after its handshake sends
+    close_notify first, as Redis's connTLSClose.
     """
 
-    # As Redis's MAX_ACCEPTS_PER_CALL: a burst of connections cannot starve the clients.
-    MAX_ACCEPTS = 1000
-
-    def __init__(self, server: Server, sock: socket.socket) -> None:
+    def __init__(self, server: Server, context: ssl.SSLContext) -> None:
         self.server = server
-        self.sock = sock
-        self.loop = asyncio.get_running_loop()
-        self.handshakes: set[asyncio.Task] = set()
-        self.loop.add_reader(sock.fileno(), self._accept)
+        self.incoming = ssl.MemoryBIO()
+        self.outgoing = ssl.MemoryBIO()
+        self.sslobj = context.wrap_bio(self.incoming, self.outgoing, server_side=True)
+        self.conn = Connection(server)
+        self.conn.tls = self
+        self.raw: asyncio.Transport | None = None
+        self.ready = False  # handshake done
+        self.held: list[bytes] = []  # replies written before the handshake finished
+        self._notified = False  # the peer's close_notify came
+        self._eof = False  # the peer's end of data was passed on
+        self._closed = False
+        self._timer: asyncio.TimerHandle | None = None
 
-    def _accept(self) -> None:
-        for _ in range(self.MAX_ACCEPTS):
-            try:
-                conn, _addr = self.sock.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as e:
-                log.warning("Accepting client connection: %s", e.strerror or e)
-                return
-            conn.setblocking(False)
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            task = self.loop.create_task(self._handshake(conn))
-            self.handshakes.add(task)
-            task.add_done_callback(self.handshakes.discard)
+    # -- the TCP transport's protocol --------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.raw = transport  # type: ignore[assignment]
+        self.conn.connection_made(self)  # type: ignore[arg-type]
+        if not self._closed:
+            loop = self.server.loop or asyncio.get_event_loop()
+            self._timer = loop.call_later(HANDSHAKE_TIMEOUT, self._timed_out)
 
-    async def _handshake(self, sock: socket.socket) -> None:
-        server = self.server
-        context = server.tls.server_context
-        assert context is not None
-        conn = Connection(server)
-        conn.tls = True
+    def data_received(self, data: bytes) -> None:
+        plain = self.feed(data)
+        if plain:
+            self.conn.data_received(plain)
+        if self._notified:
+            self._peer_done()
+
+    def eof_received(self) -> bool:
+        if not self.ready:
+            if not self._closed:
+                self._failed("unexpected eof while reading")
+            return False
+        self._peer_done()
+        return not self._closed  # the Connection closes us once its last replies are out
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.conn.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.conn.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.conn.resume_writing()
+
+    # -- decrypting ----------------------------------------------------------------------
+    def feed(self, data: bytes) -> bytes:
+        """Ciphertext in, the plaintext it completes out (b"" if none yet); advances
+        the handshake while there is one, and answers what OpenSSL must answer."""
+        if self._closed:
+            return b""
+        incoming = self.incoming
+        incoming.write(data)
+        if not self.ready and not self._handshake():
+            return b""
+        sslobj = self.sslobj
+        chunks = []
         try:
-            peer = sock.getpeername()
-        except OSError:
-            peer = ("?", 0)
+            while incoming.pending or sslobj.pending():
+                chunk = sslobj.read(_READ_SIZE)
+                if not chunk:  # close_notify: the peer sends nothing more
+                    self._notified = True
+                    break
+                chunks.append(chunk)
+        except ssl.SSLWantReadError:
+            pass  # the rest of a record is still on its way
+        except ssl.SSLError as e:
+            log.warning("Error reading from a TLS client: %s (conn: addr=%s)", _reason(e), self._addr())
+            self._send_pending()
+            self.conn.drop()
+            return b""
+        if self.outgoing.pending:  # e.g. a TLS 1.3 KeyUpdate's answer
+            self._send_pending()
+        if len(chunks) == 1:
+            return chunks[0]
+        return b"".join(chunks)
+
+    def _handshake(self) -> bool:
         try:
-            await self.loop.connect_accepted_socket(lambda: conn, sock, ssl=context,
-                                                    ssl_handshake_timeout=HANDSHAKE_TIMEOUT)
-        except (TimeoutError, OSError, EOFError) as e:
-            log.warning("Error accepting a client connection: %s (conn: addr=%s:%s)", _reason(e), peer[0], peer[1])
-            sock.close()
+            self.sslobj.do_handshake()
+        except ssl.SSLWantReadError:
+            self._send_pending()
+            return False
+        except ssl.SSLError as e:
+            self._failed(_reason(e))
+            return False
+        self.ready = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._send_pending()  # the last flight (and TLS 1.3 session tickets)
+        held, self.held = self.held, []
+        for data in held:
+            self.write(data)
+        self.conn.admit()
+        return not self._closed
+
+    def _failed(self, reason: str) -> None:
+        log.warning("Error accepting a client connection: %s (conn: addr=%s)", reason, self._addr())
+        self._send_pending()  # OpenSSL's alert, if it made one
+        self.conn.drop()
+
+    def _timed_out(self) -> None:
+        self._timer = None
+        if not self.ready and not self._closed:
+            self._failed("handshake timed out")
+
+    def _addr(self) -> str:
+        client = self.conn.client
+        return client.addr if client is not None else "?"
+
+    def _peer_done(self) -> None:
+        if not self._eof:
+            self._eof = True
+            self.conn.eof_received()
+
+    def _send_pending(self) -> None:
+        if self.outgoing.pending and self.raw is not None and not self.raw.is_closing():
+            self.raw.write(self.outgoing.read())
+
+    # -- the Connection's transport ----------------------------------------------------
+    def write(self, data: bytes) -> None:
+        if self._closed:
+            return
+        if not self.ready:
+            self.held.append(data)
+            return
+        sslobj = self.sslobj
+        try:
+            n = sslobj.write(data)
+            while n < len(data):
+                n += sslobj.write(memoryview(data)[n:])
+        except ssl.SSLError as e:
+            log.warning("Error writing to a TLS client: %s (conn: addr=%s)", _reason(e), self._addr())
+            self.conn.drop()
+            return
+        assert self.raw is not None
+        self.raw.write(self.outgoing.read())
 
     def close(self) -> None:
-        """Stop accepting (handshakes under way finish; their connections are clients)."""
-        if self.sock.fileno() >= 0:
-            self.loop.remove_reader(self.sock.fileno())
-            self.sock.close()
+        """close_notify after a finished handshake, then the TCP close (what is
+        buffered still goes out); replies held for a handshake never made are dropped,
+        as Redis's maxclients error over TLS is."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self.ready:
+            try:
+                self.sslobj.unwrap()
+            except (ssl.SSLError, ValueError):
+                pass  # sent ours; the peer's close_notify is not waited for
+        if self.raw is not None:
+            if self.outgoing.pending and not self.raw.is_closing():
+                self.raw.write(self.outgoing.read())
+            self.raw.close()
+
+    def is_closing(self) -> bool:
+        return self._closed or self.raw is None or self.raw.is_closing()
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        if name == "ssl_object":
+            return self.sslobj
+        return self.raw.get_extra_info(name, default) if self.raw is not None else default
+
+    def get_write_buffer_size(self) -> int:
+        return self.raw.get_write_buffer_size() if self.raw is not None else 0
+
+    def pause_reading(self) -> None:
+        if self.raw is not None and not self.raw.is_closing():
+            self.raw.pause_reading()
+
+    def resume_reading(self) -> None:
+        if self.raw is not None and not self.raw.is_closing():
+            self.raw.resume_reading()
+
+
+# A TLS record carries at most 16 KB of plaintext; a read returns one record.
+_READ_SIZE = 16384
+
+
+async def serve_tls(server: Server, sock: socket.socket) -> asyncio.AbstractServer:
+    """Serve the TLS port on a bound socket. Each connection takes the server context
+    current at its accept (a certificate reload affects new connections only)."""
+
+    def layer() -> TLSLayer:
+        context = server.tls.server_context
+        assert context is not None
+        return TLSLayer(server, context)
+
+    loop = asyncio.get_running_loop()
+    return await loop.create_server(layer, sock=sock, backlog=server.config.int("tcp-backlog"))
 
 
 def _reason(e: BaseException) -> str:

@@ -523,6 +523,53 @@ def test_client_list_and_info_show_tls_connections_as_redis(certs):
     assert seen[0][3] == seen[1][3]
 
 
+def _stats(c) -> dict[str, str]:
+    text = c.call("INFO").decode()
+    return dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line and not line.startswith("$"))
+
+
+def _tls_entries(c, tls_port: int) -> list[dict[str, str]]:
+    lines = c.call("CLIENT", "LIST").decode().split("\r\n", 1)[1].strip().splitlines()
+    entries = [dict(kv.split("=", 1) for kv in line.split(" ")) for line in lines]
+    return [e for e in entries if e["laddr"].endswith(f":{tls_port}")]
+
+
+def test_connections_count_as_clients_from_accept_side_by_side(certs):
+    """A TLS connection is a client from accept, its handshake still to come: it counts
+    in connected_clients and shows in CLIENT LIST (cmd=NULL), and CLIENT KILL ends it;
+    total_connections_received counts it only once its handshake is done (as Redis)."""
+    from tests.support import RawClient
+
+    seen = []
+    for srv in both(certs):
+        with srv:
+            c = RawClient(srv.port)
+            base = _stats(c)
+            idle = [socket.create_connection(("127.0.0.1", srv.tls_port), timeout=10) for _ in range(3)]
+            wait_until(lambda c=c, base=base: int(_stats(c)["connected_clients"]) == int(base["connected_clients"]) + 3)
+            mid = _stats(c)
+            entries = _tls_entries(c, srv.tls_port)
+            with TLSClient(srv.tls_port, srv.ctx) as done:
+                assert done.call("PING") == b"+PONG\r\n"
+                after = _stats(c)
+                assert c.call("CLIENT", "KILL", "ID", entries[0]["id"]) == b":1\r\n"
+                idle[0].settimeout(10)
+                assert idle[0].recv(10) == b""
+                killed = _stats(c)
+            for s in idle:
+                s.close()
+            wait_until(lambda c=c, base=base: _stats(c)["connected_clients"] == base["connected_clients"])
+            c.close()
+            seen.append((
+                [int(m[k]) - int(base[k]) for m in (mid, after, killed)
+                 for k in ("connected_clients", "total_connections_received")],
+                sorted((e["cmd"], e["flags"], e["qbuf"], e["db"]) for e in entries),
+            ))
+    assert seen[0] == seen[1]
+    assert seen[0][0] == [3, 0, 4, 1, 3, 1]
+    assert seen[0][1] == [("NULL", "N", "0", "0")] * 3
+
+
 # -- replication -------------------------------------------------------------------------------
 
 
@@ -588,29 +635,26 @@ def test_auth_over_tls_side_by_side(certs):
     assert replies[0][0].startswith(b"-NOAUTH")
 
 
-def test_tls_clients_wait_out_a_busy_script(certs):
-    """serve_while_busy reads sockets directly, which for TLS would be ciphertext: a TLS
-    client's command waits for the script's end and then runs, the stream intact."""
-    from tests.support import RawClient
+def test_tls_clients_get_busy_and_kill_the_script_side_by_side(certs):
+    """While a script runs past busy-reply-threshold, a TLS client is answered as a plain
+    one: BUSY for a write, and SCRIPT KILL ends the script (the runner, also over TLS,
+    gets the kill error); the stream stays intact for both afterwards."""
+    from tests.support import encode_command
 
-    with start_tls("rill", certs, "--busy-reply-threshold", "100") as srv:
-        tls_client = TLSClient(srv.tls_port, srv.ctx)
-        runner = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
-        killer = RawClient(srv.port)  # connected before: the busy loop accepts no one new
-        assert killer.call("PING") == b"+PONG\r\n"
-        from tests.support import encode_command
-
-        runner.sendall(encode_command(["EVAL", "local i = 0 while true do i = i + 1 end", "0"]))
-        time.sleep(0.3)
-        tls_client.raw.sock.sendall(encode_command(["SET", "k", "v"]))
-        assert killer.call("PING").startswith(b"-BUSY")
-        assert killer.call("SCRIPT", "KILL") == b"+OK\r\n"
-        assert runner.recv(200).startswith(b"-ERR Script killed by user with SCRIPT KILL")
-        assert tls_client.raw.read_reply() == b"+OK\r\n"
-        assert tls_client.call("GET", "k") == b"$1\r\nv\r\n"
-        killer.close()
-        runner.close()
-        tls_client.close()
+    replies = []
+    for srv in both(certs, "--busy-reply-threshold", "100", plain=False):
+        with srv, TLSClient(srv.tls_port, srv.ctx) as runner, TLSClient(srv.tls_port, srv.ctx) as other:
+            assert other.call("PING") == b"+PONG\r\n"
+            runner.raw.sock.sendall(encode_command(["EVAL", "local i = 0 while true do i = i + 1 end", "0"]))
+            time.sleep(0.4)
+            seen = [other.call("SET", "k", "v"), other.call("PING"), other.call("SCRIPT", "KILL"),
+                    runner.raw.read_reply(), runner.call("PING"), other.call("GET", "k")]
+            replies.append(seen)
+    assert replies[0] == replies[1]
+    assert replies[0][0] == replies[0][1] == (b"-BUSY Redis is busy running a script. You can only call "
+                                              b"SCRIPT KILL or SHUTDOWN NOSAVE.\r\n")
+    assert replies[0][2:] == [b"+OK\r\n", replies[0][3], b"+PONG\r\n", b"$-1\r\n"]
+    assert replies[0][3].startswith(b"-ERR Script killed by user with SCRIPT KILL")
 
 
 def test_readme_tls_example_runs(certs):
