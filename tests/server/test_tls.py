@@ -570,6 +570,27 @@ def test_connections_count_as_clients_from_accept_side_by_side(certs):
     assert seen[0][1] == [("NULL", "N", "0", "0")] * 3
 
 
+def test_maxclients_over_tls_drops_without_a_reply_side_by_side(certs):
+    """At maxclients a TLS connection is dropped before its handshake: no error reply
+    can be written (Redis's acceptCommonHandler), and it counts as rejected."""
+    from tests.support import RawClient
+
+    seen = []
+    for srv in both(certs, "--maxclients", "2"):
+        with srv:
+            c, other = RawClient(srv.port), RawClient(srv.port)
+            with pytest.raises((ssl.SSLError, OSError)):
+                with tls_connect(srv.tls_port, srv.ctx, timeout=5) as s:
+                    s.sendall(b"PING\r\n")
+                    if not s.recv(100):
+                        raise ConnectionResetError
+            wait_until(lambda c=c: "rejected_connections:1" in c.call("INFO", "stats").decode())
+            seen.append(_stats(c)["connected_clients"])
+            c.close()
+            other.close()
+    assert seen == ["2", "2"]
+
+
 # -- replication -------------------------------------------------------------------------------
 
 

@@ -607,6 +607,32 @@ def test_maxclients(tmp_path):
         server.stop()
 
 
+def _counts(c: RawClient) -> tuple[str, ...]:
+    info = c.call("INFO", "stats").decode()
+    fields = dict(line.split(":", 1) for line in info.split("\r\n") if ":" in line)
+    return fields["total_connections_received"], fields["rejected_connections"]
+
+
+def test_maxclients_refusals_count_as_rejected_not_received_side_by_side():
+    """A connection refused at maxclients counts in rejected_connections and not in
+    total_connections_received (Redis counts a connection once it is admitted)."""
+    seen = []
+    for server in (start_rill("--maxclients", "2"), start_redis("--maxclients", "2")):
+        try:
+            a, b = RawClient(server.port), RawClient(server.port)
+            b.call("PING")
+            s = socket.create_connection(("127.0.0.1", server.port))
+            refusal = s.recv(100)
+            s.close()
+            seen.append((refusal, _counts(a)))
+            a.close()
+            b.close()
+        finally:
+            server.stop()
+    assert seen[0] == seen[1]
+    assert seen[0][0] == b"-ERR max number of clients reached\r\n"
+
+
 def test_idle_timeout_disconnects(tmp_path):
     server = start_rill("--timeout", "1", workdir=str(tmp_path))
     try:
