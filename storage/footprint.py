@@ -110,6 +110,10 @@ def _object_size(obj: Any) -> int:
 
 def _stream_size(s: Any, samples: int) -> int:
     size = _sizeof(s) + rax_size(s._rax, samples)
+    subs = getattr(s, "subs", None)
+    if subs is not None:
+        # An Active-Active stream: its entries live in one sub-stream per region.
+        size += _sizeof(subs) + _sizeof(s._order) + sum(_stream_size(sub, samples) for sub in subs.values())
     size += _sizeof(s._t_fields) + sum(map(bytes_size, s._t_fields))
     if s._ghost:
         size += _sizeof(s._ghost)

@@ -140,7 +140,7 @@ def _deliver(
             if count <= 0:
                 n = len(claimed_parts)
                 return (b"*%d\r\n" % n + b"\r\n".join(claimed_parts)) if n else b"*0", n
-    if budget is None and not claimed_parts:
+    if budget is None and not claimed_parts and not s.cursor_reads:
         # The common case: encoded straight from the nodes, only the IDs taken as values.
         sids: list[int] = []
         ents = b"*0"
@@ -236,7 +236,7 @@ def xreadgroup(c: Client, argv: list[bytes]):
             if budget is not None and not items:
                 continue
             served.append((key, _history_bytes(items, c.resp3)))
-        elif (s.length and s.last_valid_id() > g.last_id) or (r.claim >= 0 and _has_idle(g, r.claim, now)):
+        elif s.undelivered(g) or (r.claim >= 0 and _has_idle(g, r.claim, now)):
             ents, got = _deliver(
                 c, key, s, g, group_name, consumer_name, r.count, r.noack, now, r.claim, budget
             )
@@ -265,7 +265,8 @@ def _xreadgroup_served(c: Client, keys: list[bytes], r, key: bytes):
     if g is None:
         raise NOGROUP_BLOCKED
     now = now_ms()
-    if s.last_id <= g.last_id and not (r.claim >= 0 and _has_idle(g, r.claim, now)):
+    nothing_new = not s.undelivered(g) if s.cursor_reads else s.last_id <= g.last_id
+    if nothing_new and not (r.claim >= 0 and _has_idle(g, r.claim, now)):
         return block
     count = r.count or XREAD_BLOCKED_DEFAULT_COUNT
     server = c.server
@@ -584,7 +585,7 @@ def _xgroup(c: Client, argv: list[bytes]):
             sid = parse_id(arg)
         created = s is None
         if created:
-            s = Stream()
+            s = server.new_stream()
             c.db.set(key, s)
             c.db.modified(key)
         if s.create_group(group_name, sid, entries_read) is None:

@@ -171,7 +171,7 @@ def xadd(c: Client, argv: list[bytes]):
         key = argv[1]
         s = db.lookup(key)
         if s is None:
-            s = Stream()
+            s = c.server.new_stream()
             db.set(key, s)
         elif type(s) is not Stream and not isinstance(s, Stream):
             raise WRONGTYPE
@@ -219,7 +219,7 @@ def _xadd_general(c: Client, argv: list[bytes]):
     if s is None:
         if a.nomkstream:
             return None
-        s = Stream()
+        s = c.server.new_stream()
         c.db.set(key, s)
     sync_node_limits(c)
     fv = argv[a.id_pos + 1 :]
@@ -236,11 +236,20 @@ def _xadd_general(c: Client, argv: list[bytes]):
             return fmt_id(dup)
     if s.last_id >= ID_MAX:
         raise EXHAUSTED
+    explicit = 0
+    if a.id_given and a.seq_given:
+        # A user's ID: an Active-Active stream applies its ID mode (the plain one keeps it).
+        try:
+            explicit = s.explicit_id(a.id, b"-" not in argv[a.id_pos])
+        except StreamIDError as e:
+            raise ReplyError(f"ERR {e}") from None
+        except StreamSizeError:
+            raise TOO_LARGE from None
     try:
         if not a.id_given:
             sid = s.add(fv, None, now_ms())
         elif a.seq_given:
-            sid = s.add(fv, a.id)
+            sid = s.add(fv, explicit)
         else:
             auto = s.auto_seq_id(a.id >> 64)
             if auto is None:
@@ -404,11 +413,10 @@ def xsetid(c: Client, argv: list[bytes]):
             raise ReplyError(
                 "ERR The entries_added specified in XSETID is smaller than the target stream length"
             )
-    s.last_id = sid
-    if entries_added != -1:
-        s.entries_added = entries_added
-    if max_xdel:
-        s.max_deleted_entry_id = max_xdel
+    try:
+        s.set_id(sid, entries_added, max_xdel)
+    except StreamIDError as e:  # Active-Active: never below the last ID
+        raise ReplyError(f"ERR {e}") from None
     c.server.dirty += 1
     notify(c, b"xsetid", key)
     return OK

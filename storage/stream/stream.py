@@ -119,6 +119,9 @@ class Stream:
 
     node_max_bytes: int = 4096
     node_max_entries: int = 100
+    # Whether XREADGROUP ">" must go through read_group/undelivered (per-sub-stream
+    # cursors, ActiveStream) rather than a range after the group's last_id.
+    cursor_reads: bool = False
     # Tombstone share of a closed node at which it is compacted (0 = never, the storage
     # default); the server sets it from CONFIG stream-node-gc-percent. Compaction is
     # invisible in replies: see "Node compaction".
@@ -223,6 +226,20 @@ class Stream:
                 return None
             return last + 1
         return ms << 64
+
+    def explicit_id(self, sid: int, ms_only: bool = False) -> int:
+        """The ID an XADD with a user's ID (``ms-seq``, or ``ms`` when ``ms_only``) adds:
+        the ID itself here; an Active-Active stream applies its ID mode."""
+        return sid
+
+    def set_id(self, last_id: int, entries_added: int = -1, max_deleted: int = 0) -> None:
+        """XSETID once its arguments are checked: the last ID, and entries_added /
+        max_deleted_entry_id unless -1 / 0."""
+        self.last_id = last_id
+        if entries_added != -1:
+            self.entries_added = entries_added
+        if max_deleted:
+            self.max_deleted_entry_id = max_deleted
 
     # ---------------------------------------------------------------------------- append
 
@@ -1035,6 +1052,10 @@ class Stream:
         group.last_id = sid
 
     # ------------------------------------------------------------------ reading via groups
+
+    def undelivered(self, group: ConsumerGroup) -> bool:
+        """Whether XREADGROUP ``>`` would find entries after the group's last_id."""
+        return bool(self.length) and self.last_valid_id() > group.last_id
 
     def read_group(
         self,

@@ -1,0 +1,816 @@
+"""The Active-Active stream (docs/active-active.md, seed 004): one append-only sub-stream
+per region, merged by ID on read, and the CRDT ops that make every region converge.
+
+Each region appends only to its own sub-stream (an ordinary :class:`~.stream.Stream`:
+rax + listpack nodes); any region may delete from any. Reads merge the sub-streams by
+``(id, region)``, so duplicate IDs (possible in the semi-strict and liberal modes) are all
+kept and come back in region order. When only one sub-stream holds entries -- the
+single-writer case -- reads go straight to it, fast encoder included.
+
+Metadata (``length``, ``last_id``, ``first_id``, ``entries_added``,
+``max_deleted_entry_id``) stays current as plain attributes after every change, so the
+base class's group code (claims, lag, XINFO, XPENDING) works unchanged on the merged view.
+
+Local mutations record ops (without the key; the engine inserts it) in ``journal``;
+:meth:`drain` hands them over, plus an ``XACK`` op for each group whose acknowledged
+prefix grew. :meth:`apply` runs a remote op and records nothing. The ops:
+
+- ``XADD region id f v ...``: append to sub-stream ``region``.
+- ``XDEL region id [region id ...]``: delete those entries.
+- ``XTRIM region bound [...]``: delete sub-stream ``region``'s entries with ID <= bound.
+  A local trim never names a bound above the sub-stream's last ID, so an entry added
+  concurrently elsewhere survives (observed-remove).
+- ``DEL region bound [...]``: XTRIM to those bounds, and every group goes (delete-wins).
+- ``GCREATE group id entries-read`` / ``GDESTROY group``.
+- ``XACK group region bound [...]``: the group's acknowledged prefix per sub-stream.
+- ``SETID id entries-added max-deleted-id``: each value becomes the larger of the two.
+
+Trimming with ``~`` on a stream whose entries sit in one sub-stream trims whole nodes as
+Redis does; with several sub-streams holding entries it trims exactly (LIMIT still caps
+the count): the merged view has no nodes of its own to trim whole.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Iterator
+from typing import ClassVar
+
+from .fastread import EntryEncoder
+from .groups import REF_ACKED, REF_DEL, SCG_INVALID_ENTRIES_READ, Consumer, ConsumerGroup
+from .ids import ID_MAX, MASK64
+from .stream import Stream, StreamIDError, StreamSizeError
+
+ID_MODES = ("strict", "semi-strict", "liberal")
+
+STRICT_FULL_ID = "Active-Active strict XADD ID mode accepts only '*' or a milliseconds-only ID"
+SETID_TOO_SMALL = "The ID specified in XSETID is smaller than the target stream top item"
+
+
+def _fmt(sid: int) -> bytes:
+    return b"%d-%d" % (sid >> 64, sid & MASK64)
+
+
+def _pid(b: bytes) -> int:
+    """``b"ms-seq"`` (an op's ID) as an int; ValueError when malformed."""
+    ms, dash, seq = b.partition(b"-")
+    if not dash:
+        raise ValueError(f"bad stream ID in op: {b!r}")
+    return int(ms) << 64 | int(seq)
+
+
+def _tagged(it: Iterable[tuple[int, list[bytes]]], r: int) -> Iterator[tuple[int, int, list[bytes]]]:
+    for sid, fv in it:
+        yield sid, r, fv
+
+
+def _key(e: tuple[int, int, list[bytes]]) -> tuple[int, int]:
+    return e[0], e[1]
+
+
+def _trim_to(sub: Stream, bound: int) -> int:
+    """Remove ``sub``'s entries with ID <= ``bound`` exactly; how many went."""
+    if bound >= ID_MAX:
+        return sub.trim_maxlen(0)
+    return sub.trim_minid(bound + 1)
+
+
+class _GroupState:
+    """A group's local delivery state: the cursor per sub-stream (the last ID delivered
+    from it; ``base`` for a sub-stream not in ``cur``), the acknowledged prefix per
+    sub-stream already announced or learnt (same shape), the group last_id the cursors
+    were last synced with (a change made elsewhere, XGROUP SETID, resets them), and the
+    fingerprint of the last prefix computation."""
+
+    __slots__ = ("base", "cur", "abase", "acked", "seen", "fp", "ver")
+
+    def __init__(self, base: int, cur: dict[int, int], seen: int) -> None:
+        self.base = base
+        self.cur = cur
+        self.abase = base
+        self.acked = dict(cur)
+        self.seen = seen
+        self.fp: tuple | None = None
+        self.ver = 0
+
+    def cursor(self, r: int) -> int:
+        return self.cur.get(r, self.base)
+
+    def acked_to(self, r: int) -> int:
+        return self.acked.get(r, self.abase)
+
+    def copy(self) -> _GroupState:
+        st = _GroupState(self.base, dict(self.cur), self.seen)
+        st.abase = self.abase
+        st.acked = dict(self.acked)
+        return st
+
+
+class ActiveStream(Stream):
+    """A stream of an Active-Active database: sub-streams per region merged by ID.
+
+    ``region`` is this instance's region (local XADDs go to ``subs[region]``); ``id_mode``
+    the server's ``active-active-xadd-id-mode`` (class-wide, like the node limits).
+    ``group_vc`` holds, per group, the clock of the effect that created it (the engine's,
+    through :meth:`set_group_clock`), for delete-wins decisions.
+    """
+
+    id_mode: ClassVar[str] = "strict"
+    cursor_reads: ClassVar[bool] = True
+
+    __slots__ = ("region", "subs", "_order", "_rb", "journal", "_gs", "group_vc")
+
+    def __init__(self, region: int) -> None:
+        super().__init__()
+        if not 1 <= region <= 255:
+            raise ValueError("region must be 1..255")
+        self.region = region
+        self._rb = b"%d" % region
+        self.subs: dict[int, Stream] = {}
+        # (region, sub) in region order: the merge's tie order.
+        self._order: list[tuple[int, Stream]] = []
+        self.journal: list[list[bytes]] = []
+        self._gs: dict[bytes, _GroupState] = {}
+        self.group_vc: dict[bytes, dict[int, int]] = {}
+
+    def __repr__(self) -> str:
+        return (
+            f"ActiveStream(region={self.region}, length={self.length}, "
+            f"subs={[r for r, _s in self._order]}, last_id={_fmt(self.last_id).decode()})"
+        )
+
+    # ---------------------------------------------------------------- sub-streams, metadata
+
+    def _sub(self, r: int) -> Stream:
+        sub = self.subs.get(r)
+        if sub is None:
+            sub = self.subs[r] = Stream()
+            self._order = sorted(self.subs.items())
+        return sub
+
+    def sub_streams(self) -> list[tuple[int, Stream]]:
+        """``(region, sub-stream)`` pairs in region order (persistence, accounting)."""
+        return list(self._order)
+
+    def _live(self) -> list[tuple[int, Stream]]:
+        return [(r, s) for r, s in self._order if s.length]
+
+    def _sync_meta(self) -> None:
+        """Recompute the merged metadata from the sub-streams (after deletes and remote ops).
+        last_id and max_deleted_entry_id never go back."""
+        n = 0
+        first = 0
+        last = self.last_id
+        mdel = self.max_deleted_entry_id
+        for _r, sub in self._order:
+            if sub.length:
+                n += sub.length
+                f = sub.first_id
+                if not first or f < first:
+                    first = f
+            if sub.last_id > last:
+                last = sub.last_id
+            if sub.max_deleted_entry_id > mdel:
+                mdel = sub.max_deleted_entry_id
+        self.length = n
+        self.first_id = first
+        self.last_id = last
+        self.max_deleted_entry_id = mdel
+
+    # ---------------------------------------------------------------------------- IDs
+
+    def _seq_after(self, seq: int) -> int:
+        """The smallest ``n * 256 + region`` above ``seq`` (may exceed 64 bits)."""
+        r = self.region
+        if seq < r:
+            return r
+        return ((seq - r) // 256 + 1) * 256 + r
+
+    def next_id(self, ms_now: int) -> int:
+        """``XADD *``: ``ms_now-region`` when the clock passed the last ID's ms, else the
+        next sequence of this region's form in the last ID's ms (the next ms when that
+        overflows); 0 when the IDs are exhausted, which :meth:`add` rejects."""
+        last = self.last_id
+        lm = last >> 64
+        if ms_now > lm:
+            return ms_now << 64 | self.region
+        seq = self._seq_after(last & MASK64)
+        if seq <= MASK64:
+            return lm << 64 | seq
+        if lm < MASK64:
+            return (lm + 1) << 64 | self.region
+        return 0
+
+    def auto_seq_id(self, ms: int) -> int | None:
+        """``XADD ms-*`` (and a milliseconds-only ID outside the liberal mode): the region's
+        sequence form, above the last ID when ``ms`` is its ms; None on overflow."""
+        last = self.last_id
+        if ms == last >> 64:
+            seq = self._seq_after(last & MASK64)
+            return ms << 64 | seq if seq <= MASK64 else None
+        return ms << 64 | self.region
+
+    def explicit_id(self, sid: int, ms_only: bool = False) -> int:
+        """The ID an XADD with a user's ID uses, by ``id_mode``. A full ``ms-seq`` is
+        refused in strict mode (StreamIDError with the doc's text), kept as given otherwise;
+        a milliseconds-only ID gets sequence 0 in liberal mode, else the region's sequence
+        (StreamSizeError when that overflows)."""
+        if ms_only:
+            if self.id_mode == "liberal":
+                return sid
+            auto = self.auto_seq_id(sid >> 64)
+            if auto is None:
+                raise StreamSizeError("Elements are too large to be stored")
+            return auto
+        if self.id_mode == "strict":
+            raise StreamIDError(STRICT_FULL_ID)
+        return sid
+
+    # ---------------------------------------------------------------------------- append
+
+    def add(self, fields_values: list[bytes], sid: int | None = None, now_ms: int = 0) -> int:
+        """Append to this region's sub-stream (see :meth:`Stream.add`); journals ``XADD``."""
+        if type(fields_values) is not list:
+            fields_values = list(fields_values)
+        if sid is None:
+            sid = self.next_id(now_ms)
+        if sid <= self.last_id:
+            raise StreamIDError(
+                "The ID specified in XADD is equal or smaller than the target stream top item"
+            )
+        sub = self.subs.get(self.region)
+        if sub is None:
+            sub = self._sub(self.region)
+        sub.add(fields_values, sid)
+        self.length += 1
+        self.entries_added += 1
+        self.last_id = sid
+        if self.length == 1:
+            self.first_id = sid
+        self.journal.append([b"XADD", self._rb, b"%d-%d" % (sid >> 64, sid & MASK64), *fields_values])
+        return sid
+
+    def _insert(self, r: int, sid: int, fv: list[bytes]) -> None:
+        """A remote XADD into sub-stream ``r``: appended, or (an entry moved by RENAME,
+        below the sub-stream's last ID) the sub-stream is rebuilt with it in place. An
+        entry already there is left alone."""
+        sub = self._sub(r)
+        if sid > sub.last_id:
+            sub.add(fv, sid)
+        elif sub.exists(sid):
+            return
+        else:
+            ents = list(sub.iter_range())
+            ents.append((sid, fv))
+            ents.sort(key=lambda e: e[0])
+            new = Stream()
+            for esid, efv in ents:
+                new.add(efv, esid)
+            new.last_id = sub.last_id
+            new.entries_added = sub.entries_added + 1
+            new.max_deleted_entry_id = sub.max_deleted_entry_id
+            new.idmp = sub.idmp
+            self.subs[r] = new
+            self._order = sorted(self.subs.items())
+        self.entries_added += 1
+        self._sync_meta()
+
+    # ---------------------------------------------------------------------------- reading
+
+    def iter_range(
+        self, start: int = 0, end: int = ID_MAX, rev: bool = False, tombstones: bool = False
+    ) -> Iterator[tuple[int, list[bytes]]]:
+        """Merged :meth:`Stream.iter_range` (tombstones are a node detail, left out here
+        unless only one sub-stream holds entries)."""
+        live = self._live()
+        if len(live) <= 1:
+            if live:
+                yield from live[0][1].iter_range(start, end, rev, tombstones)
+            return
+        its = [_tagged(sub.iter_range(start, end, rev), r) for r, sub in live]
+        for sid, _r, fv in heapq.merge(*its, key=_key, reverse=rev):
+            yield sid, fv
+
+    def range(
+        self, start: int = 0, end: int = ID_MAX, count: int = 0, rev: bool = False,
+        admit: bool = True,
+    ) -> list[tuple[int, list[bytes]]]:
+        """Merged :meth:`Stream.range`: ascending by (ID, region), or its reverse."""
+        live = self._live()
+        if len(live) <= 1:
+            return live[0][1].range(start, end, count, rev, admit) if live else []
+        parts = [_tagged(sub.range(start, end, count, rev, admit), r) for r, sub in live]
+        merged = heapq.merge(*parts, key=_key, reverse=rev)
+        out: list[tuple[int, list[bytes]]] = []
+        for sid, _r, fv in merged:
+            out.append((sid, fv))
+            if count and len(out) >= count:
+                break
+        return out
+
+    def range_segments(
+        self, start: int = 0, end: int = ID_MAX, count: int = 0, rev: bool = False,
+        enc: EntryEncoder | None = None, sids: list[int] | None = None,
+    ) -> list[tuple[list, int, int, bool]]:
+        """Merged :meth:`Stream.range_segments`: the sub-stream's own segments when one
+        holds entries, else one fresh segment of the merged entries (encoded with ``enc``
+        when given)."""
+        live = self._live()
+        if len(live) <= 1:
+            return live[0][1].range_segments(start, end, count, rev, enc, sids) if live else []
+        if rev and sids is not None:
+            raise ValueError("sids are collected by forward reads only")
+        ents = self.range(start, end, count, rev)
+        if not ents:
+            return []
+        if sids is not None:
+            sids += [e[0] for e in ents]
+        if enc is None:
+            return [(ents, 0, len(ents), False)]
+        pieces: list[bytes] = []
+        app = pieces.append
+        heads = enc.id_heads
+        fields_values = enc.fields_values
+        for sid, fv in ents:
+            idb = b"%d-%d" % (sid >> 64, sid & MASK64)
+            app(heads[len(idb)])
+            app(idb)
+            app(fields_values(fv))
+        return [(pieces, 0, len(ents), False)]
+
+    def lookup(self, sid: int) -> list[bytes] | None:
+        """Fields and values of live entry ``sid`` (the lowest region's, for a duplicate)."""
+        for _r, sub in self._order:
+            if sub.length:
+                fv = sub.lookup(sid)
+                if fv is not None:
+                    return fv
+        return None
+
+    def exists(self, sid: int) -> bool:
+        for _r, sub in self._order:
+            if sub.length and sub.exists(sid):
+                return True
+        return False
+
+    def edge_id(self, first: bool = True, skip_tombstones: bool = True) -> int:
+        """Merged :meth:`Stream.edge_id`: ID_MAX / 0 when there is none."""
+        best = ID_MAX if first else 0
+        for _r, sub in self._order:
+            sid = sub.edge_id(first, skip_tombstones)
+            if first:
+                if sid < best:
+                    best = sid
+            elif sid > best:
+                best = sid
+        return best
+
+    def node_count(self) -> int:
+        return sum(sub.node_count() for _r, sub in self._order)
+
+    def rax_node_count(self) -> int:
+        return sum(sub.rax_node_count() for _r, sub in self._order)
+
+    def nodes(self) -> Iterator[tuple[int, bytes]]:
+        """The merged view's nodes, as one ordinary stream holds them (:meth:`to_plain`)."""
+        return self.to_plain().nodes()
+
+    def raw_nodes(self) -> Iterator[tuple[int, bytes | bytearray]]:
+        return self.to_plain().raw_nodes()
+
+    def load_node(self, master_id: int, lp: bytes | bytearray) -> None:
+        raise TypeError("an ActiveStream loads its nodes into its sub-streams (subs[region])")
+
+    def gc(self) -> None:
+        for _r, sub in self._order:
+            sub.gc()
+
+    # ---------------------------------------------------------------------------- deletion
+
+    def _journal_pairs(self, name: bytes, pairs: list[bytes]) -> None:
+        """Append region/ID pairs to the last op when it is the same kind (one XDEL or
+        XTRIM per command), else start one."""
+        j = self.journal
+        if j and j[-1][0] == name:
+            j[-1].extend(pairs)
+        else:
+            j.append([name, *pairs])
+
+    def delete(self, sid: int, track_max: bool = True) -> bool:
+        """XDEL one ID: the entry goes from every sub-stream holding it (duplicates too);
+        journals ``XDEL``."""
+        pairs: list[bytes] = []
+        for r, sub in self._order:
+            if sub.length and sub.delete(sid, track_max):
+                pairs += [b"%d" % r, _fmt(sid)]
+        if not pairs:
+            return False
+        self._journal_pairs(b"XDEL", pairs)
+        self._sync_meta()
+        return True
+
+    def _pending_live(self) -> list[int]:
+        """IDs pending in some group whose entries exist (for DELREF trims)."""
+        groups = self._cgroups
+        if not groups:
+            return []
+        ids = {sid for g in groups.values() for sid in g.pel.keys()}
+        return [sid for sid in ids if self.exists(sid)]
+
+    def trim_maxlen(
+        self, maxlen: int, approx: bool = False, limit: int = 0, policy: int = 0
+    ) -> int:
+        if policy == REF_ACKED:
+            return self._trim_acked(True, maxlen, 0, limit)[0]
+        if self.length <= maxlen:
+            return 0
+        return self._trim_merged(True, maxlen, 0, approx, limit, policy == REF_DEL)
+
+    def trim_minid(
+        self, minid: int, approx: bool = False, limit: int = 0, policy: int = 0
+    ) -> int:
+        if policy == REF_ACKED:
+            return self._trim_acked(False, 0, minid, limit)[0]
+        return self._trim_merged(False, 0, minid, approx, limit, policy == REF_DEL)
+
+    def _trim_merged(
+        self, by_len: bool, maxlen: int, minid: int, approx: bool, limit: int, delref: bool
+    ) -> int:
+        """Trim the merged view from its head; journal one ``XTRIM`` bound per sub-stream
+        touched (never above its last ID). One sub-stream with entries trims as a plain
+        stream (``~`` by whole nodes); several trim exactly, LIMIT capping the count."""
+        pend = self._pending_live() if delref else []
+        live = self._live()
+        if not live:
+            return 0
+        bounds: list[tuple[int, Stream, int]] = []
+        if len(live) == 1:
+            r, sub = live[0]
+            if by_len:
+                removed = sub.trim_maxlen(maxlen, approx, limit)
+            else:
+                removed = sub.trim_minid(minid, approx, limit)
+            if removed:
+                bound = sub.first_id - 1 if sub.length else sub.last_id
+                self._journal_pairs(b"XTRIM", [b"%d" % r, _fmt(bound)])
+        else:
+            cap = limit if approx and limit else 0
+            if by_len or cap:
+                k = self.length - maxlen if by_len else 0
+                if cap and (not k or cap < k):
+                    k = cap
+                last: dict[int, int] = {}
+                its = [_tagged(sub.iter_range(), r) for r, sub in live]
+                taken = 0
+                for sid, r, _fv in heapq.merge(*its, key=_key):
+                    if k and taken >= k:
+                        break
+                    if not by_len and sid >= minid:
+                        break
+                    last[r] = sid
+                    taken += 1
+                for r, sub in live:
+                    if r in last:
+                        bounds.append((r, sub, last[r]))
+            else:
+                for r, sub in live:
+                    bounds.append((r, sub, min(minid - 1, sub.last_id) if minid else -1))
+            removed = 0
+            pairs: list[bytes] = []
+            for r, sub, bound in bounds:
+                if bound < 0:
+                    continue
+                n = _trim_to(sub, bound)
+                if n:
+                    removed += n
+                    pairs += [b"%d" % r, _fmt(bound)]
+            if pairs:
+                self._journal_pairs(b"XTRIM", pairs)
+        if removed:
+            self._sync_meta()
+            for sid in pend:
+                if not self.exists(sid):
+                    self.drop_refs(sid)
+        return removed
+
+    def observed(self) -> list[bytes]:
+        """``[region, bound, ...]``: each sub-stream's last ID, what a DEL here saw."""
+        out: list[bytes] = []
+        for r, sub in self._order:
+            out += [b"%d" % r, _fmt(sub.last_id)]
+        return out
+
+    # ---------------------------------------------------------------------------- groups
+
+    def _init_state(self, g: ConsumerGroup) -> None:
+        """Cursors of a new group: at its start ID; a group started at the stream's top
+        (``$``) starts each sub-stream at that sub-stream's last ID instead, and a region
+        not seen yet at its beginning, so entries written concurrently elsewhere and
+        arriving later are still delivered."""
+        x = g.last_id
+        if x and x == self.last_id:
+            st = _GroupState(0, {r: sub.last_id for r, sub in self._order}, x)
+        else:
+            st = _GroupState(x, {}, x)
+        self._gs[g.name] = st
+
+    def _state(self, g: ConsumerGroup) -> _GroupState:
+        """The group's delivery state, its cursors reset when its last_id was moved by
+        something other than this class (XGROUP SETID, XCLAIM LASTID)."""
+        st = self._gs.get(g.name)
+        if st is None:
+            self._init_state(g)
+            return self._gs[g.name]
+        if st.seen != g.last_id:
+            st.base = g.last_id
+            st.cur = {}
+            st.seen = g.last_id
+            st.ver += 1
+        return st
+
+    def create_group(
+        self, name: bytes, last_id: int, entries_read: int = SCG_INVALID_ENTRIES_READ
+    ) -> ConsumerGroup | None:
+        """:meth:`Stream.create_group`; journals ``GCREATE``."""
+        g = super().create_group(name, last_id, entries_read)
+        if g is not None:
+            self._init_state(g)
+            self.journal.append([b"GCREATE", name, _fmt(last_id), b"%d" % entries_read])
+        return g
+
+    def destroy_group(self, name: bytes) -> bool:
+        """:meth:`Stream.destroy_group`; journals ``GDESTROY``."""
+        if not super().destroy_group(name):
+            return False
+        self._gs.pop(name, None)
+        self.group_vc.pop(name, None)
+        self.journal.append([b"GDESTROY", name])
+        return True
+
+    def set_group_clock(self, name: bytes, vc: dict[int, int]) -> None:
+        """The engine records the clock of the effect that created group ``name``."""
+        self.group_vc[name] = dict(vc)
+
+    def drop_groups(self) -> None:
+        """RENAME: the stream keeps its entries and loses its groups (not journaled)."""
+        self._cgroups = None
+        self._gs.clear()
+        self.group_vc.clear()
+
+    def undelivered(self, group: ConsumerGroup) -> bool:
+        """Whether XREADGROUP ``>`` has something: a sub-stream holds a live entry after
+        the group's cursor there."""
+        st = self._state(group)
+        for r, sub in self._order:
+            if sub.length and sub.last_valid_id() > st.cursor(r):
+                return True
+        return False
+
+    def read_group(
+        self,
+        group: ConsumerGroup,
+        consumer: Consumer | None,
+        count: int = 0,
+        now_ms: int = 0,
+        noack: bool = False,
+        accept=None,
+    ) -> list[tuple[int, list[bytes]]]:
+        """XREADGROUP ``>``: from each sub-stream the entries after the group's cursor
+        there, merged by ID, at most ``count``; an entry that arrived late (below IDs
+        already delivered) comes next, never skipped."""
+        st = self._state(group)
+        parts = []
+        for r, sub in self._order:
+            cur = st.cursor(r)
+            if sub.length and cur < ID_MAX and sub.last_id > cur:
+                ents = sub.range(cur + 1, ID_MAX, count)
+                if ents:
+                    parts.append(_tagged(ents, r))
+        if not parts:
+            return []
+        out: list[tuple[int, list[bytes]]] = []
+        regions: list[int] = []
+        for sid, r, fv in heapq.merge(*parts, key=_key):
+            if accept is not None and not accept(sid, fv):
+                break
+            out.append((sid, fv))
+            regions.append(r)
+            if count and len(out) >= count:
+                break
+        if out:
+            self._delivered(group, st, out, regions, consumer, now_ms, noack)
+        return out
+
+    def _delivered(
+        self, group: ConsumerGroup, st: _GroupState, out: list[tuple[int, list[bytes]]],
+        regions: list[int], consumer: Consumer | None, now_ms: int, noack: bool,
+    ) -> None:
+        """Move the cursors past what was read and do the base class's bookkeeping
+        (last_id, entries_read, PELs); late entries also count as read."""
+        cur = st.cur
+        for (sid, _fv), r in zip(out, regions, strict=True):
+            if sid > cur.get(r, st.base):
+                cur[r] = sid
+        st.ver += 1
+        old = group.last_id
+        # A duplicate ID (two regions' entries) is one PEL entry; each counts as read.
+        sids = list(dict.fromkeys(sid for sid, _fv in out))
+        extra = len(out) - len(sids) + sum(1 for sid in sids if sid <= old)
+        super().record_group_read(group, consumer, sids, now_ms, noack)
+        if extra and group.entries_read != SCG_INVALID_ENTRIES_READ:
+            group.entries_read = min(group.entries_read + extra, self.entries_added)
+        st.seen = group.last_id
+
+    def record_group_read(
+        self, group: ConsumerGroup, consumer: Consumer | None, sids: list[int], now_ms: int,
+        noack: bool = False,
+    ) -> None:
+        """:meth:`Stream.record_group_read` for IDs read elsewhere: each moves the cursor
+        of the sub-stream(s) holding it."""
+        st = self._state(group)
+        out: list[tuple[int, list[bytes]]] = []
+        regions: list[int] = []
+        for sid in sids:
+            for r, sub in self._order:
+                if sub.length and sub.exists(sid):
+                    out.append((sid, []))
+                    regions.append(r)
+        if out:
+            self._delivered(group, st, out, regions, consumer, now_ms, noack)
+
+    def _prefix_ops(self, out: list[list[bytes]]) -> None:
+        """Per group: the acknowledged prefix in each sub-stream (the last entry up to its
+        cursor and below the group's first pending ID); an ``XACK`` op for those that grew."""
+        groups = self._cgroups
+        if not groups:
+            return
+        for name, g in groups.items():
+            st = self._state(g)
+            minp = g.pel.first_key()
+            fp = (minp, st.ver)
+            if fp == st.fp:
+                continue
+            st.fp = fp
+            below = minp - 1 if minp is not None else ID_MAX
+            args: list[bytes] = []
+            for r, sub in self._order:
+                lim = min(st.cursor(r), below)
+                if lim <= st.acked_to(r) or not sub.length:
+                    continue
+                hit = sub.range(0, lim, 1, rev=True, admit=False)
+                if hit and hit[0][0] > st.acked_to(r):
+                    st.acked[r] = hit[0][0]
+                    args += [b"%d" % r, _fmt(hit[0][0])]
+            if args:
+                out.append([b"XACK", name, *args])
+
+    def drain(self) -> list[list[bytes]]:
+        """The ops recorded since the last call (keyless), then an ``XACK`` op per group
+        whose acknowledged prefix grew (seed 004's t1-t11); clears the journal."""
+        out = self.journal
+        self.journal = []
+        if self._cgroups:
+            self._prefix_ops(out)
+        return out
+
+    def _remote_ack(self, name: bytes, args: list[bytes]) -> None:
+        g = self.get_group(name)
+        if g is None:
+            return
+        st = self._state(g)
+        for i in range(0, len(args), 2):
+            r = int(args[i])
+            bound = _pid(args[i + 1])
+            if bound > st.cursor(r):
+                st.cur[r] = bound
+            if bound > st.acked_to(r):
+                st.acked[r] = bound
+            sub = self.subs.get(r)
+            drop = []
+            for sid, _nack in g.pel.items():
+                if sid > bound:
+                    break
+                if sub is not None and sub.exists(sid) or not self.exists(sid):
+                    drop.append(sid)
+            if drop:
+                g.ack_many(drop)
+            if bound > g.last_id:
+                g.entries_read = self.estimate_distance(bound)
+                g.last_id = bound
+        st.ver += 1
+        st.seen = g.last_id
+
+    # ---------------------------------------------------------------------------- XSETID
+
+    def set_id(self, last_id: int, entries_added: int = -1, max_deleted: int = 0) -> None:
+        """XSETID: an ID below the last one is refused (StreamIDError); each value becomes
+        the larger of the old and the new, so concurrent XSETIDs commute; journals
+        ``SETID``."""
+        if last_id < self.last_id:
+            raise StreamIDError(SETID_TOO_SMALL)
+        self._merge_setid(last_id, entries_added, max_deleted)
+        self.journal.append([
+            b"SETID", _fmt(self.last_id), b"%d" % self.entries_added,
+            _fmt(self.max_deleted_entry_id),
+        ])
+
+    def _merge_setid(self, last_id: int, entries_added: int, max_deleted: int) -> None:
+        if last_id > self.last_id:
+            self.last_id = last_id
+        if entries_added > self.entries_added:
+            self.entries_added = entries_added
+        if max_deleted > self.max_deleted_entry_id:
+            self.max_deleted_entry_id = max_deleted
+
+    # ---------------------------------------------------------------------------- remote ops
+
+    def apply(self, op: list[bytes]) -> None:
+        """Run a remote op (keyless, see the module docstring); records nothing. Raises
+        ValueError on an unknown or malformed op."""
+        name = op[0].upper()
+        args = op[1:]
+        if name == b"XADD":
+            if len(args) < 4 or len(args) & 1:
+                raise ValueError("XADD op needs region, id and field/value pairs")
+            self._insert(int(args[0]), _pid(args[1]), list(args[2:]))
+        elif name == b"XDEL":
+            for i in range(0, len(args) - 1, 2):
+                sub = self.subs.get(int(args[i]))
+                if sub is not None:
+                    sub.delete(_pid(args[i + 1]))
+            self._sync_meta()
+        elif name == b"XTRIM" or name == b"DEL":
+            for i in range(0, len(args) - 1, 2):
+                sub = self.subs.get(int(args[i]))
+                if sub is not None:
+                    _trim_to(sub, _pid(args[i + 1]))
+            self._sync_meta()
+            if name == b"DEL":
+                self.drop_groups()
+        elif name == b"GCREATE":
+            gname = args[0]
+            if self.get_group(gname) is None:
+                g = Stream.create_group(self, gname, _pid(args[1]), int(args[2]))
+                if g is not None:
+                    self._init_state(g)
+        elif name == b"GDESTROY":
+            if Stream.destroy_group(self, args[0]):
+                self._gs.pop(args[0], None)
+                self.group_vc.pop(args[0], None)
+        elif name == b"XACK":
+            self._remote_ack(args[0], list(args[1:]))
+        elif name == b"SETID":
+            self._merge_setid(_pid(args[0]), int(args[1]), _pid(args[2]))
+        else:
+            raise ValueError(f"unknown stream op {name!r}")
+
+    def is_gone(self) -> bool:
+        """No live entries and no groups: the key must go (at every instance alike)."""
+        return not self.length and not self._cgroups
+
+    # ---------------------------------------------------------------------------- views, copies
+
+    def to_plain(self) -> Stream:
+        """The merged view as one ordinary Stream (a duplicate ID keeps its lowest region's
+        entry), with the metadata, groups and IDMP state copied: what a plain replica,
+        a plain RDB or EXPORT sees."""
+        p = Stream()
+        prev = -1
+        for sid, fv in self.iter_range():
+            if sid != prev:
+                p.add(fv, sid)
+                prev = sid
+        p.last_id = self.last_id
+        p.entries_added = self.entries_added
+        p.max_deleted_entry_id = self.max_deleted_entry_id
+        if self._cgroups:
+            p._cgroups = {name: g.copy() for name, g in self._cgroups.items()}
+        if self.idmp is not None:
+            p.idmp = self.idmp.copy()
+        return p
+
+    def copy(self) -> ActiveStream:
+        """Deep copy: sub-streams, metadata, groups with their cursors, group clocks (not
+        the journal)."""
+        s = type(self)(self.region)
+        s.subs = {r: sub.copy() for r, sub in self._order}
+        s._order = sorted(s.subs.items())
+        s.length = self.length
+        s.last_id = self.last_id
+        s.first_id = self.first_id
+        s.max_deleted_entry_id = self.max_deleted_entry_id
+        s.entries_added = self.entries_added
+        if self._cgroups:
+            s._cgroups = {name: g.copy() for name, g in self._cgroups.items()}
+        s._gs = {name: st.copy() for name, st in self._gs.items()}
+        s.group_vc = {name: dict(vc) for name, vc in self.group_vc.items()}
+        if self.idmp is not None:
+            s.idmp = self.idmp.copy()
+        return s
+
+    def memory_usage(self, samples: int = 5) -> int:
+        """MEMORY USAGE: the groups (the base class's estimate of this object) plus each
+        sub-stream's."""
+        return super().memory_usage(samples) + sum(
+            sub.memory_usage(samples) for _r, sub in self._order
+        )

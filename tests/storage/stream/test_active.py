@@ -1,0 +1,385 @@
+"""ActiveStream, the Active-Active stream CRDT (storage/stream/active.py): merged reads
+against a model, ID modes, the journal and remote ops, groups with their per-sub-stream
+cursors and the XACK prefix rule, and seed 004's tables played at storage level."""
+
+from __future__ import annotations
+
+import pytest
+from rill.protocol.stream_entries import RESP_ENTRIES, entries_bytes
+from rill.storage.footprint import value_size
+from rill.storage.stream import ID_MAX, REF_ACKED, REF_DEL, Stream, StreamIDError, format_sid
+from rill.storage.stream.active import STRICT_FULL_ID, ActiveStream
+
+from .support import I
+
+
+def ids(ents) -> list[bytes]:
+    return [format_sid(sid) for sid, _fv in ents]
+
+
+def sync(*streams: ActiveStream) -> None:
+    """Every stream's journal applied at every other one (one round, as after a Sync)."""
+    ops = [(s, s.drain()) for s in streams]
+    for s, mine in ops:
+        for other in streams:
+            if other is not s:
+                for op in mine:
+                    other.apply(op)
+
+
+@pytest.fixture(autouse=True)
+def strict_mode():
+    saved = ActiveStream.id_mode
+    ActiveStream.id_mode = "strict"
+    yield
+    ActiveStream.id_mode = saved
+
+
+# -- IDs -----------------------------------------------------------------------------------
+
+
+def test_generated_ids_carry_the_region():
+    a = ActiveStream(1)
+    assert a.add([b"f", b"v"], None, 1000) == I(1000, 1)
+    assert a.add([b"f", b"v"], None, 1000) == I(1000, 257)
+    assert a.add([b"f", b"v"], None, 999) == I(1000, 513)  # clock went back: same ms
+    b = ActiveStream(2)
+    assert b.add([b"f", b"v"], None, 1000) == I(1000, 2)
+    b.apply([b"XADD", b"1", b"1000-257", b"f", b"v"])
+    assert b.add([b"f", b"v"], None, 1000) == I(1000, 258)
+    assert b.add([b"f", b"v"], None, 1001) == I(1001, 2)
+
+
+def test_sequence_overflow_moves_to_the_next_ms():
+    a = ActiveStream(3)
+    a.set_id(I(5, (1 << 64) - 2))
+    assert a.next_id(5) == I(6, 3)
+    assert a.auto_seq_id(5) is None
+    assert a.auto_seq_id(7) == I(7, 3)
+
+
+def test_strict_mode():
+    a = ActiveStream(1)
+    with pytest.raises(StreamIDError, match="strict XADD ID mode"):
+        a.explicit_id(I(100, 1))
+    assert str(StreamIDError(STRICT_FULL_ID)) == (
+        "Active-Active strict XADD ID mode accepts only '*' or a milliseconds-only ID"
+    )
+    assert a.explicit_id(I(110), ms_only=True) == I(110, 1)
+    a.add([b"f", b"v"], I(110, 1))
+    assert a.explicit_id(I(110), ms_only=True) == I(110, 257)
+
+
+def test_semi_strict_and_liberal_modes():
+    a = ActiveStream(2)
+    ActiveStream.id_mode = "semi-strict"
+    assert a.explicit_id(I(100, 1)) == I(100, 1)
+    assert a.explicit_id(I(100), ms_only=True) == I(100, 2)
+    ActiveStream.id_mode = "liberal"
+    assert a.explicit_id(I(100, 1)) == I(100, 1)
+    assert a.explicit_id(I(100), ms_only=True) == I(100, 0)
+
+
+def test_plain_stream_explicit_id_is_the_id():
+    assert Stream().explicit_id(I(100, 7)) == I(100, 7)
+    assert Stream().explicit_id(I(100), True) == I(100)
+
+
+def test_add_refuses_ids_not_above_the_merged_top():
+    a = ActiveStream(1)
+    a.apply([b"XADD", b"2", b"200-2", b"f", b"v"])
+    with pytest.raises(StreamIDError):
+        a.add([b"f", b"v"], I(150, 1))
+    assert a.add([b"f", b"v"], I(200, 3)) == I(200, 3)
+
+
+# -- seed 004: two regions' XADDs, duplicates, XREAD skipping -------------------------------
+
+
+def test_seed_concurrent_xadd_converges():
+    r1, r2 = ActiveStream(1), ActiveStream(2)
+    r1.add([b"text", b"hello"], None, 1589929244828)
+    r2.add([b"text", b"goodbye"], None, 1589929246795)
+    assert ids(r1.range()) == [b"1589929244828-1"]
+    assert ids(r2.range()) == [b"1589929246795-2"]
+    sync(r1, r2)
+    want = [b"1589929244828-1", b"1589929246795-2"]
+    assert ids(r1.range()) == ids(r2.range()) == want
+
+
+def test_seed_duplicate_ids_are_all_kept():
+    ActiveStream.id_mode = "semi-strict"
+    r1, r2 = ActiveStream(1), ActiveStream(2)
+    r1.add([b"f1", b"v1"], r1.explicit_id(I(100, 1)))
+    r2.add([b"f1", b"v2"], r2.explicit_id(I(100, 1)))
+    sync(r1, r2)
+    for s in (r1, r2):
+        assert s.range() == [(I(100, 1), [b"f1", b"v1"]), (I(100, 1), [b"f1", b"v2"])]
+        assert s.range(rev=True) == [(I(100, 1), [b"f1", b"v2"]), (I(100, 1), [b"f1", b"v1"])]
+        assert s.length == 2
+        assert s.lookup(I(100, 1)) == [b"f1", b"v1"]  # the lowest region's
+        plain = s.to_plain()
+        assert plain.range() == [(I(100, 1), [b"f1", b"v1"])]
+        # XDEL takes every entry with the ID
+        c = s.copy()
+        assert c.delete(I(100, 1))
+        assert c.length == 0 and c.is_gone()
+
+
+def test_seed_xread_skips_and_full_read_does_not():
+    r1, r2 = ActiveStream(1), ActiveStream(2)
+    for ms in (110, 120, 130):
+        r1.add([b"f1", b"v1"], r1.explicit_id(I(ms), True))
+    r2.add([b"f1", b"v1"], r2.explicit_id(I(115), True))
+    assert ids(r1.range(I(0) + 1, ID_MAX, 2)) == [b"110-1", b"120-1"]
+    sync(r1, r2)
+    assert ids(r1.range(I(120, 1) + 1, ID_MAX, 2)) == [b"130-1"]  # 115-2 skipped
+    full = [b"110-1", b"115-2", b"120-1", b"130-1"]
+    assert ids(r1.range(1)) == ids(r2.range(1)) == full
+
+
+# -- merged reads --------------------------------------------------------------------------
+
+
+def interleaved() -> tuple[ActiveStream, list[tuple[int, int, list[bytes]]]]:
+    """A stream with three regions' entries interleaved (and a duplicate), and its model."""
+    s = ActiveStream(1)
+    model: list[tuple[int, int, list[bytes]]] = []
+    for k in range(60):
+        r = 1 + k % 3
+        sid = I(1000 + k // 3, r)
+        fv = [b"k", b"%d" % k] if k % 4 else [b"other", b"x", b"y", b"%d" % k]
+        if r == 1:
+            s.add(fv, sid)
+        else:
+            s.apply([b"XADD", b"%d" % r, format_sid(sid), *fv])
+        model.append((sid, r, fv))
+    s.apply([b"XADD", b"3", b"1000-1", b"dup", b"3"])  # below region 3's last: a rebuild
+    model.append((I(1000, 1), 3, [b"dup", b"3"]))
+    model.sort(key=lambda e: (e[0], e[1]))
+    return s, model
+
+
+@pytest.mark.parametrize("count", [0, 1, 7, 100])
+def test_merged_range_matches_the_model(count):
+    s, model = interleaved()
+    flat = [(sid, fv) for sid, _r, fv in model]
+    assert s.length == len(flat)
+    for start, end in [(0, ID_MAX), (I(1003), I(1020, 2)), (I(1010, 2), I(1010, 2)), (I(2000), ID_MAX)]:
+        want = [e for e in flat if start <= e[0] <= end]
+        got = s.range(start, end, count)
+        assert got == (want[:count] if count else want)
+        got = s.range(start, end, count, rev=True)
+        back = want[::-1]
+        assert got == (back[:count] if count else back)
+        assert list(s.iter_range(start, end)) == want
+        assert list(s.iter_range(start, end, rev=True)) == back
+        sids: list[int] = []
+        segs = s.range_segments(start, end, count, enc=RESP_ENTRIES, sids=sids)
+        body = b"".join(b"".join(seg[0]) for seg in segs)
+        expect = want[:count] if count else want
+        assert sids == [e[0] for e in expect]
+        assert entries_bytes(expect)[len(b"*%d" % len(expect)):] == body if expect else not body
+    assert s.first_id == flat[0][0] and s.last_id == flat[-1][0]
+    assert s.edge_id(True) == flat[0][0] and s.edge_id(False) == flat[-1][0]
+    assert s.last_valid_id() == flat[-1][0]
+    assert s.exists(I(1000, 1)) and not s.exists(I(1000, 4))
+
+
+def test_single_writer_reads_delegate_to_the_sub_stream():
+    s = ActiveStream(1)
+    for k in range(250):
+        s.add([b"f", b"%d" % k], I(k + 1, 1))
+    sub = s.subs[1]
+    s.range()  # the nodes are now in the decoded-node cache
+    segs = s.range_segments(0, ID_MAX, 0, False, RESP_ENTRIES)
+    # straight from the sub-stream: the cache's own lists (the merged path never is)
+    assert [seg[3] for seg in segs] == [True, True, True]
+    assert [e for seg in segs for e in seg[0][seg[1]:seg[2]]] == sub.range()
+    assert s.range(I(10), I(20)) == sub.range(I(10), I(20))
+    assert s.node_count() == sub.node_count() == 3
+
+
+def test_digest_and_memory_cover_the_merged_view():
+    s, model = interleaved()
+    p = s.to_plain()
+    assert p.length == s.length - 1  # the duplicate keeps its lowest region only
+    want = []
+    for sid, _r, fv in model:
+        want += [b"%d.%d" % (sid >> 64, sid & ((1 << 64) - 1)), *fv]
+    assert list(s.digest_parts()) == want
+    assert s.memory_usage() > sum(sub.memory_usage() for _r, sub in s.sub_streams())
+    assert value_size(s) > sum(value_size(sub) for _r, sub in s.sub_streams())
+
+
+# -- journal and remote ops ----------------------------------------------------------------
+
+
+def test_journal_records_local_ops_and_drain_clears_it():
+    s = ActiveStream(2)
+    s.add([b"a", b"1"], I(10, 2))
+    s.add([b"a", b"2"], I(11, 2))
+    s.add([b"a", b"3"], I(12, 2))
+    assert s.delete(I(11, 2))
+    assert not s.delete(I(99, 2))
+    s.create_group(b"g", I(10, 2), 1)
+    s.destroy_group(b"g")
+    s.set_id(I(50), 9, I(11, 2))
+    assert s.drain() == [
+        [b"XADD", b"2", b"10-2", b"a", b"1"],
+        [b"XADD", b"2", b"11-2", b"a", b"2"],
+        [b"XADD", b"2", b"12-2", b"a", b"3"],
+        [b"XDEL", b"2", b"11-2"],
+        [b"GCREATE", b"g", b"10-2", b"1"],
+        [b"GDESTROY", b"g"],
+        [b"SETID", b"50-0", b"9", b"11-2"],
+    ]
+    assert s.drain() == []
+
+
+def test_apply_is_not_journaled_and_xdel_is_observed_remove():
+    r1, r2 = ActiveStream(1), ActiveStream(2)
+    r1.add([b"f", b"v"], I(1, 1))
+    sync(r1, r2)
+    r1.delete(I(1, 1))
+    r2.add([b"f", b"w"], I(2, 2))  # concurrent with the delete
+    sync(r1, r2)
+    assert r1.range() == r2.range() == [(I(2, 2), [b"f", b"w"])]
+    assert r1.drain() == r2.drain() == []
+
+
+def test_setid_refuses_lower_and_merges_by_max():
+    s = ActiveStream(1)
+    s.add([b"f", b"v"], I(10, 1))
+    with pytest.raises(StreamIDError, match="smaller than the target stream top item"):
+        s.set_id(I(9))
+    s.set_id(I(20), 5, I(3))
+    s.apply([b"SETID", b"15-0", b"7", b"4-0"])
+    assert (s.last_id, s.entries_added, s.max_deleted_entry_id) == (I(20), 7, I(4))
+    s.apply([b"SETID", b"25-0", b"2", b"1-0"])
+    assert (s.last_id, s.entries_added, s.max_deleted_entry_id) == (I(25), 7, I(4))
+
+
+def test_plain_set_id_keeps_redis_semantics():
+    p = Stream()
+    p.add([b"f", b"v"], I(10))
+    p.set_id(I(5))  # the caller checked; a plain stream takes it as given
+    assert p.last_id == I(5)
+    p.set_id(I(30), 9, I(2))
+    assert (p.last_id, p.entries_added, p.max_deleted_entry_id) == (I(30), 9, I(2))
+
+
+def test_del_op_trims_to_what_the_deleter_saw_and_drops_groups():
+    r1, r2 = ActiveStream(1), ActiveStream(2)
+    r1.add([b"text", b"hello"], I(100, 1))
+    r1.create_group(b"group1", 0)
+    sync(r1, r2)
+    seen = r1.observed()
+    assert seen == [b"1", b"100-1"]
+    r2.add([b"text", b"goodbye"], I(200, 2))
+    r2.create_group(b"group2", 0)
+    r2.drain()
+    # r1 deleted the key: the engine ships DEL with what r1 saw
+    r2.apply([b"DEL", *seen])
+    assert ids(r2.range()) == [b"200-2"] and r2.groups() == []
+
+
+def test_rename_insert_below_the_last_id_rebuilds_the_sub_stream():
+    s = ActiveStream(1)
+    s.apply([b"XADD", b"2", b"10-2", b"f", b"a"])
+    s.apply([b"XADD", b"2", b"30-2", b"f", b"c"])
+    s.apply([b"XADD", b"2", b"20-2", b"f", b"b"])
+    s.apply([b"XADD", b"2", b"20-2", b"f", b"b"])  # already there: nothing
+    assert ids(s.range()) == [b"10-2", b"20-2", b"30-2"]
+    assert s.length == 3 and s.subs[2].last_id == I(30, 2)
+
+
+def test_apply_rejects_unknown_ops():
+    with pytest.raises(ValueError):
+        ActiveStream(1).apply([b"NOPE"])
+    with pytest.raises(ValueError):
+        ActiveStream(1).apply([b"XADD", b"1", b"5", b"f", b"v"])
+
+
+def test_is_gone():
+    s = ActiveStream(1)
+    assert s.is_gone()
+    s.create_group(b"g", 0)
+    assert not s.is_gone()
+    s.destroy_group(b"g")
+    s.add([b"f", b"v"], I(1, 1))
+    assert not s.is_gone()
+    s.delete(I(1, 1))
+    assert s.is_gone()
+
+
+def test_copy_is_deep():
+    s, _model = interleaved()
+    s.create_group(b"g", 0)
+    c = s.copy()
+    assert c.range() == s.range() and [g.name for g in c.groups()] == [b"g"]
+    c.delete(I(1000, 1))
+    c.apply([b"XADD", b"2", b"5000-2", b"f", b"v"])
+    assert s.exists(I(1000, 1)) and not s.exists(I(5000, 2))
+    assert c.drain() == [[b"XDEL", b"1", b"1000-1", b"3", b"1000-1"]]
+
+
+# -- trimming ------------------------------------------------------------------------------
+
+
+def test_trim_maxlen_exact_over_several_sub_streams():
+    s, model = interleaved()
+    s.drain()
+    n = s.length
+    assert s.trim_maxlen(10) == n - 10
+    assert s.range() == [(sid, fv) for sid, _r, fv in model[-10:]]
+    ops = s.drain()
+    assert len(ops) == 1 and ops[0][0] == b"XTRIM"
+    # the bounds reproduce the trim on a copy that never trimmed
+    t, _m = interleaved()
+    t.apply(ops[0])
+    assert t.range() == s.range() and t.length == 10
+
+
+def test_trim_minid_clamps_bounds_to_what_was_seen():
+    r1, r2 = ActiveStream(1), ActiveStream(2)
+    r1.add([b"f", b"v"], I(10, 1))
+    r2.add([b"f", b"v"], I(12, 2))
+    sync(r1, r2)
+    r2.add([b"f", b"late"], I(50, 2))  # concurrent with r1's trim
+    assert r1.trim_minid(I(100)) == 2
+    assert r1.drain() == [[b"XTRIM", b"1", b"10-1", b"2", b"12-2"]]
+    r1.apply(r2.journal[0])
+    r2.apply([b"XTRIM", b"1", b"10-1", b"2", b"12-2"])
+    r2.drain()
+    assert r1.range() == r2.range() == [(I(50, 2), [b"f", b"late"])]
+
+
+def test_trim_single_sub_stream_approx_trims_whole_nodes():
+    s = ActiveStream(1)
+    for k in range(250):
+        s.add([b"f", b"%d" % k], I(k + 1, 1))
+    s.drain()
+    assert s.trim_maxlen(120, approx=True) == 100
+    assert s.length == 150
+    assert s.drain() == [[b"XTRIM", b"1", b"101-0"]]  # below the first entry left
+    assert s.trim_minid(I(200), approx=False) == 99
+    assert s.first_id == I(200, 1)
+
+
+def test_trim_with_limit_and_delref_and_acked():
+    s, _model = interleaved()
+    s.create_group(b"g", 0)
+    g = s.get_group(b"g")
+    c, _ = g.get_or_create_consumer(b"c", 0)
+    got = s.read_group(g, c, 4)
+    assert ids(got) == [b"1000-1", b"1000-1", b"1000-2", b"1000-3"]
+    assert len(g.pel) == 3  # the two regions' 1000-1 are one pending ID
+    assert s.trim_maxlen(0, approx=True, limit=3, policy=REF_DEL) == 3
+    assert len(g.pel) == 1 and g.pel.first_key() == got[3][0]
+    n = s.length
+    # ACKED: the pending entry and the undelivered ones stay
+    assert s.trim_maxlen(0, policy=REF_ACKED) == 0
+    s.read_group(g, c, 0, noack=True)
+    assert s.trim_maxlen(0, policy=REF_ACKED) == n - 1
+    assert s.length == 1 and s.exists(got[3][0])
