@@ -579,6 +579,7 @@ def test_maxclients_over_tls_drops_without_a_reply_side_by_side(certs):
     for srv in both(certs, "--maxclients", "2"):
         with srv:
             c, other = RawClient(srv.port), RawClient(srv.port)
+            assert c.call("PING") == other.call("PING") == b"+PONG\r\n"  # both admitted first
             with pytest.raises((ssl.SSLError, OSError)):
                 with tls_connect(srv.tls_port, srv.ctx, timeout=5) as s:
                     s.sendall(b"PING\r\n")
