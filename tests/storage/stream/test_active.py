@@ -383,3 +383,200 @@ def test_trim_with_limit_and_delref_and_acked():
     s.read_group(g, c, 0, noack=True)
     assert s.trim_maxlen(0, policy=REF_ACKED) == n - 1
     assert s.length == 1 and s.exists(got[3][0])
+
+
+# -- consumer groups -----------------------------------------------------------------------
+
+
+def reader(s: ActiveStream, group: bytes = b"g", name: bytes = b"alice"):
+    g = s.get_group(group)
+    c, _ = g.get_or_create_consumer(name, 0)
+    return g, c
+
+
+def test_seed_xreadgroup_never_skips_a_late_entry():
+    r1, r2 = ActiveStream(1), ActiveStream(2)
+    for ms in (110, 120, 130):
+        r1.add([b"f1", b"v1"], r1.explicit_id(I(ms), True))
+    r1.create_group(b"g", 0)
+    g, c = reader(r1)
+    r2.add([b"f1", b"v1"], r2.explicit_id(I(115), True))
+    assert ids(r1.read_group(g, c, 2)) == [b"110-1", b"120-1"]
+    sync(r1, r2)
+    assert r1.undelivered(g)
+    assert ids(r1.read_group(g, c, 10)) == [b"115-2", b"130-1"]
+    assert not r1.undelivered(g) and r1.read_group(g, c) == []
+    assert g.last_id == I(130, 1) and g.entries_read == 4 and r1.group_lag(g) == 0
+    r2.apply([b"XADD", b"2", b"125-2", b"f", b"late"])  # later still, below last_id
+    r1.apply([b"XADD", b"2", b"125-2", b"f", b"late"])
+    assert ids(r1.read_group(g, c)) == [b"125-2"]
+    assert list(g.pel.keys()) == [I(110, 1), I(115, 2), I(120, 1), I(125, 2), I(130, 1)]
+
+
+def test_group_created_at_the_top_still_gets_concurrent_entries():
+    r1, r2 = ActiveStream(1), ActiveStream(2)
+    r1.add([b"f", b"v"], I(100, 1))
+    r1.create_group(b"g", r1.last_id)  # XGROUP CREATE ... $
+    r2.add([b"f", b"v"], I(90, 2))  # written concurrently, below r1's top
+    sync(r1, r2)
+    g, c = reader(r1)
+    assert ids(r1.read_group(g, c)) == [b"90-2"]
+    # a group created at an explicit ID starts every sub-stream there
+    r1.create_group(b"h", I(95))
+    h, hc = reader(r1, b"h")
+    assert ids(r1.read_group(h, hc)) == [b"100-1"]
+
+
+def test_xgroup_setid_resets_the_cursors():
+    s, model = interleaved()
+    s.create_group(b"g", 0)
+    g, c = reader(s)
+    assert len(s.read_group(g, c)) == len(model)
+    g.last_id = I(1010)  # XGROUP SETID, as the handler does it
+    g.entries_read = -1
+    got = s.read_group(g, c)
+    assert got == [(sid, fv) for sid, _r, fv in model if sid > I(1010)]
+
+
+def test_record_group_read_moves_the_cursors():
+    s, _model = interleaved()
+    s.create_group(b"g", 0)
+    g, c = reader(s)
+    s.record_group_read(g, c, [I(1000, 1), I(1000, 2)], 0)
+    assert ids(s.read_group(g, c, 2)) == [b"1000-3", b"1001-1"]
+
+
+def test_read_group_noack_accept_and_history():
+    s, model = interleaved()
+    s.create_group(b"g", 0)
+    g, c = reader(s)
+    seen = []
+    got = s.read_group(g, c, 0, accept=lambda sid, fv: len(seen) < 5 and not seen.append(sid))
+    assert len(got) == 5
+    assert ids(s.read_group(g, c, 3, noack=True)) == ids(
+        [(sid, fv) for sid, _r, fv in model[5:8]]
+    )
+    assert len(g.pel) == 4  # five read, the duplicate 1000-1 once; NOACK adds none
+    hist = s.read_group_history(c, 0)
+    assert [sid for sid, _fv in hist] == sorted(set(seen))
+
+
+def test_seed_xack_replicates_only_the_contiguous_prefix():
+    """Seed 004's t1-t11: ack 110 -> 110; ack 130 -> nothing; ack 120 -> 130."""
+    ActiveStream.id_mode = "liberal"
+    r1, r2 = ActiveStream(1), ActiveStream(2)
+    for ms in (110, 120, 130):
+        r1.add([b"f1", b"v1"], r1.explicit_id(I(ms, 0)))
+    r1.create_group(b"group1", 0)
+    sync(r1, r2)
+    g, c = reader(r1, b"group1", b"Alice")
+    assert ids(r1.read_group(g, c)) == [b"110-0", b"120-0", b"130-0"]
+    assert r1.drain() == []  # delivered, nothing acknowledged yet
+    g.ack_many([I(110)])
+    assert r1.drain() == [[b"XACK", b"group1", b"1", b"110-0"]]
+    g.ack_many([I(130)])
+    assert r1.drain() == []
+    g.ack_many([I(120)])
+    assert r1.drain() == [[b"XACK", b"group1", b"1", b"130-0"]]
+    assert r1.drain() == []
+
+
+def test_remote_xack_moves_cursors_and_drops_pending():
+    r1, r2 = ActiveStream(1), ActiveStream(2)
+    for ms in (110, 120, 130):
+        r1.add([b"f", b"v"], I(ms, 1))
+    r1.create_group(b"g", 0)
+    sync(r1, r2)
+    # region 2 has delivered 110 and 120 to Bob, unacknowledged
+    g2, bob = reader(r2, b"g", b"Bob")
+    assert ids(r2.read_group(g2, bob, 2)) == [b"110-1", b"120-1"]
+    r2.drain()
+    # region 1 reads and acknowledges everything: its prefix reaches 130-1
+    g1, alice = reader(r1)
+    r1.read_group(g1, alice)
+    g1.ack_many([I(110, 1), I(120, 1), I(130, 1)])
+    ops = r1.drain()
+    assert ops == [[b"XACK", b"g", b"1", b"130-1"]]
+    r2.apply(ops[0])
+    assert len(g2.pel) == 0 and g2.last_id == I(130, 1)
+    assert r2.read_group(g2, bob) == []  # redirected traffic does not re-read
+    assert r2.drain() == []  # learnt, not announced again
+    r2.apply([b"XACK", b"nope", b"1", b"130-1"])  # an unknown group: nothing
+
+
+def test_xack_prefix_per_sub_stream():
+    s = ActiveStream(1)
+    s.add([b"f", b"v"], I(10, 1))
+    s.apply([b"XADD", b"2", b"20-2", b"f", b"v"])
+    s.add([b"f", b"v"], I(30, 1))
+    s.create_group(b"g", 0)
+    g, c = reader(s)
+    s.read_group(g, c)
+    s.drain()
+    g.ack_many([I(10, 1), I(30, 1)])
+    assert s.drain() == [[b"XACK", b"g", b"1", b"10-1"]]  # 20-2 still pending
+    g.ack_many([I(20, 2)])
+    assert s.drain() == [[b"XACK", b"g", b"1", b"30-1", b"2", b"20-2"]]
+
+
+def test_seed_concurrent_group_creation():
+    r1, r2 = ActiveStream(1), ActiveStream(2)
+    r1.create_group(b"group1", 0)
+    r2.create_group(b"group2", 0)
+    assert [g.name for g in r1.groups()] == [b"group1"]
+    sync(r1, r2)
+    assert [g.name for g in r1.groups()] == [g.name for g in r2.groups()] == [b"group1", b"group2"]
+
+
+def test_seed_del_wins_over_a_concurrent_group():
+    r1, r2 = ActiveStream(1), ActiveStream(2)
+    r1.create_group(b"group1", 0)
+    sync(r1, r2)
+    seen = r1.observed()  # r1: DEL x (the key goes; the engine ships this)
+    r2.create_group(b"group2", 0)
+    ops2 = r2.drain()
+    r2.apply([b"DEL", *seen])
+    assert r2.is_gone()
+    # at r1 the key is gone; group2's creation arrives and the engine's tombstone
+    # (a delete it did not see) refuses it: the key stays gone
+    assert ops2 == [[b"GCREATE", b"group2", b"0-0", b"-1"]]
+
+
+def test_seed_destroy_wins_over_a_concurrent_create():
+    r1, r2, r3 = ActiveStream(1), ActiveStream(2), ActiveStream(3)
+    r1.create_group(b"group1", 0)
+    ops1 = r1.drain()
+    r2.apply(ops1[0])  # r3 has not seen it
+    r1.destroy_group(b"group1")
+    r3.create_group(b"group1", 0)
+    d, cr = r1.drain(), r3.drain()
+    for op in cr:  # r2 sees the create, then the destroy
+        r2.apply(op)
+    for op in d:
+        r2.apply(op)
+        r3.apply(op)
+    assert r1.is_gone() and r2.is_gone() and r3.is_gone()
+
+
+def test_group_clock_and_rename_drop():
+    s = ActiveStream(1)
+    s.create_group(b"g", 0)
+    s.set_group_clock(b"g", {1: 3, 2: 1})
+    assert s.group_vc == {b"g": {1: 3, 2: 1}}
+    s.add([b"f", b"v"], I(1, 1))
+    s.drain()
+    s.drop_groups()
+    assert s.groups() == [] and s.group_vc == {} and s.drain() == []
+    assert not s.is_gone()
+
+
+def test_to_plain_copies_groups():
+    s, _model = interleaved()
+    s.create_group(b"g", 0)
+    g, c = reader(s)
+    s.read_group(g, c, 3)
+    p = s.to_plain()
+    assert type(p) is Stream
+    assert p.last_id == s.last_id and p.entries_added == s.entries_added
+    pg = p.get_group(b"g")
+    assert pg is not g and list(pg.pel.keys()) == list(g.pel.keys())
