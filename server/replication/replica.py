@@ -29,7 +29,7 @@ from rill.protocol.numbers import string2ll
 from rill.protocol.parser import split_args
 
 from ..disk import PersistenceError, persistence_of
-from ..tls import TLSConfigError
+from ..outbound import dial
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -160,28 +160,13 @@ class ReplicaSide:
         self.state = CONNECTING
         host, port, generation = self.host, self.port, self.generation
 
-        timeout = max(1, self.server.config.int("repl-timeout"))
-        # tls-replication: the link is TLS, made with the client-side context (our
-        # client certificate, the peer's chain checked against the CA; no name check).
-        tls_context = None
-        if self.server.config.bool("tls-replication"):
-            try:
-                tls_context = self.server.tls.client_context()
-            except TLSConfigError:
-                self.state = CONNECT  # logged; the cron tries again
-                return
+        def failed(reason: str) -> None:
+            log.warning("Error condition on socket for SYNC: %s", reason)
+            if self.generation == generation and self.state == CONNECTING:
+                self.state = CONNECT  # the cron tries again
 
-        async def dial() -> None:
-            try:
-                await asyncio.wait_for(
-                    loop.create_connection(lambda: MasterLink(self, generation), host, port, ssl=tls_context,
-                                           server_hostname="" if tls_context is not None else None), timeout)
-            except OSError as e:  # TimeoutError and TLS handshake failures included
-                log.warning("Error condition on socket for SYNC: %s", e.strerror or str(e) or "timed out")
-                if self.generation == generation and self.state == CONNECTING:
-                    self.state = CONNECT  # the cron tries again
-
-        loop.create_task(dial())
+        if not dial(self.server, lambda: MasterLink(self, generation), host, port, failed):
+            self.state = CONNECT  # logged; the cron tries again
 
     def listening_port(self) -> int:
         """The port REPLCONF listening-port announces: the TLS one when replication is
