@@ -1,0 +1,426 @@
+"""PeerLinks (server/activeactive/links.py) against a peer that speaks the link protocol.
+
+The peer here is a small asyncio server of the test's own that answers HELLO, APPLY, PING
+and MERGE as docs/active-active.md says a peer does, and records what it was sent; the
+engine is a small stand-in with the attributes PeerLinks reads (region, seq, vc, the real
+backlog, on_sealed). Real rill-server instances linked to each other are tested in
+test_links_servers.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+import types
+
+import pytest
+from rill.protocol.effects import Effect, decode_vc, encode_effect, encode_vc
+from rill.protocol.parser import RequestParser
+from rill.server.activeactive.backlog import Backlog, record_size
+from rill.server.activeactive.links import DOWN, UP, PeerLinks, parse_peers
+from rill.server.outcomes import Block
+
+# -- stand-ins for the server and the engine -------------------------------------------------
+
+
+RECORD = record_size(encode_effect(Effect(1, 10, 1_700_000_000_000, {1: 9}, [(0, [b"XADD", b"k", b"1", b"1-1", b"f", b"v"])])))
+
+
+class FakeEngine:
+    def __init__(self, region: int = 1, backlog_records: int = 1000) -> None:
+        self.region = region
+        self.seq = 0
+        self.vc: dict[int, int] = {}
+        # Every record seal() makes is RECORD bytes in the backlog.
+        self.backlog = Backlog(backlog_records * RECORD)
+        self.on_sealed: list = []
+
+    def seal(self, *args: bytes) -> int:
+        """A local write: its effect record goes to the backlog and the links hear of it."""
+        self.seq += 1
+        vc = dict(self.vc)
+        self.vc[self.region] = self.seq
+        argv = encode_effect(Effect(self.region, self.seq, int(time.time() * 1000), vc, [(0, [b"XADD", *args])]))
+        self.backlog.append(self.seq, argv, int(time.time() * 1000))
+        for cb in self.on_sealed:
+            cb(self.seq)
+        return self.seq
+
+
+class FakeConfig(dict):
+    def int(self, name):
+        return int(self[name])
+
+    def bool(self, name):
+        return self[name] == "yes"
+
+
+class FakePersistence:
+    def fork(self, work):
+        pid = os.fork()
+        if pid:
+            return pid
+        code = 1
+        try:
+            work()
+            code = 0
+        finally:
+            os._exit(code)
+
+
+class FakeBlocking:
+    def __init__(self):
+        self.unblocked = []
+
+    def unblock(self, client, reply):
+        client.blocked = None
+        self.unblocked.append((client, reply() if callable(reply) else reply))
+
+
+class FakeServer:
+    def __init__(self, **config):
+        self.loop = asyncio.get_running_loop()
+        self.config = FakeConfig({"repl-timeout": "60", "tls-replication": "no", "active-active-user": "",
+                                  "active-active-auth": "", **config})
+        self.startup_hooks = []
+        self.blocking = FakeBlocking()
+        self.persistence = FakePersistence()
+
+
+# -- a peer ---------------------------------------------------------------------------------
+
+
+class FakePeer:
+    """Answers the link protocol as a peer of region ``region`` that has applied
+    ``applied`` of the sender's effects (a restart keeps it)."""
+
+    def __init__(self, region: int = 2, applied: int = 0, password: bytes | None = None) -> None:
+        self.region = region
+        self.applied = applied
+        self.password = password
+        self.requests: list[list[bytes]] = []
+        self.applies: list[int] = []  # seqs of the APPLYs received, in order
+        self.merges: list[tuple[bytes, bytes, bytes]] = []
+        self.server: asyncio.AbstractServer | None = None
+        self.port = 0
+        self.transports: list = []
+
+    async def start(self, port: int = 0) -> FakePeer:
+        loop = asyncio.get_running_loop()
+        self.server = await loop.create_server(lambda: _PeerProtocol(self), "127.0.0.1", port)
+        self.port = self.server.sockets[0].getsockname()[1]
+        return self
+
+    async def stop(self) -> None:
+        self.server.close()
+        for t in self.transports:
+            t.abort()
+        self.transports = []
+        await self.server.wait_closed()
+
+    def count(self, name: bytes) -> int:
+        return sum(1 for r in self.requests if r[:2] == [b"ACTIVEACTIVE", name])
+
+    def answer(self, argv: list[bytes]) -> bytes:
+        self.requests.append(argv)
+        if argv[0].upper() == b"AUTH":
+            return b"+OK\r\n" if argv[-1] == self.password else b"-WRONGPASS invalid username-password pair\r\n"
+        sub = argv[1].upper()
+        if sub == b"HELLO":
+            vc = encode_vc({int(argv[2]): self.applied})
+            return b"*2\r\n:%d\r\n$%d\r\n%b\r\n" % (self.region, len(vc), vc)
+        if sub == b"APPLY":
+            seq = int(argv[3])
+            self.applies.append(seq)
+            if seq == self.applied + 1:
+                self.applied = seq
+            return b":%d\r\n" % self.applied
+        if sub == b"PING":
+            return b":%d\r\n" % self.applied
+        if sub == b"MERGE":
+            self.merges.append((argv[2], argv[3], argv[4]))
+            self.applied = max(self.applied, decode_vc(argv[3]).get(int(argv[2]), 0))
+            return b"+OK\r\n"
+        return b"-ERR unknown\r\n"
+
+
+class _PeerProtocol(asyncio.Protocol):
+    def __init__(self, peer: FakePeer) -> None:
+        self.peer = peer
+        self.parser = RequestParser()
+
+    def connection_made(self, transport):
+        self.transport = transport
+        self.peer.transports.append(transport)
+
+    def data_received(self, data):
+        out = [self.peer.answer(argv) for argv in self.parser.feed(data)]
+        self.transport.write(b"".join(out))
+
+
+async def until(predicate, timeout: float = 5.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        await asyncio.sleep(0.01)
+    raise AssertionError("condition not reached in time")
+
+
+def linked(engine: FakeEngine, *peers: FakePeer, **config) -> PeerLinks:
+    links = PeerLinks(FakeServer(**config), engine)
+    links.configure([("127.0.0.1", p.port) for p in peers])
+    return links
+
+
+# -- tests ------------------------------------------------------------------------------------
+
+
+def test_parse_peers():
+    assert parse_peers(" 10.0.0.1:7001  host-b:7002 10.0.0.1:7001 [::1]:7003") == [
+        ("10.0.0.1", 7001), ("host-b", 7002), ("::1", 7003)]
+    assert parse_peers("") == []
+    for bad in ("nohost", ":7001", "h:0", "h:65536", "h:x"):
+        with pytest.raises(ValueError):
+            parse_peers(bad)
+
+
+async def test_effects_made_before_the_link_are_sent_once_it_is_up_then_streamed():
+    engine = FakeEngine()
+    for i in range(3):
+        engine.seal(b"k", b"1", b"%d-1" % i, b"f", b"v")
+    peer = await FakePeer().start()
+    links = linked(engine, peer)
+    try:
+        await until(lambda: peer.applied == 3)
+        hello = next(r for r in peer.requests if r[1] == b"HELLO")
+        assert hello == [b"ACTIVEACTIVE", b"HELLO", b"1", b"1:3"]
+        for _ in range(200):
+            engine.seal(b"k", b"1", b"5-1", b"f", b"v")
+        await until(lambda: links.caught_up(203) == 1)
+        assert peer.applies == list(range(1, 204))  # each once, in order
+        [row] = links.status()
+        assert row == {"peer": b"127.0.0.1:%d" % peer.port, "id": 2, "link": b"up", "sync": b"partial",
+                       "paused": 0, "effects-sent": 203, "effects-acked": 203, "lag-effects": 0, "lag-ms": 0,
+                       "backlog-bytes": 0}
+        assert links.info_lines() == [
+            f"peer0:host=127.0.0.1,port={peer.port},id=2,link=up,sync=partial,paused=0,sent=203,acked=203,"
+            "lag_effects=0,lag_ms=0,backlog_bytes=0"]
+    finally:
+        links.close()
+        await peer.stop()
+
+
+async def test_an_idle_link_pings_with_the_clock_and_reads_acks_from_the_replies():
+    engine = FakeEngine()
+    engine.vc[3] = 9  # effects applied from a third region
+    peer = await FakePeer().start()
+    links = linked(engine, peer)
+    try:
+        await until(lambda: peer.count(b"PING") >= 3)
+        ping = next(r for r in peer.requests if r[1] == b"PING")
+        assert ping == [b"ACTIVEACTIVE", b"PING", b"3:9"]
+        # An acknowledgement that comes late (the peer applied an effect once its causes
+        # arrived) is read from a PING's reply.
+        engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+        await until(lambda: links.caught_up(1))
+    finally:
+        links.close()
+        await peer.stop()
+
+
+async def test_a_dropped_link_resumes_after_what_the_peer_has_applied():
+    engine = FakeEngine()
+    peer = await FakePeer().start()
+    port = peer.port
+    links = linked(engine, peer)
+    try:
+        for _ in range(5):
+            engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+        await until(lambda: peer.applied == 5)
+        await peer.stop()
+        await until(lambda: links.status()[0]["link"] == b"down")
+        for _ in range(5):
+            engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+        assert links.status()[0]["lag-effects"] == 5
+        assert links.status()[0]["backlog-bytes"] > 0
+        # The peer comes back having kept 3 of the 5 (say it restarted from an older save).
+        again = FakePeer(applied=3)
+        await again.start(port)
+        try:
+            await until(lambda: again.applied == 10)
+            assert again.applies == [4, 5, 6, 7, 8, 9, 10]
+            assert links.status()[0]["sync"] == b"partial"
+            assert again.count(b"MERGE") == 0
+        finally:
+            await again.stop()
+    finally:
+        links.close()
+
+
+async def test_pause_queues_effects_in_the_backlog_and_resume_sends_them():
+    engine = FakeEngine()
+    a, b = await FakePeer(region=2).start(), await FakePeer(region=3).start()
+    links = linked(engine, a, b)
+    try:
+        await until(lambda: all(r["link"] == b"up" for r in links.status()))
+        assert links.pause(b"3")  # by region id
+        assert links.pause(b"127.0.0.1:%d" % a.port)  # by host:port
+        assert not links.pause(b"127.0.0.1:1") and not links.resume(b"9")
+        for _ in range(4):
+            engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+        await asyncio.sleep(0.3)
+        assert a.applied == b.applied == 0
+        rows = links.status()
+        assert [r["paused"] for r in rows] == [1, 1]
+        assert [r["lag-effects"] for r in rows] == [4, 4]
+        assert all(r["backlog-bytes"] > 0 and r["lag-ms"] >= 200 for r in rows)
+        assert links.resume(b"2")
+        await until(lambda: a.applied == 4)
+        assert b.applied == 0
+        assert links.resume(None)
+        await until(lambda: b.applied == 4)
+        assert [r["paused"] for r in links.status()] == [0, 0]
+    finally:
+        links.close()
+        await a.stop()
+        await b.stop()
+
+
+async def test_wait_blocks_until_every_peer_has_applied_what_was_made_before_it():
+    engine = FakeEngine()
+    a, b = await FakePeer(region=2).start(), await FakePeer(region=3).start()
+    links = linked(engine, a, b)
+    server = links.server
+    try:
+        client = types.SimpleNamespace(blocked=None, in_exec=False)
+        assert links.wait(client, 0) == 2  # nothing made yet: every peer is caught up
+        await until(lambda: all(r["link"] == b"up" for r in links.status()))
+        links.pause(b"3")
+        engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+        block = links.wait(client, 0)
+        assert isinstance(block, Block) and block.keys == []
+        client.blocked = types.SimpleNamespace(timeout_reply=block.timeout_reply)  # as the dispatcher parks it
+        in_multi = types.SimpleNamespace(blocked=None, in_exec=True)
+        await until(lambda: a.applied == 1)
+        assert links.wait(in_multi, 0) == 1  # inside MULTI it answers at once
+        assert server.blocking.unblocked == [] and block.timeout_reply() == 1
+        engine.seal(b"k", b"1", b"2-1", b"f", b"v")  # made after the WAIT: not waited for
+        links.resume(b"3")
+        await until(lambda: server.blocking.unblocked)
+        assert server.blocking.unblocked == [(client, 2)]
+    finally:
+        links.close()
+        await a.stop()
+        await b.stop()
+
+
+async def test_removing_a_peer_closes_its_link_and_counts_it_out_of_waits():
+    engine = FakeEngine()
+    a, b = await FakePeer(region=2).start(), await FakePeer(region=3).start()
+    links = linked(engine, a, b)
+    try:
+        await until(lambda: all(r["link"] == b"up" for r in links.status()))
+        links.pause(b"3")
+        engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+        client = types.SimpleNamespace(blocked=None, in_exec=False)
+        block = links.wait(client, 0)
+        client.blocked = types.SimpleNamespace(timeout_reply=block.timeout_reply)
+        await until(lambda: a.applied == 1)
+        links.configure([("127.0.0.1", a.port)])
+        assert links.server.blocking.unblocked == [(client, 1)]
+        assert [r["peer"] for r in links.status()] == [b"127.0.0.1:%d" % a.port]
+        await until(lambda: not b.transports[0].get_extra_info("socket") or b.transports[0].is_closing())
+        links.configure([("127.0.0.1", a.port), ("127.0.0.1", b.port)])
+        await until(lambda: links.status()[1]["link"] == b"up")
+        await until(lambda: b.applied == 1)
+    finally:
+        links.close()
+        await a.stop()
+        await b.stop()
+
+
+async def test_the_link_logs_in_with_the_configured_user_and_password():
+    engine = FakeEngine()
+    peer = await FakePeer(password=b"s3cret").start()
+    links = linked(engine, peer, **{"active-active-user": "aa", "active-active-auth": "s3cret"})
+    try:
+        await until(lambda: links.status()[0]["link"] == b"up")
+        assert peer.requests[0] == [b"AUTH", b"aa", b"s3cret"]
+    finally:
+        links.close()
+    links = linked(engine, peer, **{"active-active-auth": "wrong"})
+    try:
+        await until(lambda: [b"AUTH", b"wrong"] in peer.requests)
+        await asyncio.sleep(0.2)
+        assert links.status()[0]["link"] == b"down"
+        assert links.peers[0].state != UP
+    finally:
+        links.close()
+        await peer.stop()
+
+
+async def test_a_peer_that_has_more_of_our_effects_than_we_made_is_not_synced():
+    engine = FakeEngine()
+    engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+    peer = await FakePeer(applied=7).start()
+    links = linked(engine, peer)
+    try:
+        await until(lambda: peer.count(b"HELLO") >= 1)
+        await asyncio.sleep(0.1)
+        assert peer.count(b"APPLY") == 0 and links.status()[0]["link"] == b"down"
+        assert links.peers[0].state in (DOWN, "connecting", "handshake")
+    finally:
+        links.close()
+        await peer.stop()
+
+
+async def test_full_sync_when_the_backlog_no_longer_holds_what_the_peer_lacks(monkeypatch):
+    engine = FakeEngine(backlog_records=4)
+    for _ in range(10):
+        engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+    payload = os.urandom(600_000)  # more than a pipe holds: the parent streams it
+    state = types.ModuleType("rill.server.activeactive.state")
+    state.dump_state = lambda server: payload
+    monkeypatch.setitem(sys.modules, "rill.server.activeactive.state", state)
+    peer = await FakePeer(applied=2).start()
+    links = linked(engine, peer)
+    try:
+        await until(lambda: peer.merges)
+        assert peer.merges == [(b"1", b"1:10", payload)]
+        for _ in range(3):
+            engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+        await until(lambda: peer.applied == 13)
+        assert peer.applies == [11, 12, 13]
+        row = links.status()[0]
+        assert (row["sync"], row["link"], row["effects-acked"]) == (b"full", b"up", 13)
+    finally:
+        links.close()
+        await peer.stop()
+
+
+async def test_a_full_sync_that_cannot_be_made_drops_the_link_and_retries(monkeypatch):
+    engine = FakeEngine(backlog_records=2)
+    for _ in range(5):
+        engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+
+    def broken(server):
+        raise RuntimeError("no")
+
+    state = types.ModuleType("rill.server.activeactive.state")
+    state.dump_state = broken
+    monkeypatch.setitem(sys.modules, "rill.server.activeactive.state", state)
+    peer = await FakePeer().start()
+    links = linked(engine, peer)
+    try:
+        await until(lambda: peer.count(b"HELLO") >= 2)  # dropped, then dialled again
+        assert peer.merges == [] and peer.count(b"APPLY") == 0
+        state.dump_state = lambda server: b"state"
+        await until(lambda: peer.merges, timeout=10)
+        await until(lambda: links.caught_up(5))
+    finally:
+        links.close()
+        await peer.stop()
