@@ -8,14 +8,14 @@ A link's life:
    send ``ACTIVEACTIVE HELLO <my-id> <my-vc>``;
 2. the reply names the peer's region and clock; its entry for this instance is how many of
    our effects it has applied. If the backlog still holds every effect after that, the link
-   resumes there (partial sync). Otherwise a forked child serialises the whole
+   resumes there (partial sync). Otherwise, or when the reply asks for it, a forked child serialises the whole
    Active-Active state (``state.dump_state``) into a pipe, and the parent streams it to the
    peer as ``ACTIVEACTIVE MERGE`` as fast as the peer takes it, never blocking the loop
    (full sync); the effects made after the fork follow;
 3. from then on every effect the engine seals goes out as ``ACTIVEACTIVE APPLY``, pipelined
    (one write per loop iteration for all effects sealed in it); each reply is the peer's
    applied count of our effects, its acknowledgement. An idle link sends
-   ``ACTIVEACTIVE PING <vc>`` every 100 ms, which is acknowledged the same way;
+   ``ACTIVEACTIVE PING <my-id> <vc>`` every 100 ms, which is acknowledged the same way;
 4. any error, or silence past ``repl-timeout`` with requests outstanding, drops the link;
    it is dialled again after a backoff (0.1 s doubling to 5 s; reset by a good handshake).
 
@@ -339,11 +339,14 @@ class PeerLinks:
         """Peers that have applied our effects up to ``seq``."""
         return sum(1 for p in self.peers if p.acked >= seq)
 
-    def wait(self, client: Client, timeout: float) -> int | Block:
-        """ACTIVEACTIVE WAIT: the number of peers that applied everything this instance
-        made so far, at once if that is all of them (or inside MULTI), else a Block that
-        the acknowledgements end (or the timeout, in seconds; 0 waits forever)."""
-        seq = self.engine.seq
+    def peer_regions(self) -> list[int]:
+        """The regions of the configured peers (0 for one not yet heard from)."""
+        return [p.id for p in self.peers]
+
+    def wait(self, client: Client, seq: int, timeout: float) -> int | Block:
+        """ACTIVEACTIVE WAIT: the number of peers that applied our effects up to ``seq``,
+        at once if that is all of them (or inside MULTI), else a Block that the
+        acknowledgements end (or the timeout, in seconds; 0 waits forever)."""
         n = self.caught_up(seq)
         if n >= len(self.peers) or client.in_exec:
             return n
@@ -463,7 +466,8 @@ class PeerLinks:
             if p.expect and now - p.last_read > timeout:
                 self._drop(p, f"no reply for {timeout} seconds")
             elif p.state == UP and not conn.writing_paused and now - p.last_write >= PING_INTERVAL:
-                conn.write(encode_command([b"ACTIVEACTIVE", b"PING", encode_vc(engine.vc)]))
+                conn.write(encode_command([b"ACTIVEACTIVE", b"PING", b"%d" % engine.region,
+                                           encode_vc(engine.vc)]))
                 p.expect.append((R_PING, 0))
                 p.last_write = now
                 if len(p.expect) == 1:
@@ -496,13 +500,15 @@ class PeerLinks:
                 self._wake()
 
     def _hello(self, p: Peer, reply: Any) -> None:
-        """The peer's region and clock: resume from its count of our effects (partial sync)
-        if the backlog holds all after it, else send the whole state first (full sync)."""
-        if type(reply) is not list or len(reply) != 2:
+        """The peer's region, clock and wish: resume from its count of our effects (partial
+        sync) if the backlog holds all after it, else, or when the peer asks for it (it
+        lost effects of its own that our state holds), send the whole state first."""
+        if type(reply) is not list or len(reply) != 3:
             raise LinkError(f"unexpected reply to ACTIVEACTIVE HELLO: {reply!r}")
         try:
             peer_id = int(reply[0])
             peer_vc = decode_vc(reply[1])
+            wants_full = int(reply[2]) == 1
         except (TypeError, ValueError):
             raise LinkError(f"unexpected reply to ACTIVEACTIVE HELLO: {reply!r}") from None
         engine = self.engine
@@ -513,11 +519,13 @@ class PeerLinks:
         theirs = peer_vc.get(me, 0)
         seq = engine.seq
         if theirs > seq:
+            # We restarted from older data: the peer's own link to us makes our sequence
+            # jump past what it holds (engine.hello), and then this link resumes.
             raise LinkError(f"the peer has applied {theirs} effects of this instance, which made only {seq}")
         p.acked = theirs
         p.backoff = 0.0
         backlog = engine.backlog
-        if theirs == seq or backlog.first_seq <= theirs + 1 <= backlog.last_seq:
+        if not wants_full and (theirs == seq or backlog.first_seq <= theirs + 1 <= backlog.last_seq):
             p.sync = b"partial"
             p.state = UP
             p.sent = theirs

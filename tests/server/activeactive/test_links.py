@@ -100,6 +100,7 @@ class FakePeer:
         self.region = region
         self.applied = applied
         self.password = password
+        self.wants_full = 0  # HELLO's third element: send me everything
         self.requests: list[list[bytes]] = []
         self.applies: list[int] = []  # seqs of the APPLYs received, in order
         self.merges: list[tuple[bytes, bytes, bytes]] = []
@@ -130,7 +131,7 @@ class FakePeer:
         sub = argv[1].upper()
         if sub == b"HELLO":
             vc = encode_vc({int(argv[2]): self.applied})
-            return b"*2\r\n:%d\r\n$%d\r\n%b\r\n" % (self.region, len(vc), vc)
+            return b"*3\r\n:%d\r\n$%d\r\n%b\r\n:%d\r\n" % (self.region, len(vc), vc, self.wants_full)
         if sub == b"APPLY":
             seq = int(argv[3])
             self.applies.append(seq)
@@ -222,7 +223,7 @@ async def test_an_idle_link_pings_with_the_clock_and_reads_acks_from_the_replies
     try:
         await until(lambda: peer.count(b"PING") >= 3)
         ping = next(r for r in peer.requests if r[1] == b"PING")
-        assert ping == [b"ACTIVEACTIVE", b"PING", b"3:9"]
+        assert ping == [b"ACTIVEACTIVE", b"PING", b"1", b"3:9"]
         # An acknowledgement that comes late (the peer applied an effect once its causes
         # arrived) is read from a PING's reply.
         engine.seal(b"k", b"1", b"1-1", b"f", b"v")
@@ -297,16 +298,16 @@ async def test_wait_blocks_until_every_peer_has_applied_what_was_made_before_it(
     server = links.server
     try:
         client = types.SimpleNamespace(blocked=None, in_exec=False)
-        assert links.wait(client, 0) == 2  # nothing made yet: every peer is caught up
+        assert links.wait(client, engine.seq, 0) == 2  # nothing made yet: every peer is caught up
         await until(lambda: all(r["link"] == b"up" for r in links.status()))
         links.pause(b"3")
         engine.seal(b"k", b"1", b"1-1", b"f", b"v")
-        block = links.wait(client, 0)
+        block = links.wait(client, engine.seq, 0)
         assert isinstance(block, Block) and block.keys == []
         client.blocked = types.SimpleNamespace(timeout_reply=block.timeout_reply)  # as the dispatcher parks it
         in_multi = types.SimpleNamespace(blocked=None, in_exec=True)
         await until(lambda: a.applied == 1)
-        assert links.wait(in_multi, 0) == 1  # inside MULTI it answers at once
+        assert links.wait(in_multi, engine.seq, 0) == 1  # inside MULTI it answers at once
         assert server.blocking.unblocked == [] and block.timeout_reply() == 1
         engine.seal(b"k", b"1", b"2-1", b"f", b"v")  # made after the WAIT: not waited for
         links.resume(b"3")
@@ -327,7 +328,7 @@ async def test_removing_a_peer_closes_its_link_and_counts_it_out_of_waits():
         links.pause(b"3")
         engine.seal(b"k", b"1", b"1-1", b"f", b"v")
         client = types.SimpleNamespace(blocked=None, in_exec=False)
-        block = links.wait(client, 0)
+        block = links.wait(client, engine.seq, 0)
         client.blocked = types.SimpleNamespace(timeout_reply=block.timeout_reply)
         await until(lambda: a.applied == 1)
         links.configure([("127.0.0.1", a.port)])
@@ -421,6 +422,26 @@ async def test_a_full_sync_that_cannot_be_made_drops_the_link_and_retries(monkey
         state.dump_state = lambda server: b"state"
         await until(lambda: peer.merges, timeout=10)
         await until(lambda: links.caught_up(5))
+    finally:
+        links.close()
+        await peer.stop()
+
+
+async def test_a_peer_that_asks_for_a_full_sync_gets_one_though_the_backlog_holds_all(monkeypatch):
+    engine = FakeEngine()
+    for _ in range(3):
+        engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+    state = types.ModuleType("rill.server.activeactive.state")
+    state.dump_state = lambda server: b"everything"
+    monkeypatch.setitem(sys.modules, "rill.server.activeactive.state", state)
+    peer = await FakePeer(region=4, applied=3).start()
+    peer.wants_full = 1  # it lost effects of its own that our state holds
+    links = linked(engine, peer)
+    try:
+        await until(lambda: peer.merges)
+        assert peer.merges == [(b"1", b"1:3", b"everything")]
+        assert links.status()[0]["sync"] == b"full"
+        assert links.peer_regions() == [4]
     finally:
         links.close()
         await peer.stop()
