@@ -58,6 +58,7 @@ from rill.storage import set as setmod
 from rill.storage import zset as zsetmod
 from rill.storage.list import ListValue, compress_node, compressed_nodes, packed_threshold
 from rill.storage.stream import MASK64, IdmpState, Stream, validate_node
+from rill.storage.stream.active import ActiveStream, _GroupState
 
 from . import lzf
 from .crc64 import crc64
@@ -447,11 +448,11 @@ def _write_list(w: RdbWriter, value: ListValue, key: bytes | None) -> None:
 
 
 def _write_stream(w: RdbWriter, s: Stream, key: bytes | None) -> None:
-    if s.__class__ is not Stream and getattr(s, "subs", None) is not None:
+    if s.__class__ is ActiveStream:
         # An Active-Active stream: rill's module value on disk, the merged ordinary
         # stream for a plain replica or a DUMP.
         if w.options.plain:
-            s = s.to_plain()  # type: ignore[attr-defined]
+            s = s.to_plain()
         else:
             _write_active_stream(w, s, key)
             return
@@ -796,9 +797,14 @@ def _read_clock(m: ModuleIn) -> dict[int, int]:
 
 
 def _write_aa_meta(m: ModuleOut, s: Any) -> None:
-    """What only an Active-Active stream has:
+    """What only an Active-Active stream has, per group (storage/stream/active.py):
 
-        u groups | groups x (s name | clock)      each group's creating clock (with its dot)
+        u clocks | clocks x (s group | clock)        the clock of the effect that created it
+        u states | states x (s group | s base | u cursors | cursors x (u region | s id)
+                             | s ack-base | u acked | acked x (u region | s id) | s seen)
+                                                     its delivery cursor per sub-stream and
+                                                     the acknowledged prefix per sub-stream
+                                                     already announced or learnt
         clock = u n | n x (u region | u count)
     """
     group_vc = sorted(s.group_vc.items())
@@ -806,12 +812,45 @@ def _write_aa_meta(m: ModuleOut, s: Any) -> None:
     for name, vc in group_vc:
         m.s(name)
         _clock(m, vc)
+    states = sorted(s._gs.items())
+    m.u(len(states))
+    for name, st in states:
+        m.s(name)
+        m.sid(st.base)
+        _id_map(m, st.cur)
+        m.sid(st.abase)
+        _id_map(m, st.acked)
+        m.sid(st.seen)
+
+
+def _id_map(m: ModuleOut, ids: dict[int, int]) -> None:
+    items = sorted(ids.items())
+    m.u(len(items))
+    for region, sid in items:
+        m.u(region)
+        m.sid(sid)
+
+
+def _read_id_map(m: ModuleIn) -> dict[int, int]:
+    return {m.u(): m.sid() for _ in range(m.u())}
 
 
 def _read_aa_meta(m: ModuleIn, s: Any) -> None:
+    r = m.r
     for _ in range(m.u()):
         name = m.s()
         s.group_vc[name] = _read_clock(m)
+    for _ in range(m.u()):
+        at = r.pos
+        name = m.s()
+        if s.get_group(name) is None:
+            raise r.fail("delivery state of a consumer group the stream does not have", at)
+        base = m.sid()
+        st = _GroupState(base, _read_id_map(m), 0)
+        st.abase = m.sid()
+        st.acked = _read_id_map(m)
+        st.seen = m.sid()
+        s._gs[name] = st
 
 
 def _write_active_stream(w: RdbWriter, s: Any, key: bytes | None) -> None:
@@ -822,7 +861,7 @@ def _write_active_stream(w: RdbWriter, s: Any, key: bytes | None) -> None:
     w.out += encode_len(AA_STREAM_ID)
     m = ModuleOut(w)
     m.u(s.region)
-    subs = sorted(s.subs.items())
+    subs = s.sub_streams()
     m.u(len(subs))
     for region, sub in subs:
         m.u(region)
@@ -1495,7 +1534,7 @@ def _read_aa_group(m: ModuleIn, s: Stream) -> Any:
     r = m.r
     at = r.pos
     name = m.s()
-    g = s.create_group(name, m.sid(), m.i())
+    g = Stream.create_group(s, name, m.sid(), m.i())  # not ActiveStream's: that one journals
     if g is None:
         raise r.fail("duplicated consumer group name", at)
     for _ in range(m.u()):
@@ -1526,8 +1565,6 @@ def _read_aa_group(m: ModuleIn, s: Stream) -> Any:
 
 def _read_active_stream(r: RdbReader, encver: int) -> Any:
     """An ActiveStream from its ``rill-aast`` module value (see _write_active_stream)."""
-    from rill.storage.stream.active import ActiveStream
-
     if encver != AA_STREAM_ENCVER:
         raise r.fail(f"rill-aast encoding version {encver} is not supported")
     m = ModuleIn(r)
@@ -1539,9 +1576,7 @@ def _read_active_stream(r: RdbReader, encver: int) -> Any:
         if region <= prev:
             raise r.fail("Active-Active sub-streams out of order", at)
         prev = region
-        sub = Stream()
-        _read_sub_stream(m, sub)
-        s.subs[region] = sub
+        _read_sub_stream(m, s._sub(region))
     _read_stream_meta(m, s)
     for _ in range(m.u()):
         _read_aa_group(m, s)
