@@ -155,6 +155,13 @@ class ActiveStream(Stream):
     def _live(self) -> list[tuple[int, Stream]]:
         return [(r, s) for r, s in self._order if s.length]
 
+    def _span(self, start: int, end: int) -> list[tuple[int, Stream]]:
+        """The sub-streams that may hold entries in [start, end]: a read that finds one
+        (a tail read where one region wrote lately) goes straight to it."""
+        return [
+            (r, s) for r, s in self._order if s.length and s.first_id <= end and s.last_id >= start
+        ]
+
     def _sync_meta(self) -> None:
         """Recompute the merged metadata from the sub-streams (after deletes and remote ops).
         last_id and max_deleted_entry_id never go back."""
@@ -282,7 +289,7 @@ class ActiveStream(Stream):
     ) -> Iterator[tuple[int, list[bytes]]]:
         """Merged :meth:`Stream.iter_range` (tombstones are a node detail, left out here
         unless only one sub-stream holds entries)."""
-        live = self._live()
+        live = self._span(start, end)
         if len(live) <= 1:
             if live:
                 yield from live[0][1].iter_range(start, end, rev, tombstones)
@@ -296,7 +303,7 @@ class ActiveStream(Stream):
         admit: bool = True,
     ) -> list[tuple[int, list[bytes]]]:
         """Merged :meth:`Stream.range`: ascending by (ID, region), or its reverse."""
-        live = self._live()
+        live = self._span(start, end)
         if len(live) <= 1:
             return live[0][1].range(start, end, count, rev, admit) if live else []
         parts = [_tagged(sub.range(start, end, count, rev, admit), r) for r, sub in live]
@@ -315,7 +322,7 @@ class ActiveStream(Stream):
         """Merged :meth:`Stream.range_segments`: the sub-stream's own segments when one
         holds entries, else one fresh segment of the merged entries (encoded with ``enc``
         when given)."""
-        live = self._live()
+        live = self._span(start, end)
         if len(live) <= 1:
             return live[0][1].range_segments(start, end, count, rev, enc, sids) if live else []
         if rev and sids is not None:
@@ -456,16 +463,16 @@ class ActiveStream(Stream):
         else:
             cap = limit if approx and limit else 0
             if by_len or cap:
-                k = self.length - maxlen if by_len else 0
-                if cap and (not k or cap < k):
+                # The first k merged entries are among each sub-stream's first k.
+                k = self.length - maxlen if by_len else cap
+                if cap and cap < k:
                     k = cap
+                hi = ID_MAX if by_len else minid - 1
                 last: dict[int, int] = {}
-                its = [_tagged(sub.iter_range(), r) for r, sub in live]
+                its = [_tagged(sub.range(0, hi, k, admit=False), r) for r, sub in live]
                 taken = 0
                 for sid, r, _fv in heapq.merge(*its, key=_key):
-                    if k and taken >= k:
-                        break
-                    if not by_len and sid >= minid:
+                    if taken >= k:
                         break
                     last[r] = sid
                     taken += 1

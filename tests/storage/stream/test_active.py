@@ -580,3 +580,22 @@ def test_to_plain_copies_groups():
     assert p.last_id == s.last_id and p.entries_added == s.entries_added
     pg = p.get_group(b"g")
     assert pg is not g and list(pg.pel.keys()) == list(g.pel.keys())
+
+
+def test_trim_minid_with_limit_over_several_sub_streams():
+    s, model = interleaved()
+    s.drain()
+    assert s.trim_minid(I(1010), approx=True, limit=4) == 4
+    assert s.range() == [(sid, fv) for sid, _r, fv in model[4:]]
+    assert s.trim_minid(I(1010), approx=True, limit=0) == 27  # 31 below 1010 (a duplicate), 4 gone
+    assert s.first_id == I(1010, 1)
+
+
+def test_a_tail_read_in_one_sub_stream_goes_straight_to_it():
+    s, _model = interleaved()
+    for k in range(5):
+        s.add([b"f", b"%d" % k], I(3000 + k, 1))
+    tail = s.range(I(2999))
+    assert ids(tail) == [b"3000-1", b"3001-1", b"3002-1", b"3003-1", b"3004-1"]
+    segs = s.range_segments(I(2999), ID_MAX, 0, False, RESP_ENTRIES)
+    assert segs and all(seg[3] for seg in segs)  # the decoded-node cache's lists
