@@ -185,6 +185,11 @@ PARAMS: list[Param] = [
     P('stream-node-max-entries', 'int', '100', lo=0, hi=9223372036854775807),
     # rill: rewrite a stream node without its tombstones once they are this percent of it (0 = never, as Redis)
     P('stream-node-gc-percent', 'int', '50', lo=0, hi=100),
+    # rill: Active-Active (docs/active-active.md): this instance's region (0 = off), XADD's ID
+    # mode, and the bytes of own effects kept for resyncs (the links' parameters: links.py)
+    P('active-active-id', 'int', '0', lo=0, hi=255),
+    P('active-active-xadd-id-mode', 'enum', 'strict', choices=('strict', 'semi-strict', 'liberal')),
+    P('active-active-backlog-size', 'memory', '16777216', lo=16384, hi=9223372036854775807),
     P('repl-backlog-size', 'memory', '1048576', lo=1, hi=9223372036854775807),
     P('maxmemory', 'memory', '0', lo=0, hi=18446744073709551615, unsigned=True),
     P('cluster-link-sendbuf-limit', 'memory', '0', lo=0, hi=18446744073709551615, unsigned=True),

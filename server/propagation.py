@@ -15,10 +15,13 @@ The feeds, called in this order for every unit of effects:
   either exists;
 - ``observer``: an in-process watcher that sees every unit as the replication feed
   does (the tests' in-process servers record effects through it); never set by the
-  running server.
-
-Active-Active (issue 22) adds its feed here, as a fourth named slot beside ``aof``
-and ``replication``, called from ``Server.propagate`` in the same way.
+  running server;
+- ``active_active``: the Active-Active engine (server/activeactive/engine.py), while the
+  mode is on. It is called *first*: it stamps the unit's CRDT ops as this instance's next
+  effect and returns the effect's record (or None when the unit made no ops), which the
+  AOF then keeps beside the commands. Replicas get the commands only. A peer's effect,
+  once applied, takes ``Server.propagate_applied``: its record to the AOF, the ordinary
+  commands that mirror it to the replicas.
 
 A feed is attached only while it has somewhere to put effects. ``server.propagating``
 says whether any is: command handlers ask it before building effects (an XCLAIM
@@ -40,7 +43,7 @@ if TYPE_CHECKING:
 Ops = list[tuple[int, list[bytes]]]
 Feed = Callable[[Ops], Any]
 
-FEEDS = ("aof", "replication", "observer")
+FEEDS = ("aof", "replication", "observer", "active_active")
 
 
 class Propagation:
@@ -53,6 +56,7 @@ class Propagation:
         self.aof: Feed | None = None
         self.replication: Feed | None = None
         self.observer: Feed | None = None
+        self.active_active: Feed | None = None
 
     def attach(self, name: str, feed: Feed) -> None:
         """Make ``feed`` the feed called ``name`` (one of FEEDS)."""
@@ -84,4 +88,7 @@ class Propagation:
             self._refresh()
 
     def _refresh(self) -> None:
-        self.server.propagating = self.aof is not None or self.replication is not None or self.observer is not None
+        self.server.propagating = (
+            self.aof is not None or self.replication is not None or self.observer is not None
+            or self.active_active is not None
+        )

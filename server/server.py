@@ -22,11 +22,13 @@ from rill.storage import set as _set
 from rill.storage import zset as _zset
 from rill.storage.keyspace import Database, Keyspace
 from rill.storage.stream import Stream
+from rill.storage.stream.active import ActiveStream
 
-from . import REDIS_VERSION
+from . import REDIS_VERSION, activeactive
 from . import notify as events
 from . import shutdown as shutdown_seq
 from .acl import Acl
+from .activeactive import ActiveActive
 from .blocking import Blocking
 from .client import Client
 from .commands.table import (
@@ -245,6 +247,13 @@ class Server:
         self.persistence.install()
         self.replica_side = ReplicaSide(self)
         self.cron_hooks.append(self.replica_side.cron)
+        activeactive.install(self)
+
+    def new_stream(self) -> Stream:
+        """The stream a write creates: one with a sub-stream per region while
+        Active-Active is on (docs/active-active.md), else an ordinary one."""
+        engine = self.active_active
+        return Stream() if engine is None else ActiveStream(engine.region)
 
     # -- server states that gate every command -----------------------------
     # loading, maxmemory, CLIENT PAUSE's end (a time.monotonic() reading, 0 when not
@@ -263,11 +272,13 @@ class Server:
     _tracking_active = False
     _replica_of: tuple[str, int] | None = None
     _min_replicas: tuple[int, int] | None = None
+    _active_active: ActiveActive | None = None
 
     def _update_special(self) -> None:
         self._special = bool(
             self._loading or self._maxmemory or self._pause_until or self._write_denied is not None
             or self._tracking_active or self._replica_of is not None or self._min_replicas is not None
+            or self._active_active is not None
         )
         # A pause holds expiry still (Redis keeps the dataset constant while paused), and
         # so does following a master, whose DELs decide when keys go.
@@ -280,6 +291,9 @@ class Server:
     tracking_active = _GatingState()
     replica_of = _GatingState()  # (host, port) of the master this server follows
     min_replicas = _GatingState()  # (min-replicas-to-write, min-replicas-max-lag), both set
+    # The Active-Active engine (server/activeactive/), while the mode is on: every write
+    # goes through call(), which hands it to the engine.
+    active_active = _GatingState()
 
     # -- config ----------------------------------------------------------
     def _refresh_config(self) -> None:
@@ -715,7 +729,10 @@ class Server:
         # worked out when someone reads them, not per command.
         start = perf_counter_ns()
         try:
-            reply = cmd.handler(client, argv)
+            if self.active_active is None or not cmd.flags & WRITE:
+                reply = cmd.handler(client, argv)
+            else:
+                reply = self.active_active.run(client, cmd, argv)
         except ReplyError as err:
             reply = err
         duration = perf_counter_ns() - start
@@ -794,7 +811,7 @@ class Server:
         if self.propagating:
             if changed and not self._prevent_propagation and cmd.flags & WRITE:
                 ops.append((client.db.id, self._rewritten or argv))
-            if ops:
+            if ops or (self.active_active is not None and self.active_active.unit):
                 # Lazy expiry during SCAN/RANDOMKEY deletes unrelated keys: Redis sends
                 # those DELs on their own, not wrapped as one transaction.
                 self.propagate(ops, wrap=cmd.fullname not in _TOUCHES_ARBITRARY_KEYS)
@@ -828,14 +845,42 @@ class Server:
         if self._exec_ops is not None:
             self._exec_ops.extend(ops)
             return
+        feeds = self.propagation
+        aof_ops = ops
+        if feeds.active_active is not None:
+            # First, so the unit is stamped before anything records it: the AOF keeps
+            # the effect record beside the commands (a restart rebuilds the clocks and
+            # the backlog from it); replicas get the commands only.
+            record = feeds.active_active(ops)
+            if record is not None:
+                aof_ops = [*ops, (ops[-1][0] if ops else 0, record)]
+            if wrap and len(aof_ops) > 1:
+                aof_ops = [(aof_ops[0][0], [b"MULTI"]), *aof_ops, (aof_ops[-1][0], [b"EXEC"])]
         if wrap and len(ops) > 1:
             ops = [(ops[0][0], [b"MULTI"]), *ops, (ops[-1][0], [b"EXEC"])]
-        feeds = self.propagation
-        if feeds.aof is not None:
-            feeds.aof(ops)
+        if feeds.active_active is None:
+            aof_ops = ops
+        if feeds.aof is not None and aof_ops:
+            feeds.aof(aof_ops)
+        if not ops:
+            return
         if feeds.replication is not None:
             feeds.replication(ops)
-        # Active-Active's feed (issue 22) is called here, after the replicas'.
+        if feeds.observer is not None:
+            feeds.observer(ops)
+
+    def propagate_applied(self, record: list[bytes], ops: list[tuple[int, list[bytes]]]) -> None:
+        """A peer's effect was applied (server/activeactive/engine.py): the AOF keeps its
+        record, replicas get the ordinary commands that mirror it."""
+        feeds = self.propagation
+        if feeds.aof is not None:
+            feeds.aof([(0, record)])
+        if not ops:
+            return
+        if len(ops) > 1:
+            ops = [(ops[0][0], [b"MULTI"]), *ops, (ops[-1][0], [b"EXEC"])]
+        if feeds.replication is not None:
+            feeds.replication(ops)
         if feeds.observer is not None:
             feeds.observer(ops)
 
@@ -934,7 +979,7 @@ class Server:
         return any(not wk.expired and wk.db.is_expired(wk.key) for wk in client.watched)
 
     # -- expiry ----------------------------------------------------------------
-    def _expired(self, db: Database, key: bytes) -> None:
+    def _expired(self, db: Database, key: bytes, value: Any = None) -> None:
         if db.watched:
             self._touch_watched(db, key)
             if self.keyspace.signal_all:
@@ -947,6 +992,8 @@ class Server:
             # Lazy expiry inside a command travels with that command's effects;
             # the cron flushes what active expiry produced.
             self._also.append((db.id, [b"DEL", key]))
+            if self.active_active is not None:
+                self.active_active.key_expired(db.id, key, value)
 
     # -- slowlog, latency and monitor ---------------------------------------------
     def slow_command(self, client: Client, cmd: Command, argv: list[bytes], duration: int) -> None:

@@ -498,7 +498,8 @@ class Database:
             self.keyspace.on_modified(self, key)
 
     def _expire(self, key: bytes) -> None:
-        if self.data.pop(key, None) is not None and self.scan_log is not None:
+        value = self.data.pop(key, None)
+        if value is not None and self.scan_log is not None:
             if self.scan_log.removed(key, self.data):
                 self.scan_log = None
         self.access.pop(key, None)
@@ -506,7 +507,7 @@ class Database:
         if self.unshared:
             self.unshared.pop(key, None)
         self.keyspace.expired_keys += 1
-        self.keyspace.on_expired(self, key)
+        self.keyspace.on_expired(self, key, value)
 
     def flush(self) -> None:
         self.data.clear()
@@ -654,7 +655,8 @@ class Keyspace:
         # until the pause ends, as Redis does.
         self.expire_paused = False
         self.on_modified: Callable[[Database, bytes], None] = lambda db, key: None
-        self.on_expired: Callable[[Database, bytes], None] = lambda db, key: None
+        # (database, key, the value that went): WATCH, keyspace events, the DEL's propagation.
+        self.on_expired: Callable[[Database, bytes, Any], None] = lambda db, key, value: None
         # Keyspace events Redis fires from the lookup layer, for the pub/sub family
         # to install: "new" when a key is created (dbAdd), "keymiss" when a read
         # lookup finds nothing. None (the default) costs one test.

@@ -19,6 +19,7 @@ Layout:
     admin           CONFIG, FLUSHDB/FLUSHALL, DEBUG, OBJECT, MEMORY, MONITOR, SLOWLOG, SHUTDOWN
     introspection   INFO, CLIENT, COMMAND
     latency, acl, cluster    LATENCY; ACL; CLUSTER on a server without cluster support
+    activeactive    ACTIVEACTIVE: STATUS, PAUSE, RESUME, WAIT, and the peers' link protocol
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ FAMILIES = (
     "persistence",
     "migrate",
     "replication",
+    "activeactive",
     "acl",
     "tracking",
     "cluster",

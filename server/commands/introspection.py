@@ -378,7 +378,20 @@ def _keyspace(c: Client) -> list[tuple[str, object]]:
     return out
 
 
-Section = Callable[[Client], list[tuple[str, object]]]
+def _active_active(c: Client) -> list[tuple[str, object]] | None:
+    """The engine's figures, then one line per peer; no section while the mode is off."""
+    engine = c.server.active_active
+    if engine is None:
+        return None
+    fields = engine.info_fields()
+    if engine.links is not None:
+        for line in engine.links.info_lines():
+            name, _, value = line.partition(":")
+            fields.append((name, value))
+    return fields
+
+
+Section = Callable[[Client], list[tuple[str, object]] | None]
 SECTIONS: dict[str, tuple[str, Section]] = {
     "server": ("Server", _server),
     "clients": ("Clients", _clients),
@@ -393,9 +406,10 @@ SECTIONS: dict[str, tuple[str, Section]] = {
     "latencystats": ("Latencystats", _latencystats),
     "cluster": ("Cluster", _cluster),
     "keyspace": ("Keyspace", _keyspace),
+    "active_active": ("Active_Active", _active_active),
 }
 DEFAULT = ["server", "clients", "memory", "persistence", "stats", "replication", "cpu",
-           "modules", "errorstats", "cluster", "keyspace"]
+           "modules", "errorstats", "cluster", "keyspace", "active_active"]
 ALL = [s for s in SECTIONS if s != "modules"]
 
 
@@ -418,8 +432,11 @@ def info_text(c: Client, args: list[bytes]) -> bytes:
     for key, (title, fn) in SECTIONS.items():
         if key not in wanted:
             continue
+        fields = fn(c)
+        if fields is None:
+            continue  # a section for a mode that is off (Active-Active)
         lines = [f"# {title}"]
-        lines.extend(f"{k}:{v}" for k, v in fn(c))
+        lines.extend(f"{k}:{v}" for k, v in fields)
         parts.append("\r\n".join(lines) + "\r\n")
     return "\r\n".join(parts).encode()
 

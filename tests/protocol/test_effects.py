@@ -3,7 +3,6 @@
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from rill.protocol.effects import Effect, decode_effect, decode_vc, encode_effect, encode_vc
 
 regions = st.integers(1, 255)

@@ -41,7 +41,7 @@ def test_propagating_follows_attach_and_detach(server):
 
 def test_an_unknown_feed_name_is_refused(server):
     with pytest.raises(ValueError):
-        server.propagation.attach("active_active", lambda ops: None)
+        server.propagation.attach("peers", lambda ops: None)
     with pytest.raises(ValueError):
         server.propagation.detach("sinks")
     assert server.propagating is False

@@ -15,7 +15,7 @@ from rill.storage.zset import SortedSet
 def make_db():
     ks = Keyspace(2)
     expired: list[bytes] = []
-    ks.on_expired = lambda db, key: expired.append(key)
+    ks.on_expired = lambda db, key, value: expired.append(key)
     return ks, ks[0], expired
 
 

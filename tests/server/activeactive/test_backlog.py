@@ -1,7 +1,6 @@
 """The backlog of own effect records that partial resyncs read."""
 
 import pytest
-
 from rill.server.activeactive.backlog import Backlog, record_size
 
 

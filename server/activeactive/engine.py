@@ -1,0 +1,555 @@
+"""The Active-Active engine: a write becomes an effect, and peers' effects are applied.
+
+docs/active-active.md states the rules; this is where they run.
+
+- **Making effects.** While the engine is on, ``Server.call`` runs every write command
+  through :meth:`ActiveActive.run`: writes to types without merge rules are refused, the
+  keys the command names are snapshotted, the handler runs, and the CRDT ops it made are
+  collected into ``unit`` (the streams' own journals, plus key-level ops found by comparing
+  the snapshot: a key deleted, replaced, renamed, its TTL changed). ``Server.propagate``
+  then calls :meth:`seal` (the ``active_active`` feed), which stamps the unit as the next
+  effect and puts its record in the backlog for the links.
+- **Applying effects.** :meth:`receive` takes a peer's effect, keeps it until everything its
+  origin had seen is applied here (causal delivery), then applies its ops to the keyspace,
+  wakes blocked clients, fires keyspace events, and hands the record to the AOF and the
+  ordinary commands that mirror it (plain.py) to replicas.
+- **Bookkeeping.** The applied clock ``vc``, the peers' reported clocks (``known``, for
+  tombstone collection), tombstones of deletes, and each key's TTL register.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from rill.protocol.effects import Effect, decode_vc, encode_effect, encode_vc
+from rill.protocol.reply import ReplyError
+from rill.storage.stream import Stream, format_sid
+from rill.storage.stream.active import ActiveStream
+
+from .. import notify as events
+from ..commands.table import WRITE
+from ..commands.values import type_name
+from .backlog import Backlog
+from .plain import plain_ops
+
+if TYPE_CHECKING:
+    from ..client import Client
+    from ..commands.table import Command
+    from ..server import Server
+
+Op = list[bytes]
+Unit = list[tuple[int, Op]]
+
+# Generic key commands that work on streams, with the merge rules of the doc.
+_KEY_COMMANDS = frozenset({
+    "del", "unlink", "expire", "pexpire", "expireat", "pexpireat", "persist",
+    "rename", "renamenx", "flushall", "flushdb",
+})
+# Commands with no sound meaning across instances yet.
+_UNSUPPORTED = frozenset({"copy", "move", "swapdb", "restore", "restore-asking", "migrate"})
+# A command's data-type category -> the type TYPE names (the refusal names it).
+_CATEGORY_TYPE = {
+    "@string": "string", "@bitmap": "string", "@hyperloglog": "string", "@list": "list",
+    "@hash": "hash", "@set": "set", "@sortedset": "zset", "@geo": "zset",
+}
+
+# The TTL register's value for PERSIST.
+PERSIST = -1
+
+
+_PLAIN_STREAM = ReplyError(
+    "ERR Active-Active: this stream was written before Active-Active was on and cannot merge"
+)
+
+
+def type_refusal(type_name: str) -> ReplyError:
+    return ReplyError(f"ERR Active-Active: writes to {type_name} keys are not supported yet")
+
+
+class ActiveActive:
+    """One instance's Active-Active state; ``server.active_active`` while the mode is on."""
+
+    def __init__(self, server: Server, region: int, backlog_size: int) -> None:
+        self.server = server
+        self.region = region
+        self.seq = 0  # own effects made
+        self.vc: dict[int, int] = {region: 0}  # effects applied, per origin
+        # Each peer's clock as it last reported it, in its link's order (tombstones).
+        self.known: dict[int, dict[int, int]] = {}
+        self.backlog = Backlog(backlog_size)
+        # Effects received before their causes: origin -> {seq: effect}.
+        self.pending: dict[int, dict[int, Effect]] = {}
+        self._deferred_known: dict[int, dict[int, int]] = {}
+        # (db, key) -> [(origin, seq, group or None)]: deletes a late group creation loses to.
+        self.tombstones: dict[tuple[int, bytes], list[tuple[int, int, bytes | None]]] = {}
+        # (db, key) -> [(at_ms or PERSIST, origin, seq)]: concurrent TTLs not yet superseded.
+        self.ttl: dict[tuple[int, bytes], list[tuple[int, int, int]]] = {}
+        self.unit: Unit = []  # ops of the unit being made
+        self.on_sealed: list[Callable[[int], None]] = []
+        self.links: Any = None  # PeerLinks (links.py), set by the server
+        # Peers that found this instance short of its own effects ask for their state.
+        self.want_full_sync: set[int] = set()
+        self.replaying = False  # loading the AOF: a handler's ops are already recorded
+        self.applied_effects = 0
+
+    # ------------------------------------------------------------------ making effects
+
+    def refusal(self, client: Client, cmd: Command, argv: list[bytes]) -> ReplyError | None:
+        """Why ``cmd`` may not run here, or None."""
+        name = cmd.fullname.split("|")[0]
+        if name in _UNSUPPORTED:
+            return ReplyError(f"ERR Active-Active: {name.upper()} is not supported")
+        cats = cmd.categories
+        if "@stream" in cats:
+            db = client.db
+            for pos, _spec in cmd.keys(argv):
+                value = db.data.get(argv[pos])
+                if isinstance(value, Stream) and not isinstance(value, ActiveStream):
+                    return _PLAIN_STREAM  # from before the mode was on: it has no regions
+            return None
+        if name in _KEY_COMMANDS:
+            db = client.db
+            for pos, _spec in cmd.keys(argv):
+                value = db.data.get(argv[pos])
+                if value is not None and not isinstance(value, ActiveStream):
+                    return type_refusal(type_name(value).decode())
+            return None
+        if name == "sort" and b"store" not in (a.lower() for a in argv[2:]):
+            return None  # SORT without STORE only reads
+        for cat in cats:
+            t = _CATEGORY_TYPE.get(cat)
+            if t is not None:
+                return type_refusal(t)
+        # What is left (scripts, functions, pub/sub, server commands) writes no data of
+        # its own: a script's commands come through here one by one.
+        return None
+
+    def run(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
+        """Run a write command's handler, collecting the ops it makes into the unit."""
+        refused = self.refusal(client, cmd, argv)
+        if refused is not None:
+            raise refused
+        snap = self._snapshot(client, cmd, argv)
+        try:
+            return cmd.handler(client, argv)
+        finally:
+            ops = self._collect(snap)
+            if ops and not self.replaying:
+                self.unit.extend(ops)
+
+    def _snapshot(self, client: Client, cmd: Command, argv: list[bytes]) -> list[tuple]:
+        """(db, key, value, ttl) of what the command may change."""
+        name = cmd.fullname
+        if name in ("flushall", "flushdb"):
+            dbs = self.server.keyspace if name == "flushall" else [client.db]
+            return [
+                (db, key, value, db.expires.get(key))
+                for db in dbs
+                for key, value in db.data.items()
+                if isinstance(value, ActiveStream)
+            ]
+        db = client.db
+        snap = []
+        for pos, _spec in cmd.keys(argv):
+            key = argv[pos]
+            # A key past its TTL is gone already: its lookup's expiry makes the DEL.
+            value = None if db.is_expired(key) else db.data.get(key)
+            snap.append((db, key, value, db.expires.get(key)))
+        return snap
+
+    def _collect(self, snap: list[tuple]) -> Unit:
+        """The ops that turn the snapshot into what the keys hold now."""
+        ops: Unit = []
+        was_at = {id(before): (db.id, key) for db, key, before, _ttl in snap if before is not None}
+        for db, key, before, ttl_before in snap:
+            now = db.data.get(key)
+            if isinstance(before, ActiveStream) and now is not before:
+                ops.extend((db.id, [op[0], key, *op[1:]]) for op in before.drain())
+                ops.append((db.id, [b"DEL", key, *before.observed()]))
+            if not isinstance(now, ActiveStream):
+                continue
+            if now is not before and was_at.get(id(now), (db.id, key)) != (db.id, key):
+                # RENAME: the entries this instance saw move; groups stay behind.
+                now.drain()
+                now.drop_groups()
+                ops.extend((db.id, op) for op in _entries_as_ops(key, now))
+            else:
+                ops.extend((db.id, [op[0], key, *op[1:]]) for op in now.drain())
+            if now.is_gone():
+                # No entries and no groups: the key goes here as it does where the ops land.
+                db.delete(key)
+                continue
+            ttl_now = db.expires.get(key)
+            if ttl_now != (ttl_before if now is before else None):
+                at = PERSIST if ttl_now is None else ttl_now
+                ops.append((db.id, [b"EXPIRE", key, b"%d" % at]))
+        return ops
+
+    def key_expired(self, db_id: int, key: bytes, value: Any) -> None:
+        """The keyspace dropped ``key`` because its TTL passed: delete it everywhere as DEL
+        would (only what this instance saw)."""
+        if isinstance(value, ActiveStream) and not self.replaying:
+            self.unit.append((db_id, [b"DEL", key, *value.observed()]))
+
+    def seal(self, _ops: Unit) -> list[bytes] | None:
+        """The ``active_active`` feed: stamp the collected ops as this instance's next
+        effect and hand it to the backlog (and so to the links); returns the record, or
+        None when the unit made no ops."""
+        unit = self.unit
+        if not unit:
+            return None
+        self.unit = []
+        self.seq += 1
+        vc = dict(self.vc)
+        vc[self.region] = self.seq - 1
+        e = Effect(self.region, self.seq, int(time.time() * 1000), vc, unit)
+        self.vc[self.region] = self.seq
+        self._bookkeep(e)
+        argv = encode_effect(e)
+        self.backlog.append(e.seq, argv, e.ts)
+        for callback in self.on_sealed:
+            callback(e.seq)
+        return argv
+
+    def _bookkeep(self, e: Effect) -> None:
+        """What an own effect leaves besides data: tombstones, TTL registers, group clocks."""
+        dot_clock = dict(e.vc)
+        dot_clock[e.origin] = e.seq
+        for db_id, op in e.ops:
+            name, key = op[0], op[1]
+            if name == b"DEL":
+                self._tombstone(db_id, key, e, None)
+                self.ttl.pop((db_id, key), None)
+            elif name == b"GDESTROY":
+                self._tombstone(db_id, key, e, op[2])
+            elif name == b"EXPIRE":
+                self.ttl[(db_id, key)] = [(int(op[2]), e.origin, e.seq)]
+            elif name == b"GCREATE":
+                s = self.server.keyspace[db_id].data.get(key)
+                if isinstance(s, ActiveStream):
+                    s.set_group_clock(op[2], dot_clock)
+
+    def _tombstone(self, db_id: int, key: bytes, e: Effect, group: bytes | None) -> None:
+        self.tombstones.setdefault((db_id, key), []).append((e.origin, e.seq, group))
+
+    # ------------------------------------------------------------------ applying effects
+
+    def applied(self, region: int) -> int:
+        return self.vc.get(region, 0)
+
+    def receive(self, e: Effect) -> int:
+        """A peer's effect: apply it now if its causes are here, else keep it until they
+        are. Returns how many of ``e.origin``'s effects are applied (the acknowledgement)."""
+        if e.origin == self.region:
+            return self.seq  # our own, echoed back (a peer's full sync): already here
+        if e.seq > self.applied(e.origin):
+            self.pending.setdefault(e.origin, {})[e.seq] = e
+            self._drain_pending()
+        return self.applied(e.origin)
+
+    def _ready(self, e: Effect) -> bool:
+        vc = self.vc
+        if vc.get(e.origin, 0) != e.seq - 1:
+            return False
+        return all(vc.get(r, 0) >= n for r, n in e.vc.items() if r != e.origin)
+
+    def _drain_pending(self) -> None:
+        progress = True
+        while progress:
+            progress = False
+            for origin in list(self.pending):
+                waiting = self.pending[origin]
+                while True:
+                    nxt = self.applied(origin) + 1
+                    for stale in [s for s in waiting if s < nxt]:
+                        del waiting[stale]
+                    e = waiting.get(nxt)
+                    if e is None or not self._ready(e):
+                        break
+                    del waiting[nxt]
+                    self._apply(e)
+                    progress = True
+                if not waiting:
+                    del self.pending[origin]
+                    later = self._deferred_known.pop(origin, None)
+                    if later is not None:
+                        self._heard_in_order(origin, later)
+
+    def pending_count(self) -> int:
+        return sum(len(w) for w in self.pending.values())
+
+    def _apply(self, e: Effect) -> None:
+        """Apply a peer's effect whose causes are all applied."""
+        server = self.server
+        feeds = server.propagation
+        # Replicas (and the tests' observer) get ordinary commands mirroring the change.
+        mirror = feeds.replication is not None or feeds.observer is not None
+        plain: Unit = []
+        touched: set[tuple[int, bytes]] = set()
+        for db_id, op in e.ops:
+            db = server.keyspace[db_id]
+            key = op[1]
+            before = db.data.get(key)
+            last = before.last_id if isinstance(before, Stream) else None
+            self._apply_op(db, e, op)
+            touched.add((db_id, key))
+            if mirror:
+                plain.extend((db_id, p) for p in plain_ops(db, key, last, op))
+        self.vc[e.origin] = e.seq
+        clock = dict(e.vc)
+        clock[e.origin] = e.seq
+        self._know(e.origin, clock)
+        self.applied_effects += 1
+        server.dirty += len(e.ops)
+        for db_id, key in touched:
+            db = server.keyspace[db_id]
+            db.modified(key)
+            server.blocking.signal(db_id, key)
+        if not self.replaying:
+            server.propagate_applied(encode_effect(e), plain)
+
+    def _apply_op(self, db: Any, e: Effect, op: Op) -> None:
+        name, key = op[0], op[1]
+        s = db.data.get(key)
+        if s is not None and not isinstance(s, ActiveStream):
+            return  # cannot happen while every write is checked; never an apply-time error
+        if name == b"EXPIRE":
+            self._apply_ttl(db, key, e, int(op[2]))
+            return
+        if name == b"GCREATE" and self._deleted_concurrently(db.id, key, e, op[2]):
+            return
+        if s is None:
+            if name not in (b"XADD", b"GCREATE"):
+                return
+            s = self.server.new_stream()
+            db.set(key, s)
+        s.apply([name, *op[2:]])
+        if name == b"XADD":
+            _notify(self.server, db.id, b"xadd", key)
+        elif name == b"DEL":
+            self._tombstone(db.id, key, e, None)
+            self.ttl.pop((db.id, key), None)
+            _notify(self.server, db.id, b"del", key)
+        elif name == b"GDESTROY":
+            self._tombstone(db.id, key, e, op[2])
+            _notify(self.server, db.id, b"xgroup-destroy", key)
+        elif name == b"GCREATE":
+            clock = dict(e.vc)
+            clock[e.origin] = e.seq
+            s.set_group_clock(op[2], clock)
+            _notify(self.server, db.id, b"xgroup-create", key)
+        elif name in (b"XDEL", b"XTRIM"):
+            _notify(self.server, db.id, name.lower(), key)
+        if s.is_gone():
+            db.delete(key)
+            self.ttl.pop((db.id, key), None)
+
+    def _deleted_concurrently(self, db_id: int, key: bytes, e: Effect, group: bytes) -> bool:
+        """Delete-wins: a group creation loses to a delete of its stream or group that it
+        had not seen."""
+        for origin, seq, g in self.tombstones.get((db_id, key), ()):
+            if (g is None or g == group) and e.vc.get(origin, 0) < seq and not (
+                origin == e.origin and seq < e.seq
+            ):
+                return True
+        return False
+
+    def _apply_ttl(self, db: Any, key: bytes, e: Effect, value: int) -> None:
+        """The TTL register: drop the values this effect saw, add its own; PERSIST beats
+        every TTL left, else the longest wins."""
+        reg = [
+            (v, o, s) for v, o, s in self.ttl.get((db.id, key), ())
+            if e.vc.get(o, 0) < s and not (o == e.origin and s < e.seq)
+        ]
+        reg.append((value, e.origin, e.seq))
+        self.ttl[(db.id, key)] = reg
+        if key not in db.data:
+            return
+        values = [v for v, _o, _s in reg]
+        if PERSIST in values:
+            db.persist(key)
+        else:
+            db.set_expire(key, max(values))
+
+    # ------------------------------------------------------------------ peers' clocks
+
+    def hello(self, peer: int, peer_vc: dict[int, int]) -> tuple[int, dict[int, int], bool]:
+        """A peer's link opens. Returns this instance's region, its applied clock (where
+        the peer resumes), and whether the peer must send its whole state: it holds own
+        effects of ours we lost (we restarted from an older snapshot). Our sequence then
+        jumps past them so that none is ever reused; the full sync brings them back."""
+        self._heard(peer, peer_vc)
+        theirs = peer_vc.get(self.region, 0)
+        full = theirs > self.seq
+        if full:
+            self.seq = theirs
+            self.vc[self.region] = theirs
+            self.backlog = Backlog(self.backlog.limit)
+            self.want_full_sync.add(peer)
+        elif peer in self.want_full_sync:
+            full = True
+        return self.region, dict(self.vc), full
+
+    def merged(self, peer: int) -> None:
+        """A full sync from ``peer`` was merged (state.py): its effects are all here."""
+        self.want_full_sync.discard(peer)
+
+    def heard(self, peer: int, peer_vc: dict[int, int]) -> int:
+        """A peer's heartbeat: its clock, in its link's order. Returns its acknowledgement."""
+        self._heard(peer, peer_vc)
+        return self.applied(peer)
+
+    def _heard(self, peer: int, peer_vc: dict[int, int]) -> None:
+        if self.pending.get(peer):
+            self._deferred_known[peer] = peer_vc  # after the effects still waiting
+        else:
+            self._heard_in_order(peer, peer_vc)
+
+    def _heard_in_order(self, peer: int, peer_vc: dict[int, int]) -> None:
+        self._know(peer, peer_vc)
+
+    def _know(self, peer: int, clock: dict[int, int]) -> None:
+        mine = self.known.setdefault(peer, {})
+        for r, n in clock.items():
+            if n > mine.get(r, 0):
+                mine[r] = n
+
+    def members(self) -> set[int]:
+        """Every region this instance knows of, itself included."""
+        regions = {self.region, *self.vc, *self.known}
+        if self.links is not None:
+            regions.update(r for r in self.links.peer_regions() if r)
+        return regions
+
+    def collect_tombstones(self) -> int:
+        """Drop tombstones every instance has seen (cron). Returns how many went."""
+        others = self.members() - {self.region}
+        known = self.known
+        dropped = 0
+        for where in list(self.tombstones):
+            stones = self.tombstones[where]
+            keep = [
+                t for t in stones
+                if not all(known.get(r, {}).get(t[0], 0) >= t[1] for r in others if r != t[0])
+                or self.vc.get(t[0], 0) < t[1]
+            ]
+            dropped += len(stones) - len(keep)
+            if keep:
+                self.tombstones[where] = keep
+            else:
+                del self.tombstones[where]
+        return dropped
+
+    def tombstone_count(self) -> int:
+        return sum(len(t) for t in self.tombstones.values())
+
+    # ------------------------------------------------------------------ restarts
+
+    def replay(self, e: Effect) -> None:
+        """An effect record read back from the AOF. Our own effects' data came back through
+        the commands recorded beside them: only the bookkeeping and the backlog are
+        redone. A peer's effect is applied again (its data is only in the record)."""
+        if e.origin == self.region:
+            if e.seq <= self.seq:
+                return
+            self.seq = e.seq
+            self.vc[self.region] = e.seq
+            self._bookkeep(e)
+            self.backlog.append(e.seq, encode_effect(e), e.ts)
+            return
+        was, self.replaying = self.replaying, True
+        try:
+            self.receive(e)
+        finally:
+            self.replaying = was
+
+    def export_state(self) -> bytes:
+        """The engine's state for the RDB's ``aa-state`` AUX field: sequence, clocks,
+        tombstones and TTL registers (the backlog is not kept: the AOF refills it)."""
+        doc = {
+            "region": self.region,
+            "seq": self.seq,
+            "vc": _pairs(self.vc),
+            "known": {str(r): _pairs(c) for r, c in self.known.items()},
+            "tombstones": [
+                [db, key.hex(), [[o, s, None if g is None else g.hex()] for o, s, g in stones]]
+                for (db, key), stones in self.tombstones.items()
+            ],
+            "ttl": [[db, key.hex(), [list(t) for t in reg]] for (db, key), reg in self.ttl.items()],
+        }
+        return json.dumps(doc, separators=(",", ":")).encode()
+
+    def import_state(self, blob: bytes) -> None:
+        """Restore what :meth:`export_state` saved (loading an RDB). ValueError when the
+        blob is malformed or belongs to another region."""
+        try:
+            doc = json.loads(blob)
+            if doc["region"] != self.region:
+                raise ValueError(
+                    f"the dataset belongs to Active-Active region {doc['region']}, not {self.region}"
+                )
+            self.seq = int(doc["seq"])
+            self.vc = {int(r): int(n) for r, n in doc["vc"]}
+            self.vc[self.region] = self.seq
+            self.known = {int(p): {int(r): int(n) for r, n in c} for p, c in doc["known"].items()}
+            self.tombstones = {
+                (int(db), bytes.fromhex(key)): [
+                    (int(o), int(s), None if g is None else bytes.fromhex(g)) for o, s, g in stones
+                ]
+                for db, key, stones in doc["tombstones"]
+            }
+            self.ttl = {
+                (int(db), bytes.fromhex(key)): [(int(v), int(o), int(s)) for v, o, s in reg]
+                for db, key, reg in doc["ttl"]
+            }
+        except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as exc:
+            raise ValueError("malformed Active-Active state") from exc
+        self.backlog = Backlog(self.backlog.limit)
+
+    # ------------------------------------------------------------------ reporting
+
+    def info_fields(self) -> list[tuple[str, Any]]:
+        """INFO active_active's own lines (the links add one line per peer)."""
+        return [
+            ("active_active_id", self.region),
+            ("active_active_xadd_id_mode", ActiveStream.id_mode),
+            ("active_active_seq", self.seq),
+            ("active_active_vc", encode_vc(self.vc).decode()),
+            ("active_active_pending", self.pending_count()),
+            ("active_active_tombstones", self.tombstone_count()),
+            ("active_active_backlog_bytes", self.backlog.nbytes),
+            ("active_active_applied_effects", self.applied_effects),
+        ]
+
+
+def _entries_as_ops(key: bytes, s: ActiveStream) -> list[Op]:
+    """XADD ops that recreate ``s``'s entries, each in its own region's sub-stream."""
+    ops: list[Op] = []
+    for region, sub in sorted(s.subs.items()):
+        r = b"%d" % region
+        for sid, fv in sub.iter_range():
+            ops.append([b"XADD", key, r, format_sid(sid), *fv])
+    return ops
+
+
+def _pairs(vc: dict[int, int]) -> list[list[int]]:
+    return [[r, n] for r, n in sorted(vc.items())]
+
+
+def _notify(server: Server, db_id: int, event: bytes, key: bytes) -> None:
+    if events.notifier is not None:
+        events.notifier(db_id, "t", event, key)
+
+
+def parse_vc(raw: bytes) -> dict[int, int]:
+    """A vector clock argument; the ReplyError a link sees when it is malformed."""
+    try:
+        return decode_vc(raw)
+    except ValueError:
+        raise ReplyError("ERR invalid Active-Active vector clock") from None
+
+
+__all__ = ["PERSIST", "WRITE", "ActiveActive", "Stream", "parse_vc", "type_refusal"]
