@@ -6,6 +6,7 @@ Layout:
     stream_entries  stream entries as RESP, for the stream commands' one-pass read paths
     numbers         string2ll, Redis's strict integer parse, for every layer above storage
     effects         Active-Active effect records (ACTIVEACTIVE APPLY ...) and vector clocks
+    reply_reader    RESP replies read back, for this server's own outbound links
 
 Imports no other rill package.
 """

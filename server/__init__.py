@@ -18,6 +18,7 @@ Layout (a request's path first):
     memory, evict  used_memory and maxmemory's evictions
     commandstats, latency    INFO commandstats and latencystats; the latency monitor
     migrate, tls, process, shutdown    MIGRATE's links, TLS, the process, the shutdown sequence
+    outbound       dialling another server (a replica's master, an Active-Active peer)
 """
 
 __version__ = "0.1.0"

@@ -347,11 +347,6 @@ class Server:
         if hook is not None:
             hook()
 
-    def new_stream(self) -> Stream:
-        """The stream a command creates for a new key (Active-Active replaces it with its
-        per-region stream)."""
-        return Stream()
-
     # -- clients -----------------------------------------------------------
     def new_client(self, addr: str = "", laddr: str = "", fd: int = -1) -> Client:
         client = Client(self, self.next_client_id, addr, laddr, fd)

@@ -17,6 +17,8 @@ Layout:
 - ``idmp``     idempotent-producer state (Redis 8.6's IDMP).
 - ``stream``   :class:`Stream`: nodes in a rax, appends, ranges, deletes, trims, and the
                group operations that need entries (read, claim, lag).
+- ``active``   :class:`ActiveStream`: the Active-Active stream, one append-only sub-stream
+               per region merged by ID on read, with its op journal (docs/active-active.md).
 
 The names below are re-exported so ``from rill.storage.stream import Stream`` keeps working.
 """
