@@ -80,7 +80,11 @@ class _GroupState:
     from it; ``base`` for a sub-stream not in ``cur``), the acknowledged prefix per
     sub-stream already announced or learnt (same shape), the group last_id the cursors
     were last synced with (a change made elsewhere, XGROUP SETID, resets them), and the
-    fingerprint of the last prefix computation."""
+    fingerprint of the last prefix computation.
+
+    The RDB encoding (persistence/rdb.py) and the full-sync merge (server/activeactive/
+    state.py) save and rebuild ``base``, ``cur``, ``abase``, ``acked`` and ``seen`` through
+    ``ActiveStream._gs`` and this constructor: keep those names and the signature."""
 
     __slots__ = ("base", "cur", "abase", "acked", "seen", "fp", "ver")
 
