@@ -190,6 +190,9 @@ PARAMS: list[Param] = [
     P('active-active-id', 'int', '0', lo=0, hi=255),
     P('active-active-xadd-id-mode', 'enum', 'strict', choices=('strict', 'semi-strict', 'liberal')),
     P('active-active-backlog-size', 'memory', '16777216', lo=16384, hi=9223372036854775807),
+    # rill: the ACL user and password this instance's peer links log in with
+    P('active-active-user', 'string', '', sensitive=True),
+    P('active-active-auth', 'string', '', sensitive=True),
     P('repl-backlog-size', 'memory', '1048576', lo=1, hi=9223372036854775807),
     P('maxmemory', 'memory', '0', lo=0, hi=18446744073709551615, unsigned=True),
     P('cluster-link-sendbuf-limit', 'memory', '0', lo=0, hi=18446744073709551615, unsigned=True),
@@ -347,7 +350,30 @@ def _norm_dir(value: str) -> str:
     return os.getcwd()
 
 
+def parse_peers(value: str) -> list[tuple[str, int]]:
+    """``active-active-peers``: ``"host:port host:port ..."`` -> [(host, port), ...] with
+    duplicates dropped (an IPv6 host may be bracketed); ConfigError on an entry that is not
+    host:port with a port in 1..65535."""
+    peers: list[tuple[str, int]] = []
+    for item in value.split():
+        host, sep, port = item.rpartition(":")
+        if host.startswith("[") and host.endswith("]"):
+            host = host[1:-1]
+        if not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535:
+            raise ConfigError(f"Invalid Active-Active peer '{item}' (expected host:port)")
+        if (host, int(port)) not in peers:
+            peers.append((host, int(port)))
+    return peers
+
+
+def _norm_peers(value: str) -> str:
+    parse_peers(value)
+    return " ".join(value.split())
+
+
 PARAMS += [
+    # rill: Active-Active: the peers this instance links to (server/activeactive/links.py)
+    P("active-active-peers", "special", "", multi_arg=True, normalize=_norm_peers),
     P("save", "special", "3600 1 300 100 60 10000", multi_arg=True, normalize=_norm_save),
     P("bind", "special", "* -::*", multi_arg=True, normalize=_norm_bind),
     P("dir", "special", "", normalize=_norm_dir),

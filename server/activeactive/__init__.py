@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING
 
 from rill.storage.stream.active import ActiveStream
 
-from ..config import ConfigError
+from ..config import ConfigError, parse_peers
 from .engine import ActiveActive
+from .links import PeerLinks
 
 if TYPE_CHECKING:
     from ..server import Server
@@ -31,6 +32,8 @@ def install(server: Server) -> None:
     server.config_changed_hooks["active-active-xadd-id-mode"] = lambda: _id_mode(server)
     server.config_changed_hooks["active-active-backlog-size"] = lambda: _backlog_size(server)
     server.cron_hooks.append(lambda: _cron(server))
+    config.appliers["active-active-peers"] = lambda value: _peers(server, value)
+    server.shutdown_hooks.append(lambda: _close_links(server))
     _id_mode(server)
     region = config.int("active-active-id")
     if region:
@@ -42,7 +45,22 @@ def enable(server: Server, region: int) -> ActiveActive:
     engine = ActiveActive(server, region, server.config.int("active-active-backlog-size"))
     server.active_active = engine
     server.propagation.attach("active_active", engine.seal)
+    engine.links = PeerLinks(server, engine)
+    engine.links.configure(parse_peers(server.config["active-active-peers"]))
     return engine
+
+
+def _peers(server: Server, value: str) -> None:
+    """CONFIG SET active-active-peers: links to peers no longer named close, new ones open."""
+    engine = server.active_active
+    if engine is not None:
+        engine.links.configure(parse_peers(value))
+
+
+def _close_links(server: Server) -> None:
+    engine = server.active_active
+    if engine is not None:
+        engine.links.close()
 
 
 def _change_id(server: Server, region: int) -> None:

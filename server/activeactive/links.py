@@ -76,22 +76,6 @@ def _notice(msg: str, *args: object) -> None:
     log.log(NOTICE, msg, *args)
 
 
-def parse_peers(value: str) -> list[tuple[str, int]]:
-    """``"host:port host:port ..."`` -> [(host, port), ...], duplicates dropped; ValueError
-    on an entry that is not host:port with a port in 1..65535."""
-    peers: list[tuple[str, int]] = []
-    for item in value.split():
-        host, sep, port = item.rpartition(":")
-        n = string2ll(port.encode())
-        if not sep or not host or n is None or not 0 < n <= 65535:
-            raise ValueError(f"invalid Active-Active peer '{item}' (expected host:port)")
-        if host.startswith("[") and host.endswith("]"):
-            host = host[1:-1]  # [::1]:7001
-        if (host, n) not in peers:
-            peers.append((host, n))
-    return peers
-
-
 class LinkError(Exception):
     """The peer answered something the link cannot go on with; the link is dropped."""
 

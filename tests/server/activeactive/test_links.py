@@ -3,8 +3,9 @@
 The peer here is a small asyncio server of the test's own that answers HELLO, APPLY, PING
 and MERGE as docs/active-active.md says a peer does, and records what it was sent; the
 engine is a small stand-in with the attributes PeerLinks reads (region, seq, vc, the real
-backlog, on_sealed). Real rill-server instances linked to each other are tested in
-test_links_servers.py.
+backlog, on_sealed). Then real rill-server instances, linked to each other: writes at one
+reach the other, WAIT, a peer killed and restarted, PAUSE/RESUME, STATUS and INFO, the
+peers changed at run time, a link that logs in.
 """
 
 from __future__ import annotations
@@ -12,15 +13,20 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import threading
 import time
 import types
 
 import pytest
+import redis
 from rill.protocol.effects import Effect, decode_vc, encode_effect, encode_vc
 from rill.protocol.parser import RequestParser
 from rill.server.activeactive.backlog import Backlog, record_size
-from rill.server.activeactive.links import DOWN, UP, PeerLinks, parse_peers
+from rill.server.activeactive.links import DOWN, UP, PeerLinks
+from rill.server.config import ConfigError, parse_peers
 from rill.server.outcomes import Block
+
+from tests.support import RawClient, free_port, start_rill, wait_until
 
 # -- stand-ins for the server and the engine -------------------------------------------------
 
@@ -185,7 +191,7 @@ def test_parse_peers():
         ("10.0.0.1", 7001), ("host-b", 7002), ("::1", 7003)]
     assert parse_peers("") == []
     for bad in ("nohost", ":7001", "h:0", "h:65536", "h:x"):
-        with pytest.raises(ValueError):
+        with pytest.raises(ConfigError):
             parse_peers(bad)
 
 
@@ -445,3 +451,142 @@ async def test_a_peer_that_asks_for_a_full_sync_gets_one_though_the_backlog_hold
     finally:
         links.close()
         await peer.stop()
+
+
+# -- real instances ---------------------------------------------------------------------------
+
+
+def start_region(region: int, port: int, peers: list[int], *args: str, workdir: str | None = None):
+    return start_rill("--active-active-id", str(region),
+                      "--active-active-peers", " ".join(f"127.0.0.1:{p}" for p in peers), *args,
+                      port=port, workdir=workdir)
+
+
+def status(client: redis.Redis) -> list[dict]:
+    """ACTIVEACTIVE STATUS as dicts (a map per peer in RESP3, a flat field/value array in RESP2)."""
+    rows = client.execute_command("ACTIVEACTIVE", "STATUS")
+    return [{k.decode(): v for k, v in row.items()} if isinstance(row, dict)
+            else {row[i].decode(): row[i + 1] for i in range(0, len(row), 2)} for row in rows]
+
+
+@pytest.fixture
+def pair():
+    """Regions 1 and 2 linked both ways; their ports, processes and clients."""
+    ports = [free_port(), free_port()]
+    servers = [start_region(1, ports[0], [ports[1]]), start_region(2, ports[1], [ports[0]])]
+    clients = [redis.Redis(port=p) for p in ports]
+    try:
+        for c in clients:
+            wait_until(lambda c=c: status(c)[0]["link"] == b"up")
+        yield ports, servers, clients
+    finally:
+        for c in clients:
+            c.close()
+        for s in servers:
+            s.stop()
+
+
+def test_writes_at_one_instance_are_at_the_other_once_wait_says_so(pair):
+    ports, _, (a, b) = pair
+    ids = [a.xadd("s", {"f": i}) for i in range(20)]
+    assert a.execute_command("ACTIVEACTIVE", "WAIT", 5000) == 1
+    assert [e[0] for e in b.xrange("s")] == ids
+    [row] = status(a)
+    assert list(row) == ["peer", "id", "link", "sync", "paused", "effects-sent", "effects-acked", "lag-effects",
+                         "lag-ms", "backlog-bytes"]
+    assert row == {"peer": b"127.0.0.1:%d" % ports[1], "id": 2, "link": b"up", "sync": b"partial", "paused": 0,
+                   "effects-sent": 20, "effects-acked": 20, "lag-effects": 0, "lag-ms": 0, "backlog-bytes": 0}
+    raw = RawClient(ports[0])
+    info = raw.call("INFO", "active_active").decode()
+    raw.close()
+    assert (f"peer0:host=127.0.0.1,port={ports[1]},id=2,link=up,sync=partial,paused=0,sent=20,acked=20,"
+            "lag_effects=0,lag_ms=0,backlog_bytes=0") in info.splitlines()
+
+
+def test_pause_queues_effects_and_resume_drains_them_while_wait_blocks(pair):
+    _, _, (a, b) = pair
+    assert a.execute_command("ACTIVEACTIVE", "PAUSE", "2") == b"OK"
+    first = a.xadd("s", {"f": "1"})
+    a.xadd("s", {"f": "2"})
+    assert a.execute_command("ACTIVEACTIVE", "WAIT", 200) == 0
+    assert b.exists("s") == 0
+    [row] = status(a)
+    assert (row["paused"], row["lag-effects"], row["effects-acked"]) == (1, 2, 0)
+    assert row["backlog-bytes"] > 0 and row["lag-ms"] >= 200
+    # A WAIT with no timeout blocks its client until the RESUME lets the effects through.
+    got = []
+    waiter = redis.Redis(port=a.connection_pool.connection_kwargs["port"])
+    thread = threading.Thread(target=lambda: got.append(waiter.execute_command("ACTIVEACTIVE", "WAIT", 0)))
+    thread.start()
+    try:
+        wait_until(lambda: b"cmd=activeactive|wait" in a.execute_command("CLIENT", "LIST"))
+        assert got == []
+        assert a.execute_command("ACTIVEACTIVE", "RESUME") == b"OK"
+        thread.join(10)
+        assert got == [1]
+    finally:
+        thread.join(10)
+        waiter.close()
+    assert b.xrange("s")[0][0] == first and b.xlen("s") == 2
+    assert status(a)[0]["paused"] == 0
+    with pytest.raises(redis.ResponseError, match="no such Active-Active peer '9'"):
+        a.execute_command("ACTIVEACTIVE", "PAUSE", "9")
+
+
+def test_a_peer_killed_and_restarted_is_resynced_from_the_backlog(pair):
+    ports, servers, (a, b) = pair
+    a.xadd("s", {"f": "before"})
+    assert a.execute_command("ACTIVEACTIVE", "WAIT", 5000) == 1
+    servers[1].kill()
+    wait_until(lambda: status(a)[0]["link"] == b"down")
+    for i in range(5):
+        a.xadd("s", {"f": i})
+    assert status(a)[0]["lag-effects"] == 5
+    servers[1].start()  # its dataset is gone: everything is resent from the backlog
+    b = redis.Redis(port=ports[1])
+    try:
+        assert a.execute_command("ACTIVEACTIVE", "WAIT", 10000) == 1
+        assert b.xlen("s") == 6
+        [row] = status(a)
+        assert (row["link"], row["sync"], row["effects-acked"]) == (b"up", b"partial", 6)
+    finally:
+        b.close()
+
+
+def test_config_set_peers_removes_and_adds_links(pair):
+    ports, _, (a, b) = pair
+    assert a.config_set("active-active-peers", "") is True
+    assert status(a) == []
+    assert a.execute_command("ACTIVEACTIVE", "WAIT", 100) == 0  # no peer to wait for
+    a.xadd("s", {"f": "v"})
+    a.config_set("active-active-peers", f"127.0.0.1:{ports[1]}")
+    wait_until(lambda: status(a)[0]["link"] == b"up")
+    assert a.execute_command("ACTIVEACTIVE", "WAIT", 5000) == 1
+    assert b.xlen("s") == 1
+    with pytest.raises(redis.ResponseError, match="Invalid Active-Active peer 'nope'"):
+        a.config_set("active-active-peers", "nope")
+    assert a.config_get("active-active-peers") == {"active-active-peers": f"127.0.0.1:{ports[1]}"}
+
+
+def test_the_link_logs_in_with_active_active_user_and_auth():
+    ports = [free_port(), free_port()]
+    b = start_region(2, ports[1], [ports[0]], "--requirepass", "pw2")
+    a = start_region(1, ports[0], [ports[1]], "--active-active-auth", "wrong")
+    ca, cb = redis.Redis(port=ports[0]), redis.Redis(port=ports[1], password="pw2")
+    try:
+        time.sleep(0.5)
+        assert status(ca)[0]["link"] == b"down"
+        assert "Unable to AUTH" in a.log() or "AUTH refused" in a.log()
+        ca.config_set("active-active-auth", "pw2")
+        wait_until(lambda: status(ca)[0]["link"] == b"up")
+        cb.acl_setuser("peer", enabled=True, passwords=["+pw3"], commands=["+activeactive"])
+        ca.config_set("active-active-user", "peer")
+        ca.config_set("active-active-auth", "pw3")
+        ca.xadd("s", {"f": "v"})
+        assert ca.execute_command("ACTIVEACTIVE", "WAIT", 5000) == 1
+        assert cb.xlen("s") == 1
+    finally:
+        ca.close()
+        cb.close()
+        a.stop()
+        b.stop()
