@@ -26,6 +26,7 @@ from rill.server.activeactive.links import DOWN, UP, PeerLinks
 from rill.server.config import ConfigError, parse_peers
 from rill.server.outcomes import Block
 
+from tests.server.test_tls import certs, start_tls  # noqa: F401 - certs: the TLS tests' certificates fixture
 from tests.support import RawClient, free_port, start_rill, wait_until
 
 # -- stand-ins for the server and the engine -------------------------------------------------
@@ -585,6 +586,29 @@ def test_the_link_logs_in_with_active_active_user_and_auth():
         ca.xadd("s", {"f": "v"})
         assert ca.execute_command("ACTIVEACTIVE", "WAIT", 5000) == 1
         assert cb.xlen("s") == 1
+    finally:
+        ca.close()
+        cb.close()
+        a.stop()
+        b.stop()
+
+
+def test_links_use_tls_when_tls_replication_is_on(request):
+    tls_dir = request.getfixturevalue("certs")
+    a = start_tls("rill", tls_dir, "--tls-replication", "yes", "--active-active-id", "1")
+    b = start_tls("rill", tls_dir, "--tls-replication", "yes", "--active-active-id", "2",
+                  "--active-active-peers", f"127.0.0.1:{a.tls_port}")
+    ca, cb = redis.Redis(port=a.port), redis.Redis(port=b.port)
+    try:
+        # Only the TLS ports are named: a link that did not speak TLS would never come up.
+        ca.config_set("active-active-peers", f"127.0.0.1:{b.tls_port}")
+        for c in (ca, cb):
+            wait_until(lambda c=c: status(c)[0]["link"] == b"up")
+        ca.xadd("s", {"from": "1"})
+        cb.xadd("s", {"from": "2"})
+        assert ca.execute_command("ACTIVEACTIVE", "WAIT", 5000) == 1
+        assert cb.execute_command("ACTIVEACTIVE", "WAIT", 5000) == 1
+        assert ca.xrange("s") == cb.xrange("s") and ca.xlen("s") == 2
     finally:
         ca.close()
         cb.close()
