@@ -785,12 +785,16 @@ class ActiveStream(Stream):
         """The merged view as one ordinary Stream (a duplicate ID keeps its lowest region's
         entry), with the metadata, groups and IDMP state copied: what a plain replica,
         a plain RDB or EXPORT sees."""
-        p = Stream()
-        prev = -1
-        for sid, fv in self.iter_range():
-            if sid != prev:
-                p.add(fv, sid)
-                prev = sid
+        live = self._live()
+        if len(live) == 1:
+            p = live[0][1].copy()  # one writer: its nodes as they are
+        else:
+            p = Stream()
+            prev = -1
+            for sid, fv in self.iter_range():
+                if sid != prev:
+                    p.add(fv, sid)
+                    prev = sid
         p.last_id = self.last_id
         p.entries_added = self.entries_added
         p.max_deleted_entry_id = self.max_deleted_entry_id

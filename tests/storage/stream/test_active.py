@@ -599,3 +599,18 @@ def test_a_tail_read_in_one_sub_stream_goes_straight_to_it():
     assert ids(tail) == [b"3000-1", b"3001-1", b"3002-1", b"3003-1", b"3004-1"]
     segs = s.range_segments(I(2999), ID_MAX, 0, False, RESP_ENTRIES)
     assert segs and all(seg[3] for seg in segs)  # the decoded-node cache's lists
+
+
+def test_to_plain_of_a_single_writer_keeps_its_nodes():
+    s = ActiveStream(2)
+    for k in range(150):
+        s.add([b"f", b"%d" % k], I(k + 1, 2))
+    s.delete(I(5, 2))
+    s.apply([b"XADD", b"1", b"0-1", b"f", b"x"])
+    s.apply([b"XDEL", b"1", b"0-1"])  # region 1's sub-stream exists, empty
+    s.set_id(I(900), 500)
+    p = s.to_plain()
+    assert list(p.nodes()) == list(s.subs[2].nodes())
+    assert (p.length, p.first_id, p.last_id, p.entries_added) == (149, I(1, 2), I(900), 500)
+    assert p.max_deleted_entry_id == I(5, 2)
+    assert p.range() == s.range()
