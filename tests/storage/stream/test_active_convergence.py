@@ -176,3 +176,46 @@ def test_regions_converge(n, mode, steps, order):
             assert s.to_plain().range() == first.to_plain().range()
     finally:
         ActiveStream.id_mode, Stream.node_max_entries = saved
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    n=st.integers(2, 3),
+    steps=st.lists(st.tuples(st.integers(0, 2), st.sampled_from(("xadd", "xadd", "deliver", "read")),
+                             st.integers(0, 2**32)), max_size=80),
+    order=st.randoms(use_true_random=False),
+)
+def test_xreadgroup_never_skips(n, steps, order):
+    """One group, created at 0 before any write; region 1 reads ``>`` now and then while
+    the others write concurrently and effects arrive in any causal order: in the end it
+    has delivered every entry exactly once."""
+    regions = [Region(r + 1) for r in range(n)]
+    outbox: list[tuple] = []
+    regions[0].s.create_group(b"g", 0)
+    outbox.append((1, 1, {}, regions[0].s.drain()))
+    regions[0].seq = 1
+    s1 = regions[0].s
+    delivered: list[int] = []
+
+    def read(count: int) -> None:
+        g = s1.get_group(b"g")
+        c, _ = g.get_or_create_consumer(b"c", 0)
+        delivered.extend(sid for sid, _fv in s1.read_group(g, c, count))
+
+    for who, kind, seed in steps:
+        reg = regions[who % n]
+        rnd = random.Random(seed)
+        if kind == "deliver":
+            deliver_one(regions, outbox, rnd, reg)
+        elif kind == "read":
+            read(rnd.randrange(3))
+        else:
+            reg.clock += rnd.randrange(3)
+            reg.s.add([b"f", b"v"], None, reg.clock)
+            vc = reg.vc()
+            reg.seq += 1
+            outbox.append((reg.r, reg.seq, vc, reg.s.drain()))
+    while deliver_one(regions, outbox, order):
+        pass
+    read(0)
+    assert sorted(delivered) == [sid for sid, _fv in s1.range()]
