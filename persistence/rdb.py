@@ -1652,12 +1652,17 @@ def load(
     verify_checksum: bool = True,
     now_ms: int | None = None,
     key_delay_us: int = 0,
+    progress: Callable[[int], None] | None = None,
+    progress_every: int = 2 << 20,
 ) -> LoadResult:
     """Parse an RDB image from ``data[start:]``; raise RdbError, installing nothing, if bad.
 
     ``keep_expired`` keeps keys whose expiry has passed (the AOF preamble does);
     otherwise they are dropped as a master drops them.  ``allow_dup`` lets a later
     copy of a key replace an earlier one (DEBUG RELOAD MERGE) instead of failing.
+    ``progress(offset)`` is called about every ``progress_every`` bytes parsed (the
+    server's loading progress); whatever it raises, other than the decoding errors
+    turned into RdbError, stops the parse and propagates.
     """
     if now_ms is None:
         now_ms = int(time.time() * 1000)
@@ -1667,7 +1672,8 @@ def load(
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _load(r, data, databases, start, keep_expired, allow_dup, verify_checksum, now_ms, key_delay_us)
+        return _load(r, data, databases, start, keep_expired, allow_dup, verify_checksum, now_ms, key_delay_us,
+                     progress, progress_every)
     except RdbError:
         raise
     except (ValueError, IndexError, KeyError, TypeError, OverflowError, struct.error) as e:
@@ -1688,6 +1694,8 @@ def _load(
     verify_checksum: bool,
     now_ms: int,
     key_delay_us: int = 0,
+    progress: Callable[[int], None] | None = None,
+    progress_every: int = 2 << 20,
 ) -> LoadResult:
     if len(data) - start < 9 or data[start : start + 5] != b"REDIS":
         raise RdbError("wrong signature trying to load DB from file", start)
@@ -1714,6 +1722,9 @@ def _load(
     end = r.end
     unpack_ms = _I64.unpack_from
     pos = r.pos  # kept in a local on the per-key path; synced to r.pos around calls
+    # The next offset at which to report progress (never, without a callback): one
+    # comparison per key.
+    report_at = pos + progress_every if progress is not None else end + 1
     while True:
         at = pos
         if at >= end:
@@ -1776,6 +1787,9 @@ def _load(
             loaded += 1
             if key_delay_us:
                 key_delay(key_delay_us)
+            if pos >= report_at:
+                progress(pos)  # type: ignore[misc]
+                report_at = pos + progress_every
             continue
         r.pos = pos
         if op == OP_EOF:

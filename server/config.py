@@ -149,6 +149,8 @@ PARAMS: list[Param] = [
     P('active-defrag-threshold-upper', 'int', '100', lo=0, hi=1000),
     P('rdb-key-save-delay', 'int', '0', lo=-2147483648, hi=2147483647, hidden=True),
     P('key-load-delay', 'int', '0', lo=-2147483648, hi=2147483647, hidden=True),
+    # How often (in bytes parsed) a load lets the event loop answer clients.
+    P('loading-process-events-interval-bytes', 'int', '2097152', lo=1024, hi=2147483647, hidden=True),
     P('lfu-log-factor', 'int', '10', lo=0, hi=2147483647),
     P('lfu-decay-time', 'int', '1', lo=0, hi=2147483647),
     P('replica-priority', 'int', '100', alias='slave-priority', lo=0, hi=2147483647),

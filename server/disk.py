@@ -34,8 +34,8 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Callable, Generator
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from rill.persistence import aof as aofmod
 from rill.persistence import rdb
@@ -86,6 +86,19 @@ class PersistenceError(Exception):
     """A load or save that failed; the message is what the log says."""
 
 
+class LoadAborted(Exception):
+    """The start-up load stopped because the server is shutting down."""
+
+
+T = TypeVar("T")
+# A loader written as steps: it yields a callable for work that may run off the event
+# loop (reading and parsing a file; the driver sends back its result or throws its
+# exception in), or None where the loop may serve clients before it goes on (between
+# chunks of AOF commands, which must run on the loop). run_steps drives one inline.
+LoadSteps = Generator["Callable[[], Any] | None", Any, T]
+AOF_LOAD_PAUSE_EVERY = 1024  # commands replayed between two pauses (Redis's figure)
+
+
 class Persistence:
     """Snapshot, append-only-file and fork-child state of one server."""
 
@@ -110,6 +123,11 @@ class Persistence:
         self.bgsave_scheduled = False
         self.rdb_last_load_keys_loaded = 0
         self.rdb_last_load_keys_expired = 0
+        # loading (startLoading's figures; loaded bytes move from the parsing thread too)
+        self.loading_start_time = 0
+        self.loading_total_bytes = 0
+        self.loading_loaded_bytes = 0
+        self.loading_file_start = 0  # loaded bytes before the file being loaded
         # AOF
         self.aof_state = AOF_OFF
         self.manifest: Manifest | None = None
@@ -220,7 +238,7 @@ class Persistence:
         s.persistence = self
         s.persistence_info = self.info
         s.prepare_shutdown = self.prepare_shutdown
-        s.startup_hooks.append(self.load_at_startup)
+        s.startup_load = self.startup_steps
         s.shutdown_hooks.append(self.at_shutdown)
         s.before_write_hooks.append(self.before_write)
         cron_hooks = getattr(s, "cron_hooks", None)
@@ -296,6 +314,8 @@ class Persistence:
                 ("aof_pending_bio_fsync", int(aofmod._fsync_thread is not None and aofmod._fsync_thread.pending())),
                 ("aof_delayed_fsync", w.delayed_fsyncs if w is not None else 0),
             ]
+        if s.loading:
+            fields += self._loading_info()
         return fields
 
     def aof_current_size(self) -> int:
@@ -356,14 +376,22 @@ class Persistence:
 
     def load_rdb(self, path: str | None = None, flush: bool = True, merge: bool = False) -> rdb.LoadResult:
         """Parse the RDB file and install it; PersistenceError (dataset untouched) if bad."""
+        return run_steps(self._load_rdb_steps(path, flush, merge))
+
+    def _load_rdb_steps(self, path: str | None = None, flush: bool = True,
+                        merge: bool = False) -> LoadSteps[rdb.LoadResult]:
+        """load_rdb as steps (see ``LoadSteps``): reading and parsing the file may run off
+        the loop; installing the result does not."""
         path = path or self.rdb_path()
         start = time.monotonic()
-        with open(path, "rb") as f:
-            data = f.read()
+        data = yield lambda: _read_file(path)
+        self.loading_file_start = self.loading_loaded_bytes
         try:
-            result = self._load_rdb_data(data, allow_dup=merge)
+            result = yield lambda: self._load_rdb_data(data, allow_dup=merge, progress=self._loading_progress,
+                                                       progress_every=self._progress_every())
         except rdb.RdbError as e:
             raise PersistenceError(f"Short read or corrupt RDB file {path}: {e}") from None
+        self.loading_loaded_bytes = self.loading_file_start + len(data)
         self._install_functions(result.functions, flush=flush, replace=merge)
         self._install(result, flush=flush, merge=merge)
         _notice("Done loading RDB, keys loaded: %d, keys expired: %d.", result.keys_loaded, result.keys_expired)
@@ -391,7 +419,18 @@ class Persistence:
 
     # ------------------------------------------------------------------ start-up / shutdown
     def load_at_startup(self) -> None:
-        """Load the dataset before accepting clients; exit(1) on an unusable file."""
+        """Load the dataset before doing anything else (the steps run in the caller);
+        exit(1) on an unusable file. rill-server runs ``startup_steps`` on its loop
+        instead, answering clients meanwhile."""
+        run_steps(self.startup_steps())
+
+    def startup_steps(self) -> LoadSteps[None]:
+        """The start-up load as steps (see ``LoadSteps``); exit(1) on an unusable file.
+
+        ``server.loading`` is set throughout, so clients that connect meanwhile get
+        -LOADING for all but the commands flagged ``loading`` (INFO shows the
+        progress). A load stopped by a shutdown (the steps closed, or LoadAborted)
+        leaves it set: nothing may save the half-loaded dataset."""
         server = self.server
         try:
             # The manifest is read even with the AOF off, as Redis does, so that a later
@@ -401,17 +440,58 @@ class Persistence:
             if aof_on:
                 self.aof_state = AOF_ON
                 start = time.monotonic()
-                status = self._load_aof(self.manifest)
+                self._start_loading(sum(self._file_size(f.name) for f in self.manifest.files()))
+                status = yield from self._load_aof_steps(self.manifest)
                 if status != "not_exist":
                     _notice("DB loaded from append only file: %.3f seconds", time.monotonic() - start)
-                self._open_aof_on_start()
+                if self.aof_state == AOF_ON:  # not switched off by a CONFIG SET while loading
+                    self._open_aof_on_start()
             elif os.path.exists(self.rdb_path()):
-                self.load_rdb()
+                self._start_loading(os.path.getsize(self.rdb_path()))
+                yield from self._load_rdb_steps()
         except (PersistenceError, ManifestError, OSError) as e:
             log.warning("Fatal error loading the DB: %s. Exiting.", e)
             raise SystemExit(1) from None
+        server.loading = False
         self.delete_history()
         self.dirty_at_save = server.dirty
+
+    def _start_loading(self, total_bytes: int) -> None:
+        """startLoading: the figures INFO persistence shows while loading."""
+        self.server.loading = True
+        self.loading_start_time = int(time.time())
+        self.loading_total_bytes = total_bytes
+        self.loading_loaded_bytes = 0
+        self.loading_file_start = 0
+
+    def _progress_every(self) -> int:
+        return self.config.int("loading-process-events-interval-bytes")
+
+    def _loading_progress(self, offset: int) -> None:
+        """Where the parse of the current file is (called from the parsing thread);
+        raises LoadAborted once a shutdown was requested, to stop it there."""
+        self.loading_loaded_bytes = self.loading_file_start + offset
+        event = self.server.shutdown_event
+        if event is not None and event.is_set():
+            raise LoadAborted
+
+    def _loading_info(self) -> list[tuple[str, object]]:
+        """INFO persistence's loading_* fields (Redis's, with no used-mem estimate: the
+        file's size is always known here)."""
+        total = self.loading_total_bytes
+        loaded = min(self.loading_loaded_bytes, total)
+        perc = loaded / total * 100 if total else 0.0
+        remaining = total - loaded if total else 1
+        elapsed = int(time.time()) - self.loading_start_time
+        eta = 1 if elapsed == 0 else elapsed * remaining // (loaded + 1)
+        return [
+            ("loading_start_time", self.loading_start_time),
+            ("loading_total_bytes", total),
+            ("loading_rdb_used_mem", 0),
+            ("loading_loaded_bytes", loaded),
+            ("loading_loaded_perc", f"{perc:.2f}"),
+            ("loading_eta_seconds", eta),
+        ]
 
     def prepare_shutdown(self, save: bool | None, force: bool = False) -> None:
         """The final duties of SHUTDOWN, SIGTERM and SIGINT: stop children, flush the AOF,
@@ -428,6 +508,10 @@ class Persistence:
             self.writer = None
 
     def _finish(self, save: bool | None, force: bool) -> None:
+        if self.server.loading:
+            # A shutdown while loading saves nothing: the half-loaded dataset would
+            # replace the files it is being loaded from (as Redis forces NOSAVE).
+            save = False
         if self.child_pid is not None:
             kind = self.child_type
             if kind == "aof" and self.aof_state == AOF_WAIT_REWRITE:
@@ -911,6 +995,10 @@ class Persistence:
         Raises PersistenceError for a missing or corrupt file; a torn tail of the last
         file is cut off (aof-load-truncated yes) and loading goes on.
         """
+        return run_steps(self._load_aof_steps(m))
+
+    def _load_aof_steps(self, m: Manifest) -> LoadSteps[str]:
+        """_load_aof as steps (see ``LoadSteps``)."""
         files = m.files()
         if not files:
             return "not_exist"
@@ -919,9 +1007,6 @@ class Persistence:
         expire_allowed = keyspace.expire_allowed
         keyspace.expire_allowed = False
         was_loading = server.loading
-        # Replayed commands are not calls: INFO commandstats and the latency histograms
-        # show none of them, as Redis's loader calls the handlers directly.
-        stats = server.cmdstats.snapshot()
         total = 0
         try:
             with server.propagation.suspended():
@@ -929,25 +1014,26 @@ class Persistence:
                     path = os.path.join(self.aof_dir(), f.name)
                     if not os.path.exists(path):
                         raise PersistenceError(f"The AOF file {f.name} doesn't exist")
-                    total += self._load_aof_file(path, f.name, last=i == len(files) - 1,
-                                                 base=f.kind == aofmod.BASE)
+                    total += yield from self._load_aof_file_steps(path, f.name, last=i == len(files) - 1)
         finally:
             keyspace.expire_allowed = expire_allowed
             server.loading = was_loading
-            server.cmdstats.restore(stats)
         return "ok" if total else "empty"
 
-    def _load_aof_file(self, path: str, name: str, last: bool, base: bool) -> int:
-        """One file: an RDB preamble if it starts with REDIS, then RESP commands."""
-        with open(path, "rb") as fh:
-            data = fh.read()
+    def _load_aof_file_steps(self, path: str, name: str, last: bool) -> LoadSteps[int]:
+        """One file: an RDB preamble if it starts with REDIS, then RESP commands, with a
+        pause for the loop every AOF_LOAD_PAUSE_EVERY of them (Redis serves clients
+        every 1024)."""
+        data = yield lambda: _read_file(path)
         if not data:
             return 0
         server = self.server
+        self.loading_file_start = file_start = self.loading_loaded_bytes
         pos = 0
         if data[:5] == b"REDIS":
             try:
-                result = self._load_rdb_data(data, keep_expired=True)
+                result = yield lambda: self._load_rdb_data(data, keep_expired=True, progress=self._loading_progress,
+                                                           progress_every=self._progress_every())
             except rdb.RdbError as e:
                 raise PersistenceError(f"Bad file format reading the append only file {name}: {e}") from None
             self._install_functions(result.functions, flush=False, replace=False)
@@ -959,6 +1045,12 @@ class Persistence:
         lookup = server.table.lookup
         execute = server.execute
         truncated_at: int | None = None
+        # Replayed commands are not calls: INFO commandstats and the latency histograms
+        # show none of them, as Redis's loader calls the handlers directly. The counters
+        # are put back before each pause, so the clients served then do count.
+        cmdstats = server.cmdstats
+        stats = cmdstats.snapshot()
+        countdown = AOF_LOAD_PAUSE_EVERY
         try:
             while True:
                 start = parser.pos
@@ -977,6 +1069,13 @@ class Persistence:
                         f"reading the append only file {name}"
                     )
                 execute(client, argv)
+                countdown -= 1
+                if not countdown:
+                    countdown = AOF_LOAD_PAUSE_EVERY
+                    self.loading_loaded_bytes = file_start + parser.pos
+                    cmdstats.restore(stats)
+                    yield None
+                    stats = cmdstats.snapshot()
         except AofTruncated as e:
             truncated_at = valid_before_multi if client.multi is not None else e.valid_up_to
         except AofFormatError as e:
@@ -984,6 +1083,9 @@ class Persistence:
                 f"Bad file format reading the append only file {name}: make a backup of your AOF "
                 f"file, then use ./redis-check-aof --fix <filename.manifest> ({e})"
             ) from None
+        finally:
+            cmdstats.restore(stats)
+        self.loading_loaded_bytes = file_start + len(data)
         if truncated_at is not None:
             log.warning("!!! Warning: short read while loading the AOF file %s!!!", name)
             if not last:
@@ -1309,6 +1411,30 @@ class Persistence:
         self.dirty_at_save = server.dirty
         log.warning("Append Only File loaded by DEBUG LOADAOF")
         return OK
+
+
+def _read_file(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def run_steps(steps: LoadSteps[T]) -> T:
+    """Drive loader steps in the caller: each callable runs inline (its result or its
+    exception handed back), pauses are skipped. DEBUG RELOAD / LOADAOF and in-process
+    callers load this way; rill-server's start-up drives the same steps on its loop."""
+    value: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            step = steps.throw(error) if error is not None else steps.send(value)
+        except StopIteration as stop:
+            return stop.value
+        value = error = None
+        if step is not None:
+            try:
+                value = step()
+            except Exception as e:  # noqa: BLE001 - handed back to the loader, which decides
+                error = e
 
 
 def _without_replica_only(ops: list[tuple[int, list[bytes]]]) -> list[tuple[int, list[bytes]]]:

@@ -18,6 +18,7 @@ from . import REDIS_VERSION, __version__
 from .commands import load_all
 from .config import Config, ConfigError
 from .connection import Connection
+from .disk import LoadAborted
 from .process import (
     OOM_BGCHILD,
     OOM_MASTER,
@@ -264,21 +265,26 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
     for hook in server.startup_hooks:
         hook()
     server.supervised_mode = supervisor.mode if supervisor is not None else "no"
-    server.cron_hooks.append(lambda: shutdown_check(server))  # shutdown-timeout's wait
-    set_cpu_affinity(config["server_cpulist"])  # last, as Redis: earlier threads keep theirs
-    cron = loop.create_task(_cron(server))
-    notice("Running mode=standalone, port=%d.", server.tcp_port or server.tls_port)
-    if port:
-        notice("Ready to accept connections tcp")
-    if tls_port:
-        notice("Ready to accept connections tls")
-    if unixsocket:
-        notice("Ready to accept connections unix")
-    if supervisor is not None:
-        supervisor.ready(replica=server.replica_of is not None)
-        server.notify_systemd = supervisor.systemd  # STOPPING=1 when a shutdown begins
-    await server.shutdown_event.wait()
-    cron.cancel()
+    if server.startup_load is not None:
+        await load_while_serving(server, server.startup_load())
+    cron = None
+    if not server.shutdown_event.is_set():  # else a shutdown came while loading
+        server.cron_hooks.append(lambda: shutdown_check(server))  # shutdown-timeout's wait
+        set_cpu_affinity(config["server_cpulist"])  # last, as Redis: earlier threads keep theirs
+        cron = loop.create_task(_cron(server))
+        notice("Running mode=standalone, port=%d.", server.tcp_port or server.tls_port)
+        if port:
+            notice("Ready to accept connections tcp")
+        if tls_port:
+            notice("Ready to accept connections tls")
+        if unixsocket:
+            notice("Ready to accept connections unix")
+        if supervisor is not None:
+            supervisor.ready(replica=server.replica_of is not None)
+            server.notify_systemd = supervisor.systemd  # STOPPING=1 when a shutdown begins
+        await server.shutdown_event.wait()
+    if cron is not None:
+        cron.cancel()
     code = 0
     for hook in server.shutdown_hooks:
         try:
@@ -394,9 +400,42 @@ async def _serve(loop: asyncio.AbstractEventLoop, server: Any, sock: socket.sock
                                     backlog=server.config.int("tcp-backlog"))
 
 
+async def load_while_serving(server: Server, steps: Any) -> None:
+    """Drive the start-up load's steps (server/disk.py's LoadSteps) with the listeners
+    open, as Redis serves clients while it loads: parsing runs in a worker thread while
+    the loop answers (-LOADING to most commands), the AOF's commands run on the loop
+    with a pause every so many. A shutdown requested meanwhile stops the load between
+    two steps (or the parse at its next progress report)."""
+    loop = asyncio.get_running_loop()
+    value: Any = None
+    error: Exception | None = None
+    try:
+        while True:
+            try:
+                step = steps.throw(error) if error is not None else steps.send(value)
+            except StopIteration:
+                return
+            value = error = None
+            if server.shutdown_event.is_set():
+                steps.close()
+                return
+            if step is None:
+                await asyncio.sleep(0)
+                continue
+            try:
+                value = await loop.run_in_executor(None, step)
+            except Exception as e:  # noqa: BLE001 - handed back to the loader, which decides
+                error = e
+    except LoadAborted:
+        return
+
+
 def _on_signal(server, sig: int) -> None:
     name = "SIGINT" if sig == signal.SIGINT else "SIGTERM"
-    log.warning("Received %s scheduling shutdown...", name)
+    if server.loading:
+        log.warning("Received shutdown signal during loading, scheduling shutdown.")
+    else:
+        log.warning("Received %s scheduling shutdown...", name)
     # shutdown-on-sigterm / shutdown-on-sigint: flags as SHUTDOWN takes them.
     flags = server.config["shutdown-on-sigint" if sig == signal.SIGINT else "shutdown-on-sigterm"].split()
     save = True if "save" in flags else False if "nosave" in flags else None

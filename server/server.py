@@ -221,6 +221,9 @@ class Server:
         self.cron_paused = False
         # Persistence and other subsystems attach here (load at start, save at exit).
         self.startup_hooks: list[Callable[[], None]] = []
+        # The start-up load as steps (persistence's startup_steps), which rill-server
+        # drives on its loop while answering clients with -LOADING.
+        self.startup_load: Callable[[], Any] | None = None
         self.shutdown_hooks: list[Callable[[], None]] = []
         # Periodic duties of other subsystems (persistence: children, save points, fsync).
         self.cron_hooks: list[Callable[[], None]] = []
@@ -581,7 +584,8 @@ class Server:
         if self.replica_of is not None and self._stale_denied(client, cmd):
             self._reject(client, cmd, MASTERDOWN_ERR)
             return False
-        if self.loading and not cmd.flags & LOADING:
+        if self.loading and not cmd.flags & LOADING and client.kind != "aof":
+            # (the AOF being replayed is what is loading)
             self._reject(client, cmd, LOADING_ERR)
             return False
         flags = cmd.flags if cmd.flags_for is None else cmd.flags_for(client, argv)

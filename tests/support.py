@@ -54,7 +54,9 @@ class ServerProcess:
         self.proc: subprocess.Popen | None = None
         self.logfile = os.path.join(workdir, "server.log")
 
-    def start(self, timeout: float = 15.0) -> ServerProcess:
+    def start(self, timeout: float = 15.0, loading_ok: bool = False) -> ServerProcess:
+        """Start and wait until it answers; ``loading_ok``: an answer of -LOADING will do
+        (for tests of what a loading server says)."""
         log = open(self.logfile, "ab")
         self.proc = subprocess.Popen(self.argv, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
                                      preexec_fn=self.preexec_fn)
@@ -68,7 +70,7 @@ class ServerProcess:
                     reply = s.recv(64)
                     # A server still loading its data set answers -LOADING (a big AOF on
                     # a loaded machine): the tests' first command would meet it too.
-                    if reply and not reply.startswith(b"-LOADING"):
+                    if reply and (loading_ok or not reply.startswith(b"-LOADING")):
                         return self
                     time.sleep(0.05)
             except OSError:
@@ -116,9 +118,10 @@ def rill_process(*args: str, workdir: str | None = None, port: int | None = None
 
 
 def start_rill(*args: str, workdir: str | None = None, port: int | None = None,
-               config_file: str | None = None, preexec_fn=None) -> ServerProcess:
+               config_file: str | None = None, preexec_fn=None, loading_ok: bool = False) -> ServerProcess:
     """Start ``rill-server`` on a free port with extra redis-server style arguments."""
-    return rill_process(*args, workdir=workdir, port=port, config_file=config_file, preexec_fn=preexec_fn).start()
+    return rill_process(*args, workdir=workdir, port=port, config_file=config_file,
+                        preexec_fn=preexec_fn).start(loading_ok=loading_ok)
 
 
 def wait_until(predicate, timeout: float = 15.0):
@@ -208,7 +211,7 @@ def require_java() -> str:
     return require_tool("java")
 
 
-def start_redis(*args: str, workdir: str | None = None, preexec_fn=None) -> ServerProcess:
+def start_redis(*args: str, workdir: str | None = None, preexec_fn=None, loading_ok: bool = False) -> ServerProcess:
     """Start Debian's redis-server (the oracle) on a free port; without one the calling
     test skips locally and fails in CI."""
     binary = require_tool("redis-server")
@@ -216,7 +219,7 @@ def start_redis(*args: str, workdir: str | None = None, preexec_fn=None) -> Serv
     workdir = workdir or scratch_dir("redis-oracle-")
     argv = [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--dir", workdir,
             "--enable-debug-command", "yes", *args]
-    return ServerProcess(argv, port, workdir, preexec_fn).start()
+    return ServerProcess(argv, port, workdir, preexec_fn).start(loading_ok=loading_ok)
 
 
 def encode_command(args: Iterable[bytes | str | int]) -> bytes:
@@ -466,6 +469,9 @@ class RecordingTransport:
 
     def close(self) -> None:
         self.closed = True
+
+    def get_write_buffer_size(self) -> int:
+        return 0  # every write is handed on at once
 
     def pause_reading(self) -> None:
         pass

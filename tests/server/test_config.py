@@ -75,6 +75,7 @@ IMPLEMENTED: dict[str, str] = {
     "shutdown-timeout": "server/shutdown.py",
     "rdb-key-save-delay": "server/disk.py",
     "key-load-delay": "server/disk.py",
+    "loading-process-events-interval-bytes": "server/disk.py",
     "lfu-log-factor": "server/server.py",
     "lfu-decay-time": "server/server.py",
     "replica-priority": "server/replication/replica.py",
