@@ -536,29 +536,43 @@ class PeerLinks:
         loop.call_soon(self._flush)
 
     def _flush(self) -> None:
+        """Send every peer what it lacks; a record several peers lack is encoded once."""
         self._flush_pending = False
-        for p in self.peers:
-            self._send(p)
+        seq = self.engine.seq
+        ready = [p for p in self.peers if p.sent < seq and p.state == UP and not p.paused
+                 and p.conn is not None and not p.conn.writing_paused]
+        if not ready:
+            return
+        base = min(p.sent for p in ready)
+        records = self.engine.backlog.records_from(base + 1)
+        shared = None
+        if records:
+            shared = (base, records, [encode_command(argv) for _, argv in records])
+        for p in ready:
+            self._send(p, shared)
 
-    def _send(self, p: Peer) -> None:
-        """Write what the peer has not been sent, unless paused or it is behind."""
+    def _send(self, p: Peer, shared: tuple[int, list, list[bytes]] | None = None) -> None:
+        """Write what the peer has not been sent, unless paused or it is behind.
+        ``shared``: (the sequence before them, records, their encodings) already at hand."""
         conn = p.conn
         if p.state != UP or p.paused or conn is None or conn.writing_paused or p.sent >= self.engine.seq:
             return
-        records = self.engine.backlog.records_from(p.sent + 1)
-        if records is None:
-            self._drop(p, f"the backlog no longer holds effect {p.sent + 1}; a full sync follows")
-            return
+        if shared is not None and shared[0] <= p.sent:
+            start = p.sent - shared[0]
+            records, parts = shared[1][start:], shared[2][start:]
+        else:
+            records = self.engine.backlog.records_from(p.sent + 1)
+            if records is None:
+                self._drop(p, f"the backlog no longer holds effect {p.sent + 1}; a full sync follows")
+                return
+            parts = [encode_command(argv) for _, argv in records]
         if not records:
             return
         expect = p.expect
         if not expect:
             p.last_read = time.monotonic()
-        parts = []
-        for seq, argv in records:
-            parts.append(encode_command(argv))
-            expect.append((R_APPLY, seq))
-        conn.write(b"".join(parts))
+        expect.extend([(R_APPLY, seq) for seq, _ in records])
+        conn.write(b"".join(parts) if len(parts) > 1 else parts[0])
         p.sent = records[-1][0]
         p.last_write = time.monotonic()
 

@@ -614,3 +614,30 @@ def test_links_use_tls_when_tls_replication_is_on(request):
         cb.close()
         a.stop()
         b.stop()
+
+
+async def test_a_record_every_peer_lacks_is_encoded_once(monkeypatch):
+    from rill.server.activeactive import links as links_module
+
+    engine = FakeEngine()
+    a, b = await FakePeer(region=2).start(), await FakePeer(region=3).start()
+    links = linked(engine, a, b)
+    encoded = []
+    real = links_module.encode_command
+
+    def counting(argv):
+        if argv[:2] == [b"ACTIVEACTIVE", b"APPLY"]:
+            encoded.append(argv[3])
+        return real(argv)
+
+    monkeypatch.setattr(links_module, "encode_command", counting)
+    try:
+        await until(lambda: all(r["link"] == b"up" for r in links.status()))
+        for _ in range(10):
+            engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+        await until(lambda: a.applied == b.applied == 10)
+        assert encoded == [b"%d" % i for i in range(1, 11)]
+    finally:
+        links.close()
+        await a.stop()
+        await b.stop()
