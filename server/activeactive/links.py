@@ -211,7 +211,7 @@ class PeerLinks:
         for p in old.values():
             self._stop(p)
             _notice("Active-Active peer %s removed", p.name.decode(errors="replace"))
-        if self.server.loop is not None and not self._closed:
+        if self.server.loop is not None and not self._closed and not self.server.loading:
             for p in kept:
                 if p.state == DOWN:
                     self._connect(p)
@@ -231,9 +231,10 @@ class PeerLinks:
     def _start(self) -> None:
         if self._closed or self._timer is not None:
             return
-        for p in self.peers:
-            if p.state == DOWN:
-                self._connect(p)
+        if not self.server.loading:
+            for p in self.peers:
+                if p.state == DOWN:
+                    self._connect(p)
         self._timer = self.server.loop.call_later(PING_INTERVAL, self._tick)
 
     # -- introspection -----------------------------------------------------------------------
@@ -432,16 +433,18 @@ class PeerLinks:
         self._down(p)
 
     def _tick(self) -> None:
-        """Every 100 ms: dial links that are due, PING idle ones, drop silent ones."""
+        """Every 100 ms: dial links that are due, PING idle ones, drop silent ones. Nothing
+        is dialled while the dataset loads: a HELLO would carry a clock not yet restored."""
         self._timer = None
         if self._closed:
             return
+        loading = self.server.loading
         now = time.monotonic()
         timeout = max(1, self.server.config.int("repl-timeout"))
         engine = self.engine
         for p in self.peers:
             if p.state == DOWN:
-                if now >= p.next_attempt:
+                if now >= p.next_attempt and not loading:
                     self._connect(p)
                 continue
             conn = p.conn

@@ -92,6 +92,7 @@ class FakeServer:
         self.config = FakeConfig({"repl-timeout": "60", "tls-replication": "no", "active-active-user": "",
                                   "active-active-auth": "", **config})
         self.startup_hooks = []
+        self.loading = False
         self.blocking = FakeBlocking()
         self.persistence = FakePersistence()
 
@@ -641,3 +642,20 @@ async def test_a_record_every_peer_lacks_is_encoded_once(monkeypatch):
         links.close()
         await a.stop()
         await b.stop()
+
+
+async def test_nothing_is_dialled_while_the_dataset_loads():
+    engine = FakeEngine()
+    peer = await FakePeer().start()
+    server = FakeServer()
+    server.loading = True
+    links = PeerLinks(server, engine)
+    links.configure([("127.0.0.1", peer.port)])
+    try:
+        await asyncio.sleep(0.3)
+        assert peer.requests == [] and links.status()[0]["link"] == b"down"
+        server.loading = False
+        await until(lambda: links.status()[0]["link"] == b"up")
+    finally:
+        links.close()
+        await peer.stop()
