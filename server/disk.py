@@ -48,7 +48,9 @@ from rill.persistence.aof import (
     ManifestError,
 )
 from rill.persistence.rdb_split import save_file_split
+from rill.protocol.effects import decode_effect
 from rill.protocol.reply import OK, ReplyError, Status
+from rill.storage.stream.active import ActiveStream
 
 from .client import Client
 from .config import ConfigError
@@ -961,7 +963,7 @@ class Persistence:
         m = self.manifest or Manifest()
         self.manifest = m
         if m.base is None and not m.incrs:
-            preamble = self.config.bool("aof-use-rdb-preamble")
+            preamble = self._rdb_preamble()
             name = m.new_base(self.aof_filename(), preamble)
             self._write_rdb(os.path.join(d, name), aof_base=True, resp=not preamble)
             _notice("Creating AOF base file %s on server start", name)
@@ -975,6 +977,11 @@ class Persistence:
             self.aof_base_file_size += self._file_size(f.name)
         self.aof_rewrite_base_size = self.aof_current_size()
         self._update_feed()
+
+    def _rdb_preamble(self) -> bool:
+        """Whether an AOF base is an RDB: aof-use-rdb-preamble, and always for Active-Active
+        data, which only the RDB form carries whole (sub-streams, groups' cursors, clocks)."""
+        return self.config.bool("aof-use-rdb-preamble") or getattr(self.server, "active_active", None) is not None
 
     def _file_size(self, name: str) -> int:
         try:
@@ -1008,6 +1015,13 @@ class Persistence:
         keyspace.expire_allowed = False
         was_loading = server.loading
         total = 0
+        engine = server.active_active
+        if engine is not None:
+            # The commands beside each own effect record rebuild its data and make no new
+            # effect; they carry the IDs this instance generated, full IDs that strict mode
+            # would refuse from a client.
+            was_replaying, engine.replaying = engine.replaying, True
+            id_mode, ActiveStream.id_mode = ActiveStream.id_mode, "semi-strict"
         try:
             with server.propagation.suspended():
                 for i, f in enumerate(files):
@@ -1018,6 +1032,10 @@ class Persistence:
         finally:
             keyspace.expire_allowed = expire_allowed
             server.loading = was_loading
+            if engine is not None:
+                engine.replaying = was_replaying
+                ActiveStream.id_mode = id_mode
+                engine.unit = []
         return "ok" if total else "empty"
 
     def _load_aof_file_steps(self, path: str, name: str, last: bool) -> LoadSteps[int]:
@@ -1051,6 +1069,9 @@ class Persistence:
         cmdstats = server.cmdstats
         stats = cmdstats.snapshot()
         countdown = AOF_LOAD_PAUSE_EVERY
+        # Active-Active records inside a MULTI come after the commands they stand beside:
+        # they are replayed once EXEC has run those.
+        records: list[list[bytes]] = []
         try:
             while True:
                 start = parser.pos
@@ -1062,6 +1083,20 @@ class Persistence:
                 name0 = argv[0].lower()
                 if name0 == b"multi":
                     valid_before_multi = start
+                elif name0 == b"activeactive" and len(argv) > 1 and argv[1].upper() in (b"APPLY", b"MERGE"):
+                    if client.multi is not None:
+                        records.append(argv)
+                    else:
+                        self._replay_record(argv, name)
+                    continue
+                elif name0 == b"exec" and records:
+                    execute(client, argv)
+                    for record in records:
+                        self._replay_record(record, name)
+                    records.clear()
+                    continue
+                elif name0 == b"discard":
+                    records.clear()
                 cmd = lookup(argv)
                 if cmd is None:
                     raise PersistenceError(
@@ -1101,6 +1136,27 @@ class Persistence:
             os.truncate(path, truncated_at)
             log.warning("AOF %s loaded anyway because aof-load-truncated is enabled", name)
         return len(data)
+
+    def _replay_record(self, argv: list[bytes], name: str) -> None:
+        """An Active-Active record from the AOF: an effect (``APPLY``; own ones redo the
+        bookkeeping and refill the backlog, peers' are applied) or a full sync's state
+        (``MERGE <origin> <vc> <payload>``), merged again."""
+        engine = getattr(self.server, "active_active", None)
+        if engine is None:
+            raise PersistenceError(
+                f"The append only file {name} holds Active-Active records: set active-active-id to load it")
+        try:
+            if argv[1].upper() == b"APPLY":
+                engine.replay(decode_effect(argv))
+            else:
+                # Deferred: the Active-Active package imports the server's modules, which import this one.
+                from .activeactive.state import merge_state
+
+                if len(argv) != 5:
+                    raise ValueError("malformed MERGE record")
+                merge_state(self.server, argv[4])
+        except ValueError as e:
+            raise PersistenceError(f"Bad Active-Active record in the append only file {name}: {e}") from None
 
     def delete_history(self) -> None:
         """aofDelHistoryFiles: unlink history files and drop them from the manifest,
@@ -1164,7 +1220,7 @@ class Persistence:
             return False
         self._update_feed()
         self.aof_rewrites += 1
-        preamble = self.config.bool("aof-use-rdb-preamble")
+        preamble = self._rdb_preamble()
         tmp_dir = self.config["dir"]
 
         def work() -> None:

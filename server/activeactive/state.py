@@ -1,0 +1,314 @@
+"""Full sync between Active-Active instances: the sender's whole state as one payload, and
+the receiver's merge of it (docs/active-active.md, "Backlog and resync").
+
+The payload is an RDB image (persistence/rdb.py): every Active-Active stream as its
+``rill-aast`` module value (sub-streams verbatim, groups, cursors, acknowledged prefixes,
+group clocks) with its TTL, the engine's state in the AUX field ``aa-state`` (clock,
+sequence, tombstones, TTL registers) and the sender's region in ``aa-origin``. It is
+checksummed like any RDB, and :func:`dump_state` only reads memory, so a forked child can
+make it while the parent serves clients.
+
+The merge brings in what the sender applied and the receiver has not, and nothing the
+receiver already did is undone. Per key and per sub-stream ``r`` (an append-only log of
+region ``r``'s entries, applied at both in ``r``'s order):
+
+- the receiver has *seen* an entry when it has applied at least as many of ``r``'s effects
+  as the sender, or when the entry is at or below the receiver's sub-stream last ID;
+  the sender's entries the receiver has not seen are added, those it has seen and lacks were
+  deleted here and stay deleted;
+- the receiver's entries the sender has seen (same rule, the other way) and lacks were deleted
+  there, and go;
+- a group the receiver lacks is created when the receiver has not seen its creation (its
+  creating clock is not below the receiver's clock) and no delete here that did not see
+  it exists (a tombstone: delete-wins); a group only the receiver has goes when the sender
+  saw its creation, or a delete there did not see it; groups both have take the larger
+  acknowledged prefix per sub-stream;
+- the TTL register keeps the values neither side saw superseded (PERSIST beats any TTL,
+  else the longest wins);
+- clocks merge by maximum, tombstones by union.
+
+Limitation: a key deleted entirely (DEL) at one side leaves no sub-stream last IDs there, so
+entries of a region the deleting side is *behind* on are judged unseen and survive the merge
+(a DEL tombstone records the effect, not the bounds it deleted to).
+"""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING, Any
+
+from rill.persistence import rdb
+from rill.protocol.effects import encode_vc
+from rill.storage.stream import ID_MAX, MASK64, Stream
+from rill.storage.stream.active import ActiveStream
+
+from .plain import rewrite
+
+if TYPE_CHECKING:
+    from ..server import Server
+
+ORIGIN_AUX = b"aa-origin"
+PERSIST = -1  # the TTL register's PERSIST value (engine.PERSIST)
+
+Op = list[bytes]
+
+
+def _fmt(sid: int) -> bytes:
+    return b"%d-%d" % (sid >> 64, sid & MASK64)
+
+
+def dump_state(server: Server) -> bytes:
+    """The whole Active-Active state of ``server`` as a payload for :func:`merge_state`.
+
+    Reads memory only (no event loop, no files), so it runs in a forked child."""
+    engine = server.active_active
+    options = rdb.SaveOptions(
+        compression=False,
+        extra_aux=[(ORIGIN_AUX, b"%d" % engine.region), (rdb.AA_STATE_AUX, engine.export_state())],
+    )
+    buf = io.BytesIO()
+    rdb.save_file(buf, _active_dbs(server), options)
+    return buf.getvalue()
+
+
+def _active_dbs(server: Server) -> Any:
+    for db in server.keyspace.dbs:
+        data = {k: v for k, v in db.data.items() if isinstance(v, ActiveStream)}
+        expires = {k: db.expires[k] for k in data if k in db.expires}
+        yield db.id, data, expires
+
+
+class _Sender:
+    """What the payload says about its sender: region, clock, tombstones, TTL registers."""
+
+    def __init__(self, server: Server, aux: dict[bytes, bytes]) -> None:
+        try:
+            self.region = int(aux[ORIGIN_AUX])
+            blob = aux[rdb.AA_STATE_AUX]
+        except (KeyError, ValueError):
+            raise ValueError("not an Active-Active state payload") from None
+        engine = server.active_active
+        # The engine's own decoder reads its state, in a scratch engine of the sender's region.
+        scratch = type(engine)(server, self.region, 1)
+        scratch.import_state(blob)
+        self.vc: dict[int, int] = scratch.vc
+        self.tombstones: dict[tuple[int, bytes], list[tuple[int, int, bytes | None]]] = scratch.tombstones
+        self.ttl: dict[tuple[int, bytes], list[tuple[int, int, int]]] = scratch.ttl
+
+
+def merge_state(server: Server, payload: bytes) -> None:
+    """Merge a peer's :func:`dump_state` payload into ``server`` (see the module docstring).
+
+    Raises ValueError, changing nothing, when the payload does not parse. Keys that change
+    are signalled (blocked readers, WATCH) and mirrored to plain replicas as DEL + RESTORE
+    of their merged view; the AOF gets the MERGE record, which its loader merges again."""
+    engine = server.active_active
+    dbs = server.keyspace.dbs
+    try:
+        loaded = rdb.load(payload, len(dbs), keep_expired=True)
+    except rdb.RdbError as e:
+        raise ValueError(f"corrupt Active-Active state payload: {e}") from None
+    sender = _Sender(server, loaded.aux)
+    mine = dict(engine.vc)
+    changed: list[tuple[int, bytes]] = []
+    for db in dbs:
+        theirs = loaded.dbs.get(db.id) or {}
+        keys = [k for k, v in db.data.items() if isinstance(v, ActiveStream)]
+        keys += [k for k in theirs if k not in db.data]
+        for key in keys:
+            a = theirs.get(key)
+            if _merge_key(server, db, key, a if isinstance(a, ActiveStream) else None, mine, sender):
+                changed.append((db.id, key))
+        _merge_ttls(engine, db, theirs, mine, sender)
+    _merge_engine(engine, sender)
+    _after_merge(server, changed, payload, sender)
+
+
+def _merge_key(server: Server, db: Any, key: bytes, a: ActiveStream | None,
+               mine: dict[int, int], sender: _Sender) -> bool:
+    """Merge the sender's copy ``a`` of ``key`` (None: it has none) into the receiver's;
+    True if the receiver's copy changed."""
+    engine = server.active_active
+    b = db.data.get(key)
+    if b is not None and not isinstance(b, ActiveStream):
+        return False
+    theirs = sender.vc
+    ops: list[Op] = []
+    a_subs = dict(a.sub_streams()) if a is not None else {}
+    b_subs = dict(b.sub_streams()) if b is not None else {}
+    raise_last: dict[int, int] = {}
+    for r in sorted(set(a_subs) | set(b_subs)):
+        asub, bsub = a_subs.get(r), b_subs.get(r)
+        a_last = asub.last_id if asub is not None else 0
+        b_last = bsub.last_id if bsub is not None else 0
+        rb = b"%d" % r
+        if asub is not None and mine.get(r, 0) < theirs.get(r, 0):
+            # Entries above the receiver's last ID in r are the ones it has not seen.
+            for sid, fv in asub.iter_range(b_last + 1, ID_MAX):
+                ops.append([b"XADD", rb, _fmt(sid), *fv])
+        if bsub is not None and bsub.length:
+            bound = ID_MAX if theirs.get(r, 0) >= mine.get(r, 0) else a_last
+            gone = [sid for sid, _fv in bsub.iter_range(0, bound)
+                    if asub is None or not asub.exists(sid)]
+            if gone:
+                args: list[bytes] = []
+                for sid in gone:
+                    args += [rb, _fmt(sid)]
+                ops.append([b"XDEL", *args])
+        if a_last > b_last:
+            raise_last[r] = a_last
+    group_ops = _group_ops(engine, db.id, key, a, b, mine, sender)
+    if not ops and not group_ops and not raise_last and (a is None or b is None or _same_meta(a, b)):
+        return False
+    if b is None:
+        if not any(op[0] in (b"XADD", b"GCREATE") for op in ops + group_ops):
+            return False
+        b = ActiveStream(engine.region)
+        db.set(key, b)
+    for op in ops:
+        b.apply(op)
+    for r, last in raise_last.items():
+        sub = b._sub(r)  # the sub-stream remembers what the sender had seen of r
+        if last > sub.last_id:
+            sub.last_id = last
+    if a is not None:
+        b.apply([b"SETID", _fmt(a.last_id), b"%d" % a.entries_added, _fmt(a.max_deleted_entry_id)])
+    for op, clock in group_ops:
+        b.apply(op)
+        if clock is not None:
+            b.set_group_clock(op[1], clock)
+    b.drain()  # nothing here is a local write: no op may leave as this instance's
+    if b.is_gone():
+        db.delete(key)
+    return True
+
+
+def _same_meta(a: ActiveStream, b: ActiveStream) -> bool:
+    return (a.last_id <= b.last_id and a.entries_added <= b.entries_added
+            and a.max_deleted_entry_id <= b.max_deleted_entry_id)
+
+
+def _seen(clock: dict[int, int], vc: dict[int, int]) -> bool:
+    """Whether an instance whose applied clock is ``vc`` applied the effect ``clock`` stamps
+    (a group's creating clock, its dot included): causal delivery makes that ``clock <= vc``."""
+    return all(vc.get(r, 0) >= n for r, n in clock.items())
+
+
+def _deleted_against(stones: list[tuple[int, int, bytes | None]], group: bytes, clock: dict[int, int]) -> bool:
+    """Delete-wins: a delete of the stream or of ``group`` that the creation ``clock`` had
+    not seen."""
+    return any((g is None or g == group) and clock.get(o, 0) < s for o, s, g in stones)
+
+
+def _group_ops(engine: Any, db_id: int, key: bytes, a: ActiveStream | None, b: ActiveStream | None,
+               mine: dict[int, int], sender: _Sender) -> list[tuple[Op, dict[int, int] | None]]:
+    """The group ops that merge the sender's groups of ``key`` into the receiver's, each
+    with the creating clock to record (GCREATE) or None."""
+    out: list[tuple[Op, dict[int, int] | None]] = []
+    a_groups = {g.name: g for g in a.groups()} if a is not None else {}
+    b_groups = {g.name: g for g in b.groups()} if b is not None else {}
+    if not a_groups and not b_groups:
+        return out
+    here = engine.tombstones.get((db_id, key), ())
+    there = sender.tombstones.get((db_id, key), ())
+    for name in sorted(set(a_groups) | set(b_groups)):
+        if name in a_groups and name not in b_groups:
+            clock = a.group_vc.get(name)
+            if clock is None or _seen(clock, mine) or _deleted_against(here, name, clock):
+                continue  # destroyed here after seeing it, or a delete here wins
+            st = a._gs.get(name)
+            start = st.abase if st is not None else a_groups[name].last_id
+            out.append(([b"GCREATE", name, _fmt(start), b"-1"], clock))
+            out.extend((op, None) for op in _ack_ops(a, None, name))
+        elif name in b_groups and name not in a_groups:
+            clock = b.group_vc.get(name)
+            if clock is not None and (_seen(clock, sender.vc) or _deleted_against(there, name, clock)):
+                out.append(([b"GDESTROY", name], None))
+        else:
+            out.extend((op, None) for op in _ack_ops(a, b, name))
+    return out
+
+
+def _ack_ops(a: ActiveStream, b: ActiveStream | None, name: bytes) -> list[Op]:
+    """An XACK op carrying the sender's acknowledged prefix of group ``name`` in each
+    sub-stream where it is ahead of the receiver's (``b`` None: a group created now)."""
+    sa = a._gs.get(name)
+    if sa is None:
+        return []
+    sb = b._gs.get(name) if b is not None else None
+    args: list[bytes] = []
+    for r in sorted(set(sa.acked) | {r for r, _s in a.sub_streams()}):
+        bound = sa.acked_to(r)
+        if bound and (sb is None or bound > sb.acked_to(r)):
+            args += [b"%d" % r, _fmt(bound)]
+    return [[b"XACK", name, *args]] if args else []
+
+
+def _merge_ttls(engine: Any, db: Any, theirs: dict[bytes, Any], mine: dict[int, int], sender: _Sender) -> None:
+    """Each key's TTL register: the values neither side saw superseded. A value only one
+    side holds stays unless the other had applied it (and so replaced it since)."""
+    regs = engine.ttl
+    keys = {k for (d, k) in regs if d == db.id} | {k for (d, k) in sender.ttl if d == db.id}
+    for key in keys:
+        here = regs.get((db.id, key), [])
+        there = sender.ttl.get((db.id, key), [])
+        merged = [t for t in here if t in there or sender.vc.get(t[1], 0) < t[2]]
+        merged += [t for t in there if t not in here and mine.get(t[1], 0) < t[2]]
+        if merged == here:
+            continue
+        if not merged:
+            regs.pop((db.id, key), None)
+            continue
+        regs[(db.id, key)] = merged
+        if key in db.data:
+            values = [v for v, _o, _s in merged]
+            if PERSIST in values:
+                db.persist(key)
+            else:
+                db.set_expire(key, max(values))
+
+
+def _merge_engine(engine: Any, sender: _Sender) -> None:
+    """Clocks by maximum (the sender's clock is also what it reported), tombstones by union."""
+    for r, n in sender.vc.items():
+        if n > engine.vc.get(r, 0):
+            engine.vc[r] = n
+    if engine.vc.get(engine.region, 0) > engine.seq:
+        engine.seq = engine.vc[engine.region]
+    known = engine.known.setdefault(sender.region, {})
+    for r, n in sender.vc.items():
+        if n > known.get(r, 0):
+            known[r] = n
+    for where, stones in sender.tombstones.items():
+        have = engine.tombstones.setdefault(where, [])
+        for t in stones:
+            if t not in have:
+                have.append(t)
+
+
+def _after_merge(server: Server, changed: list[tuple[int, bytes]], payload: bytes, sender: _Sender) -> None:
+    """What every change of the dataset gets: blocked readers and WATCH see the keys, the
+    AOF records the merge (its loader merges it again) and plain replicas get the merged
+    view of each key."""
+    plain: list[tuple[int, Op]] = []
+    keyspace = server.keyspace
+    for db_id, key in changed:
+        db = keyspace[db_id]
+        db.modified(key)
+        server.blocking.signal(db_id, key)
+        value = db.data.get(key)
+        if value is None:
+            plain.append((db_id, [b"DEL", key]))
+        else:
+            plain.extend((db_id, op) for op in rewrite(db, key, value))
+    server.dirty += len(changed) or 1
+    drain = getattr(server.active_active, "_drain_pending", None)
+    if drain is not None:
+        drain()  # received effects the merge brought the causes of (or made stale)
+    record = [b"ACTIVEACTIVE", b"MERGE", b"%d" % sender.region, encode_vc(sender.vc), payload]
+    propagate = getattr(server, "propagate_applied", None)
+    if propagate is not None:
+        propagate(record, plain)
+
+
+__all__ = ["ORIGIN_AUX", "Stream", "dump_state", "merge_state"]
