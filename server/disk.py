@@ -170,7 +170,7 @@ class Persistence:
         ordinary Redis data and none of its metadata; files keep the Active-Active form
         and the engine's state (clock, sequence, tombstones) in the AUX field aa-state."""
         c = self.config
-        engine = getattr(self.server, "active_active", None)
+        engine = self.server.active_active
         extra_aux = [] if plain or engine is None else [(rdb.AA_STATE_AUX, engine.export_state())]
         return rdb.SaveOptions(
             compression=c.bool("rdbcompression"),
@@ -372,7 +372,7 @@ class Persistence:
         deep = c["sanitize-dump-payload"] == "yes"
         result = rdb.load(data, len(self.server.keyspace.dbs), deep=deep, key_delay_us=c.int("key-load-delay"),
                           **kwargs)
-        if rdb.AA_STATE_AUX in result.aux and getattr(self.server, "active_active", None) is None:
+        if rdb.AA_STATE_AUX in result.aux and self.server.active_active is None:
             raise PersistenceError("the file holds Active-Active data: set active-active-id to load it")
         return result
 
@@ -981,7 +981,7 @@ class Persistence:
     def _rdb_preamble(self) -> bool:
         """Whether an AOF base is an RDB: aof-use-rdb-preamble, and always for Active-Active
         data, which only the RDB form carries whole (sub-streams, groups' cursors, clocks)."""
-        return self.config.bool("aof-use-rdb-preamble") or getattr(self.server, "active_active", None) is not None
+        return self.config.bool("aof-use-rdb-preamble") or self.server.active_active is not None
 
     def _file_size(self, name: str) -> int:
         try:
@@ -1141,7 +1141,7 @@ class Persistence:
         """An Active-Active record from the AOF: an effect (``APPLY``; own ones redo the
         bookkeeping and refill the backlog, peers' are applied) or a full sync's state
         (``MERGE <origin> <vc> <payload>``), merged again."""
-        engine = getattr(self.server, "active_active", None)
+        engine = self.server.active_active
         if engine is None:
             raise PersistenceError(
                 f"The append only file {name} holds Active-Active records: set active-active-id to load it")

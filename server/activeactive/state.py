@@ -302,13 +302,9 @@ def _after_merge(server: Server, changed: list[tuple[int, bytes]], payload: byte
         else:
             plain.extend((db_id, op) for op in rewrite(db, key, value))
     server.dirty += len(changed) or 1
-    drain = getattr(server.active_active, "_drain_pending", None)
-    if drain is not None:
-        drain()  # received effects the merge brought the causes of (or made stale)
+    server.active_active._drain_pending()  # effects waiting for causes the merge brought (or made stale)
     record = [b"ACTIVEACTIVE", b"MERGE", b"%d" % sender.region, encode_vc(sender.vc), payload]
-    propagate = getattr(server, "propagate_applied", None)
-    if propagate is not None:
-        propagate(record, plain)
+    server.propagate_applied(record, plain)
 
 
 __all__ = ["ORIGIN_AUX", "Stream", "dump_state", "merge_state"]

@@ -265,7 +265,7 @@ class MasterSide:
         """Whether replicas need a snapshot of their own: an Active-Active dataset goes
         to a replica as its plain view (ordinary streams), which the dump file, holding
         the Active-Active form, is not; so the snapshot is streamed to them (EOF-marked)."""
-        return getattr(self.server, "active_active", None) is not None
+        return self.server.active_active is not None
 
     def _replica_name(self, r: Client) -> str:
         """How the log names a replica: its address and the port it listens on."""

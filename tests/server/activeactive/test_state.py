@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from rill.protocol.effects import decode_effect
-from rill.server.activeactive.engine import ActiveActive
+from rill.server.activeactive import enable
 from rill.server.activeactive.state import dump_state, merge_state
 from rill.server.commands import load_all
 from rill.server.server import Server
@@ -24,8 +24,7 @@ class Inst:
     def __init__(self, region: int) -> None:
         load_all()
         self.server = s = Server()
-        self.engine = ActiveActive(s, region, 1 << 20)
-        s.active_active = self.engine
+        self.engine = enable(s, region)
         self.region = region
         self.db = s.keyspace[0]
         self.sent: list = []
@@ -83,12 +82,7 @@ class Inst:
 
 
 def pair(regions=(1, 2)) -> list[Inst]:
-    insts = [Inst(r) for r in regions]
-    for inst in insts:
-        inst.server.new_stream = lambda inst=inst: ActiveStream(inst.region)  # until Server has it
-        if not hasattr(inst.server, "propagate_applied"):
-            inst.server.propagate_applied = lambda record, ops: None
-    return insts
+    return [Inst(r) for r in regions]
 
 
 def full_sync(src: Inst, dst: Inst) -> None:
