@@ -659,3 +659,29 @@ async def test_nothing_is_dialled_while_the_dataset_loads():
     finally:
         links.close()
         await peer.stop()
+
+
+def test_an_instance_killed_and_restarted_from_its_aof_still_ships_its_unsent_effects():
+    ports = [free_port(), free_port()]
+    a = start_region(1, ports[0], [ports[1]], "--appendonly", "yes", "--appendfsync", "always")
+    b = start_region(2, ports[1], [ports[0]])
+    ca, cb = redis.Redis(port=ports[0]), redis.Redis(port=ports[1])
+    try:
+        wait_until(lambda: status(ca)[0]["link"] == b"up")
+        first = ca.xadd("s", {"n": "sent"})
+        assert ca.execute_command("ACTIVEACTIVE", "WAIT", 5000) == 1
+        ca.execute_command("ACTIVEACTIVE", "PAUSE")
+        unsent = [ca.xadd("s", {"n": i}) for i in range(3)]
+        a.kill()
+        assert cb.xlen("s") == 1
+        a.start()  # its sequence and backlog come back from the AOF; a pause does not
+        ca = redis.Redis(port=ports[0])
+        assert ca.execute_command("ACTIVEACTIVE", "WAIT", 10000) == 1
+        [row] = status(ca)
+        assert (row["sync"], row["effects-acked"]) == (b"partial", 4)
+        assert [e[0] for e in cb.xrange("s")] == [first, *unsent]
+    finally:
+        ca.close()
+        cb.close()
+        a.stop()
+        b.stop()
