@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from tests.server.activeactive.cluster import decode
+from tests.server.activeactive.cluster import Cluster, decode, ids
 from tests.support import RawClient, require_tool, rill_process, start_redis, wait_until
 
 
@@ -151,3 +151,106 @@ def test_redis_server_replica_of_a_single_instance():
 def _rewrite_done(node) -> bool:
     info = node.call("INFO", "persistence").decode()
     return "aof_rewrite_in_progress:0" in info and "aof_rewrite_scheduled:0" in info
+def test_kill_9_with_appendfsync_always_loses_no_acknowledged_write():
+    with Cluster(2, appendonly=True) as c:
+        a, b = c[0], c[1]
+        a.call("XADD", "s", "*", "n", "0")
+        c.sync()
+        # Region 2 stops hearing region 1: what region 1 writes now exists only in its AOF.
+        assert a.call("ACTIVEACTIVE", "PAUSE") == b"OK"
+        acked = [a.call("XADD", "s", "*", "n", str(i)) for i in range(1, 201)]
+        a.call("XGROUP", "CREATE", "s", "g", "0")
+        b.call("XADD", "s", "*", "from", "2")  # region 2's own, concurrent
+        seq, vc = a.seq(), a.info()["active_active_vc"]
+        before = xrange(a, "s")
+        c.kill(0)
+        c.restart(0)
+        assert xrange(a, "s") == before
+        assert {x.decode() for x in acked} <= set(ids(xrange(a, "s")))
+        assert a.seq() == seq
+        assert a.info()["active_active_vc"] == vc
+        assert [g[1] for g in a.call("XINFO", "GROUPS", "s")] == [b"g"]
+        # The effects region 2 never got are still shipped (from the backlog the AOF refilled).
+        c.wait_links()
+        c.sync()
+        assert xrange(a, "s") == xrange(b, "s")
+        assert len(xrange(b, "s")) == 202
+        assert [g[1] for g in b.call("XINFO", "GROUPS", "s")] == [b"g"]
+
+
+def test_files_pass_redis_checks_and_reload():
+    check_aof = require_tool("redis-check-aof")
+    check_rdb = require_tool("redis-check-rdb")
+    with Cluster(2, appendonly=True) as c:
+        a, b = c[0], c[1]
+        for i in range(50):
+            a.call("XADD", "s", "*", "n", str(i))
+            b.call("XADD", "s", "*", "m", str(i))
+        a.call("XGROUP", "CREATE", "s", "g", "0")
+        a.call("XREADGROUP", "GROUP", "g", "alice", "COUNT", "3", "STREAMS", "s", ">")
+        c.sync()
+        a.call("XDEL", "s", ids(xrange(a, "s"))[5])
+        c.sync()
+        workdir = a.proc.workdir
+        manifest = glob.glob(os.path.join(workdir, "appendonlydir", "*.manifest"))[0]
+        out = subprocess.run([check_aof, manifest], capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert a.call("SAVE") == b"OK"
+        out = subprocess.run([check_rdb, os.path.join(workdir, "dump.rdb")], capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "RDB looks OK" in out.stdout
+        before = xrange(a, "s"), a.seq(), a.info()["active_active_vc"]
+        # An AOF rewrite's base carries the Active-Active form: the restart rebuilds it all.
+        assert a.call("BGREWRITEAOF").startswith(b"Background")
+        wait_until(lambda: _rewrite_done(a))
+        out = subprocess.run([check_aof, manifest], capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout + out.stderr
+        c.kill(0)
+        c.restart(0)
+        assert (xrange(a, "s"), a.seq(), a.info()["active_active_vc"]) == before
+        assert a.call("XPENDING", "s", "g")[0] == 3
+        # DEBUG RELOAD: the RDB round trip (module values and aa-state) on a live instance.
+        assert a.call("DEBUG", "RELOAD") == b"OK"
+        assert (xrange(a, "s"), a.seq(), a.info()["active_active_vc"]) == before
+
+
+def test_redis_server_replica_equals_the_active_active_instance():
+    with Cluster(2) as c:
+        a, b = c[0], c[1]
+        for i in range(30):
+            a.call("XADD", "s", "*", "n", str(i))
+            b.call("XADD", "s", "*", "m", str(i))
+            b.call("XADD", "t", "*", "m", str(i))
+        a.call("XGROUP", "CREATE", "s", "g", "0")
+        c.sync()
+        replica = start_redis("--replicaof", "127.0.0.1", str(a.port))
+        try:
+            rc = RawClient(replica.port)
+            wait_until(lambda: b"master_link_status:up" in rc.call("INFO", "replication"))
+            wait_until(lambda: xrange(rc, "s") == xrange(a, "s") and xrange(rc, "t") == xrange(a, "t"))
+            # Remote effects keep arriving: appends after the last ID, entries landing before
+            # it, deletions, trims, group changes and TTLs, each mirrored to the replica.
+            for i in range(30, 60):
+                b.call("XADD", "s", "*", "m", str(i))
+                a.call("XADD", "s", "*", "n", str(i))
+            b.call("XDEL", "s", ids(xrange(b, "s"))[3])
+            b.call("XTRIM", "t", "MAXLEN", "10")
+            b.call("XGROUP", "CREATE", "t", "h", "$")
+            b.call("PEXPIRE", "t", "100000000")
+            c.sync()
+            b.call("XGROUP", "DESTROY", "s", "g")
+            b.call("XADD", "u", "*", "x", "1")
+            b.call("DEL", "u")
+            c.sync()
+
+            def same() -> bool:
+                return all(xrange(rc, k) == xrange(a, k) for k in ("s", "t", "u"))
+
+            wait_until(same)
+            assert rc.call("XINFO", "GROUPS", "s") == a.raw("XINFO", "GROUPS", "s") == b"*0\r\n"
+            assert [g[1] for g in c[0].call("XINFO", "GROUPS", "t")] == [b"h"]
+            assert rc.call("PTTL", "t") != b":-1\r\n"
+            assert rc.call("EXISTS", "u") == b":0\r\n"
+            rc.close()
+        finally:
+            replica.stop()
