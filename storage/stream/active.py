@@ -596,18 +596,25 @@ class ActiveStream(Stream):
             if sub.length and cur < ID_MAX and sub.last_id > cur:
                 ents = sub.range(cur + 1, ID_MAX, count)
                 if ents:
-                    parts.append(_tagged(ents, r))
+                    parts.append((r, ents))
         if not parts:
             return []
-        out: list[tuple[int, list[bytes]]] = []
-        regions: list[int] = []
-        for sid, r, fv in heapq.merge(*parts, key=_key):
-            if accept is not None and not accept(sid, fv):
-                break
-            out.append((sid, fv))
-            regions.append(r)
-            if count and len(out) >= count:
-                break
+        out: list[tuple[int, list[bytes]]]
+        regions: list[int]
+        if len(parts) == 1 and accept is None:
+            # One sub-stream has news (a single writer): its entries as read.
+            r, out = parts[0]
+            regions = [r] * len(out)
+        else:
+            out = []
+            regions = []
+            for sid, r, fv in heapq.merge(*[_tagged(e, r) for r, e in parts], key=_key):
+                if accept is not None and not accept(sid, fv):
+                    break
+                out.append((sid, fv))
+                regions.append(r)
+                if count and len(out) >= count:
+                    break
         if out:
             self._delivered(group, st, out, regions, consumer, now_ms, noack)
         return out
@@ -666,7 +673,9 @@ class ActiveStream(Stream):
             args: list[bytes] = []
             for r, sub in self._order:
                 lim = min(st.cursor(r), below)
-                if lim <= st.acked_to(r) or not sub.length:
+                # Nothing live at or below lim: no prefix (and a reverse read from there
+                # would walk the whole sub-stream to find that out).
+                if lim <= st.acked_to(r) or not sub.length or lim < sub.first_id:
                     continue
                 hit = sub.range(0, lim, 1, rev=True, admit=False)
                 if hit and hit[0][0] > st.acked_to(r):

@@ -614,3 +614,21 @@ def test_to_plain_of_a_single_writer_keeps_its_nodes():
     assert (p.length, p.first_id, p.last_id, p.entries_added) == (149, I(1, 2), I(900), 500)
     assert p.max_deleted_entry_id == I(5, 2)
     assert p.range() == s.range()
+
+
+def test_drain_with_everything_pending_reads_no_entries(monkeypatch):
+    """The prefix check stops at the first pending ID without reading the sub-stream (a
+    reverse read below its first entry would walk all of it)."""
+    s = ActiveStream(1)
+    for k in range(300):
+        s.add([b"f", b"v"], I(k + 1, 1))
+    s.create_group(b"g", 0)
+    g, c = reader(s)
+    s.drain()
+    reads = []
+    real = Stream.range
+    monkeypatch.setattr(Stream, "range", lambda self, *a, **k: reads.append(a) or real(self, *a, **k))
+    s.read_group(g, c, 10)
+    reads.clear()
+    assert s.drain() == []
+    assert reads == []
