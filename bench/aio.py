@@ -183,3 +183,53 @@ async def wake_latency(port: int, key: str, waiters: int, rounds: int) -> list[f
             c.close()
         await asyncio.gather(*tasks, return_exceptions=True)
     return latencies
+
+
+# -- Active-Active convergence lag -------------------------------------------------------
+
+
+async def convergence_lag(port_a: int, port_b: int, key: str, rate: int, seconds: float) -> list[float]:
+    """Latencies (ms) from sending an XADD at one region to reading it at its peer.
+
+    A writer sends ``rate`` XADDs a second for ``seconds`` to ``port_a``, in batches every
+    10 ms, each entry stamped with its send time (perf_counter_ns: same host); a reader
+    at ``port_b`` follows the stream with blocking XREADs and measures each entry's age.
+    """
+    writer = await AConn.open(port_a)
+    reader = await AConn.open(port_b)
+    total = int(rate * seconds)
+    per_batch = max(1, rate // 100)
+    latencies: list[float] = []
+
+    async def write() -> None:
+        sent = 0
+        start = time.perf_counter()
+        while sent < total:
+            n = min(per_batch, total - sent)
+            for _ in range(n):
+                writer.send("XADD", key, "*", "t", time.perf_counter_ns())
+            for _ in range(n):
+                _check(await writer.read())
+            sent += n
+            pause = start + sent / rate - time.perf_counter()
+            if pause > 0:
+                await asyncio.sleep(pause)
+
+    async def read() -> None:
+        last = b"0-0"
+        deadline = time.monotonic() + seconds + 30
+        while len(latencies) < total and time.monotonic() < deadline:
+            reply = _check(await reader.call("XREAD", "COUNT", 1000, "BLOCK", 1000, "STREAMS", key, last))
+            now = time.perf_counter_ns()
+            if not reply:
+                continue
+            for sid, fields in reply[0][1]:
+                latencies.append((now - int(fields[1])) / 1e6)
+                last = sid
+
+    try:
+        await asyncio.gather(write(), read())
+    finally:
+        writer.close()
+        reader.close()
+    return latencies

@@ -125,17 +125,20 @@ def free_port() -> int:
 class Server:
     """A server process under test, restartable (a fresh process for memory workloads)."""
 
-    def __init__(self, label: str, argv: Callable[[int, str], list[str]], *, is_redis: bool = False) -> None:
+    def __init__(self, label: str, argv: Callable[[int, str], list[str]], *, is_redis: bool = False,
+                 port: int = 0) -> None:
         self.label = label
         self.is_redis = is_redis  # memory is read from INFO used_memory rather than RSS
         self._argv = argv
         self.workdir = tempfile.mkdtemp(prefix=f"rill-bench-{label}-")
-        self.port = 0
+        # A fixed port (0: a free one at each start), for servers others must know in advance.
+        self.fixed_port = port
+        self.port = port
         self.proc: subprocess.Popen | None = None
         self.version = ""
 
     def start(self, timeout: float = 20.0) -> Server:
-        self.port = free_port()
+        self.port = self.fixed_port or free_port()
         logf = open(os.path.join(self.workdir, "server.log"), "ab")
         self.proc = subprocess.Popen(
             self._argv(self.port, self.workdir), cwd=self.workdir, stdout=logf, stderr=subprocess.STDOUT

@@ -451,7 +451,7 @@ register(Workload(
     _evict_measure, probe=[["CONFIG", "GET", "maxmemory-policy"]], setup=_evict_setup, fresh=True,
 ))
 
-# -- issues 7 and 8: their modules register their own workloads ------------------------------
+# -- issues 7, 8, 22 and 25: their modules register their own workloads ----------------------
 # issue 7: Spark reads with rill vs redis-server as the store; issue 8: memory after deleting
-# most of a stream.
-from . import fullsync, spark, streams8, tls  # noqa: E402,F401
+# most of a stream; issue 22: Active-Active against its own baselines; issue 25: TLS.
+from . import active_active, fullsync, spark, streams8, tls  # noqa: E402,F401
