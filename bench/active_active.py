@@ -21,7 +21,18 @@ from __future__ import annotations
 import time
 
 from . import aio
-from .harness import AT_LEAST, AT_MOST, BenchError, Ctx, Row, Server, Workload, free_port, redis_benchmark, rill_argv
+from .harness import (
+    AT_LEAST,
+    AT_MOST,
+    BenchError,
+    Ctx,
+    Row,
+    Server,
+    Workload,
+    free_port,
+    redis_benchmark,
+    rill_argv,
+)
 from .workloads import N_PIPELINED, N_UNPIPELINED, PIPELINE, prefill_stream, register
 
 XADD = ["XADD", "bench:aa", "*", "f1", "v1", "f2", "v2"]

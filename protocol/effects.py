@@ -55,14 +55,14 @@ def decode_vc(raw: bytes) -> dict[int, int]:
     return vc
 
 
-def encode_effect(e: Effect) -> list[bytes]:
-    """The record's argv."""
+def encode_effect(e: Effect, vc: bytes | None = None) -> list[bytes]:
+    """The record's argv (``vc``: the clock already encoded, if the caller has it)."""
     argv = [
         *APPLY_PREFIX,
         b"%d" % e.origin,
         b"%d" % e.seq,
         b"%d" % e.ts,
-        encode_vc(e.vc),
+        encode_vc(e.vc) if vc is None else vc,
         b"%d" % len(e.ops),
     ]
     for db, op in e.ops:

@@ -728,10 +728,12 @@ class Server:
         # worked out when someone reads them, not per command.
         start = perf_counter_ns()
         try:
-            if self.active_active is None or not cmd.flags & WRITE:
+            # The engine itself, not its gating descriptor: this runs for every command.
+            engine = self._active_active
+            if engine is None or not cmd.flags & WRITE:
                 reply = cmd.handler(client, argv)
             else:
-                reply = self.active_active.run(client, cmd, argv)
+                reply = engine.run(client, cmd, argv)
         except ReplyError as err:
             reply = err
         duration = perf_counter_ns() - start
@@ -810,7 +812,8 @@ class Server:
         if self.propagating:
             if changed and not self._prevent_propagation and cmd.flags & WRITE:
                 ops.append((client.db.id, self._rewritten or argv))
-            if ops or (self.active_active is not None and self.active_active.unit):
+            engine = self._active_active
+            if ops or (engine is not None and engine.unit):
                 # Lazy expiry during SCAN/RANDOMKEY deletes unrelated keys: Redis sends
                 # those DELs on their own, not wrapped as one transaction.
                 self.propagate(ops, wrap=cmd.fullname not in _TOUCHES_ARBITRARY_KEYS)
@@ -991,8 +994,9 @@ class Server:
             # Lazy expiry inside a command travels with that command's effects;
             # the cron flushes what active expiry produced.
             self._also.append((db.id, [b"DEL", key]))
-            if self.active_active is not None:
-                self.active_active.key_expired(db.id, key, value)
+            engine = self._active_active
+            if engine is not None:
+                engine.key_expired(db.id, key, value)
 
     # -- slowlog, latency and monitor ---------------------------------------------
     def slow_command(self, client: Client, cmd: Command, argv: list[bytes], duration: int) -> None:

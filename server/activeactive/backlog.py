@@ -2,7 +2,9 @@
 
 A bounded FIFO by bytes, like the replication backlog but indexed by effect sequence: a
 link that comes back asks for everything after the peer's acknowledged sequence, and gets
-it if the backlog still holds it, or None (then a full sync). Pure data.
+it if the backlog still holds it, or None (then a full sync). Each record is kept as the
+RESP bytes a link writes (encoded once, when the effect is made), so what the backlog
+holds is what ``active-active-backlog-size`` counts. Pure data.
 """
 
 from __future__ import annotations
@@ -10,14 +12,14 @@ from __future__ import annotations
 from collections import deque
 
 
-def record_size(argv: list[bytes]) -> int:
-    """Bytes a record takes in the backlog: its RESP size, near enough (the figure STATUS
-    and INFO show, and what ``active-active-backlog-size`` bounds)."""
-    return 16 + sum(len(a) + 8 for a in argv)
+def record_size(wire: bytes) -> int:
+    """Bytes a record takes in the backlog (the figure STATUS and INFO show, and what
+    ``active-active-backlog-size`` bounds)."""
+    return len(wire)
 
 
 class Backlog:
-    """Records ``seq -> (argv, ts_ms)`` for consecutive sequences, oldest dropped first
+    """Records ``seq -> (wire, ts_ms)`` for consecutive sequences, oldest dropped first
     once their sizes pass ``limit`` (the newest record always stays)."""
 
     __slots__ = ("limit", "nbytes", "first_seq", "_items")
@@ -26,7 +28,7 @@ class Backlog:
         self.limit = limit
         self.nbytes = 0
         self.first_seq = 1  # the sequence of _items[0]
-        self._items: deque[tuple[list[bytes], int, int]] = deque()  # (argv, ts, size)
+        self._items: deque[tuple[bytes, int]] = deque()  # (wire, ts)
 
     @property
     def last_seq(self) -> int:
@@ -36,21 +38,20 @@ class Backlog:
     def __len__(self) -> int:
         return len(self._items)
 
-    def append(self, seq: int, argv: list[bytes], ts_ms: int) -> None:
+    def append(self, seq: int, wire: bytes, ts_ms: int) -> None:
         """Add record ``seq``; it must follow the newest (or start an empty backlog)."""
         if self._items and seq != self.last_seq + 1:
             raise ValueError(f"backlog sequence gap: {seq} after {self.last_seq}")
         if not self._items:
             self.first_seq = seq
-        size = record_size(argv)
-        self._items.append((argv, ts_ms, size))
-        self.nbytes += size
+        self._items.append((wire, ts_ms))
+        self.nbytes += len(wire)
         self._trim()
 
     def _trim(self) -> None:
         items = self._items
         while self.nbytes > self.limit and len(items) > 1:
-            self.nbytes -= items.popleft()[2]
+            self.nbytes -= len(items.popleft()[0])
             self.first_seq += 1
 
     def resize(self, limit: int) -> None:
@@ -60,8 +61,8 @@ class Backlog:
     def holds(self, seq: int) -> bool:
         return bool(self._items) and self.first_seq <= seq <= self.last_seq
 
-    def records_from(self, seq: int) -> list[tuple[int, list[bytes]]] | None:
-        """``(seq, argv)`` for every record from ``seq`` on; ``[]`` when ``seq`` is past the
+    def records_from(self, seq: int) -> list[tuple[int, bytes]] | None:
+        """``(seq, wire)`` for every record from ``seq`` on; ``[]`` when ``seq`` is past the
         newest; None when records from ``seq`` were already dropped."""
         if seq > self.last_seq:
             return []
@@ -81,4 +82,4 @@ class Backlog:
         if seq >= self.last_seq:
             return 0
         start = max(seq + 1, self.first_seq) - self.first_seq
-        return sum(self._items[i][2] for i in range(start, len(self._items)))
+        return sum(len(self._items[i][0]) for i in range(start, len(self._items)))

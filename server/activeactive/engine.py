@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from rill.persistence.aof import encode_command
 from rill.protocol.effects import Effect, decode_vc, encode_effect, encode_vc
 from rill.protocol.reply import ReplyError
 from rill.storage.stream import Stream, format_sid
@@ -55,6 +56,9 @@ _CATEGORY_TYPE = {
     "@string": "string", "@bitmap": "string", "@hyperloglog": "string", "@list": "list",
     "@hash": "hash", "@set": "set", "@sortedset": "zset", "@geo": "zset",
 }
+
+# How run() treats a write command (see ActiveActive._kind).
+_STREAM, _KEYS, _FLUSH, _SORT = "stream", "keys", "flush", "sort"
 
 # The TTL register's value for PERSIST.
 PERSIST = -1
@@ -94,45 +98,46 @@ class ActiveActive:
         self.want_full_sync: set[int] = set()
         self.replaying = False  # loading the AOF: a handler's ops are already recorded
         self.applied_effects = 0
+        self._kinds: dict[Command, object] = {}
+        # The clock's encoding without our own entry, (below us, above us), while no
+        # peer's effect changed it: most effects are stamped with the same one.
+        self._clock_parts: tuple[bytes, bytes] | None = None
 
     # ------------------------------------------------------------------ making effects
 
-    def refusal(self, client: Client, cmd: Command, argv: list[bytes]) -> ReplyError | None:
-        """Why ``cmd`` may not run here, or None."""
+    def _kind(self, cmd: Command) -> object:
+        """How the engine treats a write command: a refusal, or which keys it snapshots."""
         name = cmd.fullname.split("|")[0]
         if name in _UNSUPPORTED:
             return ReplyError(f"ERR Active-Active: {name.upper()} is not supported")
         cats = cmd.categories
         if "@stream" in cats:
-            db = client.db
-            for pos, _spec in cmd.keys(argv):
-                value = db.data.get(argv[pos])
-                if isinstance(value, Stream) and not isinstance(value, ActiveStream):
-                    return _PLAIN_STREAM  # from before the mode was on: it has no regions
-            return None
+            return _STREAM
+        if name in ("flushall", "flushdb"):
+            return _FLUSH
         if name in _KEY_COMMANDS:
-            db = client.db
-            for pos, _spec in cmd.keys(argv):
-                value = db.data.get(argv[pos])
-                if value is not None and not isinstance(value, ActiveStream):
-                    return type_refusal(type_name(value).decode())
-            return None
-        if name == "sort" and b"store" not in (a.lower() for a in argv[2:]):
-            return None  # SORT without STORE only reads
+            return _KEYS
+        if name == "sort":
+            return _SORT
         for cat in cats:
             t = _CATEGORY_TYPE.get(cat)
             if t is not None:
                 return type_refusal(t)
         # What is left (scripts, functions, pub/sub, server commands) writes no data of
         # its own: a script's commands come through here one by one.
-        return None
+        return _KEYS
 
     def run(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
-        """Run a write command's handler, collecting the ops it makes into the unit."""
-        refused = self.refusal(client, cmd, argv)
-        if refused is not None:
-            raise refused
-        snap = self._snapshot(client, cmd, argv)
+        """Run a write command's handler, collecting the ops it makes into the unit.
+        Writes the merge rules do not cover are refused before they run."""
+        kind = self._kinds.get(cmd)
+        if kind is None:
+            kind = self._kinds[cmd] = self._kind(cmd)
+        if type(kind) is ReplyError:
+            raise kind
+        if kind is _SORT and b"store" in (a.lower() for a in argv[2:]):
+            raise type_refusal("list")  # SORT without STORE only reads
+        snap = self._snapshot(client, cmd, argv, kind)
         try:
             return cmd.handler(client, argv)
         finally:
@@ -140,11 +145,11 @@ class ActiveActive:
             if ops and not self.replaying:
                 self.unit.extend(ops)
 
-    def _snapshot(self, client: Client, cmd: Command, argv: list[bytes]) -> list[tuple]:
-        """(db, key, value, ttl) of what the command may change."""
-        name = cmd.fullname
-        if name in ("flushall", "flushdb"):
-            dbs = self.server.keyspace if name == "flushall" else [client.db]
+    def _snapshot(self, client: Client, cmd: Command, argv: list[bytes], kind: object) -> list[tuple]:
+        """(db, key, value, ttl) of what the command may change; refuses a key whose
+        value cannot merge."""
+        if kind is _FLUSH:
+            dbs = self.server.keyspace if cmd.fullname == "flushall" else [client.db]
             return [
                 (db, key, value, db.expires.get(key))
                 for db in dbs
@@ -152,12 +157,23 @@ class ActiveActive:
                 if isinstance(value, ActiveStream)
             ]
         db = client.db
+        data = db.data
+        expires = db.expires
         snap = []
         for pos, _spec in cmd.keys(argv):
             key = argv[pos]
-            # A key past its TTL is gone already: its lookup's expiry makes the DEL.
-            value = None if db.is_expired(key) else db.data.get(key)
-            snap.append((db, key, value, db.expires.get(key)))
+            value = data.get(key)
+            ttl = None
+            if value is not None:
+                if type(value) is not ActiveStream:
+                    if kind is not _STREAM:
+                        raise type_refusal(type_name(value).decode())
+                    if isinstance(value, Stream):
+                        raise _PLAIN_STREAM  # from before the mode was on: it has no regions
+                ttl = expires.get(key)
+                if ttl is not None and db.is_expired(key):
+                    value = None  # gone already: its lookup's expiry makes the DEL
+            snap.append((db, key, value, ttl))
         return snap
 
     def _collect(self, snap: list[tuple]) -> Unit:
@@ -202,17 +218,26 @@ class ActiveActive:
         if not unit:
             return None
         self.unit = []
-        self.seq += 1
-        vc = dict(self.vc)
-        vc[self.region] = self.seq - 1
-        e = Effect(self.region, self.seq, int(time.time() * 1000), vc, unit)
-        self.vc[self.region] = self.seq
+        seq = self.seq = self.seq + 1
+        e = Effect(self.region, seq, int(time.time() * 1000), dict(self.vc), unit)
+        argv = encode_effect(e, self._own_clock(seq - 1))
+        self.vc[self.region] = seq
         self._bookkeep(e)
-        argv = encode_effect(e)
-        self.backlog.append(e.seq, argv, e.ts)
+        self.backlog.append(seq, encode_command(argv), e.ts)
         for callback in self.on_sealed:
-            callback(e.seq)
+            callback(seq)
         return argv
+
+    def _own_clock(self, own: int) -> bytes:
+        """The encoded clock of our next effect: the peers' part cached between changes."""
+        parts = self._clock_parts
+        if parts is None:
+            me = self.region
+            below = encode_vc({r: n for r, n in self.vc.items() if r < me})
+            above = encode_vc({r: n for r, n in self.vc.items() if r > me})
+            parts = self._clock_parts = (below, above)
+        mine = b"%d:%d" % (self.region, own) if own else b""
+        return b",".join(p for p in (parts[0], mine, parts[1]) if p)
 
     def _bookkeep(self, e: Effect) -> None:
         """What an own effect leaves besides data: tombstones, TTL registers, group clocks."""
@@ -299,6 +324,7 @@ class ActiveActive:
             if mirror:
                 plain.extend((db_id, p) for p in plain_ops(db, key, last, op))
         self.vc[e.origin] = e.seq
+        self._clock_parts = None
         clock = dict(e.vc)
         clock[e.origin] = e.seq
         self._know(e.origin, clock)
@@ -458,7 +484,7 @@ class ActiveActive:
             self.seq = e.seq
             self.vc[self.region] = e.seq
             self._bookkeep(e)
-            self.backlog.append(e.seq, encode_effect(e), e.ts)
+            self.backlog.append(e.seq, encode_command(encode_effect(e)), e.ts)
             return
         was, self.replaying = self.replaying, True
         try:
@@ -494,6 +520,7 @@ class ActiveActive:
             self.seq = int(doc["seq"])
             self.vc = {int(r): int(n) for r, n in doc["vc"]}
             self.vc[self.region] = self.seq
+            self._clock_parts = None
             self.known = {int(p): {int(r): int(n) for r, n in c} for p, c in doc["known"].items()}
             self.tombstones = {
                 (int(db), bytes.fromhex(key)): [

@@ -548,34 +548,31 @@ class PeerLinks:
             return
         base = min(p.sent for p in ready)
         records = self.engine.backlog.records_from(base + 1)
-        shared = None
-        if records:
-            shared = (base, records, [encode_command(argv) for _, argv in records])
+        shared = (base, records) if records else None
         for p in ready:
             self._send(p, shared)
 
-    def _send(self, p: Peer, shared: tuple[int, list, list[bytes]] | None = None) -> None:
+    def _send(self, p: Peer, shared: tuple[int, list[tuple[int, bytes]]] | None = None) -> None:
         """Write what the peer has not been sent, unless paused or it is behind.
-        ``shared``: (the sequence before them, records, their encodings) already at hand."""
+        ``shared``: (the sequence before them, the records) already at hand."""
         conn = p.conn
         if p.state != UP or p.paused or conn is None or conn.writing_paused or p.sent >= self.engine.seq:
             return
         if shared is not None and shared[0] <= p.sent:
-            start = p.sent - shared[0]
-            records, parts = shared[1][start:], shared[2][start:]
+            records = shared[1][p.sent - shared[0]:]
         else:
             records = self.engine.backlog.records_from(p.sent + 1)
             if records is None:
                 self._drop(p, f"the backlog no longer holds effect {p.sent + 1}; a full sync follows")
                 return
-            parts = [encode_command(argv) for _, argv in records]
         if not records:
             return
         expect = p.expect
         if not expect:
             p.last_read = time.monotonic()
+        # The backlog holds each record as the bytes to write.
         expect.extend([(R_APPLY, seq) for seq, _ in records])
-        conn.write(b"".join(parts) if len(parts) > 1 else parts[0])
+        conn.write(b"".join([wire for _, wire in records]) if len(records) > 1 else records[0][1])
         p.sent = records[-1][0]
         p.last_write = time.monotonic()
 

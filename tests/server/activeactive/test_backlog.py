@@ -4,8 +4,8 @@ import pytest
 from rill.server.activeactive.backlog import Backlog, record_size
 
 
-def rec(seq: int) -> list[bytes]:
-    return [b"ACTIVEACTIVE", b"APPLY", b"1", b"%03d" % seq, b"0", b"", b"0"]  # one size for all
+def rec(seq: int) -> bytes:
+    return b"*7\r\n$12\r\nACTIVEACTIVE\r\n$5\r\nAPPLY\r\n$1\r\n1\r\n$3\r\n%03d\r\n" % seq  # one size for all
 
 
 def test_records_from_a_held_sequence():

@@ -4,6 +4,7 @@ docs/active-active.md that the engine owns is checked deterministically and fast
 
 from __future__ import annotations
 
+import hiredis
 import pytest
 from rill.protocol.effects import decode_effect
 from rill.server.commands import load_all
@@ -36,7 +37,7 @@ class Region:
         return out
 
     def records(self, since: int = 0) -> list[list[bytes]]:
-        return [argv for _seq, argv in self.engine.backlog.records_from(since + 1)]
+        return [_argv(wire) for _seq, wire in self.engine.backlog.records_from(since + 1)]
 
     def send(self, other: Region) -> None:
         """Carry every record ``other`` has not had yet (a link's partial resync)."""
@@ -44,6 +45,12 @@ class Region:
         for argv in self.records(done):
             other(*argv)
         self.shipped[other.engine.region] = self.engine.seq
+
+
+def _argv(wire: bytes) -> list[bytes]:
+    reader = hiredis.Reader()
+    reader.feed(wire)
+    return reader.gets()
 
 
 def sync(*regions: Region) -> None:

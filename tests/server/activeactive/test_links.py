@@ -19,6 +19,7 @@ import types
 
 import pytest
 import redis
+from rill.persistence.aof import encode_command
 from rill.protocol.effects import Effect, decode_vc, encode_effect, encode_vc
 from rill.protocol.parser import RequestParser
 from rill.server.activeactive.backlog import Backlog, record_size
@@ -32,7 +33,7 @@ from tests.support import RawClient, free_port, start_rill, wait_until
 # -- stand-ins for the server and the engine -------------------------------------------------
 
 
-RECORD = record_size(encode_effect(Effect(1, 10, 1_700_000_000_000, {1: 9}, [(0, [b"XADD", b"k", b"1", b"1-1", b"f", b"v"])])))
+RECORD = record_size(encode_command(encode_effect(Effect(1, 10, 1_700_000_000_000, {1: 9}, [(0, [b"XADD", b"k", b"1", b"1-1", b"f", b"v"])]))))
 
 
 class FakeEngine:
@@ -50,7 +51,7 @@ class FakeEngine:
         vc = dict(self.vc)
         self.vc[self.region] = self.seq
         argv = encode_effect(Effect(self.region, self.seq, int(time.time() * 1000), vc, [(0, [b"XADD", *args])]))
-        self.backlog.append(self.seq, argv, int(time.time() * 1000))
+        self.backlog.append(self.seq, encode_command(argv), int(time.time() * 1000))
         for cb in self.on_sealed:
             cb(self.seq)
         return self.seq
