@@ -12,6 +12,7 @@ from rill.protocol.effects import decode_effect, encode_vc
 from rill.protocol.reply import OK, Map, ReplyError
 
 from ..activeactive.engine import ActiveActive, parse_vc
+from ..activeactive.state import merge_state
 from ..blocking import parse_timeout
 from ..client import Client
 from .args import get_int
@@ -135,6 +136,21 @@ def aa_apply(c: Client, argv: list[bytes]):
 def aa_ping(c: Client, argv: list[bytes]):
     engine = engine_of(c)
     return engine.heard(_region(argv[2]), parse_vc(argv[3]))
+
+
+@command("activeactive|merge", spec=_spec(
+    "merge", 5, _LINK_FLAGS, "A full sync: merge a peer's whole Active-Active state into this one's.",
+    [arg("region", "integer"), arg("clock", "string"), arg("payload", "string")]))
+def aa_merge(c: Client, argv: list[bytes]):
+    engine = engine_of(c)
+    origin = _region(argv[2])
+    parse_vc(argv[3])  # the payload carries the clock it stands for; a malformed one is refused
+    try:
+        merge_state(c.server, argv[4])
+    except ValueError as exc:
+        raise ReplyError(f"ERR invalid Active-Active state: {exc}") from None
+    engine.merged(origin)
+    return OK
 
 
 def _region(raw: bytes) -> int:
