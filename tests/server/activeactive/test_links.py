@@ -687,3 +687,31 @@ def test_an_instance_killed_and_restarted_from_its_aof_still_ships_its_unsent_ef
         cb.close()
         a.stop()
         b.stop()
+
+
+def test_a_peer_the_backlog_no_longer_covers_gets_a_full_sync_then_the_stream():
+    ports = [free_port(), free_port()]
+    a = start_region(1, ports[0], [ports[1]], "--active-active-backlog-size", "16384")
+    b = start_region(2, ports[1], [ports[0]])
+    ca, cb = redis.Redis(port=ports[0]), redis.Redis(port=ports[1])
+    try:
+        wait_until(lambda: status(ca)[0]["link"] == b"up")
+        b.kill()
+        # More than the 16 KB backlog holds, while the peer is away.
+        ids = [ca.xadd("s", {"n": i, "pad": "x" * 100}) for i in range(300)]
+        b.start()  # an empty dataset: it needs all 300, and the backlog no longer has the first
+        cb = redis.Redis(port=ports[1])
+        assert ca.execute_command("ACTIVEACTIVE", "WAIT", 20000) == 1
+        [row] = status(ca)
+        assert (row["link"], row["sync"], row["effects-acked"]) == (b"up", b"full", 300)
+        assert [e[0] for e in cb.xrange("s")] == ids == [e[0] for e in ca.xrange("s")]
+        assert "full sync of effects up to 300 started by pid" in a.log()  # made in a fork
+        # The stream flows again after the merge.
+        more = ca.xadd("s", {"n": "after"})
+        assert ca.execute_command("ACTIVEACTIVE", "WAIT", 5000) == 1
+        assert cb.xrange("s", "-", "+")[-1][0] == more
+    finally:
+        ca.close()
+        cb.close()
+        a.stop()
+        b.stop()
