@@ -13,12 +13,14 @@ view, as cheaply as the op allows:
 - ``XACK`` (a peer's acknowledged prefix, which moves the group and drops pending entries
   here): the group rebuilt: XGROUP DESTROY and CREATE, CREATECONSUMER per consumer, an
   XCLAIM ... FORCE JUSTID per pending entry (what an AOF rewrite writes for a group);
+- ``XTRIM`` that leaves nothing at or below its bounds: XTRIM MINID past them;
 - ``SETID``: XSETID with the merged values;
 - ``EXPIRE``: PEXPIREAT of the register's outcome, or PERSIST;
 - a key the op removed: DEL;
 - anything a replica cannot follow op by op (an entry landing before the last ID, a
-  trim of one region's sub-stream, a DEL that concurrent entries survive): the key
-  rewritten whole, DEL then RESTORE of the merged view's DUMP payload with its TTL.
+  trim of one region's sub-stream that another region's older entries survive, a DEL that
+  concurrent entries survive): the key rewritten whole, DEL then RESTORE of the merged
+  view's DUMP payload with its TTL.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from rill.persistence import rdb
-from rill.storage.stream import MASK64, Stream
+from rill.storage.stream import ID_MAX, MASK64, Stream
 
 Op = list[bytes]
 
@@ -79,6 +81,12 @@ def plain_ops(db: Any, key: bytes, last_before: int | None, op: Op) -> list[Op]:
             ops = rebuild_group(key, g)
             if ops is not None:
                 return ops
+    elif name == b"XTRIM":
+        # Usually one region writes and trims (a peer's XADD ... MAXLEN): nothing at or below
+        # the highest bound is left, so the replica trims to it, by ID, as the op did.
+        bound = max(_pid(b) for b in op[3::2])
+        if last_before is not None and bound < ID_MAX and not value.range(0, bound, 1):
+            return [[b"XTRIM", key, b"MINID", b"=", _fmt(bound + 1)]]
     elif name == b"SETID":
         if last_before is not None:
             return [[b"XSETID", key, _fmt(value.last_id), b"ENTRIESADDED", b"%d" % value.entries_added,

@@ -103,7 +103,11 @@ def test_each_op_mirrored():
     assert p.apply([b"SETID", K, b"900-0", b"50", b"0-0"])[0][0] == b"XSETID"
     assert p.apply([b"EXPIRE", K, b"99999999999999"]) == [[b"PEXPIREAT", K, b"99999999999999"]]
     assert p.apply([b"EXPIRE", K, b"-1"]) == [[b"PERSIST", K]]
+    # A trim of region 2 that older entries of regions 1 and 3 survive: rewritten; one that
+    # leaves nothing at or below its bound: the same trim by ID.
     assert [c[0] for c in p.apply([b"XTRIM", K, b"2", b"304-2"])] == [b"DEL", b"RESTORE"]
+    p.apply([b"XDEL", K, b"1", b"200-1", b"3", b"150-3"])
+    assert p.apply([b"XTRIM", K, b"2", b"305-2"]) == [[b"XTRIM", K, b"MINID", b"=", b"305-3"]]
     p.apply([b"EXPIRE", K, b"99999999999999"])
     assert [c[0] for c in p.apply(xadd(1, 50))] == [b"DEL", b"RESTORE"]  # TTL kept (ABSTTL)
     assert p.apply([b"GDESTROY", K, b"g"]) == [[b"XGROUP", b"DESTROY", K, b"g"]]
