@@ -4,6 +4,7 @@
 #   make test    create .venv if missing, install rill with its test extras, run the whole suite
 #   make bench   side-by-side benchmarks against Debian's redis-server (BENCH_QUICK=1 for a short run)
 #   make lint    ruff, and import-linter's layering contracts (pyproject.toml)
+#   make native  compile the hot core from its .py sources (setup.py; run and test do it first)
 #   make fuzz    differential fuzzer against redis-server (FUZZ_SEEDS, FUZZ_OPS, FUZZ_RESP)
 #   make tcl     Redis's own Tcl units against rill and redis-server (TREE=redis-7.0.15 UNITS=...)
 #   make tcl-tls the same in TLS mode (runtest --tls; needs tcl-tls and openssl)
@@ -38,7 +39,7 @@ FUZZ_RESP ?= 2,3
 TREE ?= redis-7.0.15
 UNITS ?=
 
-.PHONY: run test bench lint fuzz tcl tcl-tls venv clean distclean which-python
+.PHONY: run test bench lint native fuzz tcl tcl-tls venv clean distclean which-python
 
 venv: $(STAMP)
 
@@ -53,13 +54,19 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	@touch $@
 
-run: $(STAMP)
+# The compiled hot core (setup.py): Cython's and the compiler's own timestamps rebuild
+# only what changed. Without a compiler it says so and rill runs as pure Python
+# (RILL_PURE=1 forces pure Python either way).
+native: $(STAMP)
+	$(BIN)/python setup.py --quiet build_ext --inplace
+
+run: native
 	$(BIN)/rill-server --bind 127.0.0.1 --port 6379 $(RUN_ARGS)
 
-test: $(STAMP)
+test: native
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-bench: $(STAMP)
+bench: native
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
 fuzz: $(STAMP)
@@ -77,6 +84,8 @@ lint: $(STAMP)
 
 clean:
 	rm -rf build dist .pytest_cache .ruff_cache .hypothesis
+	find protocol storage -name '*.so' -delete
+	rm -f protocol/_native.json storage/_native.json
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
 
 distclean: clean

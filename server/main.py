@@ -28,6 +28,7 @@ from .process import (
     at_fork_child,
     daemonize,
     disable_thp,
+    hot_core,
     set_cpu_affinity,
     write_pidfile,
 )
@@ -141,6 +142,10 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
     notice("oO0OoO0OoO0Oo rill is starting oO0OoO0OoO0Oo")
     notice("rill version=%s, redis_version=%s, bits=64, pid=%d, just started",
            __version__, REDIS_VERSION, os.getpid())
+    mode, compiled, problems = hot_core()
+    notice("Hot core: %s%s", mode, f" ({', '.join(compiled)})" if compiled else "")
+    for problem in problems:
+        log.warning("Warning: %s", problem)
     if config.config_file:
         notice("Configuration loaded")
     else:

@@ -1,6 +1,7 @@
 """The process around the server, as Redis 7.0 sets it up: ``daemonize`` and ``pidfile``,
 ``supervised`` (systemd's NOTIFY_SOCKET, upstart's SIGSTOP), ``oom-score-adj`` with
-``oom-score-adj-values``, and ``tcp-keepalive`` on client sockets.
+``oom-score-adj-values``, and ``tcp-keepalive`` on client sockets; and which form of
+the hot core (compiled or pure Python) the process runs.
 
 No asyncio here: main.py calls these at the right moments of start-up and shutdown.
 """
@@ -15,10 +16,24 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
+from rill import protocol, storage
+
 log = logging.getLogger("rill")
 
 # oom-score-adj-values holds one value per process class, in this order.
 OOM_MASTER, OOM_REPLICA, OOM_BGCHILD = 0, 1, 2
+
+
+# -- the hot core -------------------------------------------------------------------
+def hot_core() -> tuple[str, list[str], list[str]]:
+    """(mode, modules running compiled, problems): the mode is ``compiled`` when every
+    package's hot modules run compiled, ``pure`` when none do (RILL_PURE=1, no build,
+    or a stale one: see protocol/_native.py), and ``partial`` in between."""
+    natives = [protocol.native, storage.native]
+    modes = {n.mode for n in natives}
+    mode = modes.pop() if len(modes) == 1 else "partial"
+    return (mode, [m for n in natives for m in n.compiled_modules()],
+            [n.problem for n in natives if n.problem])
 
 
 # -- daemonize and the pidfile ------------------------------------------------------

@@ -12,6 +12,14 @@ Layout:
     glob              glob-style patterns (KEYS, SCAN MATCH, CONFIG GET, PSUBSCRIBE)
     ranges            Redis's inclusive index ranges
     footprint         what a value holds in this process's heap (MEMORY USAGE, used_memory)
+    _native           compiled or pure: which form of the hot modules is imported (see setup.py)
 
 Imports no other rill package.
 """
+
+import os as _os
+
+from ._native import install as _install_native
+
+# Before any submodule is imported: decides compiled or pure for the hot modules.
+native = _install_native(__name__, _os.path.dirname(__file__))

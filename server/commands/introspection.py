@@ -20,6 +20,7 @@ from ..evict import evictor_of
 from ..latency import percentiles_line
 from ..memory import memory_of, rss
 from ..outcomes import NO_REPLY
+from ..process import hot_core
 from ..replication.master import replica_address
 from .args import SYNTAX_ERR, get_int, help_reply, string2ll
 from .connection import set_client_name
@@ -65,6 +66,7 @@ def _server(c: Client) -> list[tuple[str, object]]:
         ("config_file", s.config.config_file or ""),
         ("io_threads_active", 0),
         ("rill_version", __version__),
+        ("rill_mode", hot_core()[0]),  # the hot core: compiled or pure Python
     ] + ([("shutdown_in_milliseconds", max(0, int((s.pending_shutdown.deadline - time.monotonic()) * 1000)))]
          if getattr(s, "pending_shutdown", None) is not None else [])
 

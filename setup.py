@@ -1,0 +1,107 @@
+"""The compiled hot core: the same .py sources, compiled by Cython where a C compiler is.
+
+pyproject.toml holds everything else about the distribution; this file only adds the
+extension modules. Each module in HOT is compiled from its own ``.py`` (Cython's
+pure-Python mode: the ``.pxd`` beside it, if any, types it), and the build records a
+hash of each compiled source in its package's ``_native.json``; the package's import
+shim (``_native.py``) runs the extensions only while every hash still matches, and the
+sources otherwise. Without Cython or without a compiler nothing is compiled and rill
+runs as pure Python: the extensions are optional.
+
+``pip install -e .`` and ``make native`` (``python setup.py build_ext --inplace``,
+which ``make run`` and ``make test`` run first) build them next to the sources.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+# package -> its folder, and the hot modules compiled in it (paths inside the folder).
+PACKAGES = {"rill.protocol": "protocol", "rill.storage": "storage"}
+HOT = {
+    "rill.protocol": ["parser.py", "reply.py"],
+    "rill.storage": ["listpack.py", "stream/stream.py"],
+}
+
+
+def source_hash(py_path: str) -> str:
+    """Must equal ``_native.source_hash`` (tests/test_native.py checks it does)."""
+    h = hashlib.sha256()
+    for path in (py_path, py_path[:-3] + ".pxd"):
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                h.update(path.rpartition(".")[2].encode() + b"\0" + f.read())
+    return h.hexdigest()
+
+
+# extension name -> (package, path in its folder, source hash when Cython translated it)
+COMPILED: dict[str, tuple[str, str, str]] = {}
+
+
+class OptionalBuildExt(build_ext):
+    """Records each built module in its package's manifest; a failed compile leaves
+    rill pure Python instead of failing the install."""
+
+    def run(self) -> None:
+        self.built: set[str] = set()
+        manifests = {package: os.path.join(os.path.dirname(self.get_ext_fullpath(package + "._native")),
+                                           "_native.json") for package in HOT}
+        # An interrupted or failed build must leave nothing that vouches for an old extension.
+        for path in manifests.values():
+            if os.path.exists(path):
+                os.unlink(path)
+        try:
+            super().run()
+        except Exception as e:  # no compiler, missing headers: the sources still run
+            print(f"rill: compiled modules not built ({e}); rill runs as pure Python", file=sys.stderr)
+        for package, path in manifests.items():
+            entries = {rel: digest for name, (pkg, rel, digest) in COMPILED.items()
+                       if pkg == package and name in self.built}
+            if entries:
+                with open(path, "w") as f:
+                    json.dump(entries, f, indent=1, sort_keys=True)
+                    f.write("\n")
+
+    def build_extension(self, ext) -> None:
+        try:
+            super().build_extension(ext)
+        except Exception as e:
+            print(f"rill: {ext.name} not compiled ({e}); it runs as pure Python", file=sys.stderr)
+        else:
+            self.built.add(ext.name)
+
+
+def extensions() -> list:
+    try:
+        from Cython.Build import cythonize
+    except ImportError:
+        print("rill: Cython not installed; rill runs as pure Python", file=sys.stderr)
+        return []
+    from setuptools import Extension
+
+    exts = []
+    for package, rels in HOT.items():
+        folder = PACKAGES[package]
+        for rel in rels:
+            py = os.path.join(folder, rel)
+            name = package + "." + rel[:-3].replace("/", ".")
+            COMPILED[name] = (package, rel, source_hash(os.path.join(ROOT, py)))
+            # No debug info: it triples the compile time and the size of the modules.
+            exts.append(Extension(name, [py], extra_compile_args=["-g0"] if os.name == "posix" else []))
+    return cythonize(
+        exts,
+        compiler_directives={"language_level": 3},
+        build_dir="build/cython",
+        quiet=True,
+    )
+
+
+setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})

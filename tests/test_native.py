@@ -1,0 +1,145 @@
+"""The compiled hot core (setup.py, protocol/_native.py, storage/_native.py).
+
+Which mode runs is decided per package by its import shim; these tests hold the shim's
+rules (a stale or unvouched extension never runs, RILL_PURE=1 forces the sources), check
+that the modules really imported are the ones the mode names, and run the protocol and
+stream unit tests again in the other mode in a subprocess.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.machinery
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rill import protocol, storage
+from rill.server.process import hot_core
+
+from tests.support import RawClient, start_rill
+
+ROOT = Path(__file__).resolve().parent.parent
+NATIVES = [protocol.native, storage.native]
+SO = importlib.machinery.EXTENSION_SUFFIXES[0]
+
+
+def _function_source(path: Path, name: str) -> str:
+    tree = ast.parse(path.read_text())
+    (fn,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name]
+    if ast.get_docstring(fn) is not None:
+        fn.body = fn.body[1:]
+    return ast.unparse(fn)
+
+
+def test_the_shims_are_one_file_and_hash_as_the_build_does():
+    """protocol/ and storage/ may not import each other, so each has its copy."""
+    assert (ROOT / "protocol/_native.py").read_text() == (ROOT / "storage/_native.py").read_text()
+    assert _function_source(ROOT / "setup.py", "source_hash") == _function_source(
+        ROOT / "protocol/_native.py", "source_hash")
+
+
+def test_imported_modules_are_what_the_mode_says():
+    for native in NATIVES:
+        for name, (py, ext) in native.modules.items():
+            module = sys.modules.get(name) or __import__(name, fromlist=["_"])
+            if native.compiled:
+                assert module.__file__ == ext, name
+                assert protocol._native.source_hash(py) == json.loads(
+                    (Path(native.directory) / "_native.json").read_text())[py[len(native.directory) + 1:]]
+            else:
+                assert module.__file__ == py, name
+    mode, compiled, problems = hot_core()
+    assert mode in ("compiled", "pure", "partial")
+    assert (mode == "pure") == (not compiled)
+    if os.environ.get("RILL_PURE") == "1":
+        assert mode == "pure"
+
+
+def _package(tmp_path: Path, body: str = "X = 1\n") -> Path:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "hot.py").write_text(body)
+    (pkg / ("hot" + SO)).write_bytes(b"not a real extension")
+    return pkg
+
+
+def test_fresh_extension_is_chosen(tmp_path, monkeypatch):
+    monkeypatch.delenv("RILL_PURE", raising=False)
+    pkg = _package(tmp_path)
+    (pkg / "_native.json").write_text(json.dumps({"hot.py": protocol._native.source_hash(str(pkg / "hot.py"))}))
+    native = protocol._native.Native("pkg", str(pkg))
+    assert native.compiled and native.mode == "compiled" and not native.problem
+    spec = native.find_spec("pkg.hot")
+    assert isinstance(spec.loader, importlib.machinery.ExtensionFileLoader)
+    assert spec.origin == str(pkg / ("hot" + SO))
+    monkeypatch.setenv("RILL_PURE", "1")
+    native = protocol._native.Native("pkg", str(pkg))
+    assert native.mode == "pure"
+    assert isinstance(native.find_spec("pkg.hot").loader, importlib.machinery.SourceFileLoader)
+
+
+@pytest.mark.parametrize("change", ["py", "pxd"])
+def test_stale_extension_never_runs(tmp_path, monkeypatch, change):
+    monkeypatch.delenv("RILL_PURE", raising=False)
+    pkg = _package(tmp_path)
+    (pkg / "_native.json").write_text(json.dumps({"hot.py": protocol._native.source_hash(str(pkg / "hot.py"))}))
+    if change == "py":
+        (pkg / "hot.py").write_text("X = 2\n")
+    else:
+        (pkg / "hot.pxd").write_text("cdef int X\n")
+    native = protocol._native.Native("pkg", str(pkg))
+    assert native.mode == "pure"
+    assert "pkg.hot" in native.problem and "make native" in native.problem
+    spec = native.find_spec("pkg.hot")
+    assert isinstance(spec.loader, importlib.machinery.SourceFileLoader)
+    assert spec.origin == str(pkg / "hot.py")
+
+
+def test_unvouched_extension_never_runs(tmp_path, monkeypatch):
+    """An extension the manifest does not name (built by hand, or by an older build)."""
+    monkeypatch.delenv("RILL_PURE", raising=False)
+    pkg = _package(tmp_path)
+    native = protocol._native.Native("pkg", str(pkg))
+    assert native.mode == "pure" and not native.problem
+    spec = native.find_spec("pkg.hot")
+    assert isinstance(spec.loader, importlib.machinery.SourceFileLoader)
+    assert native.find_spec("pkg.absent") is None and native.find_spec("other.hot") is None
+
+
+def test_mode_in_info_and_start_up_log():
+    server = start_rill()
+    try:
+        c = RawClient(server.port)
+        info = c.call("INFO", "server").decode()
+        c.close()
+    finally:
+        server.stop()
+    mode = hot_core()[0]  # the subprocess has this process's environment
+    assert f"rill_mode:{mode}\r\n" in info
+    assert f"Hot core: {mode}" in server.log()
+
+
+def _other_mode_env() -> dict[str, str]:
+    env = dict(os.environ)
+    if hot_core()[0] == "pure" and os.environ.get("RILL_PURE") != "1":
+        pytest.skip("no compiled build here (make native): only pure mode can run")
+    if os.environ.get("RILL_PURE") == "1":
+        env.pop("RILL_PURE")
+    else:
+        env["RILL_PURE"] = "1"
+    return env
+
+
+def test_unit_tests_pass_in_the_other_mode():
+    """The suite runs in this process's mode; the hot modules' own tests run in the other."""
+    env = _other_mode_env()
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-x",
+         "tests/protocol", "tests/storage/test_listpack.py", "tests/storage/stream/test_stream.py"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert " passed" in out.stdout
