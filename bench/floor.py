@@ -12,13 +12,19 @@ tuning of the I/O path can reach the target. For scale it also runs the same
 load against a rill-server process and reads the CPU time the process spent
 per request (/proc), which is the floor plus the socket and event-loop work.
 
+The floor is measured in both modes of the hot core (docs/hot-core.md), each in a
+child process: ``pure`` (RILL_PURE=1) and ``compiled`` (when a build is present); the
+servers run in the default mode, which the table's header names.
+
 Options: ``--no-servers`` prints the in-process floor only; ``--requests N`` for redis-benchmark.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 import timeit
 from dataclasses import dataclass
@@ -79,6 +85,25 @@ def floor_us(argv: list[str], repeat: int = 7, rounds: int = 400) -> float:
     return best / (rounds * PIPELINE) * 1e6
 
 
+def floors_by_mode() -> dict[str, dict[str, float]]:
+    """{mode: {case label: floor}} for pure and (when built) compiled, one child each."""
+    out: dict[str, dict[str, float]] = {}
+    for pure in ("1", "0"):
+        env = dict(os.environ, RILL_PURE=pure)
+        run = subprocess.run([sys.executable, "-m", "bench.floor", "--this-mode"], env=env,
+                             capture_output=True, text=True, check=True)
+        mode, floors = json.loads(run.stdout)
+        out.setdefault(mode, floors)
+    return out
+
+
+def _this_mode() -> int:
+    from rill.server.process import hot_core
+
+    print(json.dumps([hot_core()[0], {case.label: floor_us(case.argv) for case in CASES}]))
+    return 0
+
+
 def _cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process so far (Linux /proc)."""
     with open(f"/proc/{pid}/stat") as f:
@@ -101,7 +126,10 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--no-servers", action="store_true", help="print rill's in-process floor only")
     ap.add_argument("--requests", type=int, default=500_000)
+    ap.add_argument("--this-mode", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.this_mode:
+        return _this_mode()
 
     servers: list[Server] = []
     if not args.no_servers:
@@ -112,18 +140,26 @@ def main(argv: list[str] | None = None) -> int:
             for s in servers:
                 s.stop()
             return 2
-    print(f"{'workload':<16} {'floor':>8} {'rill CPU/req':>13} {'redis-server':>14} {'budget':>9}  floor/budget")
+    from rill.server.process import hot_core
+
+    floors = floors_by_mode()
+    modes = list(floors)
+    default = hot_core()[0]
+    print(f"{'workload':<16}" + "".join(f" {m + ' floor':>15}" for m in modes)
+          + (f" {'rill CPU/req':>13} {'redis-server':>14} {'budget':>9}  floor/budget ({default})"
+             if servers else ""))
     try:
         for case in CASES:
-            floor = floor_us(case.argv)
+            row = f"{case.label:<16}" + "".join(f" {floors[m][case.label]:12.2f} us" for m in modes)
             if not servers:
-                print(f"{case.label:<16} {floor:5.2f} us")
+                print(row)
                 continue
+            floor = floors.get(default, floors[modes[-1]])[case.label]
             redis, rill = servers
             redis_rps, _ = served_us(redis, case, args.requests)
             _, rill_cpu = served_us(rill, case, args.requests)
             budget = 1e6 / (case.target * redis_rps)
-            print(f"{case.label:<16} {floor:5.2f} us {rill_cpu:10.2f} us {redis_rps:>10,.0f} rps {budget:6.2f} us"
+            print(f"{row} {rill_cpu:10.2f} us {redis_rps:>10,.0f} rps {budget:6.2f} us"
                   f"  {floor / budget:5.2f}  (at {case.target}x)")
     finally:
         for s in servers:
