@@ -251,6 +251,21 @@ def test_redis_server_replica_equals_the_active_active_instance():
             assert [g[1] for g in c[0].call("XINFO", "GROUPS", "t")] == [b"h"]
             assert rc.call("PTTL", "t") != b":-1\r\n"
             assert rc.call("EXISTS", "u") == b":0\r\n"
+            # A peer's acknowledged prefix moves the group here and drops pending entries:
+            # the replica's group follows (rebuilt), local deliveries included.
+            a.call("XGROUP", "CREATE", "t", "k", "0")
+            c.sync()
+            a.call("XREADGROUP", "GROUP", "k", "alice", "COUNT", "2", "STREAMS", "t", ">")
+            got = b.call("XREADGROUP", "GROUP", "k", "bob", "COUNT", "6", "STREAMS", "t", ">")
+            b.call("XACK", "t", "k", *[e[0] for e in got[0][1]])
+            c.sync()
+
+            def group_view(reply: bytes) -> list:
+                return [g[1:8:2] for g in decode(reply)]  # name, consumers, pending, last-delivered-id
+
+            wait_until(lambda: group_view(rc.call("XINFO", "GROUPS", "t")) == group_view(a.raw("XINFO", "GROUPS", "t")))
+            assert rc.call("XPENDING", "t", "k") == a.raw("XPENDING", "t", "k")
+            assert group_view(a.raw("XINFO", "GROUPS", "t"))[1][2] == 0  # the peer's prefix covered alice's
             rc.close()
         finally:
             replica.stop()
