@@ -10,6 +10,7 @@ holds is what ``active-active-backlog-size`` counts. Pure data.
 from __future__ import annotations
 
 from collections import deque
+from itertools import islice
 
 
 def record_size(wire: bytes) -> int:
@@ -68,8 +69,8 @@ class Backlog:
             return []
         if seq < self.first_seq:
             return None
-        start = seq - self.first_seq
-        return [(self.first_seq + i, self._items[i][0]) for i in range(start, len(self._items))]
+        # islice walks the deque once; indexing it per record costs a walk per record.
+        return [(s, item[0]) for s, item in enumerate(islice(self._items, seq - self.first_seq, None), seq)]
 
     def ts_of(self, seq: int) -> int | None:
         """When record ``seq`` was made (ms), if held."""
@@ -82,4 +83,4 @@ class Backlog:
         if seq >= self.last_seq:
             return 0
         start = max(seq + 1, self.first_seq) - self.first_seq
-        return sum(len(self._items[i][0]) for i in range(start, len(self._items)))
+        return sum(len(item[0]) for item in islice(self._items, start, None))
