@@ -110,6 +110,8 @@ class FakePeer:
         self.applied = applied
         self.password = password
         self.wants_full = 0  # HELLO's third element: send me everything
+        self.gaps = 0
+        self.cut_every = 0  # abort the connection after every so many requests (0: never)
         self.requests: list[list[bytes]] = []
         self.applies: list[int] = []  # seqs of the APPLYs received, in order
         self.merges: list[tuple[bytes, bytes, bytes]] = []
@@ -144,6 +146,8 @@ class FakePeer:
         if sub == b"APPLY":
             seq = int(argv[3])
             self.applies.append(seq)
+            if seq > self.applied + 1:
+                self.gaps += 1  # a link must never skip a sequence
             if seq == self.applied + 1:
                 self.applied = seq
             return b":%d\r\n" % self.applied
@@ -166,7 +170,14 @@ class _PeerProtocol(asyncio.Protocol):
         self.peer.transports.append(transport)
 
     def data_received(self, data):
-        out = [self.peer.answer(argv) for argv in self.parser.feed(data)]
+        out = []
+        peer = self.peer
+        for argv in self.parser.feed(data):
+            out.append(peer.answer(argv))
+            if peer.cut_every and len(peer.requests) % peer.cut_every == 0:
+                self.transport.write(b"".join(out))
+                self.transport.abort()  # mid-pipeline, as a broken network does
+                return
         self.transport.write(b"".join(out))
 
 
@@ -219,6 +230,24 @@ async def test_effects_made_before_the_link_are_sent_once_it_is_up_then_streamed
         assert links.info_lines() == [
             f"peer0:host=127.0.0.1,port={peer.port},id=2,link=up,sync=partial,paused=0,sent=203,acked=203,"
             "lag_effects=0,lag_ms=0,backlog_bytes=0"]
+    finally:
+        links.close()
+        await peer.stop()
+
+
+async def test_links_cut_again_and_again_deliver_every_effect_in_order_without_gaps():
+    engine = FakeEngine()
+    peer = await FakePeer().start()
+    peer.cut_every = 37
+    links = linked(engine, peer)
+    try:
+        for _ in range(20):
+            for _ in range(25):
+                engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+            await asyncio.sleep(0.02)
+        await until(lambda: links.caught_up(500), timeout=30)
+        assert peer.applied == 500 and peer.gaps == 0
+        assert peer.count(b"HELLO") > 5  # it was cut, and came back, many times
     finally:
         links.close()
         await peer.stop()
