@@ -452,6 +452,9 @@ class PeerLinks:
                 continue
             if p.expect and now - p.last_read > timeout:
                 self._drop(p, f"no reply for {timeout} seconds")
+            elif p.full is not None and p.full.left >= 0 and now - p.last_write > timeout:
+                # The payload is going out (making it may take long) but the peer takes none.
+                self._drop(p, f"the full sync made no progress for {timeout} seconds")
             elif p.state == UP and not conn.writing_paused and now - p.last_write >= PING_INTERVAL:
                 conn.write(encode_command([b"ACTIVEACTIVE", b"PING", b"%d" % engine.region,
                                            encode_vc(engine.vc)]))
@@ -664,6 +667,7 @@ class PeerLinks:
             conn.write(data)
             full.left -= len(data)
             copied += len(data)
+            p.last_write = time.monotonic()
             if full.left == 0:
                 conn.write(b"\r\n")
                 self._full_sync_sent(p)

@@ -112,6 +112,7 @@ class FakePeer:
         self.wants_full = 0  # HELLO's third element: send me everything
         self.gaps = 0
         self.cut_every = 0  # abort the connection after every so many requests (0: never)
+        self.stall_once = False  # stop reading the first connection once HELLO is answered
         self.requests: list[list[bytes]] = []
         self.applies: list[int] = []  # seqs of the APPLYs received, in order
         self.merges: list[tuple[bytes, bytes, bytes]] = []
@@ -174,6 +175,11 @@ class _PeerProtocol(asyncio.Protocol):
         peer = self.peer
         for argv in self.parser.feed(data):
             out.append(peer.answer(argv))
+            if peer.stall_once and argv[1:2] == [b"HELLO"]:
+                peer.stall_once = False
+                self.transport.write(b"".join(out))
+                self.transport.pause_reading()  # alive, but it takes nothing more
+                return
             if peer.cut_every and len(peer.requests) % peer.cut_every == 0:
                 self.transport.write(b"".join(out))
                 self.transport.abort()  # mid-pipeline, as a broken network does
@@ -744,3 +750,23 @@ def test_a_peer_the_backlog_no_longer_covers_gets_a_full_sync_then_the_stream():
         cb.close()
         a.stop()
         b.stop()
+
+
+async def test_a_full_sync_the_peer_stops_taking_is_dropped_and_made_again(monkeypatch):
+    engine = FakeEngine(backlog_records=2)
+    for _ in range(5):
+        engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+    payload = os.urandom(8 << 20)  # more than the socket buffers hold
+    state = types.ModuleType("rill.server.activeactive.state")
+    state.dump_state = lambda server: payload
+    monkeypatch.setitem(sys.modules, "rill.server.activeactive.state", state)
+    peer = await FakePeer().start()
+    peer.stall_once = True
+    links = linked(engine, peer, **{"repl-timeout": "1"})
+    try:
+        await until(lambda: peer.merges, timeout=20)
+        assert peer.merges == [(b"1", b"1:5", payload)] and peer.count(b"HELLO") == 2
+        await until(lambda: links.caught_up(5))
+    finally:
+        links.close()
+        await peer.stop()
