@@ -581,11 +581,16 @@ class Server:
                         "(P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
                     ),
                 )
+        if client.kind == "aof":
+            # The AOF being loaded: Redis's loader calls each command directly, so no
+            # server state (loading, stale data, maxmemory, min-replicas, a pause) may
+            # refuse what the file already holds; only MULTI's queueing applies.
+            return self._run_or_queue(
+                client, cmd, argv, cmd.flags if cmd.flags_for is None else cmd.flags_for(client, argv))
         if self.replica_of is not None and self._stale_denied(client, cmd):
             self._reject(client, cmd, MASTERDOWN_ERR)
             return False
-        if self.loading and not cmd.flags & LOADING and client.kind != "aof":
-            # (the AOF being replayed is what is loading)
+        if self.loading and not cmd.flags & LOADING:
             self._reject(client, cmd, LOADING_ERR)
             return False
         flags = cmd.flags if cmd.flags_for is None else cmd.flags_for(client, argv)
@@ -604,6 +609,10 @@ class Server:
             return False
         if self.pause_until and self._paused_for(client, cmd, flags):
             return True
+        return self._run_or_queue(client, cmd, argv, flags)
+
+    def _run_or_queue(self, client: Client, cmd: Command, argv: list[bytes], flags: int) -> bool:
+        """The end of processCommand: queue inside MULTI, else call."""
         if client.multi is not None and argv[0].lower() not in _MULTI_PASSTHROUGH:
             client.multi.append((cmd, argv))
             client.multi_flags |= flags

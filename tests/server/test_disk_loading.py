@@ -164,3 +164,28 @@ def test_the_aof_replay_pauses_for_the_loop_every_1024_commands(tmp_path):
     assert "cmdstat_get:calls=1,usec=" in stats and "rejected_calls=2,failed_calls=0" in stats
     assert "cmdstat_incr" not in stats and "cmdstat_select" not in stats
     server.persistence.at_shutdown()
+
+
+@pytest.mark.parametrize("kind", ["rill", "redis"])
+def test_server_state_refuses_nothing_the_aof_replays(kind):
+    """The commands replayed from the AOF are not clients' commands: a server that
+    refuses writes (min-replicas-to-write with no replica, maxmemory noeviction already
+    full) still loads all of them, as Redis's loader calls each one directly."""
+    start = start_rill if kind == "rill" else start_redis
+    with start("--appendonly", "yes") as srv:
+        c = RawClient(srv.port)
+        c.call("SET", "a", "1")
+        c.call("MULTI")
+        c.call("INCR", "n")
+        c.call("EXEC")
+        c.close()
+    with start("--appendonly", "yes", "--min-replicas-to-write", "1", "--maxmemory", "1",
+               workdir=srv.workdir) as again:
+        c = RawClient(again.port)
+        assert c.call("DBSIZE") == b":2\r\n"
+        assert c.call("GET", "n") == b"$1\r\n1\r\n"
+        assert c.call("SET", "b", "2").startswith(b"-OOM ")  # clients are refused
+        assert c.call("DEBUG", "LOADAOF") == b"+OK\r\n"  # the same through DEBUG LOADAOF
+        assert c.call("DBSIZE") == b":2\r\n"
+        assert c.call("GET", "n") == b"$1\r\n1\r\n"
+        c.close()
