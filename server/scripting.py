@@ -31,7 +31,6 @@ from rill.storage.keyspace import freeze_expiry_clock, release_expiry_clock
 from . import REDIS_VERSION, acl, lua_libs
 from .client import Client
 from .commands.table import DENYOOM, MAY_REPLICATE, NOSCRIPT, STALE, WRITE, Command
-from .disk import MISCONF_AOF_PREFIX
 from .memory import memory_of
 
 if TYPE_CHECKING:
@@ -55,9 +54,12 @@ _SHEBANG_FLAGS = {
     b"allow-cross-slot-keys": FLAG_ALLOW_CROSS_SLOT,
 }
 
-# redis.set_repl targets (Redis's PROPAGATE_AOF / PROPAGATE_REPL bits).
-_MISCONF_AOF = MISCONF_AOF_PREFIX.encode()
+# disk.py's MISCONF_AOF_PREFIX, restated: importing server.disk from here changed the
+# modules' import order, after which a start-up that exits (a bad manifest) spun forever
+# in interpreter finalization (seen with CPython's Py_FinalizeEx; cause not found).
+_MISCONF_AOF = b"MISCONF Errors writing to the AOF file: "
 
+# redis.set_repl targets (Redis's PROPAGATE_AOF / PROPAGATE_REPL bits).
 REPL_AOF = 1
 REPL_REPLICA = 2
 REPL_ALL = REPL_AOF | REPL_REPLICA
