@@ -523,6 +523,24 @@ def test_client_list_and_info_show_tls_connections_as_redis(certs):
     assert seen[0][3] == seen[1][3]
 
 
+def test_large_values_and_long_pipelines_over_tls_side_by_side(certs):
+    """Requests spread over many TLS records and many records in one read, and a reply
+    larger than the socket buffers, arrive whole and in order, as from redis-server."""
+    from tests.support import encode_command
+
+    big = os.urandom(3 << 20)
+    seen = []
+    for srv in both(certs, plain=False):
+        with srv, TLSClient(srv.tls_port, srv.ctx) as c:
+            assert c.call("SET", "big", big) == b"+OK\r\n"
+            assert c.call("GET", "big") == b"$%d\r\n%s\r\n" % (len(big), big)
+            n = 2000
+            c.raw.sock.sendall(b"".join(encode_command(["INCR", "n"]) for _ in range(n)))
+            replies = [c.raw.read_reply() for _ in range(n)]
+            seen.append((replies[0], replies[-1], c.call("STRLEN", "big")))
+    assert seen[0] == seen[1] == (b":1\r\n", b":2000\r\n", b":%d\r\n" % len(big))
+
+
 def _stats(c) -> dict[str, str]:
     text = c.call("INFO").decode()
     return dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line and not line.startswith("$"))
