@@ -1140,7 +1140,7 @@ class Persistence:
     def _replay_record(self, argv: list[bytes], name: str) -> None:
         """An Active-Active record from the AOF: an effect (``APPLY``; own ones redo the
         bookkeeping and refill the backlog, peers' are applied) or a full sync's state
-        (``MERGE <origin> <vc> <payload>``), merged again."""
+        (``MERGE <origin> <vc> <payload> <own-deletions>``), merged again as it was."""
         engine = self.server.active_active
         if engine is None:
             raise PersistenceError(
@@ -1152,9 +1152,9 @@ class Persistence:
                 # Deferred: the Active-Active package imports the server's modules, which import this one.
                 from .activeactive.state import merge_state
 
-                if len(argv) != 5:
+                if len(argv) != 6:
                     raise ValueError("malformed MERGE record")
-                merge_state(self.server, argv[4])
+                merge_state(self.server, argv[4], argv[5])
         except ValueError as e:
             raise PersistenceError(f"Bad Active-Active record in the append only file {name}: {e}") from None
 

@@ -25,11 +25,14 @@ region ``r``'s entries, applied at both in ``r``'s order):
   acknowledged prefix per sub-stream;
 - the TTL register keeps the values neither side saw superseded (PERSIST beats any TTL,
   else the longest wins);
-- clocks merge by maximum, tombstones by union.
+- clocks merge by maximum, tombstones by union;
+- a stream deleted whole (or emptied) keeps no sub-stream last IDs, so the deletions one side
+  made that the other has not applied are re-applied as the trims they are: the sender's ride
+  in the payload (AUX ``aa-deletions``, from its backlog), the receiver's come from its own
+  backlog (and are kept in the MERGE record, so replaying the AOF merges the same way).
 
-Limitation: a key deleted entirely (DEL) at one side leaves no sub-stream last IDs there, so
-entries of a region the deleting side is *behind* on are judged unseen and survive the merge
-(a DEL tombstone records the effect, not the bounds it deleted to).
+Limitation: a deletion no backlog holds any more (or one by a third region) cannot be
+re-applied; an entry it had removed that the other side was behind on survives the merge.
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ import io
 from typing import TYPE_CHECKING, Any
 
 from rill.persistence import rdb
-from rill.protocol.effects import encode_vc
+from rill.persistence.aof import AofFormatError, AofTruncated, CommandParser
+from rill.protocol.effects import decode_effect, encode_vc
 from rill.storage.stream import ID_MAX, MASK64, Stream
 from rill.storage.stream.active import ActiveStream
 
@@ -48,6 +52,8 @@ if TYPE_CHECKING:
     from ..server import Server
 
 ORIGIN_AUX = b"aa-origin"
+DELETIONS_AUX = b"aa-deletions"  # the sender's deletions its backlog holds (see merge_state)
+_DELETIONS = frozenset({b"XDEL", b"XTRIM", b"DEL"})
 PERSIST = -1  # the TTL register's PERSIST value (engine.PERSIST)
 
 Op = list[bytes]
@@ -64,7 +70,8 @@ def dump_state(server: Server) -> bytes:
     engine = server.active_active
     options = rdb.SaveOptions(
         compression=False,
-        extra_aux=[(ORIGIN_AUX, b"%d" % engine.region), (rdb.AA_STATE_AUX, engine.export_state())],
+        extra_aux=[(ORIGIN_AUX, b"%d" % engine.region), (rdb.AA_STATE_AUX, engine.export_state()),
+                   (DELETIONS_AUX, _deletions_blob(_backlog_deletions(engine)))],
     )
     buf = io.BytesIO()
     rdb.save_file(buf, _active_dbs(server), options)
@@ -96,16 +103,21 @@ class _Sender:
         self.ttl: dict[tuple[int, bytes], list[tuple[int, int, int]]] = scratch.ttl
 
 
-def merge_state(server: Server, payload: bytes) -> None:
+def merge_state(server: Server, payload: bytes, own_deletions: bytes | None = None) -> None:
     """Merge a peer's :func:`dump_state` payload into ``server`` (see the module docstring).
 
     Raises ValueError, changing nothing, when the payload does not parse. Keys that change
     are signalled (blocked readers, WATCH) and mirrored to plain replicas as DEL + RESTORE
-    of their merged view; the AOF gets the MERGE record, which its loader merges again."""
+    of their merged view; the AOF gets the MERGE record, which its loader merges again
+    (``own_deletions``: the deletions this instance re-applied, from that record)."""
     engine = server.active_active
     dbs = server.keyspace.dbs
     try:
         loaded = rdb.load(payload, len(dbs), keep_expired=True)
+        theirs_deleted = _read_deletions(loaded.aux.get(DELETIONS_AUX, b""))
+        if own_deletions is None:
+            own_deletions = _deletions_blob(_backlog_deletions(engine))
+        mine_deleted = _read_deletions(own_deletions)
     except rdb.RdbError as e:
         raise ValueError(f"corrupt Active-Active state payload: {e}") from None
     sender = _Sender(server, loaded.aux)
@@ -120,8 +132,68 @@ def merge_state(server: Server, payload: bytes) -> None:
             if _merge_key(server, db, key, a if isinstance(a, ActiveStream) else None, mine, sender):
                 changed.append((db.id, key))
         _merge_ttls(engine, db, theirs, mine, sender)
+    # Deletions by effects one side made and the other has not applied: what the other had
+    # seen of a stream it deleted whole is known only from them (see the module docstring).
+    deletions = [(db, op) for seq, db, op in theirs_deleted if seq > mine.get(sender.region, 0)]
+    deletions += [(db, op) for seq, db, op in mine_deleted if seq > sender.vc.get(engine.region, 0)]
+    for db_id, op in deletions:
+        if db_id < len(dbs) and _delete_again(dbs[db_id], op) and (db_id, op[1]) not in changed:
+            changed.append((db_id, op[1]))
     _merge_engine(engine, sender)
-    _after_merge(server, changed, payload, sender)
+    _after_merge(server, changed, payload, sender, own_deletions)
+
+
+def _backlog_deletions(engine: Any) -> list[tuple[int, int, Op]]:
+    """``(seq, db, op)`` of the deletions (XDEL, XTRIM, DEL) in this instance's own effects
+    that its backlog still holds."""
+    backlog = engine.backlog
+    records = backlog.records_from(backlog.first_seq) or []
+    out: list[tuple[int, int, Op]] = []
+    for seq, wire in records:
+        parser = CommandParser(wire)
+        try:
+            e = decode_effect(parser.next() or [])
+        except (ValueError, AofFormatError, AofTruncated):
+            continue
+        out.extend((seq, db, op) for db, op in e.ops if op[0] in _DELETIONS)
+    return out
+
+
+def _deletions_blob(items: list[tuple[int, int, Op]]) -> bytes:
+    """``(seq, db, op)`` items as RDB lengths and strings: seq, db, argc, args."""
+    out = bytearray()
+    for seq, db, op in items:
+        out += rdb.encode_len(seq) + rdb.encode_len(db) + rdb.encode_len(len(op))
+        for arg in op:
+            out += rdb.encode_string(arg)
+    return bytes(out)
+
+
+def _read_deletions(blob: bytes) -> list[tuple[int, int, Op]]:
+    r = rdb.RdbReader(blob)
+    out: list[tuple[int, int, Op]] = []
+    while r.pos < r.end:
+        seq, db, argc = r.length(), r.length(), r.length()
+        op = [r.string() for _ in range(argc)]
+        if len(op) < 2 or op[0] not in _DELETIONS:
+            raise rdb.RdbError("malformed Active-Active deletion", r.pos)
+        out.append((seq, db, op))
+    return out
+
+
+def _delete_again(db: Any, op: Op) -> bool:
+    """Apply a deletion op's entry removals to the merged stream (a DEL's as the trim it
+    does: its group removals are the tombstones' business); True if the key changed."""
+    s = db.data.get(op[1])
+    if not isinstance(s, ActiveStream):
+        return False
+    length = s.length
+    name = b"XTRIM" if op[0] == b"DEL" else op[0]
+    s.apply([name, *op[2:]])
+    if s.is_gone():
+        db.delete(op[1])
+        return True
+    return s.length != length
 
 
 def _merge_key(server: Server, db: Any, key: bytes, a: ActiveStream | None,
@@ -286,7 +358,8 @@ def _merge_engine(engine: Any, sender: _Sender) -> None:
                 have.append(t)
 
 
-def _after_merge(server: Server, changed: list[tuple[int, bytes]], payload: bytes, sender: _Sender) -> None:
+def _after_merge(server: Server, changed: list[tuple[int, bytes]], payload: bytes, sender: _Sender,
+                 own_deletions: bytes) -> None:
     """What every change of the dataset gets: blocked readers and WATCH see the keys, the
     AOF records the merge (its loader merges it again) and plain replicas get the merged
     view of each key."""
@@ -303,7 +376,7 @@ def _after_merge(server: Server, changed: list[tuple[int, bytes]], payload: byte
             plain.extend((db_id, op) for op in rewrite(db, key, value))
     server.dirty += len(changed) or 1
     server.active_active._drain_pending()  # effects waiting for causes the merge brought (or made stale)
-    record = [b"ACTIVEACTIVE", b"MERGE", b"%d" % sender.region, encode_vc(sender.vc), payload]
+    record = [b"ACTIVEACTIVE", b"MERGE", b"%d" % sender.region, encode_vc(sender.vc), payload, own_deletions]
     server.propagate_applied(record, plain)
 
 

@@ -125,6 +125,28 @@ def test_full_syncs_both_ways_reach_what_every_effect_reaches():
     assert b.view() == a.view()
 
 
+@pytest.mark.parametrize("first", ["deleter", "writer"])
+def test_a_stream_deleted_whole_stays_deleted_across_full_syncs(first):
+    """Region 1 deletes a stream whose entries from region 2 it had seen, while region 2 adds
+    more: after full syncs both ways (in either order) only region 2's new entry is left,
+    as when the effects are delivered, though neither side's stream remembers what region
+    1 had seen (the deletion ops ride in the payload and the receiver's backlog)."""
+    a, b = pair()
+    b.xadd(1)
+    b.xadd(2)
+    b.deliver(a)
+    a.delete()
+    b.xadd(3)
+    if first == "deleter":
+        full_sync(a, b)
+        full_sync(b, a)
+    else:
+        full_sync(b, a)
+        full_sync(a, b)
+    assert [sid >> 64 for sid, _ in a.db.data[K].range()] == [3]
+    assert a.view() == b.view()
+
+
 def test_merge_after_partial_delivery_keeps_seen_deletions():
     a, b = pair()
     for ms in range(1, 4):
