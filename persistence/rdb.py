@@ -1654,6 +1654,7 @@ def load(
     key_delay_us: int = 0,
     progress: Callable[[int], None] | None = None,
     progress_every: int = 2 << 20,
+    on_aux: Callable[[bytes, bytes], None] | None = None,
 ) -> LoadResult:
     """Parse an RDB image from ``data[start:]``; raise RdbError, installing nothing, if bad.
 
@@ -1662,7 +1663,8 @@ def load(
     copy of a key replace an earlier one (DEBUG RELOAD MERGE) instead of failing.
     ``progress(offset)`` is called about every ``progress_every`` bytes parsed (the
     server's loading progress); whatever it raises, other than the decoding errors
-    turned into RdbError, stops the parse and propagates.
+    turned into RdbError, stops the parse and propagates. ``on_aux(key, value)`` sees
+    each AUX field as it is read (the loading server's used-mem figure).
     """
     if now_ms is None:
         now_ms = int(time.time() * 1000)
@@ -1673,7 +1675,7 @@ def load(
     gc.disable()
     try:
         return _load(r, data, databases, start, keep_expired, allow_dup, verify_checksum, now_ms, key_delay_us,
-                     progress, progress_every)
+                     progress, progress_every, on_aux)
     except RdbError:
         raise
     except (ValueError, IndexError, KeyError, TypeError, OverflowError, struct.error) as e:
@@ -1696,6 +1698,7 @@ def _load(
     key_delay_us: int = 0,
     progress: Callable[[int], None] | None = None,
     progress_every: int = 2 << 20,
+    on_aux: Callable[[bytes, bytes], None] | None = None,
 ) -> LoadResult:
     if len(data) - start < 9 or data[start : start + 5] != b"REDIS":
         raise RdbError("wrong signature trying to load DB from file", start)
@@ -1812,6 +1815,8 @@ def _load(
                 apply_stream_ext(data_db, string())
             else:
                 aux[k] = string()
+                if on_aux is not None:
+                    on_aux(k, aux[k])
         elif op == OP_EXPIRETIME:
             expire_at = _I32.unpack(r.raw(4))[0] * 1000
         elif op == OP_IDLE:

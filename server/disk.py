@@ -130,6 +130,7 @@ class Persistence:
         self.loading_total_bytes = 0
         self.loading_loaded_bytes = 0
         self.loading_file_start = 0  # loaded bytes before the file being loaded
+        self.loading_rdb_used_mem = 0  # the used-mem AUX field of the RDB being loaded
         # AOF
         self.aof_state = AOF_OFF
         self.manifest: Manifest | None = None
@@ -389,8 +390,7 @@ class Persistence:
         data = yield lambda: _read_file(path)
         self.loading_file_start = self.loading_loaded_bytes
         try:
-            result = yield lambda: self._load_rdb_data(data, allow_dup=merge, progress=self._loading_progress,
-                                                       progress_every=self._progress_every())
+            result = yield lambda: self._load_rdb_data(data, allow_dup=merge, **self._loading_hooks())
         except rdb.RdbError as e:
             raise PersistenceError(f"Short read or corrupt RDB file {path}: {e}") from None
         self.loading_loaded_bytes = self.loading_file_start + len(data)
@@ -465,9 +465,19 @@ class Persistence:
         self.loading_total_bytes = total_bytes
         self.loading_loaded_bytes = 0
         self.loading_file_start = 0
+        self.loading_rdb_used_mem = 0
 
-    def _progress_every(self) -> int:
-        return self.config.int("loading-process-events-interval-bytes")
+    def _loading_hooks(self) -> dict[str, Any]:
+        """rdb.load's progress reporting, for INFO's loading_* fields."""
+        return {"progress": self._loading_progress, "on_aux": self._loading_aux,
+                "progress_every": self.config.int("loading-process-events-interval-bytes")}
+
+    def _loading_aux(self, key: bytes, value: bytes) -> None:
+        if key == b"used-mem":
+            try:
+                self.loading_rdb_used_mem = int(value)
+            except ValueError:
+                pass
 
     def _loading_progress(self, offset: int) -> None:
         """Where the parse of the current file is (called from the parsing thread);
@@ -478,8 +488,8 @@ class Persistence:
             raise LoadAborted
 
     def _loading_info(self) -> list[tuple[str, object]]:
-        """INFO persistence's loading_* fields (Redis's, with no used-mem estimate: the
-        file's size is always known here)."""
+        """INFO persistence's loading_* fields, as Redis computes them (the total size is
+        always known here, so used-mem is only shown, never used for the estimate)."""
         total = self.loading_total_bytes
         loaded = min(self.loading_loaded_bytes, total)
         perc = loaded / total * 100 if total else 0.0
@@ -489,7 +499,7 @@ class Persistence:
         return [
             ("loading_start_time", self.loading_start_time),
             ("loading_total_bytes", total),
-            ("loading_rdb_used_mem", 0),
+            ("loading_rdb_used_mem", self.loading_rdb_used_mem),
             ("loading_loaded_bytes", loaded),
             ("loading_loaded_perc", f"{perc:.2f}"),
             ("loading_eta_seconds", eta),
@@ -1050,8 +1060,7 @@ class Persistence:
         pos = 0
         if data[:5] == b"REDIS":
             try:
-                result = yield lambda: self._load_rdb_data(data, keep_expired=True, progress=self._loading_progress,
-                                                           progress_every=self._progress_every())
+                result = yield lambda: self._load_rdb_data(data, keep_expired=True, **self._loading_hooks())
             except rdb.RdbError as e:
                 raise PersistenceError(f"Bad file format reading the append only file {name}: {e}") from None
             self._install_functions(result.functions, flush=False, replace=False)

@@ -87,6 +87,8 @@ def test_clients_get_loading_while_the_dataset_loads_as_redis_answers(dump):
     info = rill["info"]
     assert list(info) == list(redis["info"])  # the same fields, loading_* last
     assert info["loading"] == "1" and info["loading_total_bytes"] == str(os.path.getsize(dump))
+    for name in ("loading_total_bytes", "loading_rdb_used_mem"):  # the file's size, its used-mem AUX
+        assert info[name] == redis["info"][name], name
     assert 0 <= int(info["loading_loaded_bytes"]) < os.path.getsize(dump)
     assert float(info["loading_loaded_perc"]) < 100
     assert rill["dbsize"] == b":%d\r\n" % KEYS
