@@ -54,9 +54,7 @@ _SHEBANG_FLAGS = {
     b"allow-cross-slot-keys": FLAG_ALLOW_CROSS_SLOT,
 }
 
-# disk.py's MISCONF_AOF_PREFIX, restated: importing server.disk from here changed the
-# modules' import order, after which a start-up that exits (a bad manifest) spun forever
-# in interpreter finalization (seen with CPython's Py_FinalizeEx; cause not found).
+# disk.py's MISCONF_AOF_PREFIX, restated (scripting does not import the persistence side).
 _MISCONF_AOF = b"MISCONF Errors writing to the AOF file: "
 
 # redis.set_repl targets (Redis's PROPAGATE_AOF / PROPAGATE_REPL bits).
