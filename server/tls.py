@@ -344,6 +344,7 @@ class TLSLayer(asyncio.Protocol):
         self.incoming = ssl.MemoryBIO()
         self.outgoing = ssl.MemoryBIO()
         self.sslobj = context.wrap_bio(self.incoming, self.outgoing, server_side=True)
+        self._bind()
         self.conn = Connection(server)
         self.conn.tls = self
         self.raw: asyncio.Transport | None = None
@@ -353,6 +354,15 @@ class TLSLayer(asyncio.Protocol):
         self._eof = False  # the peer's end of data was passed on
         self._closed = False
         self._timer: asyncio.TimerHandle | None = None
+
+    def _bind(self) -> None:
+        """The per-record calls, bound once. ``ssl.SSLObject``'s read, write and pending
+        only forward to the ``_ssl`` object it wraps (a Python call each, per record);
+        that object's own methods are used when present, with the same arguments."""
+        inner = getattr(self.sslobj, "_sslobj", self.sslobj)
+        self._read = inner.read
+        self._write = inner.write
+        self._pending = inner.pending
 
     # -- the TCP transport's protocol --------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -400,15 +410,21 @@ class TLSLayer(asyncio.Protocol):
         incoming.write(data)
         if not self.ready and not self._handshake():
             return b""
-        sslobj = self.sslobj
-        chunks = []
+        read = self._read
+        plain = b""
+        chunks = None
         try:
-            while incoming.pending or sslobj.pending():
-                chunk = sslobj.read(_READ_SIZE)
-                if not chunk:  # close_notify: the peer sends nothing more
-                    self._notified = True
-                    break
-                chunks.append(chunk)
+            plain = read(_READ_SIZE)  # most reads bring one record: one call, no list
+            if not plain:
+                self._notified = True  # close_notify: the peer sends nothing more
+            elif incoming.pending or self._pending():
+                chunks = [plain]
+                while incoming.pending or self._pending():
+                    chunk = read(_READ_SIZE)
+                    if not chunk:
+                        self._notified = True
+                        break
+                    chunks.append(chunk)
         except ssl.SSLWantReadError:
             pass  # the rest of a record is still on its way
         except ssl.SSLError as e:
@@ -418,9 +434,7 @@ class TLSLayer(asyncio.Protocol):
             return b""
         if self.outgoing.pending:  # e.g. a TLS 1.3 KeyUpdate's answer
             self._send_pending()
-        if len(chunks) == 1:
-            return chunks[0]
-        return b"".join(chunks)
+        return plain if chunks is None else b"".join(chunks)
 
     def _handshake(self) -> bool:
         try:
@@ -472,17 +486,15 @@ class TLSLayer(asyncio.Protocol):
         if not self.ready:
             self.held.append(data)
             return
-        sslobj = self.sslobj
         try:
-            n = sslobj.write(data)
+            n = self._write(data)
             while n < len(data):
-                n += sslobj.write(memoryview(data)[n:])
+                n += self._write(memoryview(data)[n:])
         except ssl.SSLError as e:
             log.warning("Error writing to a TLS client: %s (conn: addr=%s)", _reason(e), self._addr())
             self.conn.drop()
             return
-        assert self.raw is not None
-        self.raw.write(self.outgoing.read())
+        self.raw.write(self.outgoing.read())  # type: ignore[union-attr]
 
     def close(self) -> None:
         """close_notify after a finished handshake, then the TCP close (what is
