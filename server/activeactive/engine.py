@@ -96,6 +96,8 @@ class ActiveActive:
         self.links: Any = None  # PeerLinks (links.py), set by the server
         # Peers that found this instance short of its own effects ask for their state.
         self.want_full_sync: set[int] = set()
+        # Our own applied count as the data holds it, while lost own effects come back.
+        self.recovering: int | None = None
         self.replaying = False  # loading the AOF: a handler's ops are already recorded
         self.applied_effects = 0
         self._kinds: dict[Command, object] = {}
@@ -411,6 +413,8 @@ class ActiveActive:
         theirs = peer_vc.get(self.region, 0)
         full = theirs > self.seq
         if full:
+            if self.recovering is None:
+                self.recovering = self.seq
             self.seq = theirs
             self.vc[self.region] = theirs
             self.backlog = Backlog(self.backlog.limit)
@@ -422,6 +426,17 @@ class ActiveActive:
     def merged(self, peer: int) -> None:
         """A full sync from ``peer`` was merged (state.py): its effects are all here."""
         self.want_full_sync.discard(peer)
+        if not self.want_full_sync:
+            self.recovering = None
+
+    def held_clock(self) -> dict[int, int]:
+        """The applied clock as this instance's data holds it: while own effects we lost
+        are still on their way back (:meth:`hello`), our own entry is what we really hold,
+        not the sequence we jumped to, so a merge brings those effects back."""
+        vc = dict(self.vc)
+        if self.recovering is not None:
+            vc[self.region] = self.recovering
+        return vc
 
     def heard(self, peer: int, peer_vc: dict[int, int]) -> int:
         """A peer's heartbeat: its clock, in its link's order. Returns its acknowledgement."""

@@ -515,7 +515,12 @@ class PeerLinks:
         p.acked = theirs
         p.backoff = 0.0
         backlog = engine.backlog
-        if not wants_full and (theirs == seq or backlog.first_seq <= theirs + 1 <= backlog.last_seq):
+        partial = not wants_full and (theirs == seq or backlog.first_seq <= theirs + 1 <= backlog.last_seq)
+        if not partial and engine.recovering is not None:
+            # Our state lacks own effects a peer is bringing back: a snapshot of it now
+            # would tell this peer it has them. Retry once that merge is done.
+            raise LinkError("own lost effects are still being recovered; full sync postponed")
+        if partial:
             p.sync = b"partial"
             p.state = UP
             p.sent = theirs

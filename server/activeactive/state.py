@@ -121,7 +121,7 @@ def merge_state(server: Server, payload: bytes, own_deletions: bytes | None = No
     except rdb.RdbError as e:
         raise ValueError(f"corrupt Active-Active state payload: {e}") from None
     sender = _Sender(server, loaded.aux)
-    mine = dict(engine.vc)
+    mine = engine.held_clock()
     changed: list[tuple[int, bytes]] = []
     for db in dbs:
         theirs = loaded.dbs.get(db.id) or {}
@@ -214,12 +214,19 @@ def _merge_key(server: Server, db: Any, key: bytes, a: ActiveStream | None,
         a_last = asub.last_id if asub is not None else 0
         b_last = bsub.last_id if bsub is not None else 0
         rb = b"%d" % r
-        if asub is not None and mine.get(r, 0) < theirs.get(r, 0):
+        lost = r == engine.region and engine.recovering is not None
+        if lost and asub is not None:
+            # Our own entries we lost in a restart: the sender's copies are all there is of
+            # them, below what we wrote since (which the sender may not have yet).
+            for sid, fv in asub.iter_range():
+                if bsub is None or not bsub.exists(sid):
+                    ops.append([b"XADD", rb, _fmt(sid), *fv])
+        elif asub is not None and mine.get(r, 0) < theirs.get(r, 0):
             # Entries above the receiver's last ID in r are the ones it has not seen.
             for sid, fv in asub.iter_range(b_last + 1, ID_MAX):
                 ops.append([b"XADD", rb, _fmt(sid), *fv])
         if bsub is not None and bsub.length:
-            bound = ID_MAX if theirs.get(r, 0) >= mine.get(r, 0) else a_last
+            bound = a_last if lost else ID_MAX if theirs.get(r, 0) >= mine.get(r, 0) else a_last
             gone = [sid for sid, _fv in bsub.iter_range(0, bound)
                     if asub is None or not asub.exists(sid)]
             if gone:

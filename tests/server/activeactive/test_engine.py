@@ -349,3 +349,26 @@ def test_info_has_an_active_active_section_only_while_the_mode_is_on(two):
     pc = plain.new_client()
     plain.execute(pc, [b"INFO", b"everything"])
     assert b"Active_Active" not in b"".join(bytes(x) for x in pc.out)
+
+
+def test_own_effects_lost_in_a_restart_come_back_with_the_peers_full_sync(two):
+    """Region 2 restarts from nothing after region 1 applied its XADD: region 1's HELLO
+    makes it jump its sequence and ask for a full sync, and that merge brings the entry
+    back (it is ours, lost; not something we deleted)."""
+    from rill.server.activeactive.state import dump_state, merge_state
+
+    a, b = two
+    b("XADD", "s", "*", "f", "lost")
+    b.send(a)
+    again = Region(2)  # restarted with no persistence
+    _region, _vc, full = again.engine.hello(1, dict(a.engine.vc))
+    assert full is True and again.engine.seq == 1
+    again("XADD", "s", "*", "f", "after")  # a write before the merge arrives: seq 2
+    merge_state(again.server, dump_state(a.server))
+    again.engine.merged(1)
+    assert again.engine.recovering is None
+    fields = [fv for _sid, fv in again.server.keyspace[0].data[b"s"].range()]
+    assert fields == [[b"f", b"lost"], [b"f", b"after"]]
+    again.shipped[1] = 1  # region 1 has effect 1 already (it is where it came from)
+    again.send(a)
+    assert xrange(a) == xrange(again)

@@ -44,6 +44,7 @@ class FakeEngine:
         # Every record seal() makes is RECORD bytes in the backlog.
         self.backlog = Backlog(backlog_records * RECORD)
         self.on_sealed: list = []
+        self.recovering: int | None = None  # not recovering lost own effects
 
     def seal(self, *args: bytes) -> int:
         """A local write: its effect record goes to the backlog and the links hear of it."""
@@ -767,6 +768,23 @@ async def test_a_full_sync_the_peer_stops_taking_is_dropped_and_made_again(monke
         await until(lambda: peer.merges, timeout=20)
         assert peer.merges == [(b"1", b"1:5", payload)] and peer.count(b"HELLO") == 2
         await until(lambda: links.caught_up(5))
+    finally:
+        links.close()
+        await peer.stop()
+
+
+async def test_no_full_sync_goes_out_while_own_lost_effects_are_being_recovered():
+    """A snapshot taken before our lost effects come back would tell the peer it has them."""
+    engine = FakeEngine(backlog_records=2)
+    for _ in range(5):
+        engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+    engine.recovering = 0
+    peer = await FakePeer(region=2).start()
+    links = linked(engine, peer)
+    try:
+        await until(lambda: links.status()[0]["id"] == 2)
+        await asyncio.sleep(0.3)
+        assert links.status()[0]["link"] == b"down" and peer.merges == []
     finally:
         links.close()
         await peer.stop()
