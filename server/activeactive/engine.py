@@ -466,7 +466,10 @@ class ActiveActive:
         return regions
 
     def collect_tombstones(self) -> int:
-        """Drop tombstones every instance has seen (cron). Returns how many went."""
+        """Drop tombstones every instance has seen (cron). Returns how many went. None
+        goes while a configured peer has not said who it is: it may not have seen them."""
+        if self.links is not None and 0 in self.links.peer_regions():
+            return 0
         others = self.members() - {self.region}
         known = self.known
         dropped = 0

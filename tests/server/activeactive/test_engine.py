@@ -372,3 +372,20 @@ def test_own_effects_lost_in_a_restart_come_back_with_the_peers_full_sync(two):
     again.shipped[1] = 1  # region 1 has effect 1 already (it is where it came from)
     again.send(a)
     assert xrange(a) == xrange(again)
+
+
+def test_tombstones_stay_while_a_configured_peer_is_unknown(two):
+    a, b = two
+
+    class Links:
+        def peer_regions(self):
+            return [2, 0]  # a third peer configured but never heard from
+
+    a("XADD", "s", "*", "f", "v")
+    a("DEL", "s")
+    a.send(b)
+    a.engine.heard(2, dict(b.engine.vc))
+    a.engine.links = Links()
+    assert a.engine.collect_tombstones() == 0 and a.engine.tombstone_count() == 1
+    a.engine.links = None
+    assert a.engine.collect_tombstones() == 1
