@@ -33,6 +33,7 @@ from rill.storage.stream.active import ActiveStream
 from .. import notify as events
 from ..commands.table import WRITE
 from ..commands.values import type_name
+from ..outcomes import ReplicasOnly
 from .backlog import Backlog
 from .plain import plain_ops
 
@@ -190,7 +191,11 @@ class ActiveActive:
             if not isinstance(now, ActiveStream):
                 continue
             if now is not before and was_at.get(id(now), (db.id, key)) != (db.id, key):
-                # RENAME: the entries this instance saw move; groups stay behind.
+                # RENAME: the entries this instance saw move; groups stay behind. A plain
+                # replica's RENAME keeps them: they go there first, under the old name.
+                old_db, old_key = was_at[id(now)]
+                for g in now.groups():
+                    self.server.also_propagate(old_db, ReplicasOnly([b"XGROUP", b"DESTROY", old_key, g.name]))
                 now.drain()
                 now.drop_groups()
                 ops.extend((db.id, op) for op in _entries_as_ops(key, now))

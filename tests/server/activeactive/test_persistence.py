@@ -138,6 +138,11 @@ def test_redis_server_replica_of_a_single_instance():
         a.call("XREADGROUP", "GROUP", "g", "alice", "COUNT", "3", "STREAMS", "s", ">")
         wait_until(lambda: rc.call("XPENDING", "s", "g") == a.client.call("XPENDING", "s", "g"))
         assert rc.call("XRANGE", "s", "-", "+") == a.client.call("XRANGE", "s", "-", "+")
+        # RENAME drops an Active-Active stream's groups; a plain RENAME would keep them.
+        a.call("RENAME", "s", "s2")
+        a.call("XADD", "s2", "*", "after", "rename")
+        wait_until(lambda: rc.call("XRANGE", "s2", "-", "+") == a.client.call("XRANGE", "s2", "-", "+"))
+        assert rc.call("XINFO", "GROUPS", "s2") == a.client.call("XINFO", "GROUPS", "s2") == b"*0\r\n"
         rc.close()
         # The base written when the AOF started is an RDB all the same.
         base = glob.glob(os.path.join(a.proc.workdir, "appendonlydir", "*.base.*"))
