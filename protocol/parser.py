@@ -141,6 +141,7 @@ class RequestParser:
     __slots__ = (
         "_buf",
         "_argv",
+        "_argv_bytes",
         "_remaining",
         "_bulklen",
         "_reader",
@@ -152,6 +153,7 @@ class RequestParser:
     def __init__(self, max_bulk_len: int = 512 * 1024 * 1024) -> None:
         self._buf = bytearray()
         self._argv: list[bytes] | None = None
+        self._argv_bytes = 0  # the bytes of the arguments in _argv
         self._remaining = 0
         self._bulklen = -1
         self._reader = hiredis.Reader() if hiredis is not None else None
@@ -163,6 +165,11 @@ class RequestParser:
     def pending_bytes(self) -> int:
         """Bytes buffered for a command not yet complete (the query buffer length)."""
         return len(self._buf)
+
+    def pending_args_bytes(self) -> int:
+        """The bytes of the arguments already parsed out of a command not yet complete
+        (Redis's argv-mem while the rest of a multibulk is on its way)."""
+        return self._argv_bytes
 
     def feed(self, data: bytes) -> list:
         """Parse ``data``; return the complete commands, possibly ending with a ProtocolError.
@@ -233,6 +240,7 @@ class RequestParser:
         out.append(ProtocolError(b"ERR Protocol error: " + message))
         self.failed = True
         self._buf.clear()
+        self._argv_bytes = 0
 
     def _parse(self, out: list) -> None:
         buf = self._buf
@@ -301,6 +309,7 @@ class RequestParser:
                 if n - pos < bulklen + 2:
                     break
                 argv.append(bytes(buf[pos : pos + bulklen]))
+                self._argv_bytes += bulklen
                 pos += bulklen + 2  # Redis skips the two bytes after the data unchecked
                 self._bulklen = -1
                 self._remaining -= 1
@@ -308,5 +317,6 @@ class RequestParser:
                 break
             out.append(argv)
             self._argv = None
+            self._argv_bytes = 0
         if pos:
             del buf[:pos]

@@ -458,8 +458,6 @@ UNSUPPORTED: frozenset[str] = frozenset({
     "io-threads", "io-threads-do-reads", "bio_cpulist", "aof_rewrite_cpulist",
     "bgsave_cpulist", "lazyfree-lazy-server-del",
     "active-expire-effort",
-    # client eviction
-    "maxmemory-clients",
     # persistence knobs
     "rdb-save-incremental-fsync", "aof-rewrite-incremental-fsync",
     "no-appendfsync-on-rewrite", "aof-timestamp-enabled",

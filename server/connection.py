@@ -179,6 +179,8 @@ class Connection(asyncio.Protocol):
             client.kind = "unix"
         client.on_output = self._output_ready
         client.output_backlog = lambda: transport.get_write_buffer_size()
+        client.close_now = self._drop
+        client.input_args = self.parser.pending_args_bytes
         self.client = client
         if len(server.clients) > server.maxclients:
             server.stats.rejected_connections += 1
@@ -265,6 +267,16 @@ class Connection(asyncio.Protocol):
                             client.id, client.addr, b"")
                 self._close()
                 return
+        figure = server.client_mem
+        if figure is not None and (held or qlen or parser.pending_args_bytes()):
+            # A command bigger than one read, coming in or complete now: under
+            # maxmemory it counts at once (it may evict keys before the next command
+            # runs), and under maxmemory-clients it may evict clients, this one too,
+            # as Redis weighs a client's query buffer and arguments then.
+            client.querybuf_len = held + n
+            figure.track(client)
+            if self.closed:
+                return
         if client.blocked is not None or client.pending:
             client.querybuf_len = qlen
             client.pending.extend(commands)
@@ -274,6 +286,11 @@ class Connection(asyncio.Protocol):
         client.querybuf_len = held + n
         self._run(commands)
         client.querybuf_len = qlen
+        figure = server.client_mem
+        if figure is not None and figure.clients_limit and not self.closed:
+            # Its replies are queued now: weighed before any other client's command
+            # runs, as Redis weighs a client after each of its commands.
+            figure.track(client)
 
     # -- processing ------------------------------------------------------------
     def _run(self, commands: list) -> None:
@@ -348,22 +365,32 @@ class Connection(asyncio.Protocol):
             server = self.server
             data = b"".join(out) if len(out) > 1 else out[0]
             out.clear()
-            transport.write(data)
             n = len(data)
+            if n >= server.obuf_floor and self._check_output_limits(n):
+                return  # closed for its output buffer limit: this output is dropped
+            transport.write(data)
             server.stats.net_output_bytes += n
             if self._backlogged:
                 self._check_output_limits()
-        if client.kill_requested or client.close_after_reply:
+            figure = server.client_mem
+            if figure is not None and figure.clients_limit and not self.closed:
+                figure.track(client)
+        if client.kill_requested:
+            self._drop()
+        elif client.close_after_reply:
             self._close()
 
-    def _check_output_limits(self) -> None:
+    def _check_output_limits(self, pending: int = 0) -> bool:
+        """client-output-buffer-limit: close the client when the output the transport
+        holds, plus ``pending`` bytes about to be written, is past its class's hard
+        limit or past the soft one for long enough. True when it closed."""
         client = self.client
         transport = self.transport
         if client is None or transport is None:
-            return
+            return False
         kind = "pubsub" if client.subscriptions else "normal"
         hard, soft, soft_secs = self.server.obuf_limits.get(kind, (0, 0, 0))
-        size = transport.get_write_buffer_size()
+        size = transport.get_write_buffer_size() + pending
         now = time.time()
         over = hard and size >= hard
         if soft and size >= soft:
@@ -377,6 +404,17 @@ class Connection(asyncio.Protocol):
             log.warning("Client id=%d addr=%s scheduled to be closed ASAP for overcoming of output buffer limits.",
                         client.id, client.addr)
             self._close()
+        return bool(over)
+
+    def _drop(self) -> None:
+        """A killed or evicted client: the connection is dropped at once with whatever
+        output it still holds, as Redis frees the client (closing would keep that output,
+        a stopped replica's megabytes, until the peer read it)."""
+        if self.transport is not None and not self.closed:
+            self.closed = True
+            self.transport.abort()
+            if self.client is not None:
+                self.server.client_gone(self.client)
 
     def drop(self) -> None:
         """Close now, whatever is queued (a failed TLS handshake or record)."""

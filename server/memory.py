@@ -8,10 +8,17 @@ Redis reads its allocator's counter. CPython has none that is cheap and exact
   size of one key and its value (storage.footprint), that mean taken from random
   keys by the cron. A write costs nothing; the figure moves the moment keys come or
   go, and follows values that grow or shrink within a cron period or so.
-- the clients' query and output buffers, the replication backlog and the AOF
-  buffer, summed by the cron (they change with every reply; Redis counts them too,
-  and, like Redis, leaves replica output buffers and the AOF buffer out of what
-  eviction compares with maxmemory).
+- the clients' memory (Client.memory_usage: buffers, queued MULTI commands,
+  subscriptions...), the replication backlog and the AOF buffer. The cron sums them
+  all; a client that goes takes its share with it at once. Under maxmemory a client
+  is re-weighed as soon as a read leaves part of a big command buffered, and under
+  maxmemory-clients also after its commands run and after each write, as Redis
+  tracks clients' memory (replies between cron runs are what key eviction may miss).
+  Like Redis, replica output buffers and the AOF buffer are left out of what eviction
+  compares with maxmemory.
+- client eviction (maxmemory-clients): when the normal and pub/sub clients together
+  weigh the limit or more, the heaviest evictable ones are dropped until they weigh
+  less (see ``evict_clients``).
 - ``used_memory_startup``: the empty databases' tables. The interpreter's own heap
   (tens of MB, against Redis's 1 MB at start) is not counted, so that maxmemory means
   what it means to Redis users: room for data (Redis's own suite sets ``maxmemory 11mb``
@@ -27,6 +34,7 @@ tracemalloc counts for every type).
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import resource
@@ -41,7 +49,11 @@ from rill.storage.footprint import bytes_size, value_size
 if TYPE_CHECKING:
     from rill.storage.keyspace import Database
 
+    from .client import Client
     from .server import Server
+
+log = logging.getLogger("rill")
+NOTICE = 25  # the log level main.py names NOTICE (Redis's default verbosity)
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _sizeof = sys.getsizeof
@@ -56,6 +68,8 @@ WINDOW = 512
 # (sampling walks the dict to a random offset, about 5 ns a key).
 REFRESH_MIN = 0.1
 REFRESH_PER_KEY = 1e-6
+# The least maxmemory-clients means, so that a tiny setting cannot cut everyone off.
+CLIENT_EVICTION_MIN = 128 * 1024
 
 
 def rss() -> int:
@@ -106,8 +120,10 @@ class MemoryFigure:
         self.samples = [_DbSample() for _ in server.keyspace.dbs]
         # Per database: the mean heap bytes of a key and its value.
         self.per_key = [0.0] * len(self.samples)
-        self.clients_normal = 0
+        self.clients_normal = 0  # the sum of the normal clients' ``mem``
         self.clients_replicas = 0
+        self.clients_limit = 0  # maxmemory-clients in bytes (0: no client eviction)
+        self.evicted_clients = 0
         self.backlog = 0
         self.aof_buffer = 0
         self.startup = sum(self.db_overhead(db) for db in server.keyspace.dbs)
@@ -117,6 +133,28 @@ class MemoryFigure:
         self.evict_base = self.startup
         self.active: list[Database] = []
         self.refresh()
+        server.config.listeners.append(self._config_changed)
+        self.configure()
+
+    def _config_changed(self, name: str) -> None:
+        if name in ("maxmemory", "maxmemory-clients"):
+            self.configure()
+
+    def configure(self) -> None:
+        """maxmemory or maxmemory-clients changed: the client limit in bytes (a percentage
+        is of maxmemory, and means nothing without it), whether connections re-weigh their
+        clients (``server.client_mem``: under either setting), and, under a lower limit,
+        client eviction at once."""
+        server = self.server
+        c = server.config
+        setting, maxmemory = c.int("maxmemory-clients"), c.int("maxmemory")
+        limit = int(maxmemory * -setting / 100) if setting < 0 else setting
+        self.clients_limit = max(limit, CLIENT_EVICTION_MIN) if limit else 0
+        server.client_mem = self if maxmemory or self.clients_limit else None
+        if self.clients_limit:
+            loop = server.loop
+            if loop is not None:
+                loop.call_soon(self.evict_clients)
 
     # -- the figure ----------------------------------------------------------------
     def db_overhead(self, db: Database) -> int:
@@ -158,13 +196,57 @@ class MemoryFigure:
         """What eviction leaves out: replica output buffers and the AOF buffer."""
         return self.clients_replicas + self.aof_buffer
 
+    # -- clients -------------------------------------------------------------------
+    def track(self, client: Client) -> None:
+        """``client``'s buffers changed: re-weigh it, then evict clients if together
+        they now weigh maxmemory-clients or more. Replicas are the cron's to sum."""
+        if client.repl is not None or client.kind == "replica":
+            return
+        mem = client.memory_usage()
+        self.clients_normal += mem - client.mem
+        client.mem = mem
+        if self.clients_limit and self.clients_normal >= self.clients_limit:
+            self.evict_clients()
+
+    def forget(self, client: Client) -> None:
+        """A client went: its share leaves its sum now, not at the next cron."""
+        if client.repl is not None or client.kind == "replica":
+            self.clients_replicas -= client.mem
+        else:
+            self.clients_normal -= client.mem
+        client.mem = 0
+
+    def evict_clients(self) -> None:
+        """Redis's evictClients: while the normal and pub/sub clients together weigh
+        maxmemory-clients or more, drop the heaviest that may be evicted (not CLIENT
+        NO-EVICT, not a replica or a master link), logging each and counting it in INFO
+        ``evicted_clients``. Clients that are exempt still count in the sum."""
+        limit = self.clients_limit
+        if not limit or self.clients_normal < limit:
+            return
+        self._buffers()  # weigh everyone afresh: a transport may have drained since
+        if self.clients_normal < limit:
+            return
+        candidates = [c for c in self.server.clients.values()
+                      if not c.no_evict and c.repl is None and c.kind not in ("replica", "master") and c.id >= 0]
+        candidates.sort(key=lambda c: c.mem, reverse=True)
+        for client in candidates:
+            if self.clients_normal < limit:
+                return
+            log.log(NOTICE, "Evicting client: %s", client.info_line().decode(errors="replace"))
+            self.evicted_clients += 1
+            client.close_now()
+            self.forget(client)  # close_now forgets it too; an internal client has none
+        if self.clients_normal >= limit:
+            log.warning("Over client maxmemory after evicting all evictable clients")
+
     def for_eviction(self) -> int:
         """used_memory less what is not counted for eviction (Redis's getMaxmemoryState).
 
         Called before every command while maxmemory is set, so it reads only the
         databases that held keys at the last refresh (their tables and key counts, as
         INFO does); the buffers are the cron's sum."""
-        total = self.evict_base
+        total = self.evict_base + self.clients_normal
         per_key = self.per_key
         for db in self.active:
             total += int(len(db.data) * per_key[db.id]) + self.db_overhead(db)
@@ -199,8 +281,10 @@ class MemoryFigure:
                 self._refresh_db(db, now)
         self._buffers()
         self.active = active
-        self.evict_base = self.startup + self.clients_normal + self.backlog + idle_tables
+        self.evict_base = self.startup + self.backlog + idle_tables
         self.used()
+        if self.clients_limit and self.clients_normal >= self.clients_limit:
+            self.evict_clients()
 
     def _refresh_db(self, db: Database, now: float) -> float:
         sample = self.samples[db.id]
@@ -222,10 +306,11 @@ class MemoryFigure:
     def _buffers(self) -> None:
         normal = replicas = 0
         for client in self.server.clients.values():
-            size = client.querybuf_len + sum(map(len, client.out)) + client.output_backlog()
             if client.repl is not None or client.kind == "replica":
+                client.mem = size = client.querybuf_len + client.output_bytes()
                 replicas += size
             else:
+                client.mem = size = client.memory_usage()
                 normal += size
         self.clients_normal, self.clients_replicas = normal, replicas
         p = self.server.__dict__.get("persistence")

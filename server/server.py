@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import time
 from collections import deque
 from collections.abc import Callable
@@ -56,6 +57,7 @@ from .disk import Persistence, master_side
 from .evict import EVICT_FAIL, evictor_of
 from .functions import FunctionsEngine
 from .latency import HDR_OF, LatencyMonitor, record_long
+from .memory import memory_of
 from .outcomes import NO_REPLY, Block
 from .propagation import Propagation
 from .pubsub import PubSub
@@ -70,6 +72,9 @@ log = logging.getLogger("rill")
 NOAUTH = ReplyError("NOAUTH Authentication required.")
 LOADING_ERR = ReplyError("LOADING Redis is loading the dataset in memory")
 OOM_ERR = ReplyError("OOM command not allowed when used memory > 'maxmemory'.")
+# A queued command's (command, argv) pair and its list slot, beside its argument bytes
+# (CLIENT LIST multi-mem).
+_QUEUED_ENTRY = 72
 READONLY_ERR = ReplyError("READONLY You can't write against a read only replica.")
 NOREPLICAS_ERR = ReplyError("NOREPLICAS Not enough good replicas to write.")
 MASTERDOWN_ERR = ReplyError("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
@@ -237,6 +242,9 @@ class Server:
         self.lua_vms: list[LuaEngine] = []
         self.scripting = LuaEngine(self)
         self.functions = FunctionsEngine(self)
+        # The memory figure while maxmemory or maxmemory-clients is set (server/memory.py):
+        # connections have it re-weigh their client as its buffers change.
+        self.client_mem: Any = None
         self.config.listeners.append(self._config_changed)
         self._refresh_config()
         self.config_changed_hooks["notify-keyspace-events"] = lambda: events.configure(self)
@@ -329,9 +337,16 @@ class Server:
         self.stream_node_max_bytes = c.int("stream-node-max-bytes")
         self.stream_node_max_entries = c.int("stream-node-max-entries")
         self.obuf_limits = _parse_obuf(c["client-output-buffer-limit"])
+        # The least size a normal or pub/sub limit names: output that big is checked
+        # before it is written, as Redis counts a reply against the limits when it is
+        # queued, not when the socket refuses it.
+        sizes = [v for kind in ("normal", "pubsub") for v in self.obuf_limits.get(kind, (0, 0, 0))[:2] if v]
+        self.obuf_floor = min(sizes) if sizes else sys.maxsize
         self.maxmemory = c.int("maxmemory")
         if self.maxmemory:
             evictor_of(self).soon()  # a limit under the figure evicts at once
+        elif c["maxmemory-clients"] != "0":
+            memory_of(self)  # it follows both settings from now on
         policy = c["maxmemory-policy"]
         self.keyspace.set_lfu("lfu" in policy, c.int("lfu-log-factor"), c.int("lfu-decay-time"))
         # Redis stops sharing small integers under an LRU or LFU policy (each key needs
@@ -360,6 +375,8 @@ class Server:
     def client_gone(self, client: Client) -> None:
         """Forget everything that references a disconnected client."""
         self.clients.pop(client.id, None)
+        if client.mem:
+            memory_of(self).forget(client)
         if client.blocked is not None:
             self.blocking.unpark(client.blocked)
         self.unwatch_all(client)
@@ -615,6 +632,7 @@ class Server:
         """The end of processCommand: queue inside MULTI, else call."""
         if client.multi is not None and argv[0].lower() not in _MULTI_PASSTHROUGH:
             client.multi.append((cmd, argv))
+            client.multi_mem += sum(map(len, argv)) + _QUEUED_ENTRY
             client.multi_flags |= flags
             client.reply(QUEUED)
             return False
@@ -921,6 +939,7 @@ class Server:
     # -- transactions --------------------------------------------------------
     def discard_transaction(self, client: Client) -> None:
         client.multi = None
+        client.multi_mem = 0
         client.multi_dirty = False
         client.multi_flags = 0
         self.unwatch_all(client)

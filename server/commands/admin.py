@@ -165,6 +165,9 @@ def config_resetstat(c: Client, argv: list[bytes]):
     evictor = server.__dict__.get("evictor")
     if evictor is not None:
         evictor.reset_stats()
+    figure = server.__dict__.get("memory")
+    if figure is not None:
+        figure.evicted_clients = 0
     server.cmdstats.reset()
     server.total_forks = 0
     server.latest_fork_usec = 0

@@ -240,7 +240,7 @@ def _stats(c: Client) -> list[tuple[str, object]]:
         ("expired_time_cap_reached_count", 0),
         ("expire_cycle_cpu_milliseconds", 0),
         ("evicted_keys", evictor.evicted_keys),
-        ("evicted_clients", 0),
+        ("evicted_clients", evictor.figure.evicted_clients),
         ("total_eviction_exceeded_time", exceeded_total),
         ("current_eviction_exceeded_time", exceeded_now),
         ("keyspace_hits", ks.hits),
@@ -528,6 +528,9 @@ def client_no_evict(c: Client, argv: list[bytes]):
     if mode not in (b"on", b"off"):
         raise SYNTAX_ERR
     c.no_evict = mode == b"on"
+    figure = c.server.client_mem
+    if not c.no_evict and figure is not None and figure.clients_limit:
+        c.server.loop.call_soon(figure.evict_clients)  # it may be the one over the limit
     return OK
 
 

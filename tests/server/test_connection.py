@@ -180,6 +180,19 @@ def test_pipeline_written_whole_before_reading_any_reply(which, rill_server, ora
     c.close()
 
 
+@pytest.mark.parametrize("start", [start_rill, start_redis])
+def test_a_reply_past_the_hard_output_limit_closes_the_client(start):
+    """The limit counts a reply when it is made, not what the socket could not take:
+    a 2 MB reply under a 1 MB hard limit closes the client, however fast it reads."""
+    with start("--client-output-buffer-limit", "normal 1mb 0 0") as server:
+        c = RawClient(server.port)
+        assert c.call("SETRANGE", "k", 2_000_000, "v") == b":2000001\r\n"
+        assert c.call("STRLEN", "k") == b":2000001\r\n"
+        c.send_raw(encode_command([b"GET", b"k"]))
+        assert c.closed_by_peer()
+        c.close()
+
+
 def test_redis_py_resp2_and_resp3(rill_server):
     for protocol in (2, 3):
         r = redis.Redis(port=rill_server.port, protocol=protocol)

@@ -12,7 +12,7 @@ import rill.server.commands  # noqa: F401  (registers the command families)
 from rill.server.memory import memory_of
 from rill.server.server import Server
 
-from tests.support import RawClient, encode_command, run_inproc, start_rill, wait_until
+from tests.support import RawClient, encode_command, run_inproc, start_redis, start_rill, wait_until
 
 
 def _pairs(n: int, fmt: bytes) -> list[bytes]:
@@ -200,3 +200,150 @@ def test_mem_replication_backlog_once_a_replica_syncs():
     finally:
         replica.stop()
         master.stop()
+
+
+# -- client eviction (maxmemory-clients) ------------------------------------------------------
+
+def _stats(c: RawClient) -> dict[str, str]:
+    return _info(c.call("INFO", "stats"))
+
+
+def _names(c: RawClient) -> set[str]:
+    reply = c.call("CLIENT", "LIST").decode()
+    return {f.split("=", 1)[1] for line in reply.splitlines() for f in line.split(" ") if f.startswith("name=")}
+
+
+def _named(port: int, name: str) -> RawClient:
+    c = RawClient(port)
+    assert c.call("CLIENT", "SETNAME", name) == b"+OK\r\n"
+    return c
+
+
+def _partial(c: RawClient, size: int) -> None:
+    """An ECHO whose argument is ``size`` bytes, all sent but its last byte: it stays
+    in the server's query buffer."""
+    c.send_raw(b"*2\r\n$4\r\nECHO\r\n$%d\r\n" % size + b"v" * (size - 1))
+
+
+def _gone(c: RawClient) -> bool:
+    try:
+        c.sock.settimeout(5)
+        return c.sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+def _start(which: str, *args: str):
+    return start_rill(*args) if which == "rill" else start_redis(*args)
+
+
+@pytest.mark.parametrize("which", ["rill", "redis"])
+def test_a_client_past_maxmemory_clients_is_evicted_unless_no_evict(which):
+    with _start(which, "--maxmemory-clients", "1mb") as server:
+        admin = _named(server.port, "admin")
+        assert admin.call("CLIENT", "NO-EVICT", "on") == b"+OK\r\n"
+        big = _named(server.port, "big")
+        _partial(big, 2_000_000)
+        assert _gone(big)
+        stats = _stats(admin)
+        assert (stats["evicted_clients"], stats["evicted_keys"]) == ("1", "0")
+        assert _names(admin) == {"admin"}
+        # exempt: it stays, weighing more than the limit
+        kept = _named(server.port, "kept")
+        assert kept.call("CLIENT", "NO-EVICT", "on") == b"+OK\r\n"
+        _partial(kept, 2_000_000)
+        wait_until(lambda: "kept" in _names(admin) and b" flags=e " in admin.call("CLIENT", "LIST")
+                   and _tot_mem(admin, "kept") > 2_000_000)
+        assert _stats(admin)["evicted_clients"] == "1"
+        # and evicted once it is no longer exempt
+        kept.send_raw(b"v\r\n*3\r\n$6\r\nCLIENT\r\n$8\r\nNO-EVICT\r\n$3\r\noff\r\n")
+        wait_until(lambda: "kept" not in _names(admin))
+        assert _stats(admin)["evicted_clients"] == "2"
+        assert admin.call("CONFIG", "RESETSTAT") == b"+OK\r\n"
+        assert _stats(admin)["evicted_clients"] == "0"
+
+
+def _tot_mem(admin: RawClient, name: str) -> int:
+    for line in admin.call("CLIENT", "LIST").decode().splitlines():
+        if f" name={name} " in line:
+            return int(line.split(" tot-mem=")[1].split(" ")[0])
+    return -1
+
+
+@pytest.mark.parametrize("which", ["rill", "redis"])
+def test_a_client_that_does_not_read_its_replies_is_evicted(which):
+    with _start(which, "--maxmemory-clients", "2mb") as server:
+        admin = _named(server.port, "admin")
+        admin.call("CLIENT", "NO-EVICT", "on")
+        admin.call("SETRANGE", "k", 200_000, "v")
+        reader = _named(server.port, "reader")
+        for _ in range(200):  # 40 MB of replies it never reads
+            try:
+                reader.send_raw(encode_command(["GET", "k"]))
+            except OSError:
+                break
+            if "reader" not in _names(admin):
+                break
+        wait_until(lambda: "reader" not in _names(admin))
+        assert _stats(admin)["evicted_clients"] == "1"
+        assert admin.call("DBSIZE") == b":1\r\n"
+
+
+@pytest.mark.parametrize("which", ["rill", "redis"])
+def test_lowering_maxmemory_clients_evicts_the_biggest_first(which):
+    with _start(which) as server:
+        admin = _named(server.port, "admin")
+        admin.call("CLIENT", "NO-EVICT", "on")
+        sizes = {"small": 150_000, "medium": 600_000, "large": 2_400_000}
+        clients = []
+        for name, size in sizes.items():
+            c = _named(server.port, name)
+            _partial(c, size)
+            clients.append(c)
+            wait_until(lambda name=name, size=size: _tot_mem(admin, name) >= size - 1)
+        # room for all but the largest
+        assert admin.call("CONFIG", "SET", "maxmemory-clients", "1500000") == b"+OK\r\n"
+        wait_until(lambda: "large" not in _names(admin))
+        assert _names(admin) == {"admin", "small", "medium"}
+        # a percentage is of maxmemory: 10% of 4 MB leaves room for the small one only
+        assert admin.call("CONFIG", "SET", "maxmemory", "4mb") == b"+OK\r\n"
+        assert admin.call("CONFIG", "SET", "maxmemory-clients", "10%") == b"+OK\r\n"
+        wait_until(lambda: "medium" not in _names(admin))
+        assert _names(admin) == {"admin", "small"}
+        assert _stats(admin)["evicted_clients"] == "2"
+        assert admin.call("CONFIG", "GET", "maxmemory-clients") == b"*2\r\n$17\r\nmaxmemory-clients\r\n$3\r\n10%\r\n"
+
+
+@pytest.mark.parametrize("which", ["rill", "redis"])
+@pytest.mark.parametrize("client_eviction", [False, True])
+def test_dead_clients_query_buffers_evict_keys_or_clients(which, client_eviction):
+    """Redis's maxmemory unit: 30 clients each leave a 250-argument command one argument
+    short (250 KB each). They count in used_memory at once: keys are evicted to make
+    room, or, under maxmemory-clients, the clients themselves and no key."""
+    with _start(which, "--maxmemory", "11mb", "--maxmemory-policy", "allkeys-lru") as server:
+        admin = RawClient(server.port)
+        if client_eviction:
+            admin.call("CONFIG", "SET", "maxmemory-clients", "3mb")
+            admin.call("CLIENT", "NO-EVICT", "on")
+        for j in range(50):
+            admin.call("SETRANGE", j, 100_000, "x")
+        dead = []
+        for _ in range(30):
+            c = RawClient(server.port)
+            dead.append(c)
+            try:
+                c.send_raw(b"*250\r\n" + (b"$1000\r\n" + b"x" * 1000 + b"\r\n") * 249)
+            except OSError:
+                pass  # evicted while sending
+
+        def evicted() -> tuple:
+            stats = _stats(admin)
+            return int(stats["evicted_clients"]), int(stats["evicted_keys"]), int(admin.call("DBSIZE")[1:-2])
+
+        if client_eviction:
+            wait_until(lambda: evicted()[0] > 0)
+            assert evicted()[1:] == (0, 50)
+        else:
+            wait_until(lambda: evicted()[1] > 0)
+            clients, _, dbsize = evicted()
+            assert (clients, dbsize < 50) == (0, True)
