@@ -5,7 +5,8 @@
 #   make bench   side-by-side benchmarks against Debian's redis-server (BENCH_QUICK=1 for a short run)
 #   make lint    ruff, and import-linter's layering contracts (pyproject.toml)
 #   make native  compile the hot core from its .py sources (setup.py; run and test do it first)
-#   make fuzz    differential fuzzer against redis-server (FUZZ_SEEDS, FUZZ_OPS, FUZZ_RESP)
+#   make fuzz    differential fuzzer against redis-server (FUZZ_SEEDS, FUZZ_OPS, FUZZ_RESP),
+#                then Active-Active convergence runs (FUZZ_SEEDS, FUZZ_AA_OPS)
 #   make tcl     Redis's own Tcl units against rill and redis-server (TREE=redis-7.0.15 UNITS=...)
 #   make tcl-tls the same in TLS mode (runtest --tls; needs tcl-tls and openssl)
 #
@@ -34,6 +35,8 @@ BENCH_ARGS ?=
 FUZZ_SEEDS ?= 4
 FUZZ_OPS ?= 3000
 FUZZ_RESP ?= 2,3
+# Active-Active convergence runs: operations per seed at three instances.
+FUZZ_AA_OPS ?= 3000
 
 # make tcl / tcl-tls: a writable Redis 7.0.15 source tree, and the units to run (default: all).
 TREE ?= redis-7.0.15
@@ -71,6 +74,7 @@ bench: native
 
 fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz --seeds $(FUZZ_SEEDS) --ops $(FUZZ_OPS) --resp $(FUZZ_RESP)
+	$(BIN)/python -m tests.server.activeactive.convergence --seeds $(FUZZ_SEEDS) --ops $(FUZZ_AA_OPS)
 
 tcl: $(STAMP)
 	$(BIN)/python tools/run_tcl_units.py --tree $(TREE) $(UNITS)

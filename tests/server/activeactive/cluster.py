@@ -19,6 +19,8 @@ from tests.server.activeactive.proxy import ChaosProxy
 from tests.support import RawClient, ServerProcess, free_port, rill_process, scratch_dir
 
 WAIT_MS = 15000
+# Several interpreters starting at once on a loaded machine can take a while to listen.
+START_TIMEOUT = 60.0
 
 
 class ReplyError(Exception):
@@ -80,8 +82,16 @@ class Node:
     # -- Active-Active figures -----------------------------------------------------------
 
     def status(self) -> list[dict]:
-        """ACTIVEACTIVE STATUS: one dict per peer, in active-active-peers order."""
-        return [pairs(p) for p in self.call("ACTIVEACTIVE", "STATUS")]
+        """ACTIVEACTIVE STATUS: one dict per peer, in active-active-peers order, counts
+        as ints (whether they come as integers or as bulk strings of digits)."""
+        out = []
+        for p in self.call("ACTIVEACTIVE", "STATUS"):
+            fields = pairs(p)
+            for name, value in fields.items():
+                if isinstance(value, bytes) and value.isdigit():
+                    fields[name] = int(value)
+            out.append(fields)
+        return out
 
     def info(self) -> dict[str, str]:
         """INFO active_active as name -> value text."""
@@ -138,7 +148,7 @@ class Cluster:
             proxy.start()
         try:
             with ThreadPoolExecutor(self.n) as pool:
-                list(pool.map(lambda node: node.proc.start(), self.nodes))
+                list(pool.map(lambda node: node.proc.start(START_TIMEOUT), self.nodes))
             self.wait_links()
         except BaseException:
             self.stop()
@@ -173,7 +183,7 @@ class Cluster:
         """Start instance i again on its port and data directory."""
         node = self.nodes[i]
         node.drop_client()
-        node.proc.start()
+        node.proc.start(START_TIMEOUT)
 
     # -- the seed's sync steps -----------------------------------------------------------
 
@@ -207,23 +217,36 @@ class Cluster:
                 f"ACTIVEACTIVE WAIT at region {node.region}: {caught_up} of {self.n - 1} peers\n"
                 f"{self.describe()}")
 
+    def peer_name(self, a: int, b: int) -> str:
+        """How instance a names instance b in its active-active-peers."""
+        return self.nodes[a].peer_names[b if b < a else b - 1]
+
+    def _caught_up(self, a: int, b: int) -> bool:
+        name = self.peer_name(a, b)
+        p = next(p for p in self.nodes[a].status() if p["peer"].decode() == name)
+        return p["link"] == b"up" and p["lag-effects"] == 0
+
+    def _until(self, done, what: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while not done():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{what} not done in {timeout:.0f}s\n{self.describe()}")
+            time.sleep(0.01)
+
+    def deliver(self, a: int, b: int, timeout: float = WAIT_MS / 1000) -> None:
+        """Instance a sends everything it has to b (which must be able to apply it all),
+        then stops sending to b again: one direction of a "— Sync —"."""
+        assert self.nodes[a].call("ACTIVEACTIVE", "RESUME", self.peer_name(a, b)) == b"OK"
+        self._until(lambda: self._caught_up(a, b), f"delivery {a + 1} -> {b + 1}", timeout)
+        assert self.nodes[a].call("ACTIVEACTIVE", "PAUSE", self.peer_name(a, b)) == b"OK"
+
     def sync_pair(self, a: int, b: int, timeout: float = WAIT_MS / 1000) -> None:
         """Only instances a and b exchange what they hold (a "— Sync —" in their columns
         alone); what they send to others stays as it was."""
-        na, nb = self.nodes[a], self.nodes[b]
-        name_ab = na.peer_names[b if b < a else b - 1]
-        name_ba = nb.peer_names[a if a < b else a - 1]
-        assert na.call("ACTIVEACTIVE", "RESUME", name_ab) == b"OK"
-        assert nb.call("ACTIVEACTIVE", "RESUME", name_ba) == b"OK"
-        deadline = time.monotonic() + timeout
-        while True:
-            ab = next(p for p in na.status() if p["peer"].decode() == name_ab)
-            ba = next(p for p in nb.status() if p["peer"].decode() == name_ba)
-            if all(p["link"] == b"up" and p["lag-effects"] == 0 for p in (ab, ba)):
-                return
-            if time.monotonic() > deadline:
-                raise AssertionError(f"regions {a + 1} and {b + 1} did not sync\n{self.describe()}")
-            time.sleep(0.02)
+        assert self.nodes[a].call("ACTIVEACTIVE", "RESUME", self.peer_name(a, b)) == b"OK"
+        assert self.nodes[b].call("ACTIVEACTIVE", "RESUME", self.peer_name(b, a)) == b"OK"
+        self._until(lambda: self._caught_up(a, b) and self._caught_up(b, a),
+                    f"sync of regions {a + 1} and {b + 1}", timeout)
 
     def describe(self) -> str:
         """Every instance's STATUS (and the proxies' counts), for failure messages."""
