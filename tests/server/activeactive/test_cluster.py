@@ -1,7 +1,10 @@
-"""The harness against real instances: links come up, and PAUSE queues effects in the
-backlog and RESUME + WAIT delivers them."""
+"""The harness against real instances: links come up, PAUSE queues effects in the
+backlog and RESUME + WAIT delivers them, and an instance killed with -9 while paused
+still ships its acknowledged writes after its restart (appendfsync always)."""
 
 from __future__ import annotations
+
+from tests.server.activeactive.cluster import ids
 
 STATUS_FIELDS = ["peer", "id", "link", "sync", "paused", "effects-sent", "effects-acked",
                  "lag-effects", "lag-ms", "backlog-bytes"]
@@ -38,3 +41,19 @@ def test_pause_queues_effects_and_sync_delivers_them(cluster):
     assert r2.call("XRANGE", "s", "-", "+") == r1.call("XRANGE", "s", "-", "+")
     assert r1.error("ACTIVEACTIVE", "PAUSE", "nowhere:1") == (
         "ERR no such Active-Active peer 'nowhere:1'")
+
+
+def test_a_killed_instance_ships_its_acknowledged_writes_after_restart(cluster):
+    c = cluster(2, appendonly=True)
+    r1, r2 = c
+    c.pause_all()
+    written = [r1.call("XADD", "s", "*", "i", i).decode() for i in range(20)]
+    c.kill(0)
+    c.restart(0)
+    assert ids(r1.call("XRANGE", "s", "-", "+")) == written
+    c.sync()
+    assert ids(r2.call("XRANGE", "s", "-", "+")) == written
+    # And it goes on from where it was: its sequence continues.
+    more = r1.call("XADD", "s", "*", "i", "after").decode()
+    c.sync()
+    assert ids(r2.call("XRANGE", "s", "-", "+")) == [*written, more]
