@@ -52,6 +52,10 @@ class OptionalBuildExt(build_ext):
 
     def run(self) -> None:
         self.built: set[str] = set()
+        if not self.inplace:
+            # A wheel packs whatever its build directory holds: compile afresh rather
+            # than trust an object an earlier build left there.
+            self.force = True
         manifests = {package: os.path.join(os.path.dirname(self.get_ext_fullpath(package + "._native")),
                                            "_native.json") for package in HOT}
         # An interrupted or failed build must leave nothing that vouches for an old extension.
@@ -98,7 +102,10 @@ def extensions() -> list:
             exts.append(Extension(name, [py], extra_compile_args=["-g0"] if os.name == "posix" else []))
     return cythonize(
         exts,
-        compiler_directives={"language_level": 3},
+        # Annotations stay documentation, as under CPython: with annotation_typing,
+        # Cython would turn ``s: bytes`` into a check that refuses a bytearray.
+        # Types come from the .pxd files only.
+        compiler_directives={"language_level": 3, "annotation_typing": False},
         build_dir="build/cython",
         quiet=True,
     )

@@ -59,6 +59,15 @@ def test_imported_modules_are_what_the_mode_says():
         assert mode == "pure"
 
 
+def test_annotations_check_nothing_in_either_mode():
+    """``s: bytes`` is documentation under CPython; compiled, it must not refuse a
+    bytearray either (the RDB writer hands listpack a bytearray string value)."""
+    from rill.storage import listpack
+
+    assert listpack.string_to_int64(bytearray(b"12")) == listpack.string_to_int64(b"12") == 12
+    assert listpack.element(bytearray(b"abc")) == listpack.element(b"abc")
+
+
 def _package(tmp_path: Path, body: str = "X = 1\n") -> Path:
     pkg = tmp_path / "pkg"
     pkg.mkdir()
