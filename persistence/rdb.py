@@ -521,6 +521,7 @@ STREAM_EXT_AUX = b"rill-stream-ext"
 # The Active-Active engine's state (clock, sequence, tombstones) in a file that holds
 # Active-Active data; opaque here (the engine's export_state/import_state).
 AA_STATE_AUX = b"aa-state"
+AA_BACKLOG_AUX = b"aa-backlog"  # its backlog of own effect records, likewise opaque here
 
 
 def stream_ext(s: Stream, key: bytes) -> bytes | None:

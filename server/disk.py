@@ -52,6 +52,7 @@ from rill.protocol.effects import decode_effect
 from rill.protocol.reply import OK, ReplyError, Status
 from rill.storage.stream.active import ActiveStream
 
+from .activeactive.state import backlog_blob, merge_state, restore_backlog
 from .client import Client
 from .config import ConfigError
 from .memory import used_memory
@@ -172,7 +173,8 @@ class Persistence:
         and the engine's state (clock, sequence, tombstones) in the AUX field aa-state."""
         c = self.config
         engine = self.server.active_active
-        extra_aux = [] if plain or engine is None else [(rdb.AA_STATE_AUX, engine.export_state())]
+        extra_aux = [] if plain or engine is None else [
+            (rdb.AA_STATE_AUX, engine.export_state()), (rdb.AA_BACKLOG_AUX, backlog_blob(engine))]
         return rdb.SaveOptions(
             compression=c.bool("rdbcompression"),
             checksum=c.bool("rdbchecksum"),
@@ -362,7 +364,11 @@ class Persistence:
         if flush:
             server.tracking.flushed()
         if aa_state is not None:
-            server.active_active.import_state(aa_state)
+            try:
+                server.active_active.import_state(aa_state)
+                restore_backlog(server.active_active, result.aux.get(rdb.AA_BACKLOG_AUX, b""))
+            except ValueError as e:
+                raise PersistenceError(f"Bad Active-Active state in the RDB: {e}") from None
         self.rdb_last_load_keys_loaded = result.keys_loaded
         self.rdb_last_load_keys_expired = result.keys_expired
 
@@ -1158,9 +1164,6 @@ class Persistence:
             if argv[1].upper() == b"APPLY":
                 engine.replay(decode_effect(argv))
             else:
-                # Deferred: the Active-Active package imports the server's modules, which import this one.
-                from .activeactive.state import merge_state
-
                 if len(argv) != 6:
                     raise ValueError("malformed MERGE record")
                 merge_state(self.server, argv[4], argv[5])
