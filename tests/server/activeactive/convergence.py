@@ -26,6 +26,9 @@ from tests.server.activeactive.cluster import Cluster, Node, ReplyError, ids
 KEYS = ["s0", "s1", "s2"]
 LOGS = ["log0", "log1"]
 ALL_KEYS = set(KEYS + LOGS)
+# Kinds of operation and their shares: (cumulative bound, kind).
+KINDS = [(0.25, "log"), (0.45, "xadd"), (0.52, "xdel"), (0.56, "xtrim"), (0.59, "del"),
+         (0.70, "group"), (0.88, "consume"), (0.93, "ttl"), (0.95, "rename"), (1.01, "multi")]
 GROUPS = ["g0", "g1"]
 # Errors a random operation may meet on a valid cluster; any other error fails the run.
 EXPECTED_ERRORS = ("NOGROUP", "BUSYGROUP", "ERR no such key",
@@ -39,7 +42,10 @@ class Run:
     seed: int
     n_ops: int
     kill: bool = True
-    ttl: bool = True  # EXPIRE and PERSIST among the operations
+    # Kinds of operation left out (each becomes a plain XADD): xdel, xtrim, del, group
+    # (XGROUP CREATE/DESTROY), consume (XREADGROUP, XACK), ttl (EXPIRE, PERSIST), rename,
+    # multi. Narrowing a divergence down starts here.
+    without: frozenset[str] = frozenset()
     rng: random.Random = field(init=False)
     acked: list[tuple[str, str, list[bytes]]] = field(default_factory=list)  # (key, id, fields)
     ops: int = 0
@@ -75,30 +81,35 @@ class Run:
         key = rng.choice(KEYS)
         group = rng.choice(GROUPS)
         what = rng.random()
-        if what < 0.25:
+        kind = next(k for bound, k in KINDS if what < bound)
+        if kind in self.without:
+            kind = "xadd"
+        if kind == "log":
             log = rng.choice(LOGS)
             fields = [b"n", b"%d" % self.ops, b"r", b"%d" % node.region]
             got = self.call(node, "XADD", log, "*", *fields)
             self.acked.append((log, got.decode(), fields))
-        elif what < 0.45:
+        elif kind == "xadd":
             self.call(node, "XADD", key, "*", "n", self.ops)
-        elif what < 0.52:
+        elif kind == "xdel":
             victims = self.some_ids(node, key, rng.randint(1, 2))
             if victims:
                 self.call(node, "XDEL", key, *victims)
-        elif what < 0.56:
+        elif kind == "xtrim":
             self.call(node, "XTRIM", key, "MAXLEN", rng.randint(0, 5))
-        elif what < 0.59:
+        elif kind == "del":
             self.call(node, "DEL", key)
-        elif what < 0.66:
-            start = rng.choice(["0", "$"])
-            self.call(node, "XGROUP", "CREATE", key, group, start, *(["MKSTREAM"] if rng.random() < 0.5 else []))
-        elif what < 0.70:
-            self.call(node, "XGROUP", "DESTROY", key, group)
-        elif what < 0.80:
+        elif kind == "group":
+            if rng.random() < 0.65:
+                start = rng.choice(["0", "$"])
+                self.call(node, "XGROUP", "CREATE", key, group, start,
+                          *(["MKSTREAM"] if rng.random() < 0.5 else []))
+            else:
+                self.call(node, "XGROUP", "DESTROY", key, group)
+        elif kind == "consume" and rng.random() < 0.55:
             self.call(node, "XREADGROUP", "GROUP", group, f"c{node.region}", "COUNT", rng.randint(1, 4),
                       "STREAMS", key, ">")
-        elif what < 0.88:
+        elif kind == "consume":
             pending = self.call(node, "XPENDING", key, group, "-", "+", 10)
             if pending:
                 # In order mostly (so prefixes grow), sometimes with a gap.
@@ -106,11 +117,12 @@ class Run:
                 if len(chosen) > 2 and rng.random() < 0.3:
                     chosen.pop(rng.randrange(len(chosen)))
                 self.call(node, "XACK", key, group, *[p[0] for p in chosen])
-        elif what < 0.91 and self.ttl:
-            self.call(node, "EXPIRE", key, rng.randint(1000, 100000))
-        elif what < 0.93 and self.ttl:
-            self.call(node, "PERSIST", key)
-        elif what < 0.95:
+        elif kind == "ttl":
+            if rng.random() < 0.6:
+                self.call(node, "EXPIRE", key, rng.randint(1000, 100000))
+            else:
+                self.call(node, "PERSIST", key)
+        elif kind == "rename":
             other = rng.choice([k for k in KEYS if k != key])
             if self.call(node, "EXISTS", key):
                 self.call(node, "RENAME", key, other)
@@ -227,9 +239,9 @@ def check_converged(c: Cluster, acked: list[tuple[str, str, list[bytes]]]) -> No
         assert not lost, f"acknowledged entries lost: {lost[:10]}"
 
 
-def run(seed: int, n_ops: int, kill: bool = True) -> Run:
+def run(seed: int, n_ops: int, kill: bool = True, without: frozenset[str] = frozenset()) -> Run:
     """A whole run on a fresh cluster; raises AssertionError on divergence or loss."""
-    r = Run(seed, n_ops, kill)
+    r = Run(seed, n_ops, kill, without)
     with Cluster(3, appendonly=True) as c:
         try:
             r.play(c)
@@ -248,12 +260,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=4)
     ap.add_argument("--first-seed", type=int, default=1)
     ap.add_argument("--ops", type=int, default=3000, help="operations per seed")
+    ap.add_argument("--no-kill", action="store_true", help="no kill -9/restart")
+    ap.add_argument("--without", default="", help="kinds of operation to leave out, e.g. ttl,rename")
     args = ap.parse_args(argv)
+    without = frozenset(k for k in args.without.split(",") if k)
     failed = 0
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         t0 = time.monotonic()
         try:
-            r = run(seed, args.ops)
+            r = run(seed, args.ops, kill=not args.no_kill, without=without)
         except AssertionError as e:
             failed += 1
             print(f"seed {seed}: DIVERGENCE ({time.monotonic() - t0:.0f}s)\n{e}\n", flush=True)
