@@ -33,7 +33,7 @@ from rill.storage.keyspace import Database, ScanLog, lfu_decayed
 
 from . import notify as events
 from .commands.values import LAZYFREE_THRESHOLD, free_effort
-from .memory import MemoryFigure, memory_of
+from .memory import SAMPLES, MemoryFigure, memory_of
 
 if TYPE_CHECKING:
     from .server import Server
@@ -43,6 +43,7 @@ EVICT_RUNNING = 1
 EVICT_FAIL = 2
 
 POOL_SIZE = 16
+_random = random.random
 
 
 def time_limit_us(tenacity: int) -> float:
@@ -103,13 +104,17 @@ class Evictor:
         limit with nothing left to evict (or noeviction). ``db``: the database the
         calling client writes to."""
         s = self.server
-        if s.loading or s.pause_until or (s.replica_of is not None and self.replica_ignores):
+        # The states themselves, not Server's gating descriptors: this runs before every
+        # command while maxmemory is set.
+        if s._loading or s._pause_until or (s._replica_of is not None and self.replica_ignores):
             return EVICT_OK
-        maxmemory = s.maxmemory
+        maxmemory = s._maxmemory
+        figure = self.figure
         if s.dirty != self.dirty and db is not None:  # written to since the last call
             self.dirty = s.dirty
-            self.figure.after_write(db)
-        used = self.figure.for_eviction()
+            if len(db.data) <= SAMPLES or db not in figure.active:
+                figure.after_write(db)
+        used = figure.for_eviction()
         if used <= maxmemory:
             if self.exceeded_since:
                 self.exceeded_total += time.monotonic() - self.exceeded_since
@@ -227,10 +232,12 @@ class Evictor:
                 scan.compact(live)
             for _ in range(2):
                 total = len(scan)
-                start = random.randrange(total)
-                slots = scan._slots(start, min(start + 2 * n, total))
+                start = int(_random() * total)  # randrange's checks cost as much as the rest
                 if raw and len(scan.dead) * 4 < total:
-                    return slots
+                    # n slots, as Redis's dictGetSomeKeys returns up to n keys: the few
+                    # deleted ones among them are skipped by the caller
+                    return scan._slots(start, min(start + n, total))
+                slots = scan._slots(start, min(start + 2 * n, total))
                 found = [k for k in slots if k in live]
                 if found:
                     return found[:n]
@@ -249,15 +256,29 @@ class Evictor:
         access = db.access
         data = db.data
         volatile = self.volatile
-        for key in self._sample_run(db, self.samples, raw=not volatile):
-            if kind == "lru" or kind == "lfu":
+        keys = self._sample_run(db, self.samples, raw=not volatile)
+        if kind == "lru":  # allkeys-lru, the cache's policy: its own loop, one per eviction
+            get = access.get
+            clock, base, db_id = db.clock, db.access_base, db.id
+            for key in keys:
+                stamp = get(key)
+                if stamp is None:
+                    if not volatile and key not in data:
+                        continue  # a deleted slot (a live key always has a stamp or the base)
+                    stamp = base
+                score = clock - stamp
+                if len(pool) >= POOL_SIZE:
+                    if score < pool[0][0]:
+                        continue
+                    del pool[0]
+                insort(pool, (score, db_id, key))
+            return
+        for key in keys:
+            if kind == "lfu":
                 stamp = access.get(key)
                 if stamp is None and not volatile and key not in data:
                     continue  # a deleted slot (a live key always has a stamp or the base)
-                if kind == "lru":
-                    score: float = db.clock - (db.access_base if stamp is None else stamp)
-                else:
-                    score = 255 - (5 if stamp is None else lfu_decayed(stamp, db.keyspace.lfu_decay_time))
+                score: float = 255 - (5 if stamp is None else lfu_decayed(stamp, db.keyspace.lfu_decay_time))
             else:  # ttl: the sooner it expires, the better a candidate
                 score = -db.expires[key]
             if len(pool) >= POOL_SIZE:

@@ -604,27 +604,30 @@ class Server:
             # refuse what the file already holds; only MULTI's queueing applies.
             return self._run_or_queue(
                 client, cmd, argv, cmd.flags if cmd.flags_for is None else cmd.flags_for(client, argv))
-        if self.replica_of is not None and self._stale_denied(client, cmd):
+        # The states themselves, not their gating descriptors: under any of them this
+        # runs for every command.
+        replica_of = self._replica_of
+        if replica_of is not None and self._stale_denied(client, cmd):
             self._reject(client, cmd, MASTERDOWN_ERR)
             return False
-        if self.loading and not cmd.flags & LOADING:
+        if self._loading and not cmd.flags & LOADING:
             self._reject(client, cmd, LOADING_ERR)
             return False
         flags = cmd.flags if cmd.flags_for is None else cmd.flags_for(client, argv)
-        if self.maxmemory and self._rejects_for_memory(client, flags, argv):
+        if self._maxmemory and self._rejects_for_memory(client, flags, argv):
             self._reject(client, cmd, OOM_ERR)
             return False
-        if self.write_denied is not None and self._denied_for_disk(client, cmd, flags, argv):
+        if self._write_denied is not None and self._denied_for_disk(client, cmd, flags, argv):
             return False
-        if self.min_replicas is not None and not self.good_replicas_ok() and (
+        if self._min_replicas is not None and not self.good_replicas_ok() and (
                 flags & WRITE or (cmd.fullname == "exec" and client.multi_flags & WRITE)):
             self._reject(client, cmd, NOREPLICAS_ERR)
             return False
-        if (self.replica_of is not None and flags & WRITE and client.kind != "master"
+        if (replica_of is not None and flags & WRITE and client.kind != "master"
                 and client.id >= 0 and self.config.bool("replica-read-only")):
             self._reject(client, cmd, READONLY_ERR)
             return False
-        if self.pause_until and self._paused_for(client, cmd, flags):
+        if self._pause_until and self._paused_for(client, cmd, flags):
             return True
         return self._run_or_queue(client, cmd, argv, flags)
 
@@ -664,7 +667,7 @@ class Server:
         """maxmemory: evict as maxmemory-policy says (before every command, as Redis's
         processCommand does); if memory is still over the limit, commands that may grow
         it are refused (and, in a transaction, whatever would be queued)."""
-        if evictor_of(self).perform(client.db) != EVICT_FAIL:
+        if self.evictor.perform(client.db) != EVICT_FAIL:  # made when maxmemory was set
             return False
         name = argv[0].lower()
         flags |= client.multi_flags if name == b"exec" else 0
