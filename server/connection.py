@@ -289,7 +289,14 @@ class Connection(asyncio.Protocol):
         figure = server.client_mem
         if figure is not None and figure.clients_limit and not self.closed:
             # Its replies are queued now: weighed before any other client's command
-            # runs, as Redis weighs a client after each of its commands.
+            # runs, as Redis weighs a client after each of its commands. A reply past
+            # the output buffer limit closes it first (Redis checks the limit as the
+            # reply is queued): it must not get another client evicted.
+            out = client.out
+            if out:
+                pending = sum(map(len, out))
+                if pending >= server.obuf_floor and self._check_output_limits(pending):
+                    return
             figure.track(client)
 
     # -- processing ------------------------------------------------------------

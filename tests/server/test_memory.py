@@ -347,3 +347,22 @@ def test_dead_clients_query_buffers_evict_keys_or_clients(which, client_eviction
             wait_until(lambda: evicted()[1] > 0)
             clients, _, dbsize = evicted()
             assert (clients, dbsize < 50) == (0, True)
+
+
+@pytest.mark.parametrize("which", ["rill", "redis"])
+def test_a_reply_past_the_output_limit_closes_its_client_rather_than_evicting_another(which):
+    """Redis's client-eviction unit: the output buffer limit is enforced first, so a
+    4 MB reply under a 3 MB limit closes its own client, and a client holding 6 MB of
+    query buffer is not evicted to make room for it."""
+    with _start(which, "--maxmemory-clients", "10mb", "--client-output-buffer-limit", "normal 3mb 0 0") as server:
+        admin = _named(server.port, "admin")
+        admin.call("CLIENT", "NO-EVICT", "on")
+        admin.call("SETRANGE", "k", 4 << 20, "v")
+        holder = _named(server.port, "holder")
+        _partial(holder, 6 << 20)
+        wait_until(lambda: _tot_mem(admin, "holder") >= 6 << 20)
+        getter = _named(server.port, "getter")
+        getter.send_raw(encode_command(["GET", "k"]))
+        assert _gone(getter)
+        assert _names(admin) == {"admin", "holder"}
+        assert _stats(admin)["evicted_clients"] == "0"
