@@ -228,10 +228,12 @@ class Evictor:
             scan = db.scan_log
             if scan is None:
                 scan = db.scan_log = ScanLog(live)
-            elif len(scan) - len(scan.dead) != len(live):
+            # the log's length read from its lists (its __len__ is a Python call): this
+            # runs once per eviction
+            elif len(scan.keys) + len(scan.front) - len(scan.dead) != len(live):
                 scan.compact(live)
             for _ in range(2):
-                total = len(scan)
+                total = len(scan.keys) + len(scan.front)
                 start = int(_random() * total)  # randrange's checks cost as much as the rest
                 if raw and len(scan.dead) * 4 < total:
                     # n slots, as Redis's dictGetSomeKeys returns up to n keys: the few
