@@ -50,6 +50,23 @@ class ReplyReader:
         self.pos = end
         return value
 
+    def integers(self) -> list[int]:
+        """The whole integer replies buffered next, taken at once (maybe none): what a
+        link mostly reads, acknowledgements, without a parse per reply. ``gets()`` goes
+        on after them."""
+        buf = self.buf
+        pos = self.pos
+        end = len(buf)
+        out: list[int] = []
+        while pos < end and buf[pos] == 58:  # ':'
+            i = buf.find(b"\r\n", pos)
+            if i < 0:
+                break
+            out.append(_number(bytes(buf[pos + 1 : i])))
+            pos = i + 2
+        self.pos = pos
+        return out
+
     def _line(self, start: int) -> tuple[bytes, int]:
         i = self.buf.find(b"\r\n", start)
         if i < 0:

@@ -17,17 +17,20 @@ The feeds, called in this order for every unit of effects:
   does (the tests' in-process servers record effects through it); never set by the
   running server;
 - ``active_active``: the Active-Active engine (server/activeactive/engine.py), while the
-  mode is on. It is called *first*: it stamps the unit's CRDT ops as this instance's next
-  effect and returns the effect's record (or None when the unit made no ops), which the
-  AOF then keeps beside the commands. Replicas get the commands only. A peer's effect,
+  mode is on. It is called *first*, with the unit and whether the AOF is on: it stamps
+  the unit's CRDT ops as this instance's next effect and returns the effect's record
+  (made only when the AOF is on; None when the unit made no ops), which the AOF then
+  keeps beside the commands. Replicas get the commands only. A peer's effect,
   once applied, takes ``Server.propagate_applied``: its record to the AOF, the ordinary
   commands that mirror it to the replicas.
 
 A feed is attached only while it has somewhere to put effects. ``server.propagating``
 says whether any is: command handlers ask it before building effects (an XCLAIM
-per claimed entry, an XADD's rewritten argv) that nobody would record, and the
-dispatcher asks it before calling ``_after_write`` at all, so a server with no AOF
-and no replicas pays one attribute test per write.
+per claimed entry) that nobody would record, and the dispatcher asks it before
+calling ``_after_write`` at all, so a server with no AOF and no replicas pays one
+attribute test per write. ``server.commands_wanted`` says whether a feed other than
+Active-Active's is (that one takes its ops from the streams, never the commands): XADD
+asks it before rewriting its argv with the real ID.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ if TYPE_CHECKING:
 # One unit of effects: (db id, argv) pairs, applied together.
 Ops = list[tuple[int, list[bytes]]]
 Feed = Callable[[Ops], Any]
+# The Active-Active feed also hears whether a record is wanted (the AOF is on).
+RecordingFeed = Callable[[Ops, bool], Any]
 
 FEEDS = ("aof", "replication", "observer", "active_active")
 
@@ -56,9 +61,9 @@ class Propagation:
         self.aof: Feed | None = None
         self.replication: Feed | None = None
         self.observer: Feed | None = None
-        self.active_active: Feed | None = None
+        self.active_active: RecordingFeed | None = None
 
-    def attach(self, name: str, feed: Feed) -> None:
+    def attach(self, name: str, feed: Feed | RecordingFeed) -> None:
         """Make ``feed`` the feed called ``name`` (one of FEEDS)."""
         if name not in FEEDS:
             raise ValueError(f"no propagation feed named {name!r}")
@@ -88,7 +93,6 @@ class Propagation:
             self._refresh()
 
     def _refresh(self) -> None:
-        self.server.propagating = (
-            self.aof is not None or self.replication is not None or self.observer is not None
-            or self.active_active is not None
-        )
+        commands = self.aof is not None or self.replication is not None or self.observer is not None
+        self.server.commands_wanted = commands
+        self.server.propagating = commands or self.active_active is not None

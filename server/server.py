@@ -212,6 +212,7 @@ class Server:
         # write commands go to its named feeds; ``propagating`` is True while any is
         # attached, so that nobody builds effects that no feed would take.
         self.propagating = False
+        self.commands_wanted = False  # a feed that records commands (not only Active-Active's)
         self.propagation = Propagation(self)
         self._also: list[tuple[int, list[bytes]]] = []
         self._rewritten: list[bytes] | None = None
@@ -275,7 +276,11 @@ class Server:
     # (writes need enough replicas acknowledging in time) are each rare, but
     # execute() asks about all of them for every command: setting any one
     # refreshes a combined flag, so the ordinary case costs a single test.
+    # ``_gated`` is that flag for execute() (processCommand's checks); ``_special``
+    # adds Active-Active for execute_all(), whose inline call() would bypass the
+    # engine: its writes must take call(), but none of the gate's checks concern it.
     _special = False
+    _gated = False
     _loading = False
     _maxmemory = 0
     _pause_until = 0.0
@@ -286,11 +291,11 @@ class Server:
     _active_active: ActiveActive | None = None
 
     def _update_special(self) -> None:
-        self._special = bool(
+        self._gated = bool(
             self._loading or self._maxmemory or self._pause_until or self._write_denied is not None
             or self._tracking_active or self._replica_of is not None or self._min_replicas is not None
-            or self._active_active is not None
         )
+        self._special = self._gated or self._active_active is not None
         # A pause holds expiry still (Redis keeps the dataset constant while paused), and
         # so does following a master, whose DELs decide when keys go.
         self.keyspace.expire_paused = bool(self._pause_until) or self._replica_of is not None
@@ -422,7 +427,7 @@ class Server:
         # The checks below concern states that are rare on the hot path; one
         # combined test lets an ordinary command skip all of them.
         if (
-            self._special
+            self._gated
             or client.multi is not None
             or not client.authenticated
             or client.subscriptions
@@ -484,10 +489,21 @@ class Server:
             if (
                 cmd is None  # unknown, a container (it resolves a subcommand) or protected
                 or not plain
-                or self._special
+                # Active-Active alone sends only writes through call() (its engine).
+                or self._special and (self._gated or cmd.flags & WRITE)
                 or not cmd.min_argc <= len(argv) <= cmd.max_argc  # the arity check
             ):
-                if self._tracking_active:
+                if (
+                    cmd is not None and plain and not self._gated
+                    and cmd.min_argc <= len(argv) <= cmd.max_argc
+                ):
+                    # Only Active-Active is special and this is a write: call() hands it to
+                    # the engine (execute() would only repeat the checks made here).
+                    client.last_cmd = cmd
+                    self.call(client, cmd, argv)
+                    if blocking.ready:
+                        blocking.serve_ready()
+                elif self._tracking_active:
                     # Its own invalidations follow its reply; CLIENT CACHING lapses.
                     tracker = self.tracking
                     tracker.begin(client)
@@ -878,34 +894,41 @@ class Server:
             self._exec_ops.extend(ops)
             return
         feeds = self.propagation
-        aof_ops = ops
         if feeds.active_active is not None:
             # First, so the unit is stamped before anything records it: the AOF keeps
             # the effect record beside the commands (a restart rebuilds the clocks and
-            # the backlog from it); replicas get the commands only.
-            record = feeds.active_active(ops)
-            if record is not None:
-                aof_ops = [*ops, (ops[-1][0] if ops else 0, record)]
-            if wrap and len(aof_ops) > 1:
-                aof_ops = [(aof_ops[0][0], [b"MULTI"]), *aof_ops, (aof_ops[-1][0], [b"EXEC"])]
-        if wrap and len(ops) > 1:
-            ops = [(ops[0][0], [b"MULTI"]), *ops, (ops[-1][0], [b"EXEC"])]
-        if feeds.active_active is None:
-            aof_ops = ops
-        if feeds.aof is not None and aof_ops:
-            feeds.aof(aof_ops)
-        if not ops:
-            return
+            # the backlog from it); replicas get the commands only. The record's argv
+            # is made only for the AOF.
+            aof = feeds.aof
+            record = feeds.active_active(ops, aof is not None)
+            if aof is not None:
+                aof_ops = ops if record is None else [*ops, (ops[-1][0] if ops else 0, record)]
+                if wrap and len(aof_ops) > 1:
+                    aof_ops = [(aof_ops[0][0], [b"MULTI"]), *aof_ops, (aof_ops[-1][0], [b"EXEC"])]
+                if aof_ops:
+                    aof(aof_ops)
+            if not ops:
+                return
+            if wrap and len(ops) > 1:
+                ops = [(ops[0][0], [b"MULTI"]), *ops, (ops[-1][0], [b"EXEC"])]
+        else:
+            if wrap and len(ops) > 1:
+                ops = [(ops[0][0], [b"MULTI"]), *ops, (ops[-1][0], [b"EXEC"])]
+            if feeds.aof is not None and ops:
+                feeds.aof(ops)
+            if not ops:
+                return
         if feeds.replication is not None:
             feeds.replication(ops)
         if feeds.observer is not None:
             feeds.observer(ops)
 
-    def propagate_applied(self, record: list[bytes], ops: list[tuple[int, list[bytes]]]) -> None:
+    def propagate_applied(self, record: list[bytes] | None, ops: list[tuple[int, list[bytes]]]) -> None:
         """A peer's effect was applied (server/activeactive/engine.py): the AOF keeps its
-        record, replicas get the ordinary commands that mirror it."""
+        record (made only while the AOF is on, else None), replicas get the ordinary
+        commands that mirror it."""
         feeds = self.propagation
-        if feeds.aof is not None:
+        if feeds.aof is not None and record is not None:
             feeds.aof([(0, record)])
         if not ops:
             return

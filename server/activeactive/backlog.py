@@ -41,13 +41,15 @@ class Backlog:
 
     def append(self, seq: int, wire: bytes, ts_ms: int) -> None:
         """Add record ``seq``; it must follow the newest (or start an empty backlog)."""
-        if self._items and seq != self.last_seq + 1:
-            raise ValueError(f"backlog sequence gap: {seq} after {self.last_seq}")
-        if not self._items:
+        items = self._items
+        if not items:
             self.first_seq = seq
-        self._items.append((wire, ts_ms))
+        elif seq != self.first_seq + len(items):
+            raise ValueError(f"backlog sequence gap: {seq} after {self.last_seq}")
+        items.append((wire, ts_ms))
         self.nbytes += len(wire)
-        self._trim()
+        if self.nbytes > self.limit:
+            self._trim()
 
     def _trim(self) -> None:
         items = self._items

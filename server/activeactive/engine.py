@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from rill.persistence.aof import encode_command
-from rill.protocol.effects import Effect, decode_vc, encode_effect, encode_vc
+from rill.protocol.effects import Effect, decode_vc, encode_effect, encode_record, encode_vc
 from rill.protocol.reply import ReplyError
 from rill.storage.stream import Stream, format_sid
 from rill.storage.stream.active import ActiveStream
@@ -63,6 +63,9 @@ _STREAM, _KEYS, _FLUSH, _SORT = "stream", "keys", "flush", "sort"
 
 # The TTL register's value for PERSIST.
 PERSIST = -1
+
+# Ops that leave bookkeeping behind at their origin (see ActiveActive._bookkeep).
+_BOOKKEPT = frozenset({b"DEL", b"GDESTROY", b"EXPIRE", b"GCREATE"})
 
 
 _PLAIN_STREAM = ReplyError(
@@ -102,9 +105,9 @@ class ActiveActive:
         self.replaying = False  # loading the AOF: a handler's ops are already recorded
         self.applied_effects = 0
         self._kinds: dict[Command, object] = {}
-        # The clock's encoding without our own entry, (below us, above us), while no
-        # peer's effect changed it: most effects are stamped with the same one.
-        self._clock_parts: tuple[bytes, bytes] | None = None
+        # The clock's encoding around our own entry, (before it, after it, without it),
+        # while no peer's effect changed it: most effects are stamped with the same one.
+        self._clock_parts: tuple[bytes, bytes, bytes] | None = None
 
     # ------------------------------------------------------------------ making effects
 
@@ -115,7 +118,10 @@ class ActiveActive:
             return ReplyError(f"ERR Active-Active: {name.upper()} is not supported")
         cats = cmd.categories
         if "@stream" in cats:
-            return _STREAM
+            # Most stream commands name one key at a fixed place: run() takes it from
+            # there (the index, an int) rather than walking the key specs.
+            one = cmd.single_key()
+            return _STREAM if one is None else one
         if name in ("flushall", "flushdb"):
             return _FLUSH
         if name in _KEY_COMMANDS:
@@ -136,7 +142,11 @@ class ActiveActive:
         kind = self._kinds.get(cmd)
         if kind is None:
             kind = self._kinds[cmd] = self._kind(cmd)
-        if type(kind) is ReplyError:
+        if type(kind) is int:
+            if kind < len(argv):
+                return self._run_one(client, cmd, argv, argv[kind])
+            kind = _STREAM
+        elif type(kind) is ReplyError:
             raise kind
         if kind is _SORT and b"store" in (a.lower() for a in argv[2:]):
             raise type_refusal("list")  # SORT without STORE only reads
@@ -145,6 +155,43 @@ class ActiveActive:
             return cmd.handler(client, argv)
         finally:
             ops = self._collect(snap)
+            if ops and not self.replaying:
+                self.unit.extend(ops)
+
+    def _run_one(self, client: Client, cmd: Command, argv: list[bytes], key: bytes) -> Any:
+        """run() for a stream command that names one key (most of them): the snapshot
+        and the collection of _snapshot and _collect for that key alone (a RENAME
+        needs two keys, so none happens here)."""
+        db = client.db
+        before = db.data.get(key)
+        ttl_before = None
+        if before is not None:
+            if type(before) is not ActiveStream and isinstance(before, Stream):
+                raise _PLAIN_STREAM  # from before the mode was on: it has no regions
+            ttl_before = db.expires.get(key)
+            if ttl_before is not None and db.is_expired(key):
+                before = None  # gone already: its lookup's expiry makes the DEL
+        try:
+            return cmd.handler(client, argv)
+        finally:
+            now = db.data.get(key)
+            ops: Unit = []
+            db_id = db.id
+            if now is not before and isinstance(before, ActiveStream):
+                ops.extend((db_id, [op[0], key, *op[1:]]) for op in before.drain())
+                ops.append((db_id, [b"DEL", key, *before.observed()]))
+            if isinstance(now, ActiveStream):
+                for op in now.drain():
+                    op.insert(1, key)  # drained ops are ours: the key goes in place
+                    ops.append((db_id, op))
+                if now.is_gone():
+                    # No entries and no groups: the key goes here as it does where the ops land.
+                    db.delete(key)
+                else:
+                    ttl_now = db.expires.get(key)
+                    if ttl_now != (ttl_before if now is before else None):
+                        at = PERSIST if ttl_now is None else ttl_now
+                        ops.append((db_id, [b"EXPIRE", key, b"%d" % at]))
             if ops and not self.replaying:
                 self.unit.extend(ops)
 
@@ -217,34 +264,45 @@ class ActiveActive:
         if isinstance(value, ActiveStream) and not self.replaying:
             self.unit.append((db_id, [b"DEL", key, *value.observed()]))
 
-    def seal(self, _ops: Unit) -> list[bytes] | None:
+    def seal(self, _ops: Unit, record: bool = True) -> list[bytes] | None:
         """The ``active_active`` feed: stamp the collected ops as this instance's next
-        effect and hand it to the backlog (and so to the links); returns the record, or
-        None when the unit made no ops."""
+        effect and hand it to the backlog (and so to the links); returns the record's
+        argv (the AOF keeps it; the propagation path asks for it only while the AOF is
+        on, ``record``), or None when the unit made no ops."""
         unit = self.unit
         if not unit:
             return None
         self.unit = []
+        region = self.region
         seq = self.seq = self.seq + 1
-        e = Effect(self.region, seq, int(time.time() * 1000), dict(self.vc), unit)
-        argv = encode_effect(e, self._own_clock(seq - 1))
-        self.vc[self.region] = seq
-        self._bookkeep(e)
-        self.backlog.append(seq, encode_command(argv), e.ts)
+        ts = int(time.time() * 1000)
+        clock = self._own_clock(seq - 1)
+        for _db, op in unit:
+            if op[0] in _BOOKKEPT:
+                self._bookkeep(Effect(region, seq, ts, dict(self.vc), unit))
+                break
+        self.vc[region] = seq
+        # The RESP a link writes, made once: what the backlog holds.
+        self.backlog.append(seq, encode_record(region, seq, ts, clock, unit), ts)
         for callback in self.on_sealed:
             callback(seq)
-        return argv
+        return encode_effect(Effect(region, seq, ts, {}, unit), clock) if record else None
 
     def _own_clock(self, own: int) -> bytes:
-        """The encoded clock of our next effect: the peers' part cached between changes."""
+        """The encoded clock of our next effect: the peers' part cached between changes,
+        as the text before our own entry and the text after it."""
         parts = self._clock_parts
         if parts is None:
             me = self.region
             below = encode_vc({r: n for r, n in self.vc.items() if r < me})
             above = encode_vc({r: n for r, n in self.vc.items() if r > me})
-            parts = self._clock_parts = (below, above)
-        mine = b"%d:%d" % (self.region, own) if own else b""
-        return b",".join(p for p in (parts[0], mine, parts[1]) if p)
+            parts = self._clock_parts = (
+                below + b"," if below else b"", b"," + above if above else b"",
+                b",".join(p for p in (below, above) if p),
+            )
+        if not own:
+            return parts[2]
+        return b"%b%d:%d%b" % (parts[0], self.region, own, parts[1])
 
     def _bookkeep(self, e: Effect) -> None:
         """What an own effect leaves besides data: tombstones, TTL registers, group clocks."""
@@ -275,12 +333,25 @@ class ActiveActive:
     def receive(self, e: Effect) -> int:
         """A peer's effect: apply it now if its causes are here, else keep it until they
         are. Returns how many of ``e.origin``'s effects are applied (the acknowledgement)."""
-        if e.origin == self.region:
+        origin = e.origin
+        if origin == self.region:
             return self.seq  # our own, echoed back (a peer's full sync): already here
-        if e.seq > self.applied(e.origin):
-            self.pending.setdefault(e.origin, {})[e.seq] = e
+        vc = self.vc
+        if not self.pending and vc.get(origin, 0) == e.seq - 1 and all(
+            vc.get(r, 0) >= n for r, n in e.vc.items() if r != origin
+        ):
+            # The usual case, a link's next effect with its causes here and nothing
+            # waiting: what _drain_pending would do, without the queue.
+            self._apply(e)
+            if self._deferred_known:
+                later = self._deferred_known.pop(origin, None)
+                if later is not None:
+                    self._heard_in_order(origin, later)
+            return e.seq
+        if e.seq > vc.get(origin, 0):
+            self.pending.setdefault(origin, {})[e.seq] = e
             self._drain_pending()
-        return self.applied(e.origin)
+        return self.applied(origin)
 
     def _ready(self, e: Effect) -> bool:
         vc = self.vc
@@ -320,29 +391,46 @@ class ActiveActive:
         # Replicas (and the tests' observer) get ordinary commands mirroring the change.
         mirror = feeds.replication is not None or feeds.observer is not None
         plain: Unit = []
-        touched: set[tuple[int, bytes]] = set()
-        for db_id, op in e.ops:
-            db = server.keyspace[db_id]
+        keyspace = server.keyspace
+        ops = e.ops
+        for db_id, op in ops:
+            db = keyspace[db_id]
             key = op[1]
-            before = db.data.get(key)
-            last = before.last_id if isinstance(before, Stream) else None
-            self._apply_op(db, e, op)
-            touched.add((db_id, key))
             if mirror:
+                before = db.data.get(key)
+                last = before.last_id if isinstance(before, Stream) else None
+                self._apply_op(db, e, op)
                 plain.extend((db_id, p) for p in plain_ops(db, key, last, op))
-        self.vc[e.origin] = e.seq
+            else:
+                self._apply_op(db, e, op)
+        origin, seq = e.origin, e.seq
+        self.vc[origin] = seq
         self._clock_parts = None
-        clock = dict(e.vc)
-        clock[e.origin] = e.seq
-        self._know(e.origin, clock)
+        # _know(origin, e's clock with its own dot), without building that clock.
+        mine = self.known.get(origin)
+        if mine is None:
+            mine = self.known[origin] = {}
+        for r, n in e.vc.items():
+            if n > mine.get(r, 0):
+                mine[r] = n
+        if seq > mine.get(origin, 0):
+            mine[origin] = seq
         self.applied_effects += 1
-        server.dirty += len(e.ops)
-        for db_id, key in touched:
-            db = server.keyspace[db_id]
-            db.modified(key)
-            server.blocking.signal(db_id, key)
+        server.dirty += len(ops)
+        signal = server.blocking.signal
+        if len(ops) == 1:
+            db_id, op = ops[0]
+            keyspace[db_id].modified(op[1])
+            signal(db_id, op[1])
+        else:
+            for db_id, key in {(db_id, op[1]) for db_id, op in ops}:
+                keyspace[db_id].modified(key)
+                signal(db_id, key)
         if not self.replaying:
-            server.propagate_applied(encode_effect(e), plain)
+            if feeds.aof is not None:
+                server.propagate_applied(encode_effect(e), plain)
+            elif plain:
+                server.propagate_applied(None, plain)
 
     def _apply_op(self, db: Any, e: Effect, op: Op) -> None:
         name, key = op[0], op[1]
@@ -361,8 +449,10 @@ class ActiveActive:
             db.set(key, s)
         s.apply([name, *op[2:]])
         if name == b"XADD":
-            _notify(self.server, db.id, b"xadd", key)
-        elif name == b"DEL":
+            if events.notifier is not None:
+                events.notifier(db.id, "t", b"xadd", key)
+            return  # an entry is there now: the stream stays
+        if name == b"DEL":
             self._tombstone(db.id, key, e, None)
             self.ttl.pop((db.id, key), None)
             _notify(self.server, db.id, b"del", key)

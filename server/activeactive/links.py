@@ -143,11 +143,16 @@ class PeerConnection(asyncio.Protocol):
         self.links._link_lost(self, exc)
 
     def data_received(self, data: bytes) -> None:
-        self.reader.feed(data)
+        reader = self.reader
+        reader.feed(data)
         links = self.links
         try:
             while not self.closed:
-                reply = self.reader.gets()
+                acks = reader.integers()
+                if acks:
+                    links._integers(self, acks)
+                    continue
+                reply = reader.gets()
                 if reply is INCOMPLETE:
                     break
                 links._reply(self, reply)
@@ -488,6 +493,32 @@ class PeerLinks:
             if seq > p.acked:
                 p.acked = seq
                 self._wake()
+
+    def _integers(self, conn: PeerConnection, replies: list[int]) -> None:
+        """Integer replies in a row, the usual traffic (APPLY's and PING's
+        acknowledgements): what _reply does with each, waking WAIT's waiters once."""
+        p = conn.peer
+        if conn is not p.conn:
+            return
+        p.last_read = time.monotonic()
+        expect = p.expect
+        acked = p.acked
+        for reply in replies:
+            if expect and (expect[0][0] == R_APPLY or expect[0][0] == R_PING):
+                expect.popleft()
+                if reply > acked:
+                    acked = reply
+                continue
+            if acked > p.acked:
+                p.acked = acked
+                self._wake()
+            self._reply(conn, reply)  # another request's reply (or none's: LinkError)
+            if conn.closed or conn is not p.conn:
+                return
+            acked = p.acked
+        if acked > p.acked:
+            p.acked = acked
+            self._wake()
 
     def _hello(self, p: Peer, reply: Any) -> None:
         """The peer's region, clock and wish: resume from its count of our effects (partial

@@ -196,7 +196,7 @@ def xadd(c: Client, argv: list[bytes]):
         if events.notifier is not None:
             notify(c, b"xadd", key)
         server.dirty += 1
-        if server.propagating:
+        if server.commands_wanted:  # (not for Active-Active's feed alone: it reads the journal)
             new = list(argv)
             new[2] = idb
             server.rewrite_propagation(new)
@@ -284,7 +284,7 @@ def _xadd_general(c: Client, argv: list[bytes]):
             rewritten = list(argv)
         p = a.idmp_pos
         rewritten[p : p + 2] = [b"IDMP", a.pid, iid]  # type: ignore[list-item]
-    if rewritten is not None and server.propagating:
+    if rewritten is not None and server.commands_wanted:
         server.rewrite_propagation(rewritten)
     return idb
 

@@ -186,6 +186,18 @@ class Command:
             del docs[b"subcommands"]
         return docs
 
+    def single_key(self) -> int | None:
+        """The index of the one key argument when the key specs always name exactly that
+        one (an index spec for a single key): ``keys(argv)`` is then ``[(index, spec)]``
+        for any call long enough to hold it, and a caller may skip the walk."""
+        walk = self._walk
+        if walk is None or len(walk) != 1:
+            return None
+        first, keyword, _startfrom, is_range, last_key, _step, _limit, incomplete, _index = walk[0]
+        if keyword is not None or not is_range or last_key != 0 or incomplete:
+            return None
+        return first
+
     def key_positions(self, argv: list[bytes]) -> list[int]:
         """Indexes of the key arguments (COMMAND GETKEYS, readiness signalling)."""
         return sorted({pos for pos, _ in self.keys(argv)})

@@ -265,10 +265,21 @@ class ActiveStream(Stream):
         """A remote XADD into sub-stream ``r``: appended, or (an entry moved by RENAME,
         below the sub-stream's last ID) the sub-stream is rebuilt with it in place. An
         entry already there is left alone."""
-        sub = self._sub(r)
+        sub = self.subs.get(r)
+        if sub is None:
+            sub = self._sub(r)
         if sid > sub.last_id:
+            # Appended (the usual case): the merged metadata follows without a walk of
+            # every sub-stream (what _sync_meta would find).
             sub.add(fv, sid)
-        elif sub.exists(sid):
+            self.entries_added += 1
+            if not self.length or sid < self.first_id:
+                self.first_id = sid
+            self.length += 1
+            if sid > self.last_id:
+                self.last_id = sid
+            return
+        if sub.exists(sid):
             return
         else:
             ents = list(sub.iter_range())
@@ -747,7 +758,12 @@ class ActiveStream(Stream):
     def apply(self, op: list[bytes]) -> None:
         """Run a remote op (keyless, see the module docstring); records nothing. Raises
         ValueError on an unknown or malformed op."""
-        name = op[0].upper()
+        name = op[0]
+        n = len(op)
+        if name == b"XADD" and n >= 5 and n & 1:
+            self._insert(int(op[1]), _pid(op[2]), op[3:] if type(op) is list else list(op[3:]))
+            return
+        name = name.upper()
         args = op[1:]
         if name == b"XADD":
             if len(args) < 4 or len(args) & 1:

@@ -3,7 +3,15 @@
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from rill.protocol.effects import Effect, decode_effect, decode_vc, encode_effect, encode_vc
+from rill.persistence.aof import encode_command
+from rill.protocol.effects import (
+    Effect,
+    decode_effect,
+    decode_vc,
+    encode_effect,
+    encode_record,
+    encode_vc,
+)
 
 regions = st.integers(1, 255)
 clocks = st.dictionaries(regions, st.integers(1, 2**40), max_size=16)
@@ -25,6 +33,20 @@ def test_record_layout():
 def test_round_trip(origin, seq, ts, vc, unit):
     e = Effect(origin, seq, ts, vc, [(db, list(op)) for db, op in unit])
     assert decode_effect(encode_effect(e)) == e
+
+
+@given(regions, st.integers(1, 2**50), st.integers(0, 2**45), clocks, ops)
+def test_record_bytes_are_the_argv_encoded(origin, seq, ts, vc, unit):
+    """encode_record builds what a link writes directly: the multibulk of encode_effect."""
+    e = Effect(origin, seq, ts, vc, [(db, list(op)) for db, op in unit])
+    assert encode_record(origin, seq, ts, encode_vc(vc), e.ops) == encode_command(encode_effect(e))
+
+
+def test_record_bytes_past_the_small_tables():
+    """Long arguments, a large db number and many ops take the general encoding, alike."""
+    unit = [(300, [b"XADD", b"k" * 300, b"1", b"1-1", b"f", b"v" * 70000])] + [(0, [b"DEL", b"x"])] * 300
+    e = Effect(7, 9, 5, {1: 2}, unit)
+    assert encode_record(7, 9, 5, b"1:2", unit) == encode_command(encode_effect(e))
 
 
 def test_clock_form():

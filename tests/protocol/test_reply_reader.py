@@ -37,3 +37,26 @@ def test_replies_split_anywhere_come_out_whole_and_in_order():
 def test_what_is_not_resp2_is_refused(data):
     with pytest.raises(ReplyProtocolError):
         read_all(data)
+
+
+def test_integers_take_the_integer_replies_in_front_and_gets_goes_on():
+    data = b":1\r\n:-2\r\n:3\r\n+OK\r\n:4\r\n:5"
+    for cut in range(len(data) + 1):
+        r = ReplyReader()
+        out = []
+        for part in (data[:cut], data[cut:]):
+            r.feed(part)
+            while True:
+                ints = r.integers()
+                out += ints
+                if ints:
+                    continue
+                v = r.gets()
+                if v is INCOMPLETE:
+                    break
+                out.append(v)
+        assert out == [1, -2, 3, b"OK", 4], cut
+    r = ReplyReader()
+    r.feed(b":x\r\n")
+    with pytest.raises(ReplyProtocolError):
+        r.integers()

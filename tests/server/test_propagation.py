@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from rill.server.commands import load_all
+from rill.server.config import Config
 from rill.server.server import Server
 
 
@@ -28,6 +29,26 @@ def test_no_feed_means_not_propagating_and_no_effect_built(server):
     assert argv[:2] == [b"XADD", b"s"] and argv[2] != b"*" and argv[3:] == [b"f", b"v"]
 
 
+def test_the_active_active_feed_alone_wants_no_commands():
+    """Active-Active takes its ops from the streams: with only its feed attached, XADD *
+    does not rewrite itself for nobody; with a command feed too, it does."""
+    load_all()
+    config = Config()
+    config.set("active-active-id", "1", startup=True)
+    server = Server(config)
+    assert server.propagating is True and server.commands_wanted is False
+    rewrites = []
+    server.rewrite_propagation = rewrites.append
+    c = server.new_client()
+    server.execute(c, [b"XADD", b"s", b"*", b"f", b"v"])
+    assert rewrites == [] and server.active_active.seq == 1
+    server.propagation.attach("observer", lambda ops: None)
+    assert server.commands_wanted is True
+    server.execute(c, [b"XADD", b"s", b"*", b"f", b"v"])
+    (argv,) = rewrites
+    assert argv[:2] == [b"XADD", b"s"] and argv[2] != b"*" and server.active_active.seq == 2
+
+
 def test_propagating_follows_attach_and_detach(server):
     feeds = server.propagation
     feeds.attach("aof", lambda ops: None)
@@ -36,7 +57,7 @@ def test_propagating_follows_attach_and_detach(server):
     feeds.detach("aof")
     assert server.propagating is True
     feeds.detach("replication")
-    assert server.propagating is False
+    assert server.propagating is False and server.commands_wanted is False
 
 
 def test_an_unknown_feed_name_is_refused(server):
