@@ -71,8 +71,19 @@ class Backlog:
             return []
         if seq < self.first_seq:
             return None
-        # islice walks the deque once; indexing it per record costs a walk per record.
-        return [(s, item[0]) for s, item in enumerate(islice(self._items, seq - self.first_seq, None), seq)]
+        return [(s, item[0]) for s, item in enumerate(self._tail(seq - self.first_seq), seq)]
+
+    def _tail(self, start: int) -> list[tuple[bytes, int]]:
+        """The items from index ``start`` on, walking the deque once from its nearer end:
+        a link wants the few newest records, and islice from the head would step over
+        every record held (up to the whole backlog) on each flush."""
+        items = self._items
+        n = len(items) - start
+        if n <= start:
+            tail = list(islice(reversed(items), n))
+            tail.reverse()
+            return tail
+        return list(islice(items, start, None))
 
     def ts_of(self, seq: int) -> int | None:
         """When record ``seq`` was made (ms), if held."""
@@ -85,4 +96,4 @@ class Backlog:
         if seq >= self.last_seq:
             return 0
         start = max(seq + 1, self.first_seq) - self.first_seq
-        return sum(len(item[0]) for item in islice(self._items, start, None))
+        return sum(len(item[0]) for item in self._tail(start))

@@ -45,3 +45,16 @@ def test_gaps_are_refused():
     b.append(4, rec(4), 0)  # an empty backlog starts anywhere (after a restart)
     with pytest.raises(ValueError):
         b.append(6, rec(6), 0)
+
+
+def test_records_and_bytes_from_any_place_read_from_either_end_alike():
+    """records_from and bytes_after walk from the nearer end (a link wants the newest few);
+    every starting place gives the same records, in order, after the oldest were dropped."""
+    b = Backlog(20 * record_size(rec(1)))
+    for seq in range(1, 46):
+        b.append(seq, rec(seq), seq)
+    assert (b.first_seq, b.last_seq) == (26, 45)
+    for seq in range(26, 47):
+        assert b.records_from(seq) == [(s, rec(s)) for s in range(seq, 46)], seq
+        assert b.bytes_after(seq - 1) == (45 - seq + 1) * record_size(rec(1)), seq
+    assert b.records_from(25) is None
