@@ -77,22 +77,22 @@ def encode_effect(e: Effect, vc: bytes | None = None) -> list[bytes]:
 _BULK_HEADS = tuple(b"$%d\r\n" % n for n in range(256))
 _SMALL_BULKS = tuple(b"$%d\r\n%d\r\n" % (len(b"%d" % n), n) for n in range(256))
 _HEADS = tuple(b"$12\r\nACTIVEACTIVE\r\n$5\r\nAPPLY\r\n" + _SMALL_BULKS[o] for o in range(MAX_REGION + 1))
+_ARRAY_HEADS = tuple(b"*%d\r\n" % n for n in range(1024))
 
 
 def encode_record(origin: int, seq: int, ts: int, vc: bytes, ops: list[tuple[int, list[bytes]]]) -> bytes:
     """The record as the RESP a link writes: the multibulk encoding of
     :func:`encode_effect`'s argv, built directly (the making side's hot path; ``vc`` is
     the clock already encoded)."""
+    # Pieces from tables rather than formats: a bytes format costs more than the lookups.
     s = b"%d" % seq
     t = b"%d" % ts
     heads = _BULK_HEADS
     small = _SMALL_BULKS
     try:
         parts = [
-            b"",
-            _HEADS[origin],
-            b"$%d\r\n%b\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n" % (len(s), s, len(t), t, len(vc), vc),
-            small[len(ops)],
+            b"", _HEADS[origin], heads[len(s)], s, b"\r\n", heads[len(t)], t, b"\r\n",
+            heads[len(vc)], vc, b"\r\n", small[len(ops)],
         ]
         argc = 7
         for db, op in ops:
@@ -101,7 +101,7 @@ def encode_record(origin: int, seq: int, ts: int, vc: bytes, ops: list[tuple[int
             parts += (small[db], small[k])
             for a in op:
                 parts += (heads[len(a)], a, b"\r\n")
-        parts[0] = b"*%d\r\n" % argc
+        parts[0] = _ARRAY_HEADS[argc] if argc < 1024 else b"*%d\r\n" % argc
         return b"".join(parts)
     except (IndexError, TypeError):
         # Past the tables (a long argument, many ops, a large db) or an argument that is
@@ -135,7 +135,8 @@ def decode_effect(argv: list[bytes], start: int = 2) -> Effect:
             i += 2
             if db < 0 or argc < 2 or i + argc > len(argv):
                 raise ValueError("malformed op")
-            ops.append((db, list(argv[i : i + argc])))
+            op = argv[i : i + argc]
+            ops.append((db, op if type(op) is list else list(op)))
             i += argc
     except (IndexError, TypeError) as exc:
         raise ValueError("truncated effect record") from exc

@@ -105,8 +105,9 @@ class ActiveActive:
         self.replaying = False  # loading the AOF: a handler's ops are already recorded
         self.applied_effects = 0
         self._kinds: dict[Command, object] = {}
-        # The clock's encoding around our own entry, (before it, after it, without it),
-        # while no peer's effect changed it: most effects are stamped with the same one.
+        # The clock's encoding around our own count (before it, after it, and the clock
+        # without our entry), while no peer's effect changed it: most effects are
+        # stamped with the same one.
         self._clock_parts: tuple[bytes, bytes, bytes] | None = None
 
     # ------------------------------------------------------------------ making effects
@@ -297,12 +298,12 @@ class ActiveActive:
             below = encode_vc({r: n for r, n in self.vc.items() if r < me})
             above = encode_vc({r: n for r, n in self.vc.items() if r > me})
             parts = self._clock_parts = (
-                below + b"," if below else b"", b"," + above if above else b"",
+                (below + b"," if below else b"") + b"%d:" % me, b"," + above if above else b"",
                 b",".join(p for p in (below, above) if p),
             )
         if not own:
             return parts[2]
-        return b"%b%d:%d%b" % (parts[0], self.region, own, parts[1])
+        return parts[0] + b"%d" % own + parts[1]
 
     def _bookkeep(self, e: Effect) -> None:
         """What an own effect leaves besides data: tombstones, TTL registers, group clocks."""
