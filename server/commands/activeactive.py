@@ -119,12 +119,16 @@ def aa_hello(c: Client, argv: list[bytes]):
     "apply", -8, _LINK_FLAGS, "Apply a peer's effect (the AOF holds the same records).",
     [arg("record", "string", multiple=True)]))
 def aa_apply(c: Client, argv: list[bytes]):
-    engine = engine_of(c)
+    # Once per peer effect: the states themselves, not their gating descriptors.
+    server = c.server
+    engine = server._active_active
+    if engine is None:
+        raise NOT_ENABLED
     try:
         e = decode_effect(argv)
     except ValueError as exc:
         raise ReplyError(f"ERR invalid Active-Active effect: {exc}") from None
-    if c.server.loading:
+    if server._loading:
         engine.replay(e)
         return engine.applied(e.origin)
     return engine.receive(e)
