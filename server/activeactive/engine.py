@@ -181,6 +181,7 @@ class ActiveActive:
             if now is not before and isinstance(before, ActiveStream):
                 ops.extend((db_id, [op[0], key, *op[1:]]) for op in before.drain())
                 ops.append((db_id, [b"DEL", key, *before.observed()]))
+                self.ttl.pop((db_id, key), None)  # a local DEL saw every TTL
             if isinstance(now, ActiveStream):
                 for op in now.drain():
                     op.insert(1, key)  # drained ops are ours: the key goes in place
@@ -189,8 +190,9 @@ class ActiveActive:
                     # No entries and no groups: the key goes here as it does where the ops land.
                     db.delete(key)
                 else:
+                    expected = ttl_before if now is before else self._created_ttl(db, key)
                     ttl_now = db.expires.get(key)
-                    if ttl_now != (ttl_before if now is before else None):
+                    if ttl_now != expected:
                         at = PERSIST if ttl_now is None else ttl_now
                         ops.append((db_id, [b"EXPIRE", key, b"%d" % at]))
             if ops and not self.replaying:
@@ -236,8 +238,10 @@ class ActiveActive:
             if isinstance(before, ActiveStream) and now is not before:
                 ops.extend((db.id, [op[0], key, *op[1:]]) for op in before.drain())
                 ops.append((db.id, [b"DEL", key, *before.observed()]))
+                self.ttl.pop((db.id, key), None)  # a local DEL saw every TTL
             if not isinstance(now, ActiveStream):
                 continue
+            moved = False
             if now is not before and was_at.get(id(now), (db.id, key)) != (db.id, key):
                 # RENAME: the entries this instance saw move; groups stay behind. A plain
                 # replica's RENAME keeps them: they go there first, under the old name.
@@ -247,17 +251,30 @@ class ActiveActive:
                 now.drain()
                 now.drop_groups()
                 ops.extend((db.id, op) for op in _entries_as_ops(key, now))
+                moved = True
             else:
                 ops.extend((db.id, [op[0], key, *op[1:]]) for op in now.drain())
             if now.is_gone():
                 # No entries and no groups: the key goes here as it does where the ops land.
                 db.delete(key)
                 continue
+            if now is before:
+                expected = ttl_before
+            else:
+                expected = None if moved else self._created_ttl(db, key)
             ttl_now = db.expires.get(key)
-            if ttl_now != (ttl_before if now is before else None):
+            if ttl_now != expected:
                 at = PERSIST if ttl_now is None else ttl_now
                 ops.append((db.id, [b"EXPIRE", key, b"%d" % at]))
         return ops
+
+    def _created_ttl(self, db: Any, key: bytes) -> int | None:
+        """A stream this instance just created: a TTL registered for the key while it was
+        away (a peer's EXPIRE) holds on it, as it does where its first entry lands, so it
+        is set here without an op. Returns the key's TTL now."""
+        if (db.id, key) in self.ttl:
+            self._settle_ttl(db, key)
+        return db.expires.get(key)
 
     def key_expired(self, db_id: int, key: bytes, value: Any) -> None:
         """The keyspace dropped ``key`` because its TTL passed: delete it everywhere as DEL
@@ -448,6 +465,7 @@ class ActiveActive:
                 return
             s = self.server.new_stream()
             db.set(key, s)
+            self._settle_ttl(db, key)  # a TTL set while it was away holds again
         s.apply([name, *op[2:]])
         if name == b"XADD":
             if events.notifier is not None:
@@ -455,7 +473,7 @@ class ActiveActive:
             return  # an entry is there now: the stream stays
         if name == b"DEL":
             self._tombstone(db.id, key, e, None)
-            self.ttl.pop((db.id, key), None)
+            self._ttl_deleted(db, key, e)
             _notify(self.server, db.id, b"del", key)
         elif name == b"GDESTROY":
             self._tombstone(db.id, key, e, op[2])
@@ -469,7 +487,6 @@ class ActiveActive:
             _notify(self.server, db.id, name.lower(), key)
         if s.is_gone():
             db.delete(key)
-            self.ttl.pop((db.id, key), None)
 
     def _deleted_concurrently(self, db_id: int, key: bytes, e: Effect, group: bytes) -> bool:
         """Delete-wins: a group creation loses to a delete of its stream or group that it
@@ -481,16 +498,39 @@ class ActiveActive:
                 return True
         return False
 
+    def _unseen_ttls(self, db_id: int, key: bytes, e: Effect) -> list[tuple[int, int, int]]:
+        """The key's TTL register without the values effect ``e`` had seen."""
+        return [
+            (v, o, s) for v, o, s in self.ttl.get((db_id, key), ())
+            if e.vc.get(o, 0) < s and not (o == e.origin and s < e.seq)
+        ]
+
     def _apply_ttl(self, db: Any, key: bytes, e: Effect, value: int) -> None:
         """The TTL register: drop the values this effect saw, add its own; PERSIST beats
         every TTL left, else the longest wins."""
-        reg = [
-            (v, o, s) for v, o, s in self.ttl.get((db.id, key), ())
-            if e.vc.get(o, 0) < s and not (o == e.origin and s < e.seq)
-        ]
+        reg = self._unseen_ttls(db.id, key, e)
         reg.append((value, e.origin, e.seq))
         self.ttl[(db.id, key)] = reg
-        if key not in db.data:
+        self._settle_ttl(db, key)
+
+    def _ttl_deleted(self, db: Any, key: bytes, e: Effect) -> None:
+        """A DEL takes the TTLs it saw with the entries; one set concurrently stays, on
+        whatever of the stream survives."""
+        reg = self._unseen_ttls(db.id, key, e)
+        if reg:
+            self.ttl[(db.id, key)] = reg
+        else:
+            self.ttl.pop((db.id, key), None)
+        if key in db.data:
+            if reg:
+                self._settle_ttl(db, key)
+            else:
+                db.persist(key)
+
+    def _settle_ttl(self, db: Any, key: bytes) -> None:
+        """Give the key the TTL its register resolves to (none registered: leave it)."""
+        reg = self.ttl.get((db.id, key))
+        if not reg or key not in db.data:
             return
         values = [v for v, _o, _s in reg]
         if PERSIST in values:
@@ -546,7 +586,11 @@ class ActiveActive:
             self._heard_in_order(peer, peer_vc)
 
     def _heard_in_order(self, peer: int, peer_vc: dict[int, int]) -> None:
-        self._know(peer, peer_vc)
+        """A peer's clock from a heartbeat or handshake counts for tombstones only when
+        every effect it made is here: effects it holds back (a paused link, a resync to
+        come) were made before that clock and may still need the tombstones it covers."""
+        if peer_vc.get(peer, 0) <= self.applied(peer):
+            self._know(peer, peer_vc)
 
     def _know(self, peer: int, clock: dict[int, int]) -> None:
         mine = self.known.setdefault(peer, {})

@@ -389,3 +389,57 @@ def test_tombstones_stay_while_a_configured_peer_is_unknown(two):
     assert a.engine.collect_tombstones() == 0 and a.engine.tombstone_count() == 1
     a.engine.links = None
     assert a.engine.collect_tombstones() == 1
+
+
+def test_a_heartbeat_ahead_of_the_peers_unsent_effects_keeps_the_tombstones(three):
+    """Region 3 creates a group while its link to region 1 is paused, then sees region 2's
+    DEL; its heartbeats to region 1 go on. The tombstone must outlive them until the
+    group creation arrives, which then loses to the DEL (delete-wins)."""
+    a, b, c = three
+
+    class Links:  # region 1's configured peers, as its links report them
+        def peer_regions(self):
+            return [2, 3]
+
+    a.engine.links = Links()
+    b("XGROUP", "CREATE", "x", "g0", "0", "MKSTREAM")
+    sync(a, b, c)
+    b("DEL", "x")
+    c("XGROUP", "CREATE", "x", "g1", "0", "MKSTREAM")  # concurrent; not sent to a yet
+    b.send(a)
+    b.send(c)
+    a.engine.heard(3, dict(c.engine.vc))  # c's heartbeat: it has seen the DEL
+    a.engine.heard(2, dict(b.engine.vc))
+    a.engine.collect_tombstones()
+    assert a.engine.tombstone_count() == 1
+    sync(a, b, c)
+    assert a("EXISTS", "x") == b("EXISTS", "x") == c("EXISTS", "x") == b":0\r\n"
+
+
+@pytest.mark.parametrize("how", ["del", "trim"])
+def test_a_ttl_meets_a_delete_and_a_concurrent_write(two, how):
+    a, b = two
+    a("XADD", "s", "*", "f", "1")
+    a("PEXPIREAT", "s", "4000000000000")
+    sync(a, b)
+    if how == "del":
+        a("DEL", "s")  # takes the TTL it saw
+    else:
+        a("XTRIM", "s", "MAXLEN", "0")  # empties it: the key goes, its TTL stays registered
+    b("XADD", "s", "*", "f", "2")
+    sync(a, b)
+    want = b":-1\r\n" if how == "del" else b":4000000000000\r\n"
+    assert a("PEXPIRETIME", "s") == b("PEXPIRETIME", "s") == want
+    assert xrange(a) == xrange(b)
+
+
+def test_an_expire_concurrent_with_a_delete_holds_on_what_survives(two):
+    a, b = two
+    a("XADD", "s", "*", "f", "1")
+    sync(a, b)
+    a("DEL", "s")
+    b("PEXPIREAT", "s", "4000000000000")
+    b("XADD", "s", "*", "f", "2")
+    sync(a, b)
+    assert a("PEXPIRETIME", "s") == b("PEXPIRETIME", "s") == b":4000000000000\r\n"
+    assert xrange(a) == xrange(b)
