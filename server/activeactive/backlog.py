@@ -21,40 +21,49 @@ def record_size(wire: bytes) -> int:
 
 class Backlog:
     """Records ``seq -> (wire, ts_ms)`` for consecutive sequences, oldest dropped first
-    once their sizes pass ``limit`` (the newest record always stays)."""
+    once their sizes pass ``limit`` (the newest record always stays). The wires and the
+    times are kept in two deques side by side: a (wire, ts) tuple per record would cost
+    more memory than many a record's own bytes."""
 
-    __slots__ = ("limit", "nbytes", "first_seq", "_items")
+    __slots__ = ("limit", "nbytes", "first_seq", "_wires", "_ts")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.nbytes = 0
-        self.first_seq = 1  # the sequence of _items[0]
-        self._items: deque[tuple[bytes, int]] = deque()  # (wire, ts)
+        self.first_seq = 1  # the sequence of _wires[0]
+        self._wires: deque[bytes] = deque()
+        self._ts: deque[int] = deque()  # each record's ts_ms, beside its wire
 
     @property
     def last_seq(self) -> int:
         """The newest sequence held (first_seq - 1 when empty)."""
-        return self.first_seq + len(self._items) - 1
+        return self.first_seq + len(self._wires) - 1
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._wires)
 
     def append(self, seq: int, wire: bytes, ts_ms: int) -> None:
         """Add record ``seq``; it must follow the newest (or start an empty backlog)."""
-        items = self._items
-        if not items:
+        wires = self._wires
+        if not wires:
             self.first_seq = seq
-        elif seq != self.first_seq + len(items):
+        elif seq != self.first_seq + len(wires):
             raise ValueError(f"backlog sequence gap: {seq} after {self.last_seq}")
-        items.append((wire, ts_ms))
+        wires.append(wire)
+        ts = self._ts
+        if ts and ts[-1] == ts_ms:
+            ts_ms = ts[-1]  # one int object for the records of one millisecond
+        ts.append(ts_ms)
         self.nbytes += len(wire)
         if self.nbytes > self.limit:
             self._trim()
 
     def _trim(self) -> None:
-        items = self._items
-        while self.nbytes > self.limit and len(items) > 1:
-            self.nbytes -= len(items.popleft()[0])
+        wires = self._wires
+        ts = self._ts
+        while self.nbytes > self.limit and len(wires) > 1:
+            self.nbytes -= len(wires.popleft())
+            ts.popleft()
             self.first_seq += 1
 
     def resize(self, limit: int) -> None:
@@ -62,7 +71,7 @@ class Backlog:
         self._trim()
 
     def holds(self, seq: int) -> bool:
-        return bool(self._items) and self.first_seq <= seq <= self.last_seq
+        return bool(self._wires) and self.first_seq <= seq <= self.last_seq
 
     def records_from(self, seq: int) -> list[tuple[int, bytes]] | None:
         """``(seq, wire)`` for every record from ``seq`` on; ``[]`` when ``seq`` is past the
@@ -71,29 +80,29 @@ class Backlog:
             return []
         if seq < self.first_seq:
             return None
-        return [(s, item[0]) for s, item in enumerate(self._tail(seq - self.first_seq), seq)]
+        return list(enumerate(self._tail(seq - self.first_seq), seq))
 
-    def _tail(self, start: int) -> list[tuple[bytes, int]]:
-        """The items from index ``start`` on, walking the deque once from its nearer end:
+    def _tail(self, start: int) -> list[bytes]:
+        """The wires from index ``start`` on, walking the deque once from its nearer end:
         a link wants the few newest records, and islice from the head would step over
         every record held (up to the whole backlog) on each flush."""
-        items = self._items
-        n = len(items) - start
+        wires = self._wires
+        n = len(wires) - start
         if n <= start:
-            tail = list(islice(reversed(items), n))
+            tail = list(islice(reversed(wires), n))
             tail.reverse()
             return tail
-        return list(islice(items, start, None))
+        return list(islice(wires, start, None))
 
     def ts_of(self, seq: int) -> int | None:
         """When record ``seq`` was made (ms), if held."""
         if not self.holds(seq):
             return None
-        return self._items[seq - self.first_seq][1]
+        return self._ts[seq - self.first_seq]
 
     def bytes_after(self, seq: int) -> int:
         """Bytes of the records after ``seq`` (what a peer that acknowledged ``seq`` lacks)."""
         if seq >= self.last_seq:
             return 0
         start = max(seq + 1, self.first_seq) - self.first_seq
-        return sum(len(item[0]) for item in self._tail(start))
+        return sum(map(len, self._tail(start)))
