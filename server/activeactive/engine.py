@@ -105,6 +105,7 @@ class ActiveActive:
         self.replaying = False  # loading the AOF: a handler's ops are already recorded
         self.applied_effects = 0
         self._kinds: dict[Command, object] = {}
+        self._moves = 0  # RENAMEs in the unit being made (ActiveStream.rekey)
         # The clock's encoding around our own count (before it, after it, and the clock
         # without our entry), while no peer's effect changed it: most effects are
         # stamped with the same one.
@@ -249,7 +250,10 @@ class ActiveActive:
                 for g in now.groups():
                     self.server.also_propagate(old_db, ReplicasOnly([b"XGROUP", b"DESTROY", old_key, g.name]))
                 now.drain()
-                now.drop_groups()
+                # The moved entries get sub-streams of their own, named after this effect
+                # (its sequence, our region, which move in it): see ActiveStream.rekey.
+                now.rekey(((self.seq + 1) << 8 | self.region) << 8 | self._moves)
+                self._moves += 1
                 ops.extend((db.id, op) for op in _entries_as_ops(key, now))
                 moved = True
             else:
@@ -291,6 +295,7 @@ class ActiveActive:
         if not unit:
             return None
         self.unit = []
+        self._moves = 0
         region = self.region
         seq = self.seq = self.seq + 1
         ts = int(time.time() * 1000)
@@ -711,7 +716,7 @@ class ActiveActive:
 
 
 def _entries_as_ops(key: bytes, s: ActiveStream) -> list[Op]:
-    """XADD ops that recreate ``s``'s entries, each in its own region's sub-stream."""
+    """XADD ops that recreate ``s``'s entries, each in its own sub-stream."""
     ops: list[Op] = []
     for region, sub in sorted(s.subs.items()):
         r = b"%d" % region

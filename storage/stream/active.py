@@ -579,6 +579,18 @@ class ActiveStream(Stream):
         self._gs.clear()
         self.group_vc.clear()
 
+    def rekey(self, base: int) -> None:
+        """RENAME: the sub-streams move under new keys ``base << 8 | i`` (i: their order),
+        each still append-only. Entries moved in must not join a region's own sub-stream,
+        whose IDs a peer's concurrent delete bounds by what it saw of that region: a moved
+        entry below such a bound would go at some regions and stay at others. Groups go
+        first (their cursors name the old keys)."""
+        if len(self._order) > 256:
+            raise ValueError("too many sub-streams to move")
+        self.drop_groups()
+        self.subs = {base << 8 | i: sub for i, (_r, sub) in enumerate(self._order)}
+        self._order = sorted(self.subs.items())
+
     def undelivered(self, group: ConsumerGroup) -> bool:
         """Whether XREADGROUP ``>`` has something: a sub-stream holds a live entry after
         the group's cursor there."""

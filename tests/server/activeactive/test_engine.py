@@ -443,3 +443,19 @@ def test_an_expire_concurrent_with_a_delete_holds_on_what_survives(two):
     sync(a, b)
     assert a("PEXPIRETIME", "s") == b("PEXPIRETIME", "s") == b":4000000000000\r\n"
     assert xrange(a) == xrange(b)
+
+
+def test_entries_a_rename_moves_are_not_taken_by_a_concurrent_delete_of_the_target(two):
+    """Region 1 moves an older entry of its own into s2 while region 2 deletes s2, having
+    seen a newer entry of region 1 there. The moved entry was not seen by the delete: it
+    survives at both regions, whichever arrives first."""
+    a, b = two
+    a("XADD", "s1", "*", "f", "old")
+    a("XADD", "s2", "*", "f", "newer")
+    sync(a, b)
+    a("RENAME", "s1", "s2")
+    b("DEL", "s2")
+    sync(a, b)
+    assert xrange(a, "s2") == xrange(b, "s2")
+    assert [fv for _sid, fv in a.server.keyspace[0].data[b"s2"].range()] == [[b"f", b"old"]]
+    assert a("EXISTS", "s1") == b("EXISTS", "s1") == b":0\r\n"

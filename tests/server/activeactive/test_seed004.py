@@ -400,6 +400,46 @@ def test_expire_the_longest_ttl_wins_and_persist_beats_every_ttl(cluster):
         assert 290 <= node.call("TTL", "x") <= 300, node
 
 
+def test_the_ttl_converges_when_a_delete_meets_concurrent_writes(cluster):
+    """The TTL register against DEL and a stream that empties, each on its own key in one
+    round of concurrent steps. A DEL takes the TTL it saw with it (so a stream an entry
+    written concurrently elsewhere keeps alive has none); whatever the rule for a TTL the
+    deleter did not see, every region must end with the same one."""
+    c = cluster(2)
+    r1, r2 = c
+    for key in ("seen", "trimmed"):
+        r1.call("XADD", key, "*", "f", "v")
+        r1.call("EXPIRE", key, "1000")
+    r1.call("XADD", "unseen", "*", "f", "v")
+    r1.call("XADD", "unseen2", "*", "f", "v")
+    c.sync()
+    c.pause_all()
+    # DEL saw the TTL; region 2 adds an entry concurrently.
+    assert r1.call("DEL", "seen") == 1
+    r2.call("XADD", "seen", "*", "f", "w")
+    # The stream empties (and goes) at region 1; region 2 adds an entry concurrently.
+    assert r1.call("XTRIM", "trimmed", "MAXLEN", "0") == 1
+    r2.call("XADD", "trimmed", "*", "f", "w")
+    # An EXPIRE the DEL did not see, at the deleting region's peer...
+    assert r1.call("EXPIRE", "unseen", "1000") == 1
+    assert r2.call("DEL", "unseen") == 1
+    r2.call("XADD", "unseen", "*", "f", "w")
+    # ... and at the deleting region itself, after its DEL.
+    assert r1.call("DEL", "unseen2") == 1
+    r2.call("EXPIRE", "unseen2", "1000")
+    r2.call("XADD", "unseen2", "*", "f", "w")
+    c.sync()
+    differ = []
+    for key in ("seen", "trimmed", "unseen", "unseen2"):
+        at = [node.call("PEXPIRETIME", key) for node in c]
+        entries = [node.call("XRANGE", key, "-", "+") for node in c]
+        assert entries[0] == entries[1] and len(entries[0]) == 1, key
+        if at[0] != at[1]:
+            differ.append(f"{key}: PEXPIRETIME {at[0]} at region 1, {at[1]} at region 2")
+    assert not differ, "\n".join(differ)
+    assert r1.call("PEXPIRETIME", "seen") == -1
+
+
 def test_a_key_that_expires_goes_at_every_region(cluster):
     c = cluster(2)
     r1, r2 = c
