@@ -516,6 +516,18 @@ class TLSLayer(asyncio.Protocol):
                 self.raw.write(self.outgoing.read())
             self.raw.close()
 
+    def abort(self) -> None:
+        """A killed or evicted client: the TCP connection goes at once, unsent output
+        and all (no close_notify: Redis frees such a client without one)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self.raw is not None:
+            self.raw.abort()
+
     def is_closing(self) -> bool:
         return self._closed or self.raw is None or self.raw.is_closing()
 
