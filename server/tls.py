@@ -500,12 +500,8 @@ class TLSLayer(asyncio.Protocol):
         """close_notify after a finished handshake, then the TCP close (what is
         buffered still goes out); replies held for a handshake never made are dropped,
         as Redis's maxclients error over TLS is."""
-        if self._closed:
+        if not self._finish():
             return
-        self._closed = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         if self.ready:
             try:
                 self.sslobj.unwrap()
@@ -519,14 +515,18 @@ class TLSLayer(asyncio.Protocol):
     def abort(self) -> None:
         """A killed or evicted client: the TCP connection goes at once, unsent output
         and all (no close_notify: Redis frees such a client without one)."""
+        if self._finish() and self.raw is not None:
+            self.raw.abort()
+
+    def _finish(self) -> bool:
+        """Mark the layer closed and stop its handshake timer; False if it already was."""
         if self._closed:
-            return
+            return False
         self._closed = True
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if self.raw is not None:
-            self.raw.abort()
+        return True
 
     def is_closing(self) -> bool:
         return self._closed or self.raw is None or self.raw.is_closing()
