@@ -4,13 +4,26 @@ A bounded FIFO by bytes, like the replication backlog but indexed by effect sequ
 link that comes back asks for everything after the peer's acknowledged sequence, and gets
 it if the backlog still holds it, or None (then a full sync). Each record is kept as the
 RESP bytes a link writes (encoded once, when the effect is made), so what the backlog
-holds is what ``active-active-backlog-size`` counts. Pure data.
+holds is what ``active-active-backlog-size`` counts.
+
+Records every configured peer has acknowledged are released (:meth:`Backlog.release`):
+no partial resync can ask for them. Released records that delete (XDEL, XTRIM, DEL) stay
+aside within the same byte limit, because a full sync re-applies the deletions the other
+side has not (server/activeactive/state.py). Pure data.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from itertools import islice
+
+# A record deletes when one of these op names is among its bulks (as state.py reads them).
+_DELETION_BULKS = tuple(b"$%d\r\n%s\r\n" % (len(n), n) for n in (b"XDEL", b"XTRIM", b"DEL"))
+
+
+def deletes(wire: bytes) -> bool:
+    """Whether a record may hold a deletion (a cheap test; the decoder has the last word)."""
+    return any(name in wire for name in _DELETION_BULKS)
 
 
 def record_size(wire: bytes) -> int:
@@ -21,11 +34,12 @@ def record_size(wire: bytes) -> int:
 
 class Backlog:
     """Records ``seq -> (wire, ts_ms)`` for consecutive sequences, oldest dropped first
-    once their sizes pass ``limit`` (the newest record always stays). The wires and the
-    times are kept in two deques side by side: a (wire, ts) tuple per record would cost
-    more memory than many a record's own bytes."""
+    once their sizes pass ``limit`` (the newest record always stays), or once every peer
+    has them (:meth:`release`). The wires and the times are kept in two deques side by
+    side: a (wire, ts) tuple per record would cost more memory than many a record's own
+    bytes. ``nbytes`` counts the records held and the released deletions kept aside."""
 
-    __slots__ = ("limit", "nbytes", "first_seq", "_wires", "_ts")
+    __slots__ = ("limit", "nbytes", "first_seq", "_wires", "_ts", "_deletions")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -33,6 +47,8 @@ class Backlog:
         self.first_seq = 1  # the sequence of _wires[0]
         self._wires: deque[bytes] = deque()
         self._ts: deque[int] = deque()  # each record's ts_ms, beside its wire
+        # (seq, wire) of released records that delete, oldest first (full syncs read them).
+        self._deletions: deque[tuple[int, bytes]] = deque()
 
     @property
     def last_seq(self) -> int:
@@ -59,6 +75,11 @@ class Backlog:
             self._trim()
 
     def _trim(self) -> None:
+        """Past the limit: the released deletions go first (only a full sync reads them),
+        then the oldest records."""
+        dels = self._deletions
+        while self.nbytes > self.limit and dels:
+            self.nbytes -= len(dels.popleft()[1])
         wires = self._wires
         ts = self._ts
         while self.nbytes > self.limit and len(wires) > 1:
@@ -66,9 +87,37 @@ class Backlog:
             ts.popleft()
             self.first_seq += 1
 
+    def release(self, seq: int) -> int:
+        """Drop the records up to ``seq`` (every peer has applied them: a partial resync
+        never asks for them again); the ones that delete are kept aside. Returns how many
+        records went."""
+        wires = self._wires
+        n = min(seq - self.first_seq + 1, len(wires))
+        if n <= 0:
+            return 0
+        ts = self._ts
+        dels = self._deletions
+        first = self.first_seq
+        freed = 0
+        for i in range(n):
+            wire = wires.popleft()
+            ts.popleft()
+            if deletes(wire):
+                dels.append((first + i, wire))
+            else:
+                freed += len(wire)
+        self.first_seq = first + n
+        self.nbytes -= freed
+        return n
+
     def resize(self, limit: int) -> None:
         self.limit = limit
         self._trim()
+
+    def deletion_records(self) -> list[tuple[int, bytes]]:
+        """``(seq, wire)`` of every record that may delete, released or held, oldest first."""
+        held = [(seq, w) for seq, w in enumerate(self._wires, self.first_seq) if deletes(w)]
+        return [*self._deletions, *held]
 
     def holds(self, seq: int) -> bool:
         return bool(self._wires) and self.first_seq <= seq <= self.last_seq

@@ -353,6 +353,9 @@ class PeerLinks:
         self.waiters.append((client, seq, marker))
 
     def _wake(self) -> None:
+        """Acknowledgements moved (or the peers changed): free what every peer has, and
+        answer the waiters now satisfied."""
+        self._release()
         if not self.waiters:
             return
         waiting = []
@@ -368,6 +371,20 @@ class PeerLinks:
             else:
                 waiting.append(entry)
         self.waiters = waiting
+
+    def _release(self) -> None:
+        """Free the backlog's records every configured peer has acknowledged: a peer
+        resumes after its own acknowledgement, so no partial resync asks for them again
+        (one that restarted from an older snapshot gets a full sync, as after an
+        overflow). Nothing goes while a peer has not said who it is or never
+        acknowledged anything, nor with no peer configured (one added later resumes
+        from the backlog if it reaches back far enough)."""
+        peers = self.peers
+        if not peers:
+            return
+        floor = min(p.acked for p in peers)
+        if floor and all(p.id for p in peers):
+            self.engine.backlog.release(floor)
 
     # -- the links' lives ----------------------------------------------------------------------
     def _connect(self, p: Peer) -> None:

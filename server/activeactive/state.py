@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 ORIGIN_AUX = b"aa-origin"
 DELETIONS_AUX = b"aa-deletions"  # the sender's deletions its backlog holds (see merge_state)
 _DELETIONS = frozenset({b"XDEL", b"XTRIM", b"DEL"})
-_DELETION_BULKS = tuple(b"$%d\r\n%s\r\n" % (len(n), n) for n in _DELETIONS)  # as a record holds them
 PERSIST = -1  # the TTL register's PERSIST value (engine.PERSIST)
 
 Op = list[bytes]
@@ -170,13 +169,10 @@ def merge_state(server: Server, payload: bytes, own_deletions: bytes | None = No
 
 def _backlog_deletions(engine: Any) -> list[tuple[int, int, Op]]:
     """``(seq, db, op)`` of the deletions (XDEL, XTRIM, DEL) in this instance's own effects
-    that its backlog still holds."""
-    backlog = engine.backlog
-    records = backlog.records_from(backlog.first_seq) or []
+    that its backlog still holds (those of records released once every peer had them
+    included: backlog.py keeps them aside)."""
     out: list[tuple[int, int, Op]] = []
-    for seq, wire in records:
-        if not any(name in wire for name in _DELETION_BULKS):
-            continue  # most effects delete nothing: not decoded
+    for seq, wire in engine.backlog.deletion_records():  # most effects delete nothing: not decoded
         parser = CommandParser(wire)
         try:
             e = decode_effect(parser.next() or [])

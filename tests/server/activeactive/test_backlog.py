@@ -58,3 +58,41 @@ def test_records_and_bytes_from_any_place_read_from_either_end_alike():
         assert b.records_from(seq) == [(s, rec(s)) for s in range(seq, 46)], seq
         assert b.bytes_after(seq - 1) == (45 - seq + 1) * record_size(rec(1)), seq
     assert b.records_from(25) is None
+
+
+def deleting(seq: int) -> bytes:
+    """A record whose op is an XDEL (what a full sync's merge reads back)."""
+    return b"*11\r\n$12\r\nACTIVEACTIVE\r\n$5\r\nAPPLY\r\n$1\r\n1\r\n$3\r\n%03d\r\n$1\r\n0\r\n$0\r\n\r\n$1\r\n1\r\n" \
+        b"$1\r\n0\r\n$1\r\n4\r\n$4\r\nXDEL\r\n$1\r\ns\r\n" % seq
+
+
+def test_release_drops_what_every_peer_has_but_keeps_deletions_aside():
+    b = Backlog(1 << 20)
+    for seq in range(1, 7):
+        b.append(seq, deleting(seq) if seq in (2, 5) else rec(seq), seq)
+    assert b.release(0) == 0
+    assert b.release(4) == 4
+    assert (b.first_seq, b.last_seq, len(b)) == (5, 6, 2)
+    assert b.records_from(4) is None  # a peer behind the release needs a full sync
+    assert [s for s, _ in b.records_from(5)] == [5, 6]
+    # The released deletion stays for full syncs, counted in nbytes; records_from never sees it.
+    assert b.deletion_records() == [(2, deleting(2)), (5, deleting(5))]
+    assert b.nbytes == len(deleting(2)) + len(deleting(5)) + len(rec(6))
+    assert b.release(6) == 2
+    assert (len(b), b.first_seq, b.last_seq) == (0, 7, 6)
+    assert b.records_from(7) == [] and b.records_from(6) is None
+    assert b.deletion_records() == [(2, deleting(2)), (5, deleting(5))]
+    b.append(7, rec(7), 7)  # the sequence goes on after an emptied backlog
+    assert [s for s, _ in b.records_from(7)] == [7]
+
+
+def test_past_the_limit_the_deletions_kept_aside_go_first():
+    size = record_size(rec(1))
+    b = Backlog(2 * size + len(deleting(1)))
+    b.append(1, deleting(1), 0)
+    b.release(1)
+    b.append(2, rec(2), 0)
+    b.append(3, rec(3), 0)
+    assert b.deletion_records() == [(1, deleting(1))]
+    b.append(4, rec(4), 0)
+    assert b.deletion_records() == [] and (b.first_seq, b.last_seq) == (2, 4)

@@ -287,24 +287,85 @@ async def test_a_dropped_link_resumes_after_what_the_peer_has_applied():
         for _ in range(5):
             engine.seal(b"k", b"1", b"1-1", b"f", b"v")
         await until(lambda: peer.applied == 5)
+        # The one peer has the five: the backlog lets them go.
+        await until(lambda: engine.backlog.first_seq == 6)
+        assert len(engine.backlog) == 0 and engine.backlog.nbytes == 0
         await peer.stop()
         await until(lambda: links.status()[0]["link"] == b"down")
         for _ in range(5):
             engine.seal(b"k", b"1", b"1-1", b"f", b"v")
         assert links.status()[0]["lag-effects"] == 5
-        assert links.status()[0]["backlog-bytes"] > 0
-        # The peer comes back having kept 3 of the 5 (say it restarted from an older save).
-        again = FakePeer(applied=3)
+        assert links.status()[0]["backlog-bytes"] == engine.backlog.nbytes > 0 and len(engine.backlog) == 5
+        # The peer comes back with what it acknowledged (its files kept it): it resumes there.
+        again = FakePeer(applied=5)
         await again.start(port)
         try:
             await until(lambda: again.applied == 10)
-            assert again.applies == [4, 5, 6, 7, 8, 9, 10]
+            assert again.applies == [6, 7, 8, 9, 10]
             assert links.status()[0]["sync"] == b"partial"
             assert again.count(b"MERGE") == 0
         finally:
             await again.stop()
     finally:
         links.close()
+
+
+async def test_a_peer_back_from_an_older_save_than_its_ack_gets_a_full_sync(monkeypatch):
+    """Records every peer acknowledged are gone: a peer that comes back with fewer of them
+    applied than it acknowledged (it restarted from an older save) gets a full sync, as
+    when the backlog overflowed."""
+    payload = b"state"
+    state = types.ModuleType("rill.server.activeactive.state")
+    state.dump_state = lambda server: payload
+    monkeypatch.setitem(sys.modules, "rill.server.activeactive.state", state)
+    engine = FakeEngine()
+    peer = await FakePeer().start()
+    port = peer.port
+    links = linked(engine, peer)
+    try:
+        for _ in range(5):
+            engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+        await until(lambda: engine.backlog.first_seq == 6)
+        await peer.stop()
+        await until(lambda: links.status()[0]["link"] == b"down")
+        engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+        again = FakePeer(applied=3)
+        await again.start(port)
+        try:
+            await until(lambda: again.merges)
+            assert again.merges == [(b"1", b"1:6", payload)]
+            assert links.status()[0]["sync"] == b"full"
+            engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+            await until(lambda: again.applied == 7)
+            assert again.applies == [7]
+        finally:
+            await again.stop()
+    finally:
+        links.close()
+
+
+async def test_records_stay_until_every_peer_has_acknowledged_them():
+    """Two peers: a record goes once both have it; one never heard from keeps them all."""
+    engine = FakeEngine()
+    fast = await FakePeer(region=2).start()
+    slow = await FakePeer(region=3).start()
+    slow_port = slow.port
+    await slow.stop()  # not there yet: it has not said who it is
+    links = linked(engine, fast, slow)
+    try:
+        for _ in range(4):
+            engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+        await until(lambda: fast.applied == 4)
+        await asyncio.sleep(0.05)
+        assert (engine.backlog.first_seq, len(engine.backlog)) == (1, 4)
+        slow = await FakePeer(region=3, applied=2).start(slow_port)
+        await until(lambda: slow.applied == 4)
+        await until(lambda: len(engine.backlog) == 0)
+        assert engine.backlog.first_seq == 5
+    finally:
+        links.close()
+        await fast.stop()
+        await slow.stop()
 
 
 async def test_pause_queues_effects_in_the_backlog_and_resume_sends_them():
@@ -364,7 +425,10 @@ async def test_wait_blocks_until_every_peer_has_applied_what_was_made_before_it(
         await b.stop()
 
 
-async def test_removing_a_peer_closes_its_link_and_counts_it_out_of_waits():
+async def test_removing_a_peer_closes_its_link_and_counts_it_out_of_waits(monkeypatch):
+    state = types.ModuleType("rill.server.activeactive.state")
+    state.dump_state = lambda server: b"state"
+    monkeypatch.setitem(sys.modules, "rill.server.activeactive.state", state)
     engine = FakeEngine()
     a, b = await FakePeer(region=2).start(), await FakePeer(region=3).start()
     links = linked(engine, a, b)
@@ -380,9 +444,13 @@ async def test_removing_a_peer_closes_its_link_and_counts_it_out_of_waits():
         assert links.server.blocking.unblocked == [(client, 1)]
         assert [r["peer"] for r in links.status()] == [b"127.0.0.1:%d" % a.port]
         await until(lambda: not b.transports[0].get_extra_info("socket") or b.transports[0].is_closing())
+        # With region 3 no longer configured, the record region 2 acknowledged went: the
+        # peer added back lacks it and gets a full sync.
+        assert len(engine.backlog) == 0
         links.configure([("127.0.0.1", a.port), ("127.0.0.1", b.port)])
         await until(lambda: links.status()[1]["link"] == b"up")
         await until(lambda: b.applied == 1)
+        assert b.merges == [(b"1", b"1:1", b"state")] and links.status()[1]["sync"] == b"full"
     finally:
         links.close()
         await a.stop()
@@ -572,7 +640,9 @@ def test_pause_queues_effects_and_resume_drains_them_while_wait_blocks(pair):
         a.execute_command("ACTIVEACTIVE", "PAUSE", "9")
 
 
-def test_a_peer_killed_and_restarted_is_resynced_from_the_backlog(pair):
+def test_a_peer_killed_and_restarted_without_its_data_gets_a_full_sync(pair):
+    """It acknowledged the first effect, which the backlog then let go: coming back empty,
+    it needs more than the backlog holds."""
     ports, servers, (a, b) = pair
     a.xadd("s", {"f": "before"})
     assert a.execute_command("ACTIVEACTIVE", "WAIT", 5000) == 1
@@ -581,15 +651,90 @@ def test_a_peer_killed_and_restarted_is_resynced_from_the_backlog(pair):
     for i in range(5):
         a.xadd("s", {"f": i})
     assert status(a)[0]["lag-effects"] == 5
-    servers[1].start()  # its dataset is gone: everything is resent from the backlog
+    servers[1].start()
     b = redis.Redis(port=ports[1])
     try:
         assert a.execute_command("ACTIVEACTIVE", "WAIT", 10000) == 1
         assert b.xlen("s") == 6
         [row] = status(a)
-        assert (row["link"], row["sync"], row["effects-acked"]) == (b"up", b"partial", 6)
+        assert (row["link"], row["sync"], row["effects-acked"]) == (b"up", b"full", 6)
     finally:
         b.close()
+
+
+def aa_info(client: redis.Redis) -> dict:
+    return client.info("active_active")
+
+
+def test_records_every_peer_acknowledged_are_freed_and_a_peer_back_from_its_aof_resumes_partially():
+    ports = [free_port(), free_port()]
+    a = start_region(1, ports[0], [ports[1]])
+    b = start_region(2, ports[1], [ports[0]], "--appendonly", "yes", "--appendfsync", "always")
+    ca, cb = redis.Redis(port=ports[0]), redis.Redis(port=ports[1])
+    try:
+        wait_until(lambda: status(ca)[0]["link"] == b"up")
+        ids = [ca.xadd("s", {"n": i}) for i in range(3)]
+        assert ca.execute_command("ACTIVEACTIVE", "WAIT", 5000) == 1
+        wait_until(lambda: aa_info(ca)["active_active_backlog_bytes"] == 0)
+        b.kill()
+        ids += [ca.xadd("s", {"n": i}) for i in range(3, 8)]
+        assert aa_info(ca)["active_active_backlog_bytes"] == status(ca)[0]["backlog-bytes"] > 0
+        b.start()  # its AOF holds the three it acknowledged: the five after them follow
+        cb = redis.Redis(port=ports[1])
+        assert ca.execute_command("ACTIVEACTIVE", "WAIT", 10000) == 1
+        [row] = status(ca)
+        assert (row["link"], row["sync"], row["effects-acked"]) == (b"up", b"partial", 8)
+        assert [e[0] for e in cb.xrange("s")] == ids
+        wait_until(lambda: aa_info(ca)["active_active_backlog_bytes"] == 0)
+    finally:
+        ca.close()
+        cb.close()
+        a.stop()
+        b.stop()
+
+
+def test_a_peer_restarted_from_an_older_rdb_than_its_acks_gets_a_full_sync_and_converges():
+    """The records it had acknowledged are gone; its RDB lacks some of them (entries, an
+    XDEL, a whole-stream DEL): the full sync brings them, the deletions included."""
+    ports = [free_port(), free_port()]
+    a = start_region(1, ports[0], [ports[1]])
+    b = start_region(2, ports[1], [ports[0]])
+    ca, cb = redis.Redis(port=ports[0]), redis.Redis(port=ports[1])
+    try:
+        wait_until(lambda: status(ca)[0]["link"] == b"up" and status(cb)[0]["link"] == b"up")
+        first = [ca.xadd("s", {"n": i}) for i in range(3)]
+        ca.xadd("t", {"n": "gone later"})
+        cb.xadd("s", {"n": "from b"})
+        for c in (ca, cb):
+            assert c.execute_command("ACTIVEACTIVE", "WAIT", 5000) == 1
+        assert cb.save() is True
+        more = [ca.xadd("s", {"n": i}) for i in range(3, 6)]
+        ca.xdel("s", first[0])
+        ca.delete("t")
+        assert ca.execute_command("ACTIVEACTIVE", "WAIT", 5000) == 1
+        wait_until(lambda: status(ca)[0]["backlog-bytes"] == 0)
+        assert cb.exists("t") == 0 and cb.xlen("s") == 6
+        b.kill()
+        wait_until(lambda: status(ca)[0]["link"] == b"down")
+        b.start()  # from the RDB saved before the last five effects of region 1
+        cb = redis.Redis(port=ports[1])
+        # (what it loaded, 4 entries and "t", may already be merged: the link is quick)
+        wait_until(lambda: (status(ca)[0]["link"], status(ca)[0]["sync"]) == (b"up", b"full"))
+        assert ca.execute_command("ACTIVEACTIVE", "WAIT", 10000) == 1
+        assert cb.execute_command("ACTIVEACTIVE", "WAIT", 10000) == 1
+        assert cb.exists("t") == 0
+        assert cb.xrange("s") == ca.xrange("s")
+        assert [e[0] for e in ca.xrange("s")][:2] == first[1:] and cb.xlen("s") == 6
+        assert set(more) <= {e[0] for e in cb.xrange("s")}
+        # And the stream flows on.
+        last = ca.xadd("s", {"n": "after"})
+        assert ca.execute_command("ACTIVEACTIVE", "WAIT", 5000) == 1
+        assert cb.xrange("s")[-1][0] == last
+    finally:
+        ca.close()
+        cb.close()
+        a.stop()
+        b.stop()
 
 
 def test_config_set_peers_removes_and_adds_links(pair):
