@@ -35,7 +35,8 @@ from ..commands.table import WRITE
 from ..commands.values import type_name
 from ..outcomes import ReplicasOnly
 from .backlog import Backlog
-from .plain import plain_ops
+from .keyed import Keyed, kind_of
+from .plain import keyed_plain_ops, plain_ops
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -52,24 +53,30 @@ _KEY_COMMANDS = frozenset({
 })
 # Commands with no sound meaning across instances yet.
 _UNSUPPORTED = frozenset({"copy", "move", "swapdb", "restore", "restore-asking", "migrate"})
-# A command's data-type category -> the type TYPE names (the refusal names it).
-_CATEGORY_TYPE = {
-    "@string": "string", "@bitmap": "string", "@hyperloglog": "string", "@list": "list",
-    "@hash": "hash", "@set": "set", "@sortedset": "zset", "@geo": "zset",
-}
+# Data-type categories without merge rules yet -> the type TYPE names (the refusal names it).
+_REFUSED_CATEGORY = {"@hyperloglog": "string", "@list": "list"}
+# Categories whose writes merge through keyed.py (strings, hashes, sets, sorted sets).
+_KEYED_CATEGORIES = frozenset({"@string", "@bitmap", "@hash", "@set", "@sortedset", "@geo"})
 
 # How run() treats a write command (see ActiveActive._kind).
-_STREAM, _KEYS, _FLUSH, _SORT = "stream", "keys", "flush", "sort"
+_STREAM, _KEYS, _FLUSH, _SORT, _KEYED = "stream", "keys", "flush", "sort", "keyed"
 
 # The TTL register's value for PERSIST.
 PERSIST = -1
 
 # Ops that leave bookkeeping behind at their origin (see ActiveActive._bookkeep).
-_BOOKKEPT = frozenset({b"DEL", b"GDESTROY", b"EXPIRE", b"GCREATE"})
+_BOOKKEPT = frozenset({b"DEL", b"GDESTROY", b"EXPIRE", b"GCREATE", b"CDEL"})
+# The ops of strings, hashes, sets and sorted sets (keyed.py).
+_CELL_OPS = frozenset({b"CSET", b"CINC", b"CREM", b"CDEL"})
 
 
 _PLAIN_STREAM = ReplyError(
     "ERR Active-Active: this stream was written before Active-Active was on and cannot merge"
+)
+
+
+_PLAIN_KEY = ReplyError(
+    "ERR Active-Active: this key was written before Active-Active was on and cannot merge"
 )
 
 
@@ -105,6 +112,7 @@ class ActiveActive:
         self.replaying = False  # loading the AOF: a handler's ops are already recorded
         self.applied_effects = 0
         self._kinds: dict[Command, object] = {}
+        self.keyed = Keyed(self)  # strings, hashes, sets and sorted sets
         self._moves = 0  # RENAMEs in the unit being made (ActiveStream.rekey)
         # The clock's encoding around our own count (before it, after it, and the clock
         # without our entry), while no peer's effect changed it: most effects are
@@ -131,9 +139,11 @@ class ActiveActive:
         if name == "sort":
             return _SORT
         for cat in cats:
-            t = _CATEGORY_TYPE.get(cat)
+            t = _REFUSED_CATEGORY.get(cat)
             if t is not None:
                 return type_refusal(t)
+        if any(cat in _KEYED_CATEGORIES for cat in cats):
+            return _KEYED
         # What is left (scripts, functions, pub/sub, server commands) writes no data of
         # its own: a script's commands come through here one by one.
         return _KEYS
@@ -156,7 +166,7 @@ class ActiveActive:
         try:
             return cmd.handler(client, argv)
         finally:
-            ops = self._collect(snap)
+            ops = self._collect(snap, cmd.fullname, argv)
             if ops and not self.replaying:
                 self.unit.extend(ops)
 
@@ -208,7 +218,7 @@ class ActiveActive:
                 (db, key, value, db.expires.get(key))
                 for db in dbs
                 for key, value in db.data.items()
-                if isinstance(value, ActiveStream)
+                if isinstance(value, ActiveStream) or kind_of(value) is not None
             ]
         db = client.db
         data = db.data
@@ -219,9 +229,11 @@ class ActiveActive:
             value = data.get(key)
             ttl = None
             if value is not None:
-                if type(value) is not ActiveStream:
+                if type(value) is not ActiveStream and kind_of(value) is None:
                     if kind is not _STREAM:
                         raise type_refusal(type_name(value).decode())
+                elif type(value) is not ActiveStream and not self.keyed.has(db.id, key):
+                    raise _PLAIN_KEY  # from before the mode was on: no merge state
                     if isinstance(value, Stream):
                         raise _PLAIN_STREAM  # from before the mode was on: it has no regions
                 ttl = expires.get(key)
@@ -230,7 +242,7 @@ class ActiveActive:
             snap.append((db, key, value, ttl))
         return snap
 
-    def _collect(self, snap: list[tuple]) -> Unit:
+    def _collect(self, snap: list[tuple], name: str, argv: list[bytes]) -> Unit:
         """The ops that turn the snapshot into what the keys hold now."""
         ops: Unit = []
         was_at = {id(before): (db.id, key) for db, key, before, _ttl in snap if before is not None}
@@ -241,6 +253,8 @@ class ActiveActive:
                 ops.append((db.id, [b"DEL", key, *before.observed()]))
                 self.ttl.pop((db.id, key), None)  # a local DEL saw every TTL
             if not isinstance(now, ActiveStream):
+                if not self.replaying and (kind_of(now) is not None or self.keyed.has(db.id, key)):
+                    self._collect_keyed(ops, db, key, before, ttl_before, name, argv)
                 continue
             moved = False
             if now is not before and was_at.get(id(now), (db.id, key)) != (db.id, key):
@@ -272,6 +286,27 @@ class ActiveActive:
                 ops.append((db.id, [b"EXPIRE", key, b"%d" % at]))
         return ops
 
+    def _collect_keyed(self, ops: Unit, db: Any, key: bytes, before: Any, ttl_before: int | None,
+                       name: str, argv: list[bytes]) -> None:
+        """_collect for a string, hash, set or sorted set (keyed.py), and its TTL."""
+        made = self.keyed.collect(db, key, name, argv)
+        ops.extend((db.id, op) for op in made)
+        if any(op[0] == b"CDEL" for op in made):
+            self.ttl.pop((db.id, key), None)  # a local delete saw every TTL
+        if key not in db.data or kind_of(db.data[key]) is None:
+            return
+        ttl_now = db.expires.get(key)
+        if before is not None:
+            expected = ttl_before
+        elif ttl_now is None:
+            # Created without a TTL: one registered while the key was away holds, as it
+            # does where the creation lands.
+            expected = ttl_now = self._created_ttl(db, key)
+        else:
+            expected = None  # created with one (SETEX, SET ... EX): it is the key's
+        if ttl_now != expected:
+            ops.append((db.id, [b"EXPIRE", key, b"%d" % (PERSIST if ttl_now is None else ttl_now)]))
+
     def _created_ttl(self, db: Any, key: bytes) -> int | None:
         """A stream this instance just created: a TTL registered for the key while it was
         away (a peer's EXPIRE) holds on it, as it does where its first entry lands, so it
@@ -283,8 +318,13 @@ class ActiveActive:
     def key_expired(self, db_id: int, key: bytes, value: Any) -> None:
         """The keyspace dropped ``key`` because its TTL passed: delete it everywhere as DEL
         would (only what this instance saw)."""
-        if isinstance(value, ActiveStream) and not self.replaying:
+        if self.replaying:
+            return
+        if isinstance(value, ActiveStream):
             self.unit.append((db_id, [b"DEL", key, *value.observed()]))
+        op = self.keyed.expired(db_id, key)
+        if op is not None:
+            self.unit.append((db_id, op))
 
     def seal(self, _ops: Unit, record: bool = True) -> list[bytes] | None:
         """The ``active_active`` feed: stamp the collected ops as this instance's next
@@ -335,6 +375,8 @@ class ActiveActive:
             name, key = op[0], op[1]
             if name == b"DEL":
                 self._tombstone(db_id, key, e, None)
+                self.ttl.pop((db_id, key), None)
+            elif name == b"CDEL":
                 self.ttl.pop((db_id, key), None)
             elif name == b"GDESTROY":
                 self._tombstone(db_id, key, e, op[2])
@@ -421,6 +463,10 @@ class ActiveActive:
             key = op[1]
             if mirror:
                 before = db.data.get(key)
+                if op[0] in _CELL_OPS:
+                    self._apply_op(db, e, op)
+                    plain.extend((db_id, p) for p in keyed_plain_ops(db, key, kind_of(before), op))
+                    continue
                 last = before.last_id if isinstance(before, Stream) else None
                 self._apply_op(db, e, op)
                 plain.extend((db_id, p) for p in plain_ops(db, key, last, op))
@@ -457,9 +503,18 @@ class ActiveActive:
 
     def _apply_op(self, db: Any, e: Effect, op: Op) -> None:
         name, key = op[0], op[1]
+        if name in _CELL_OPS:
+            event = self.keyed.apply(db, e.origin, e.seq, e.vc, op)
+            if name == b"CDEL":
+                self._ttl_deleted(db, key, e)
+            if event is not None:
+                _notify(self.server, db.id, event, key)
+            return
         s = db.data.get(key)
         if s is not None and not isinstance(s, ActiveStream):
-            return  # cannot happen while every write is checked; never an apply-time error
+            if kind_of(s) is None:
+                return  # cannot happen while every write is checked; never an apply-time error
+            s = None  # a string, hash, set or sorted set: a stream shows before them
         if name == b"EXPIRE":
             self._apply_ttl(db, key, e, int(op[2]))
             return
@@ -469,7 +524,7 @@ class ActiveActive:
             if name not in (b"XADD", b"GCREATE"):
                 return
             s = self.server.new_stream()
-            db.set(key, s)
+            db.set(key, s, keep_ttl=key in db.data)
             self._settle_ttl(db, key)  # a TTL set while it was away holds again
         s.apply([name, *op[2:]])
         if name == b"XADD":
@@ -492,6 +547,7 @@ class ActiveActive:
             _notify(self.server, db.id, name.lower(), key)
         if s.is_gone():
             db.delete(key)
+            self.keyed.render_key(db, key)  # what a hidden other kind holds shows again
 
     def _deleted_concurrently(self, db_id: int, key: bytes, e: Effect, group: bytes) -> bool:
         """Delete-wins: a group creation loses to a delete of its stream or group that it
@@ -644,6 +700,11 @@ class ActiveActive:
         if e.origin == self.region:
             if e.seq <= self.seq:
                 return
+            # The commands beside the record restored the values; the merge state of
+            # strings, hashes, sets and sorted sets comes from the record's ops.
+            for db_id, op in e.ops:
+                if op[0] in _CELL_OPS:
+                    self.keyed.apply(self.server.keyspace[db_id], e.origin, e.seq, e.vc, op)
             self.seq = e.seq
             self.vc[self.region] = e.seq
             self._bookkeep(e)
@@ -668,6 +729,7 @@ class ActiveActive:
                 for (db, key), stones in self.tombstones.items()
             ],
             "ttl": [[db, key.hex(), [list(t) for t in reg]] for (db, key), reg in self.ttl.items()],
+            "cells": self.keyed.export(),
         }
         return json.dumps(doc, separators=(",", ":")).encode()
 
@@ -695,6 +757,7 @@ class ActiveActive:
                 (int(db), bytes.fromhex(key)): [(int(v), int(o), int(s)) for v, o, s in reg]
                 for db, key, reg in doc["ttl"]
             }
+            self.keyed.load(doc.get("cells", []))
         except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as exc:
             raise ValueError("malformed Active-Active state") from exc
         self.backlog = Backlog(self.backlog.limit)

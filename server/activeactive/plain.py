@@ -17,6 +17,8 @@ view, as cheaply as the op allows:
 - ``SETID``: XSETID with the merged values;
 - ``EXPIRE``: PEXPIREAT of the register's outcome, or PERSIST;
 - a key the op removed: DEL;
+- a string's, hash field's, set member's or sorted-set member's op (keyed.py): SET ...
+  KEEPTTL, HSET/HDEL, SADD/SREM, ZADD/ZREM of the element's merged value;
 - anything a replica cannot follow op by op (an entry landing before the last ID, a
   trim of one region's sub-stream that another region's older entries survive, a DEL that
   concurrent entries survive): the key rewritten whole, DEL then RESTORE of the merged
@@ -29,6 +31,8 @@ from typing import Any
 
 from rill.persistence import rdb
 from rill.storage.stream import ID_MAX, MASK64, Stream
+
+from .keyed import HASH, SET, STRING, kind_of
 
 Op = list[bytes]
 
@@ -95,6 +99,29 @@ def plain_ops(db: Any, key: bytes, last_before: int | None, op: Op) -> list[Op]:
         if last_before is not None:
             at = db.expires.get(key)
             return [[b"PERSIST", key]] if at is None else [[b"PEXPIREAT", key, b"%d" % at]]
+    return rewrite(db, key, value)
+
+
+def keyed_plain_ops(db: Any, key: bytes, kind_before: bytes | None, op: Op) -> list[Op]:
+    """Commands for ``db``'s plain replicas after a string, hash, set or sorted-set op
+    (keyed.py) was applied to ``key``; ``kind_before`` is what the key showed before."""
+    value = db.data.get(key)
+    if value is None:
+        return [[b"DEL", key]] if kind_before is not None else []
+    kind = kind_of(value)
+    if kind is None:
+        return []  # a stream shows: the op changed hidden state only
+    if op[0] != b"CDEL" and kind == kind_before == op[2]:
+        elem = op[3]
+        if kind == STRING:
+            return [[b"SET", key, bytes(value), b"KEEPTTL"]]
+        if kind == HASH:
+            v = value.get(elem)
+            return [[b"HDEL", key, elem]] if v is None else [[b"HSET", key, elem, v]]
+        if kind == SET:
+            return [[b"SADD", key, elem]] if elem in value else [[b"SREM", key, elem]]
+        score = value.dict.get(elem)
+        return [[b"ZREM", key, elem]] if score is None else [[b"ZADD", key, repr(score).encode(), elem]]
     return rewrite(db, key, value)
 
 

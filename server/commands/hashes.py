@@ -18,7 +18,7 @@ from .. import notify as events
 from ..client import Client
 from . import keys as _keys
 from .args import NOT_FLOAT, NOT_INT, OVERFLOW, SYNTAX_ERR, WRONGTYPE, string2ll
-from .strings import _round_ld, format_long_double_human, parse_long_double
+from .strings import format_long_double_human, parse_long_double, round_long_double
 from .table import command
 
 NOT_INT_HASH = ReplyError("ERR hash value is not an integer")
@@ -213,7 +213,7 @@ def hincrbyfloat(c: Client, argv: list[bytes]):
             raise NOT_FLOAT_HASH
         if type(value) is float:
             raise WOULD_BE_NAN
-    result = _round_ld(value + incr)
+    result = round_long_double(value + incr)
     if type(result) is float:
         raise WOULD_BE_NAN
     new = format_long_double_human(result)  # type: ignore[arg-type]

@@ -592,7 +592,7 @@ def _big_int(digits: bytes, base: int = 10) -> int:
     return _big_int(digits[:half], base) * base ** (len(digits) - half) + _big_int(digits[half:], base)
 
 
-def _round_ld(x: Fraction) -> Fraction | float:
+def round_long_double(x: Fraction) -> Fraction | float:
     """Round an exact value to the nearest long double (ties to even); inf on overflow."""
     if x == 0:
         return Fraction(0)
@@ -664,7 +664,7 @@ def parse_long_double(s: bytes) -> Fraction | float | None:
             return None  # underflow to zero: ERANGE
         mant = _big_int(digits)
         value = Fraction(mant * 10**exp10) if exp10 >= 0 else Fraction(mant, 10**-exp10)
-    rounded = _round_ld(-value if neg else value)
+    rounded = round_long_double(-value if neg else value)
     if rounded == 0 or type(rounded) is float:
         return None  # underflowed to zero, or overflowed
     return rounded
@@ -712,7 +712,7 @@ def incrbyfloat(c: Client, argv: list[bytes]):
         raise NOT_FLOAT
     if type(current) is float or type(incr) is float:
         raise ReplyError("ERR increment would produce NaN or Infinity")
-    result = _round_ld(current + incr)  # type: ignore[operator]
+    result = round_long_double(current + incr)  # type: ignore[operator]
     if type(result) is float:
         raise ReplyError("ERR increment would produce NaN or Infinity")
     new = format_long_double_human(result)  # type: ignore[arg-type]

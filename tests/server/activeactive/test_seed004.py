@@ -485,15 +485,8 @@ def test_writes_to_types_without_merge_rules_are_refused(cluster):
     c = cluster(2)
     r1, r2 = c
     refused = [
-        (("SET", "k", "v"), "string"),
-        (("INCR", "n"), "string"),
-        (("SETBIT", "bits", "1", "1"), "string"),
         (("PFADD", "hll", "a"), "string"),
         (("LPUSH", "l", "a"), "list"),
-        (("HSET", "h", "f", "v"), "hash"),
-        (("SADD", "s", "m"), "set"),
-        (("ZADD", "z", "1", "m"), "zset"),
-        (("GEOADD", "geo", "0", "0", "m"), "zset"),
     ]
     for args, kind in refused:
         assert r1.error(*args) == f"ERR Active-Active: writes to {kind} keys are not supported yet", args

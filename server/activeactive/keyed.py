@@ -1,0 +1,579 @@
+"""Active-Active strings, hashes, sets and sorted sets: the ops a local write makes, and a
+peer's ops applied (docs/active-active.md, "Strings, hashes, sets and sorted sets").
+
+The keyspace holds the ordinary Redis values, so reads and handlers are unchanged; beside
+them :class:`Keyed` keeps each key's merge state: per kind (``string``, ``hash``, ``set``,
+``zset``), per element (the string itself is element ``b""``), a :class:`~rill.storage.cells.Cell`.
+
+- **Local writes.** After a handler ran, :meth:`Keyed.collect` compares the key's value
+  with the state's rendering, for the elements the command names (or all of them) and makes
+  the ops: ``CSET`` (an assign), ``CINC`` (an increment, for the counter commands), ``CREM``
+  (an element removed), ``CDEL`` (the key removed or replaced by another type). Each op is
+  applied to the state as it is made, with the dot of the effect being made.
+- **Peers' ops.** :meth:`Keyed.apply` applies the op to the state and renders the elements
+  it touched into the keyspace.
+- **Types.** A key may hold live state of several kinds at once (a SET here and an HSET
+  there, concurrently). The key shows the first kind with live state in ``PRECEDENCE``,
+  after any stream (a stream has precedence over all); the others stay, hidden, until a
+  write that saw them removes them. Every instance decides the same way.
+"""
+
+from __future__ import annotations
+
+import time
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from rill.storage.cells import Cell, Number, Observed, num_bytes, num_in
+from rill.storage.hash import HashValue
+from rill.storage.set import SetValue
+from rill.storage.zset import SortedSet
+
+from ..commands.args import string2ll
+from ..commands.strings import format_long_double_human, parse_long_double, round_long_double
+from ..commands.zsets import get_double
+
+if TYPE_CHECKING:
+    from .engine import ActiveActive
+
+Op = list[bytes]
+Kinds = dict[bytes, dict[bytes, Cell]]
+
+STRING, HASH, SET, ZSET = b"string", b"hash", b"set", b"zset"
+# Which kind a key shows when several have live state (a stream shows before any).
+PRECEDENCE = (HASH, ZSET, SET, STRING)
+
+# Elements a command names, by its argv: the rest of the value is left alone, so only
+# these are compared. Commands not listed are compared whole.
+_HINTS = {
+    "hset": lambda a: a[2::2], "hmset": lambda a: a[2::2], "hsetnx": lambda a: a[2:3],
+    "hdel": lambda a: a[2:], "hincrby": lambda a: a[2:3], "hincrbyfloat": lambda a: a[2:3],
+    "sadd": lambda a: a[2:], "srem": lambda a: a[2:], "smove": lambda a: a[3:4],
+    "zincrby": lambda a: a[3:4], "zrem": lambda a: a[2:],
+    "zadd": lambda a: _zadd_members(a),
+}
+
+
+def _zadd_members(argv: list[bytes]) -> list[bytes]:
+    i = 2
+    while i < len(argv) and argv[i].lower() in (b"nx", b"xx", b"gt", b"lt", b"ch", b"incr"):
+        i += 1
+    return argv[i + 1::2]
+
+
+def _int_arg(raw: bytes) -> int:
+    n = string2ll(raw)
+    if n is None:
+        raise ValueError
+    return n
+
+
+def _ld_arg(raw: bytes) -> Fraction:
+    v = parse_long_double(raw)
+    if not isinstance(v, Fraction):
+        raise ValueError  # inf or unparsable: the command refused it
+    return v
+
+
+# Increments a counter command makes: (element, delta) from its argv.
+_COUNTERS = {
+    "incr": lambda a: [(b"", 1)],
+    "decr": lambda a: [(b"", -1)],
+    "incrby": lambda a: [(b"", _int_arg(a[2]))],
+    "decrby": lambda a: [(b"", -_int_arg(a[2]))],
+    "incrbyfloat": lambda a: [(b"", _ld_arg(a[2]))],
+    "hincrby": lambda a: [(a[2], _int_arg(a[3]))],
+    "hincrbyfloat": lambda a: [(a[2], _ld_arg(a[3]))],
+    "zincrby": lambda a: [(a[3], Fraction(get_double(a[2])))],
+    "zadd": lambda a: _zadd_incr(a),
+}
+
+
+def _zadd_incr(argv: list[bytes]) -> list[tuple[bytes, Number]]:
+    opts = set()
+    i = 2
+    while i < len(argv) and argv[i].lower() in (b"nx", b"xx", b"gt", b"lt", b"ch", b"incr"):
+        opts.add(argv[i].lower())
+        i += 1
+    if b"incr" not in opts or i + 1 >= len(argv):
+        return []
+    return [(argv[i + 1], Fraction(get_double(argv[i])))]
+
+
+# Writes that assign what they name even when it holds that value already: SADD of a
+# member that is there re-adds it (a concurrent SREM elsewhere did not see this add).
+_ASSIGNS = frozenset({"sadd", "hset", "hmset", "set", "setex", "psetex", "mset", "getset"})
+_CONDITIONS = frozenset({b"nx", b"xx", b"gt", b"lt", b"incr"})
+
+
+def _reasserts(name: str, argv: list[bytes]) -> bool:
+    """Whether command ``name`` assigns every element it names (conditional forms, SET NX
+    or ZADD XX, assign only what they changed)."""
+    if name == "zadd":
+        return not any(a.lower() in _CONDITIONS for a in argv[2:len(argv) - 2])
+    if name == "set":
+        return not any(a.lower() in _CONDITIONS for a in argv[3:])
+    return name in _ASSIGNS
+
+
+def kind_of(value: Any) -> bytes | None:
+    """The merge kind of a keyspace value; None for none (and for streams)."""
+    t = type(value)
+    if t is bytes or t is bytearray:
+        return STRING
+    if t is HashValue:
+        return HASH
+    if t is SetValue:
+        return SET
+    if t is SortedSet:
+        return ZSET
+    return None
+
+
+def visible(kinds: Kinds) -> bytes | None:
+    """The kind a key shows: the first in PRECEDENCE with a live element."""
+    for kind in PRECEDENCE:
+        cells = kinds.get(kind)
+        if cells:
+            return kind
+    return None
+
+
+# -- rendering ---------------------------------------------------------------------------
+
+def render_bytes(cell: Cell) -> bytes | None:
+    """A string's or hash field's value: the winning assign, plus the increments when
+    there are any and the assign reads as a number (then Redis's own text for the sum)."""
+    base = cell.value()
+    extra = cell.counter()
+    if extra is None:
+        return base if type(base) is bytes or base is None else bytes(base)
+    if base is None:
+        start: Number = 0
+    else:
+        start = string2ll(bytes(base))
+        if start is None:
+            ld = parse_long_double(bytes(base))
+            if not isinstance(ld, Fraction):
+                return bytes(base)  # not a number: the increments wait for one
+            start = ld
+    total = start + extra
+    if type(total) is int:
+        return b"%d" % total
+    return format_long_double_human(round_long_double(Fraction(total)))
+
+
+def render_score(cell: Cell) -> float:
+    base = cell.value()
+    extra = cell.counter()
+    if extra is None:
+        return base
+    start = Fraction(base) if base is not None and base == base and abs(base) != float("inf") else base
+    if start is None:
+        return float(extra)
+    if isinstance(start, float):  # infinite: the increments cannot move it
+        return start
+    return float(start + extra)
+
+
+def _element_now(value: Any, kind: bytes, elem: bytes) -> Any:
+    """An element's value in the keyspace value (None: absent)."""
+    if kind == STRING:
+        return bytes(value)
+    if kind == HASH:
+        return value.get(elem)
+    if kind == SET:
+        return b"" if elem in value else None
+    return value.dict.get(elem)
+
+
+def _element_rendered(kind: bytes, cell: Cell | None) -> Any:
+    if cell is None or not cell.live():
+        return None
+    if kind == ZSET:
+        return render_score(cell)
+    if kind == SET:
+        return b""
+    return render_bytes(cell)
+
+
+def _new_value(kind: bytes) -> Any:
+    if kind == HASH:
+        return HashValue()
+    if kind == SET:
+        return SetValue()
+    if kind == ZSET:
+        return SortedSet()
+    return b""
+
+
+def _put(value: Any, kind: bytes, elem: bytes, v: Any) -> Any:
+    """Write one rendered element into the keyspace value (None removes it). Returns the
+    value (a string is replaced, not changed in place)."""
+    if kind == STRING:
+        return v
+    if kind == HASH:
+        if v is None:
+            value.delete_field(elem)
+        else:
+            value.check_sizes((elem, v))
+            value.put(elem, v)
+    elif kind == SET:
+        if v is None:
+            if elem in value:
+                value.discard_member(elem)
+        else:
+            value.add_member(elem)
+    else:
+        if v is None:
+            value.remove(elem)
+        else:
+            value.add(elem, v)
+    return value
+
+
+def _empty(value: Any) -> bool:
+    return len(value) == 0 if type(value) is not bytes else False
+
+
+# -- the state ---------------------------------------------------------------------------
+
+class Keyed:
+    """The merge state of every non-stream key (see the module docstring)."""
+
+    def __init__(self, engine: ActiveActive) -> None:
+        self.engine = engine
+        self.keys: dict[tuple[int, bytes], Kinds] = {}
+
+    def has(self, db_id: int, key: bytes) -> bool:
+        return (db_id, key) in self.keys
+
+    # -- local writes ----------------------------------------------------------------
+
+    def _local(self) -> tuple[int, int, dict[int, int]]:
+        """The dot and seen clock of the effect being made here."""
+        engine = self.engine
+        seq = engine.seq + 1
+        seen = dict(engine.vc)
+        seen[engine.region] = seq
+        return engine.region, seq, seen
+
+    def collect(self, db: Any, key: bytes, name: str, argv: list[bytes]) -> list[Op]:
+        """The ops that bring ``key``'s state to what its value holds now, after command
+        ``name`` ran; they are applied to the state as they are made."""
+        now = db.data.get(key)
+        kind = kind_of(now)
+        where = (db.id, key)
+        kinds = self.keys.get(where)
+        if kinds is None and kind is None:
+            return []
+        origin, seq, seen = self._local()
+        ts = int(time.time() * 1000)
+        ops: list[Op] = []
+        shown = visible(kinds) if kinds else None
+        if shown != kind or (kind is not None and kinds is not None and any(
+            k != kind and cells for k, cells in kinds.items()
+        ) and name not in _HINTS and name not in _COUNTERS):
+            # Created, removed, or replaced by a value of another kind (or a whole-value
+            # write over hidden kinds): what this instance saw goes, then what is there now.
+            if kinds:
+                op = [b"CDEL", key, *_observations(kinds)]
+                ops.append(op)
+                self._delete(kinds, seen, op[2:])
+                if not any(kinds.values()):
+                    del self.keys[where]
+                    kinds = None
+            if kind is not None:
+                if kinds is None:
+                    kinds = self.keys[where] = {}
+                cells = kinds.setdefault(kind, {})
+                deltas = _deltas(name, argv)
+                for elem, v in _elements(now, kind):
+                    delta = deltas.get(elem)
+                    if delta is not None and elem not in cells:
+                        # A counter its increment created: 0 plus the increments.
+                        cell = cells[elem] = Cell()
+                        cell.incr(delta, ts, origin, seq)
+                        ops.append([b"CINC", key, kind, elem, num_bytes(delta)])
+                    else:
+                        ops.append(self._assign_op(cells, key, kind, elem, v, ts, origin, seq, seen))
+            return ops
+        cells = kinds[kind]
+        hint = _HINTS.get(name)
+        elems = hint(argv) if hint is not None else list({*cells, *_keys_of(now, kind)})
+        counters = None
+        reassert = _reasserts(name, argv)
+        for elem in elems:
+            cell = cells.get(elem)
+            before = _element_rendered(kind, cell)
+            after = _element_now(now, kind, elem)
+            if after == before and (after is None or not reassert):
+                continue
+            if after is None:
+                op = [b"CREM", key, kind, elem, *_obs_args(cell.observed())]
+                ops.append(op)
+                cell.remove(seen, cell.observed())
+                if not cell.live():
+                    del cells[elem]
+                continue
+            if counters is None:
+                counters = _deltas(name, argv)
+            delta = counters.get(elem)
+            if delta is not None and cell is not None and cell.live():
+                ops.append([b"CINC", key, kind, elem, num_bytes(delta)])
+                cell.incr(delta, ts, origin, seq)
+                canonical = _element_rendered(kind, cell)
+                if canonical != after:  # a float sum: every instance shows this text
+                    now = _put(now, kind, elem, canonical)
+                    if kind == STRING:
+                        db.data[key] = now
+                continue
+            if delta is not None and cell is None:
+                # A counter created by its increment: 0 plus the increments.
+                cell = cells[elem] = Cell()
+                ops.append([b"CINC", key, kind, elem, num_bytes(delta)])
+                cell.incr(delta, ts, origin, seq)
+                continue
+            if cell is None:
+                cell = cells[elem] = Cell()
+            ops.append(self._assign_op(cells, key, kind, elem, after, ts, origin, seq, seen))
+        if not cells:
+            del kinds[kind]
+            if not kinds:
+                del self.keys[where]
+        return ops
+
+    def _assign_op(self, cells: dict[bytes, Cell], key: bytes, kind: bytes, elem: bytes, v: Any,
+                   ts: int, origin: int, seq: int, seen: dict[int, int]) -> Op:
+        cell = cells.get(elem)
+        if cell is None:
+            cell = cells[elem] = Cell()
+        observed = cell.observed()
+        cell.assign(seen, observed, ts, origin, seq, _stored(kind, v))
+        return [b"CSET", key, kind, elem, b"%d" % ts, _value_arg(kind, v), *_obs_args(observed)]
+
+    def _delete(self, kinds: Kinds, seen: dict[int, int], args: list[bytes]) -> None:
+        """A CDEL: every element's assigns the deleter saw, and the increments it reports."""
+        reported = _read_cdel(args)
+        for kind, cells in list(kinds.items()):
+            for elem in list(cells):
+                cell = cells[elem]
+                cell.remove(seen, reported.get((kind, elem), ()))
+                if not cell.live():
+                    del cells[elem]
+            if not cells:
+                del kinds[kind]
+
+    def expired(self, db_id: int, key: bytes) -> Op | None:
+        """The key's TTL passed here: a CDEL of what this instance saw (applied now)."""
+        kinds = self.keys.get((db_id, key))
+        if not kinds:
+            return None
+        _origin, _seq, seen = self._local()
+        op = [b"CDEL", key, *_observations(kinds)]
+        self._delete(kinds, seen, op[2:])
+        if not kinds:
+            del self.keys[(db_id, key)]
+        return op
+
+    # -- peers' ops ------------------------------------------------------------------
+
+    def apply(self, db: Any, origin: int, seq: int, vc: dict[int, int], op: Op) -> bytes | None:
+        """Apply a peer's op (``origin``/``seq`` its effect's dot, ``vc`` its clock) and
+        render what changed into the keyspace. Returns the keyspace event to fire."""
+        name, key = op[0], op[1]
+        seen = dict(vc)
+        seen[origin] = seq
+        where = (db.id, key)
+        kinds = self.keys.get(where)
+        if name == b"CDEL":
+            if not kinds:
+                return None
+            shown = visible(kinds)
+            self._delete(kinds, seen, op[2:])
+            if not kinds:
+                del self.keys[where]
+            self._render(db, key, shown, None)
+            return b"del"
+        kind, elem = op[2], op[3]
+        if kinds is None:
+            kinds = self.keys[where] = {}
+        shown = visible(kinds)
+        cells = kinds.setdefault(kind, {})
+        cell = cells.get(elem)
+        if cell is None:
+            cell = cells[elem] = Cell()
+        if name == b"CSET":
+            cell.assign(seen, _read_obs(op[6:]), int(op[4]), origin, seq, _value_in(kind, op[5]))
+            event = _SET_EVENT[kind]
+        elif name == b"CINC":
+            cell.incr(num_in(op[4]), 0, origin, seq)
+            event = _INCR_EVENT[kind]
+        else:  # CREM
+            cell.remove(seen, _read_obs(op[4:]))
+            event = _REM_EVENT[kind]
+        if not cell.live():
+            del cells[elem]
+        if not cells:
+            del kinds[kind]
+            if not kinds:
+                del self.keys[where]
+        self._render(db, key, shown, (kind, elem))
+        return event
+
+    def _render(self, db: Any, key: bytes, shown: bytes | None, touched: tuple[bytes, bytes] | None) -> None:
+        """Bring the keyspace value of ``key`` to the state: the touched element only
+        when the kind shown stays the same, else the whole key."""
+        value = db.data.get(key)
+        if value is not None and kind_of(value) is None:
+            return  # a stream: it shows before any other kind
+        kinds = self.keys.get((db.id, key))
+        now = visible(kinds) if kinds else None
+        if now is None:
+            if value is not None:
+                db.delete(key)
+            return
+        if touched is not None and now == shown and value is not None and touched[0] == now:
+            kind, elem = touched
+            cell = kinds[kind].get(elem)
+            new = _put(value, kind, elem, _element_rendered(kind, cell))
+            if new is not value:
+                db.data[key] = new
+            elif _empty(value):
+                db.delete(key)
+            return
+        new = _new_value(now)
+        for elem, cell in kinds[now].items():
+            new = _put(new, now, elem, _element_rendered(now, cell))
+        created = value is None
+        db.set(key, new, keep_ttl=True)
+        if created:
+            self.engine._settle_ttl(db, key)
+
+    def render_key(self, db: Any, key: bytes) -> None:
+        """A stream at ``key`` went: the hidden state shows (if any)."""
+        if (db.id, key) in self.keys:
+            self._render(db, key, None, None)
+
+    # -- persistence -----------------------------------------------------------------
+
+    def export(self) -> list:
+        return [
+            [db_id, key.hex(), [[kind.decode(), [[e.hex(), c.to_state(_state_out)] for e, c in cells.items()]]
+                                for kind, cells in kinds.items()]]
+            for (db_id, key), kinds in self.keys.items()
+        ]
+
+    def load(self, doc: list) -> None:
+        keys: dict[tuple[int, bytes], Kinds] = {}
+        for db_id, key, kinds in doc:
+            keys[(int(db_id), bytes.fromhex(key))] = {
+                kind.encode(): {bytes.fromhex(e): Cell.from_state(s, _state_in) for e, s in cells}
+                for kind, cells in kinds
+            }
+        self.keys = keys
+
+
+_SET_EVENT = {STRING: b"set", HASH: b"hset", SET: b"sadd", ZSET: b"zadd"}
+_INCR_EVENT = {STRING: b"incrby", HASH: b"hincrby", SET: b"sadd", ZSET: b"zincr"}
+_REM_EVENT = {STRING: b"del", HASH: b"hdel", SET: b"srem", ZSET: b"zrem"}
+
+
+def _elements(value: Any, kind: bytes) -> list[tuple[bytes, Any]]:
+    if kind == STRING:
+        return [(b"", bytes(value))]
+    if kind == HASH:
+        return list(value.items())
+    if kind == SET:
+        return [(m, b"") for m in value]
+    return list(value.dict.items())
+
+
+def _keys_of(value: Any, kind: bytes) -> Any:
+    if kind == STRING:
+        return (b"",)
+    if kind == ZSET:
+        return value.dict
+    return value
+
+
+def _deltas(name: str, argv: list[bytes]) -> dict[bytes, Number]:
+    f = _COUNTERS.get(name)
+    if f is None:
+        return {}
+    try:
+        return dict(f(argv))
+    except Exception:  # noqa: BLE001 - the command refused its argument; it changed nothing
+        return {}
+
+
+def _stored(kind: bytes, v: Any) -> Any:
+    if kind == STRING:
+        return bytes(v)
+    if kind == SET:
+        return None
+    return v
+
+
+def _value_arg(kind: bytes, v: Any) -> bytes:
+    if kind == ZSET:
+        return repr(float(v)).encode()
+    if kind == SET:
+        return b""
+    return bytes(v)
+
+
+def _value_in(kind: bytes, raw: bytes) -> Any:
+    if kind == ZSET:
+        return float(raw)
+    if kind == SET:
+        return None
+    return raw
+
+
+def _obs_args(observed: list[Observed]) -> list[bytes]:
+    out: list[bytes] = []
+    for origin, seq, total in observed:
+        out += [b"%d" % origin, b"%d" % seq, num_bytes(total)]
+    return out
+
+
+def _read_obs(args: list[bytes]) -> list[Observed]:
+    return [(int(args[i]), int(args[i + 1]), num_in(args[i + 2])) for i in range(0, len(args) - 2, 3)]
+
+
+def _observations(kinds: Kinds) -> list[bytes]:
+    """CDEL's arguments: for each element with increments, kind, element, how many
+    observations, then the observations."""
+    out: list[bytes] = []
+    for kind, cells in kinds.items():
+        for elem, cell in cells.items():
+            observed = cell.observed()
+            if observed:
+                out += [kind, elem, b"%d" % len(observed), *_obs_args(observed)]
+    return out
+
+
+def _read_cdel(args: list[bytes]) -> dict[tuple[bytes, bytes], list[Observed]]:
+    out: dict[tuple[bytes, bytes], list[Observed]] = {}
+    i = 0
+    while i + 2 < len(args):
+        kind, elem, n = args[i], args[i + 1], int(args[i + 2])
+        out[(kind, elem)] = _read_obs(args[i + 3:i + 3 + 3 * n])
+        i += 3 + 3 * n
+    return out
+
+
+def _state_out(v: Any) -> Any:
+    if isinstance(v, (bytes, bytearray)):
+        return bytes(v).hex()
+    return v
+
+
+def _state_in(v: Any) -> Any:
+    if isinstance(v, str):
+        return bytes.fromhex(v)
+    return v
+
+
+__all__ = ["HASH", "PRECEDENCE", "SET", "STRING", "ZSET", "Keyed", "kind_of", "visible"]

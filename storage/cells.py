@@ -1,0 +1,205 @@
+"""Active-Active element state: what one string, hash field, set member or sorted-set
+member holds across regions (docs/active-active.md, "Strings, hashes, sets and sorted sets").
+
+An element is a set of *dots*: the marks of the effects (origin region, sequence) that
+wrote it. Two kinds of dot:
+
+- **Assigns** (SET, HSET, SADD, ZADD): ``(ts, origin, seq, value)``. An assign first removes
+  every dot its effect had seen, so concurrent assigns stay side by side and the one with
+  the latest timestamp, then the higher region, is the element's value (last write wins).
+- **Increments** (INCRBY, HINCRBY, ZINCRBY and their float forms): folded per origin, since
+  each origin's effects reach every instance in that origin's order. Per origin the cell
+  keeps the running total, the last increment's sequence, and what removals took: the total
+  at the latest sequence a removal had seen. An increment is never removed by what did not
+  see it, so concurrent increments accumulate, on top of whichever assign wins.
+
+A removal (HDEL, SREM, ZREM, DEL, and an assign's own first step) takes the assigns its
+effect had seen (a *seen* clock: the effect's vector clock with its own dot) and the
+increments it reports having seen (``observed()`` at its origin, carried in its op). An
+element exists while it has an assign or an increment no removal saw.
+
+Totals are exact: ints, or Fractions once a float increment arrived, summed per origin in
+that origin's order and across origins in region order, so every instance computes the
+same number. Rendering numbers as Redis text is the server's business (it knows Redis's
+long double formatting); this module knows no commands.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+Number = int | Fraction
+# An increment observation, carried by removals: (origin, last seq seen, total seen).
+Observed = tuple[int, int, Number]
+
+# Indexes into a per-origin counter: [total, last_seq, last_ts, removed_total, removed_seq].
+_TOTAL, _SEQ, _TS, _RTOTAL, _RSEQ = range(5)
+
+
+class Cell:
+    """One element's merge state (see the module docstring)."""
+
+    __slots__ = ("assigns", "counters")
+
+    def __init__(self) -> None:
+        self.assigns: list[tuple[int, int, int, Any]] = []  # (ts, origin, seq, value)
+        self.counters: dict[int, list] | None = None  # origin -> [total, seq, ts, rtotal, rseq]
+
+    # -- writes ----------------------------------------------------------------------
+
+    def remove(self, seen: dict[int, int], observed: list[Observed] = ()) -> None:
+        """Take what a removal had seen: assigns within ``seen``, increments up to the
+        observations it carries."""
+        if self.assigns:
+            self.assigns = [a for a in self.assigns if seen.get(a[1], 0) < a[2]]
+        if observed and self.counters:
+            counters = self.counters
+            for origin, seq, total in observed:
+                c = counters.get(origin)
+                if c is not None and seq > c[_RSEQ]:
+                    c[_RSEQ] = seq
+                    c[_RTOTAL] = total
+
+    def assign(self, seen: dict[int, int], observed: list[Observed], ts: int, origin: int,
+               seq: int, value: Any) -> None:
+        """An assign: remove what it had seen, then add its own dot."""
+        self.remove(seen, observed)
+        self.assigns.append((ts, origin, seq, value))
+
+    def incr(self, delta: Number, ts: int, origin: int, seq: int) -> None:
+        """One origin's next increment (they arrive in that origin's order)."""
+        if self.counters is None:
+            self.counters = {}
+        c = self.counters.get(origin)
+        if c is None:
+            self.counters[origin] = [delta, seq, ts, 0, 0]
+        else:
+            c[_TOTAL] = c[_TOTAL] + delta
+            c[_SEQ] = seq
+            c[_TS] = ts
+
+    # -- reads -----------------------------------------------------------------------
+
+    def live(self) -> bool:
+        if self.assigns:
+            return True
+        if self.counters:
+            for c in self.counters.values():
+                if c[_SEQ] > c[_RSEQ]:
+                    return True
+        return False
+
+    def value(self) -> Any:
+        """The winning assign's value (latest timestamp, then higher region), or None."""
+        assigns = self.assigns
+        if not assigns:
+            return None
+        if len(assigns) == 1:
+            return assigns[0][3]
+        return max(assigns, key=_stamp)[3]
+
+    def counter(self) -> Number | None:
+        """The increments no removal took, summed in region order; None when the element
+        never had an increment (a plain register)."""
+        if not self.counters:
+            return None
+        total: Number = 0
+        for origin in sorted(self.counters):
+            c = self.counters[origin]
+            total = total + (c[_TOTAL] - c[_RTOTAL])
+        return total
+
+    def observed(self) -> list[Observed]:
+        """The increments this instance has applied, as a removal made here reports them."""
+        if not self.counters:
+            return []
+        return [(o, c[_SEQ], c[_TOTAL]) for o, c in sorted(self.counters.items()) if c[_SEQ] > c[_RSEQ]]
+
+    # -- full sync and persistence -----------------------------------------------------
+
+    def merge(self, other: Cell, mine: dict[int, int], theirs: dict[int, int]) -> None:
+        """Merge another instance's cell for the same element (a full sync). ``mine`` and
+        ``theirs`` are the two instances' applied clocks: an assign one side holds and the
+        other lacks although its clock covers it was removed there, so it goes."""
+        keep = [a for a in self.assigns if a in other.assigns or theirs.get(a[1], 0) < a[2]]
+        for a in other.assigns:
+            if a not in keep and mine.get(a[1], 0) < a[2]:
+                keep.append(a)
+        keep.sort(key=_dot)
+        self.assigns = keep
+        if other.counters:
+            if self.counters is None:
+                self.counters = {}
+            for origin, theirs_c in other.counters.items():
+                c = self.counters.get(origin)
+                if c is None:
+                    self.counters[origin] = list(theirs_c)
+                    continue
+                if theirs_c[_SEQ] > c[_SEQ]:
+                    c[_TOTAL], c[_SEQ], c[_TS] = theirs_c[_TOTAL], theirs_c[_SEQ], theirs_c[_TS]
+                if theirs_c[_RSEQ] > c[_RSEQ]:
+                    c[_RTOTAL], c[_RSEQ] = theirs_c[_RTOTAL], theirs_c[_RSEQ]
+
+    def to_state(self, value_out: Any = None) -> list:
+        """A JSON-ready form; values pass through ``value_out`` (bytes need encoding)."""
+        out = value_out or (lambda v: v)
+        counters = None
+        if self.counters:
+            counters = [[o, _num_out(c[_TOTAL]), c[_SEQ], c[_TS], _num_out(c[_RTOTAL]), c[_RSEQ]]
+                        for o, c in sorted(self.counters.items())]
+        return [[[ts, o, s, out(v)] for ts, o, s, v in self.assigns], counters]
+
+    @classmethod
+    def from_state(cls, state: list, value_in: Any = None) -> Cell:
+        """The inverse of :meth:`to_state`; ValueError when malformed."""
+        inp = value_in or (lambda v: v)
+        try:
+            assigns, counters = state
+            cell = cls()
+            cell.assigns = [(int(ts), int(o), int(s), inp(v)) for ts, o, s, v in assigns]
+            if counters:
+                cell.counters = {
+                    int(o): [num_in(t), int(s), int(ts), num_in(rt), int(rs)]
+                    for o, t, s, ts, rt, rs in counters
+                }
+        except (TypeError, ValueError) as exc:
+            raise ValueError("malformed Active-Active cell") from exc
+        return cell
+
+    def __repr__(self) -> str:  # for test failures
+        return f"Cell(assigns={self.assigns!r}, counters={self.counters!r})"
+
+
+def _stamp(a: tuple[int, int, int, Any]) -> tuple[int, int]:
+    return a[0], a[1]
+
+
+def _dot(a: tuple[int, int, int, Any]) -> tuple[int, int]:
+    return a[1], a[2]
+
+
+def _num_out(n: Number) -> str | int:
+    return n if type(n) is int else f"{n.numerator}/{n.denominator}"
+
+
+def num_in(raw: Any) -> Number:
+    """An exact number as ops and states carry it: an int, or ``"n/d"`` text for a Fraction."""
+    if type(raw) is int:
+        return raw
+    if isinstance(raw, bytes):
+        raw = raw.decode()
+    if isinstance(raw, str) and "/" in raw:
+        n, _, d = raw.partition("/")
+        return Fraction(int(n), int(d))
+    return int(raw)
+
+
+def num_bytes(n: Number) -> bytes:
+    """The op text of an exact number (see :func:`num_in`)."""
+    if type(n) is int:
+        return b"%d" % n
+    return b"%d/%d" % (n.numerator, n.denominator)
+
+
+__all__ = ["Cell", "Number", "Observed", "num_bytes", "num_in"]

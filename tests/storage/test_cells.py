@@ -1,0 +1,179 @@
+"""The Active-Active element cell (storage/cells.py): its rules one by one, and, with
+hypothesis, that every causally allowed delivery order gives the same cell."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rill.storage.cells import Cell, num_bytes, num_in
+
+
+def seen(vc: dict[int, int], origin: int, seq: int) -> dict[int, int]:
+    s = dict(vc)
+    s[origin] = seq
+    return s
+
+
+def test_the_latest_assign_wins_then_the_higher_region():
+    c = Cell()
+    c.assign({}, [], 100, 1, 1, b"a")
+    c.assign({}, [], 200, 2, 1, b"b")  # concurrent: neither saw the other
+    assert c.value() == b"b"
+    c.assign({}, [], 200, 3, 1, b"c")  # same time: the higher region
+    assert c.value() == b"c"
+    assert len(c.assigns) == 3
+    c.assign({1: 1, 2: 1, 3: 1}, [], 50, 1, 2, b"d")  # saw them all: alone, whatever its time
+    assert c.assigns == [(50, 1, 2, b"d")] and c.value() == b"d"
+
+
+def test_increments_accumulate_and_removals_take_only_what_they_saw():
+    c = Cell()
+    c.assign({}, [], 1, 1, 1, b"4.1")
+    c.incr(7, 2, 1, 2)
+    c.incr(3, 2, 2, 1)
+    assert c.counter() == 10
+    observed = c.observed()
+    assert observed == [(1, 2, 7), (2, 1, 3)]
+    c.incr(5, 3, 2, 2)  # concurrent with the removal below
+    c.remove({1: 2, 2: 1}, observed)
+    assert c.live() and c.value() is None and c.counter() == 5
+    c.remove({1: 2, 2: 2}, c.observed())
+    assert not c.live() and c.counter() == 0
+
+
+def test_an_older_removal_arriving_late_takes_nothing_more():
+    c = Cell()
+    c.incr(1, 0, 1, 1)
+    c.incr(1, 0, 1, 2)
+    c.remove({1: 2}, [(1, 2, 2)])
+    c.remove({1: 1}, [(1, 1, 1)])  # concurrent, saw less: arrives after
+    assert c.counter() == 0 and not c.live()
+
+
+def test_float_increments_are_exact():
+    c = Cell()
+    for i, d in enumerate([Fraction(0.1), Fraction(0.2), Fraction(0.3)], start=1):
+        c.incr(d, 0, 1, i)
+    assert c.counter() == Fraction(0.1) + Fraction(0.2) + Fraction(0.3)
+
+
+def test_state_round_trip_and_number_text():
+    c = Cell()
+    c.assign({}, [], 5, 2, 3, b"\x00v")
+    c.incr(Fraction(1, 3), 6, 1, 1)
+    back = Cell.from_state(c.to_state(lambda v: v.hex()), bytes.fromhex)
+    assert back.assigns == c.assigns and back.counters == c.counters
+    for n in (0, -5, 10**30, Fraction(-7, 3)):
+        assert num_in(num_bytes(n)) == n
+
+
+# -- convergence --------------------------------------------------------------------------
+# Each region makes a few ops, each seeing what that region had applied; then the effects
+# are delivered to a fresh cell in random causal orders, which must all agree.
+
+OPS = st.lists(
+    st.tuples(st.integers(1, 3), st.sampled_from(["assign", "incr", "remove", "sync"]),
+              st.integers(-5, 5)),
+    min_size=1, max_size=25,
+)
+
+
+def _simulate(script):
+    """Run ``script`` on three regions that sync only at 'sync' steps. Returns the effects
+    made ((origin, seq, vc, op, args)) and each region's final cell."""
+    cells = {r: Cell() for r in (1, 2, 3)}
+    vcs = {r: {} for r in (1, 2, 3)}
+    effects = []
+    applied = {r: [] for r in (1, 2, 3)}
+
+    def apply(cell, e):
+        origin, seq, vc, op, args = e
+        s = seen(vc, origin, seq)
+        if op == "assign":
+            cell.assign(s, args[1], args[0], origin, seq, args[2])
+        elif op == "incr":
+            cell.incr(args[0], 0, origin, seq)
+        else:
+            cell.remove(s, args[0])
+
+    for t, (region, op, n) in enumerate(script):
+        if op == "sync":
+            for r in (1, 2, 3):
+                for e in effects:
+                    if e not in applied[r] and e[0] != r:
+                        apply(cells[r], e)
+                        applied[r].append(e)
+                        vcs[r][e[0]] = max(vcs[r].get(e[0], 0), e[1])
+            continue
+        seq = vcs[region].get(region, 0) + 1
+        vc = dict(vcs[region])
+        if op == "assign":
+            args = (t, cells[region].observed(), b"v%d" % n)
+        elif op == "incr":
+            args = (n,)
+        else:
+            args = (cells[region].observed(),)
+        e = (region, seq, vc, op, args)
+        apply(cells[region], e)
+        applied[region].append(e)
+        vcs[region][region] = seq
+        effects.append(e)
+    return effects, apply
+
+
+def _causal_order(effects, rnd):
+    pending = list(effects)
+    done: dict[int, int] = {}
+    order = []
+    while pending:
+        ready = [e for e in pending if done.get(e[0], 0) == e[1] - 1
+                 and all(done.get(r, 0) >= n for r, n in e[2].items() if r != e[0])]
+        e = rnd.choice(ready)
+        pending.remove(e)
+        done[e[0]] = e[1]
+        order.append(e)
+    return order
+
+
+def _fingerprint(c: Cell):
+    return sorted(c.assigns), c.value(), c.counter(), c.live()
+
+
+@settings(max_examples=200, deadline=None)
+@given(OPS, st.randoms(use_true_random=False))
+def test_every_causal_order_gives_the_same_cell(script, rnd):
+    effects, apply = _simulate(script)
+    results = []
+    for _ in range(3):
+        cell = Cell()
+        for e in _causal_order(effects, rnd):
+            apply(cell, e)
+        results.append(_fingerprint(cell))
+    assert results[0] == results[1] == results[2]
+
+
+@settings(max_examples=200, deadline=None)
+@given(OPS, st.randoms(use_true_random=False), st.integers(0, 25), st.integers(0, 25))
+def test_a_merge_of_two_instances_equals_applying_what_they_hold_together(script, rnd, i, j):
+    """Full sync: two instances that applied different causal prefixes merge into the cell
+    of one that applied the union (which is causally closed, as both prefixes are)."""
+    effects, apply = _simulate(script)
+    o1, o2 = _causal_order(effects, rnd), _causal_order(effects, rnd)
+    p1, p2 = o1[:i], o2[:j]
+    a, b, union = Cell(), Cell(), Cell()
+    vc_a: dict[int, int] = {}
+    vc_b: dict[int, int] = {}
+    for e in p1:
+        apply(a, e)
+        vc_a[e[0]] = e[1]
+    for e in p2:
+        apply(b, e)
+        vc_b[e[0]] = e[1]
+    held = {e[:2] for e in p1} | {e[:2] for e in p2}
+    for e in o1:
+        if e[:2] in held:
+            apply(union, e)
+    a.merge(b, vc_a, vc_b)
+    assert _fingerprint(a) == _fingerprint(union)
