@@ -121,25 +121,36 @@ class Cell:
     def merge(self, other: Cell, mine: dict[int, int], theirs: dict[int, int]) -> None:
         """Merge another instance's cell for the same element (a full sync). ``mine`` and
         ``theirs`` are the two instances' applied clocks: an assign one side holds and the
-        other lacks although its clock covers it was removed there, so it goes."""
+        other lacks although its clock covers it was removed there, so it goes.
+
+        Limitation: increments one side removed after applying only some of them, while
+        the other applied more, come back whole (the total at the removal's sequence is
+        not known to the other side)."""
         keep = [a for a in self.assigns if a in other.assigns or theirs.get(a[1], 0) < a[2]]
         for a in other.assigns:
             if a not in keep and mine.get(a[1], 0) < a[2]:
                 keep.append(a)
         keep.sort(key=_dot)
         self.assigns = keep
-        if other.counters:
-            if self.counters is None:
-                self.counters = {}
-            for origin, theirs_c in other.counters.items():
-                c = self.counters.get(origin)
-                if c is None:
-                    self.counters[origin] = list(theirs_c)
-                    continue
-                if theirs_c[_SEQ] > c[_SEQ]:
-                    c[_TOTAL], c[_SEQ], c[_TS] = theirs_c[_TOTAL], theirs_c[_SEQ], theirs_c[_TS]
-                if theirs_c[_RSEQ] > c[_RSEQ]:
-                    c[_RTOTAL], c[_RSEQ] = theirs_c[_RTOTAL], theirs_c[_RSEQ]
+        # Increments: per origin, the later total and the later removal. An origin's
+        # increments one side lacks although it applied them all were removed there (the
+        # cell went once nothing in it was live).
+        mine_c = self.counters or {}
+        for origin, c in mine_c.items():
+            if origin not in (other.counters or {}) and theirs.get(origin, 0) >= c[_SEQ]:
+                c[_RTOTAL], c[_RSEQ] = c[_TOTAL], c[_SEQ]
+        for origin, theirs_c in (other.counters or {}).items():
+            c = mine_c.get(origin)
+            if c is None:
+                if mine.get(origin, 0) < theirs_c[_SEQ]:
+                    if self.counters is None:
+                        self.counters = mine_c = {}
+                    mine_c[origin] = list(theirs_c)
+                continue
+            if theirs_c[_SEQ] > c[_SEQ]:
+                c[_TOTAL], c[_SEQ], c[_TS] = theirs_c[_TOTAL], theirs_c[_SEQ], theirs_c[_TS]
+            if theirs_c[_RSEQ] > c[_RSEQ]:
+                c[_RTOTAL], c[_RSEQ] = theirs_c[_RTOTAL], theirs_c[_RSEQ]
 
     def to_state(self, value_out: Any = None) -> list:
         """A JSON-ready form; values pass through ``value_out`` (bytes need encoding)."""

@@ -455,6 +455,41 @@ class Keyed:
         if (db.id, key) in self.keys:
             self._render(db, key, None, None)
 
+    # -- full sync -------------------------------------------------------------------
+
+    def merge(self, db: Any, theirs: dict[tuple[int, bytes], Kinds], mine_vc: dict[int, int],
+              their_vc: dict[int, int]) -> list[bytes]:
+        """Merge a peer's state of ``db``'s keys (a full sync, state.py); renders each key
+        that changed and returns them."""
+        changed = []
+        wanted = {k for (d, k) in self.keys if d == db.id} | {k for (d, k) in theirs if d == db.id}
+        for key in wanted:
+            where = (db.id, key)
+            mine = self.keys.get(where) or {}
+            other = theirs.get(where) or {}
+            before = _fingerprint(mine)
+            merged: Kinds = {}
+            for kind in {*mine, *other}:
+                cells = mine.get(kind, {})
+                their_cells = other.get(kind, {})
+                out = {}
+                for elem in {*cells, *their_cells}:
+                    cell = cells.get(elem) or Cell()
+                    cell.merge(their_cells.get(elem) or Cell(), mine_vc, their_vc)
+                    if cell.live():
+                        out[elem] = cell
+                if out:
+                    merged[kind] = out
+            if _fingerprint(merged) == before:
+                continue
+            if merged:
+                self.keys[where] = merged
+            else:
+                self.keys.pop(where, None)
+            self._render(db, key, None, None)
+            changed.append(key)
+        return changed
+
     # -- persistence -----------------------------------------------------------------
 
     def export(self) -> list:
@@ -477,6 +512,10 @@ class Keyed:
 _SET_EVENT = {STRING: b"set", HASH: b"hset", SET: b"sadd", ZSET: b"zadd"}
 _INCR_EVENT = {STRING: b"incrby", HASH: b"hincrby", SET: b"sadd", ZSET: b"zincr"}
 _REM_EVENT = {STRING: b"del", HASH: b"hdel", SET: b"srem", ZSET: b"zrem"}
+
+
+def _fingerprint(kinds: Kinds) -> Any:
+    return sorted((k, e, repr(c)) for k, cells in kinds.items() for e, c in cells.items())
 
 
 def _elements(value: Any, kind: bytes) -> list[tuple[bytes, Any]]:

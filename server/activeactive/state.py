@@ -25,6 +25,9 @@ region ``r``'s entries, applied at both in ``r``'s order):
   acknowledged prefix per sub-stream;
 - the TTL register keeps the values neither side saw superseded (PERSIST beats any TTL,
   else the longest wins);
+- strings, hashes, sets and sorted sets: each element's cell merges (storage/cells.py,
+  ``Cell.merge``): a dot one side holds and the other lacks though its clock covers it was
+  removed there; the keys are rendered again from the merged cells;
 - clocks merge by maximum, tombstones by union;
 - a stream deleted whole (or emptied) keeps no sub-stream last IDs, so the deletions one side
   made that the other has not applied are re-applied as the trims they are: the sender's ride
@@ -46,6 +49,7 @@ from rill.protocol.effects import decode_effect, encode_vc
 from rill.storage.stream import ID_MAX, MASK64, Stream
 from rill.storage.stream.active import ActiveStream
 
+from .keyed import kind_of
 from .plain import rewrite
 
 if TYPE_CHECKING:
@@ -125,6 +129,7 @@ class _Sender:
         self.vc: dict[int, int] = scratch.vc
         self.tombstones: dict[tuple[int, bytes], list[tuple[int, int, bytes | None]]] = scratch.tombstones
         self.ttl: dict[tuple[int, bytes], list[tuple[int, int, int]]] = scratch.ttl
+        self.cells = scratch.keyed.keys  # strings, hashes, sets and sorted sets (keyed.py)
 
 
 def merge_state(server: Server, payload: bytes, own_deletions: bytes | None = None) -> None:
@@ -155,6 +160,7 @@ def merge_state(server: Server, payload: bytes, own_deletions: bytes | None = No
             a = theirs.get(key)
             if _merge_key(server, db, key, a if isinstance(a, ActiveStream) else None, mine, sender):
                 changed.append((db.id, key))
+        changed.extend((db.id, key) for key in engine.keyed.merge(db, sender.cells, mine, sender.vc))
         _merge_ttls(engine, db, theirs, mine, sender)
     # Deletions by effects one side made and the other has not applied: what the other had
     # seen of a stream it deleted whole is known only from them (see the module docstring).
@@ -226,7 +232,9 @@ def _merge_key(server: Server, db: Any, key: bytes, a: ActiveStream | None,
     engine = server.active_active
     b = db.data.get(key)
     if b is not None and not isinstance(b, ActiveStream):
-        return False
+        if kind_of(b) is None:
+            return False
+        b = None  # a string, hash, set or sorted set: a stream shows before them
     theirs = sender.vc
     ops: list[Op] = []
     a_subs = dict(a.sub_streams()) if a is not None else {}
