@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sys
 
 from setuptools import setup
@@ -91,6 +92,10 @@ def extensions() -> list:
         return []
     from setuptools import Extension
 
+    # Cython finds a module's .pxd by its full name (rill/storage/stream/stream.pxd), but
+    # the sources sit in folders that package-dir maps to rill.*: give it that layout.
+    include = os.path.join(ROOT, "build", "cython-include")
+    shutil.rmtree(include, ignore_errors=True)
     exts = []
     for package, rels in HOT.items():
         folder = PACKAGES[package]
@@ -98,6 +103,11 @@ def extensions() -> list:
             py = os.path.join(folder, rel)
             name = package + "." + rel[:-3].replace("/", ".")
             COMPILED[name] = (package, rel, source_hash(os.path.join(ROOT, py)))
+            pxd = os.path.join(ROOT, py[:-3] + ".pxd")
+            if os.path.exists(pxd):
+                dest = os.path.join(include, *name.split(".")) + ".pxd"
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                shutil.copy2(pxd, dest)  # keeps its time: Cython rebuilds by timestamps
             # No debug info: it triples the compile time and the size of the modules.
             exts.append(Extension(name, [py], extra_compile_args=["-g0"] if os.name == "posix" else []))
     return cythonize(
@@ -107,6 +117,7 @@ def extensions() -> list:
         # Types come from the .pxd files only.
         compiler_directives={"language_level": 3, "annotation_typing": False},
         build_dir="build/cython",
+        include_path=[include],
         quiet=True,
     )
 

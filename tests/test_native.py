@@ -68,6 +68,24 @@ def test_annotations_check_nothing_in_either_mode():
     assert listpack.element(bytearray(b"abc")) == listpack.element(b"abc")
 
 
+def test_the_pxd_files_reach_the_compiled_build():
+    """Cython looks a module's .pxd up by its full name (rill/storage/stream/stream.pxd),
+    not beside the .py in its folder; one it does not find types nothing, silently.
+    Compiled, the class stream.pxd declares is an extension type (not a heap type);
+    pure, it is an ordinary class."""
+    from rill.storage.stream import stream
+
+    heap_type = bool(stream._StreamCore.__flags__ & (1 << 9))  # Py_TPFLAGS_HEAPTYPE
+    assert heap_type != storage.native.compiled
+    # The class-wide settings stay settable at run time in both modes (CONFIG SET).
+    saved = stream.Stream.node_max_entries
+    stream.Stream.node_max_entries = 7
+    try:
+        assert stream.Stream().node_max_entries == 7
+    finally:
+        stream.Stream.node_max_entries = saved
+
+
 def _package(tmp_path: Path, body: str = "X = 1\n") -> Path:
     pkg = tmp_path / "pkg"
     pkg.mkdir()

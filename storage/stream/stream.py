@@ -57,8 +57,6 @@ from .ids import ID_MAX, MASK64, format_sid
 from .node import (
     _E_FLAGS_NONE,
     _E_FLAGS_SAME,
-    _SMALL_MAX,
-    _SMALL_MIN,
     FLAG_DELETED,
     STREAM_LISTPACK_MAX_SIZE,
     GCStats,
@@ -106,26 +104,24 @@ _SIZEOF_GHOST = sys.getsizeof(1 << 40)  # a packed ghost value (its key is the r
 _MASK32 = (1 << 32) - 1
 
 
-class Stream:
-    """A Redis stream: listpack nodes in a Rax plus metadata and consumer groups.
+def _probe() -> None:
+    """Only its type matters: see _COMPILED."""
 
-    Public metadata attributes (plain ints, IDs in ``ms << 64 | seq`` form): ``length``,
-    ``last_id``, ``first_id`` (first live entry, 0 when empty), ``max_deleted_entry_id``,
-    ``entries_added``.  Node limits are the server-wide CONFIG values
-    ``stream-node-max-bytes`` / ``stream-node-max-entries``; they are class attributes so
-    one CONFIG SET (``Stream.node_max_bytes = n``) reaches every stream, like Redis's
-    ``server.*`` globals.  Subclasses may override them.
+
+# Whether this module runs compiled (what ``cython.compiled`` says, without importing
+# Cython): the few places where the fastest form differs between the modes test it.
+_COMPILED = type(_probe).__name__ != "function"
+
+
+class _StreamCore:
+    """What :class:`Stream` is made of, apart from its class-wide settings.
+
+    Compiled, this is a ``cdef class`` (stream.pxd): its attributes are typed fields the
+    append path reads without a lookup. An extension type's class attributes cannot be
+    set at run time and its methods cannot be patched, so the settings CONFIG SET changes
+    (``Stream.node_max_bytes = n``) live on :class:`Stream`, an ordinary Python class;
+    only Stream and its subclasses are ever instantiated.
     """
-
-    node_max_bytes: int = 4096
-    node_max_entries: int = 100
-    # Whether XREADGROUP ">" must go through read_group/undelivered (per-sub-stream
-    # cursors, ActiveStream) rather than a range after the group's last_id.
-    cursor_reads: bool = False
-    # Tombstone share of a closed node at which it is compacted (0 = never, the storage
-    # default); the server sets it from CONFIG stream-node-gc-percent. Compaction is
-    # invisible in replies: see "Node compaction".
-    gc_ratio: float = 0.0
 
     # TYPE and OBJECT ENCODING both say "stream" (Redis has one stream encoding).
     type_name = b"stream"
@@ -291,19 +287,40 @@ class Stream:
         a new node starts when ``lpBytes(tail) + payload >= node_max_bytes`` or
         ``count + deleted >= node_max_entries``, both as Redis's copy of the tail has them
         (tombstones a compaction dropped still count).
+
+        The ID is handled as its two 64-bit halves ``ms`` and ``seq`` (typed by stream.pxd),
+        which is all the node's deltas need; the one 128-bit int is the result.
         """
-        if type(fields_values) is not list:
-            fields_values = list(fields_values)
+        fv = fields_values if type(fields_values) is list else list(fields_values)
+        last = self.last_id
         if sid is None:
-            sid = self.next_id(now_ms)
-        if sid <= self.last_id:
+            # next_id(now_ms), inlined as it runs once per XADD (a subclass that changes
+            # next_id overrides add as well, as ActiveStream does).
+            ms = last >> 64
+            if now_ms > ms:
+                ms = now_ms
+                seq = 0
+                sid = now_ms << 64
+            elif last < ID_MAX:
+                sid = last + 1
+                seq = sid & MASK64
+                if not seq:
+                    ms += 1
+            else:  # last is ID_MAX: next_id wraps to 0-0, never above it
+                raise StreamIDError(
+                    "The ID specified in XADD is equal or smaller than the target stream top item"
+                )
+        elif sid <= last:
             raise StreamIDError(
                 "The ID specified in XADD is equal or smaller than the target stream top item"
             )
-        tot = sum(map(len, fields_values))
+        else:
+            ms = sid >> 64
+            seq = sid & MASK64
+        tot = sum(map(len, fv))
         if tot > STREAM_LISTPACK_MAX_SIZE:
             raise StreamSizeError("Elements are too large to be stored")
-        nfv = len(fields_values)
+        nfv = len(fv)
         if nfv & 1:
             raise ValueError("fields_values must hold field/value pairs")
         nf = nfv >> 1
@@ -328,20 +345,17 @@ class Stream:
                 if self.gc_ratio > 0 and node_counts(closed)[1]:
                     self._gc_node(self._t_key, True)
 
-        values = fields_values[1::2]
         if lp is None:
-            fields = fields_values[0::2]
+            fields = fv[0::2]
             lp = bytearray(b"\x00\x00\x00\x00\x00\x00\x01\x01\x00\x01")  # hdr, count 1, deleted 0
             lp += int_element(nf)
             for f in fields:
                 lp += element(f)
             lp += b"\x00\x01\x02\x01\x00\x01\x00\x01"  # terminator, flags SAMEFIELDS, 0, 0
-            sid_ms = sid >> 64
-            sid_seq = sid & MASK64
             same = True
             self._t_key = sid
-            self._t_ms = sid_ms
-            self._t_seq = sid_seq
+            self._t_ms = ms
+            self._t_seq = seq
             self._t_fields = [bytes(f) for f in fields]
             self._t_nf = nf
             self._t_count = 1
@@ -354,64 +368,70 @@ class Stream:
             count = self._t_count + 1
             self._t_count = count
             if count <= 127:
-                lp[LP_HDR_SIZE] = count
+                lp[6] = count  # LP_HDR_SIZE: the master entry's count, a 7-bit int
             else:
                 replace_int(lp, LP_HDR_SIZE, count)
             del lp[-1]  # EOF
-            same = nf == self._t_nf and fields_values[0::2] == self._t_fields
+            same = nf == self._t_nf and fv[0::2] == self._t_fields
             lp += _E_FLAGS_SAME if same else _E_FLAGS_NONE
-            d = (sid >> 64) - self._t_ms
-            if _SMALL_MIN <= d <= _SMALL_MAX:
-                lp += _SMALL_INT_ELEM[d - _SMALL_MIN]
+            # The deltas from the master ID, as the int64 Redis stores (_to_int64): typed,
+            # the halves' difference wraps to exactly that. -4096..4095 is _SMALL_MIN..MAX.
+            d = ms - self._t_ms
+            if -4096 <= d <= 4095:
+                lp += _SMALL_INT_ELEM[d + 4096]
             else:
                 lp += int_element(_to_int64(d))
-            d = (sid & MASK64) - self._t_seq
-            if _SMALL_MIN <= d <= _SMALL_MAX:
-                lp += _SMALL_INT_ELEM[d - _SMALL_MIN]
+            d = seq - self._t_seq
+            if -4096 <= d <= 4095:
+                lp += _SMALL_INT_ELEM[d + 4096]
             else:
                 lp += int_element(_to_int64(d))
             nele = self._t_nele
-            if not same:
-                lp += int_element(nf)
-                for i in range(nf):
-                    lp += element(fields_values[2 * i])
-                    v = fields_values[2 * i + 1]
-                    n = len(v)
-                    if 0 < n < 64 and not _NUMSTART[v[0]]:
-                        lp += _STR6_HDR[n]
-                        lp += v
-                        lp += _STR6_BL[n]
-                    else:
-                        lp += element(v)
-                lp += int_element(nf + nf + 4)
-                self._t_nele = nele = nele + nf + nf + 5
-                lp.append(0xFF)
-                _HDR.pack_into(lp, 0, len(lp), nele if nele < LP_HDR_NUMELE_UNKNOWN else 0xFFFF)
-                if _NC:
-                    _nc_extend(lp, sid, fields_values)
-                self.length += 1
-                self.entries_added += 1
-                self.last_id = sid
-                if self.length == 1:
-                    self.first_id = sid
-                return sid
-
-        # SAMEFIELDS entry: values only.
-        for v in values:
-            n = len(v)
-            if 0 < n < 64 and not _NUMSTART[v[0]]:
-                lp += _STR6_HDR[n]
-                lp += v
-                lp += _STR6_BL[n]
-            else:
-                lp += element(v)
-        lp += _SMALL_INT_ELEM[nf + 3 - _SMALL_MIN] if nf < 4000 else int_element(nf + 3)
+        if same:
+            # SAMEFIELDS entry: values only.
+            for i in range(1, nfv, 2):
+                v = fv[i]
+                n = len(v)
+                if 0 < n < 64 and not _NUMSTART[v[0]]:
+                    lp += _STR6_HDR[n]
+                    lp += v
+                    lp += _STR6_BL[n]
+                else:
+                    lp += element(v)
+            lp += _SMALL_INT_ELEM[nf + 4099] if nf < 4000 else int_element(nf + 3)
+            nele += nf + 4
+        else:
+            lp += int_element(nf)
+            for i in range(0, nfv, 2):
+                lp += element(fv[i])
+                v = fv[i + 1]
+                n = len(v)
+                if 0 < n < 64 and not _NUMSTART[v[0]]:
+                    lp += _STR6_HDR[n]
+                    lp += v
+                    lp += _STR6_BL[n]
+                else:
+                    lp += element(v)
+            lp += int_element(nf + nf + 4)
+            nele += nf + nf + 5
         lp.append(0xFF)
-        nele += nf + 4
         self._t_nele = nele
-        _HDR.pack_into(lp, 0, len(lp), nele if nele < LP_HDR_NUMELE_UNKNOWN else 0xFFFF)
+        if _COMPILED:
+            # Six typed byte stores cost a tenth of the call below, which is cheaper in
+            # the interpreter: the same header (<IH: total bytes, element count).
+            n = len(lp)
+            lp[0] = n & 255
+            lp[1] = (n >> 8) & 255
+            lp[2] = (n >> 16) & 255
+            lp[3] = n >> 24
+            if nele >= LP_HDR_NUMELE_UNKNOWN:
+                nele = 0xFFFF
+            lp[4] = nele & 255
+            lp[5] = nele >> 8
+        else:
+            _HDR.pack_into(lp, 0, len(lp), nele if nele < LP_HDR_NUMELE_UNKNOWN else 0xFFFF)
         if _NC:
-            _nc_extend(lp, sid, fields_values)
+            _nc_extend(lp, sid, fv)
         self.length += 1
         self.entries_added += 1
         self.last_id = sid
@@ -1390,3 +1410,27 @@ class Stream:
                     size += sys.getsizeof(c) + sys.getsizeof(c.pel) + sys.getsizeof(c.name)
                     size += len(c.pel) * 16  # keys and NACKs are shared with the group PEL
         return size
+
+
+class Stream(_StreamCore):
+    """A Redis stream: listpack nodes in a Rax plus metadata and consumer groups.
+
+    Public metadata attributes (plain ints, IDs in ``ms << 64 | seq`` form): ``length``,
+    ``last_id``, ``first_id`` (first live entry, 0 when empty), ``max_deleted_entry_id``,
+    ``entries_added``.  Node limits are the server-wide CONFIG values
+    ``stream-node-max-bytes`` / ``stream-node-max-entries``; they are class attributes so
+    one CONFIG SET (``Stream.node_max_bytes = n``) reaches every stream, like Redis's
+    ``server.*`` globals.  Subclasses may override them.
+    """
+
+    __slots__ = ()
+
+    node_max_bytes: int = 4096
+    node_max_entries: int = 100
+    # Whether XREADGROUP ">" must go through read_group/undelivered (per-sub-stream
+    # cursors, ActiveStream) rather than a range after the group's last_id.
+    cursor_reads: bool = False
+    # Tombstone share of a closed node at which it is compacted (0 = never, the storage
+    # default); the server sets it from CONFIG stream-node-gc-percent. Compaction is
+    # invisible in replies: see "Node compaction".
+    gc_ratio: float = 0.0

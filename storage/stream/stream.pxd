@@ -1,0 +1,29 @@
+# Cython declarations for stream.py (its "augmenting" .pxd): types for the compiled build;
+# the .py stays the reference and runs unchanged without them. See docs/hot-core.md.
+cimport cython
+
+cdef class _StreamCore:
+    # Public metadata (IDs are 128-bit ints, beyond any C type) and the parts other
+    # modules read: persistence (_rax), footprint (_t_fields, _ghost, _cgroups).
+    cdef public Py_ssize_t length
+    cdef public object last_id, first_id, max_deleted_entry_id, entries_added
+    cdef public object _rax, _cgroups, idmp, _ghost, _lv_key, _lv
+    # The tail-node cache: the master ID as its two 64-bit halves, the counters as C ints.
+    cdef public bytearray _t_lp
+    cdef public object _t_key
+    cdef public unsigned long long _t_ms, _t_seq
+    cdef public list _t_fields
+    cdef public Py_ssize_t _t_nf, _t_count, _t_deleted, _t_xbytes, _t_nele
+
+    @cython.locals(fv=list, lp=bytearray, ms="unsigned long long", seq="unsigned long long",
+                   d="long long", tot=Py_ssize_t, nfv=Py_ssize_t, nf=Py_ssize_t, i=Py_ssize_t,
+                   n=Py_ssize_t, count=Py_ssize_t, nele=Py_ssize_t, mb="long long",
+                   me="long long", same=bint)
+    cpdef add(self, fields_values, sid=*, now_ms=*)
+
+# Module globals read on every append, as C-level variables (no dictionary lookup). Not
+# visible as module attributes when compiled: only names no other module reads from here.
+cdef bint _COMPILED
+cdef tuple _SMALL_INT_ELEM, _STR6_HDR, _STR6_BL, _NUMSTART
+cdef bytes _E_FLAGS_SAME, _E_FLAGS_NONE
+cdef Py_ssize_t LP_HDR_NUMELE_UNKNOWN
