@@ -69,7 +69,7 @@ from typing import TYPE_CHECKING, Any
 from rill.protocol.numbers import string2ll
 from rill.protocol.reply import ReplyError
 
-from .commands.table import MOVABLE_KEYS, SKIP_SLOWLOG, Command
+from .commands.table import MOVABLE_KEYS, SKIP_SLOWLOG, WRITE, Command
 from .latency import record, unrecord
 from .outcomes import NO_REPLY, Block
 
@@ -373,7 +373,12 @@ class Blocking(BlockingRegistry):
         held = tracker.hold(client) if tracker is not None else None
         start = perf_counter_ns()
         try:
-            reply = wait.cmd.handler(client, wait.argv)
+            engine = server._active_active
+            if engine is not None and wait.cmd.flags & WRITE:
+                # A pop served now is a write like any other: Active-Active makes its ops.
+                reply = engine.run(client, wait.cmd, wait.argv)
+            else:
+                reply = wait.cmd.handler(client, wait.argv)
         except ReplyError as err:
             reply = err
         except Exception:  # a bug must not leave the waiter stuck or break the writer's command

@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+from tests.support import Waiter
+
 DIGEST = ("DEBUG", "DIGEST")
 
 
@@ -344,4 +346,20 @@ def test_string_writes_converge(cluster, cmd):
     r1, _r2 = c
     r1.call(*cmd)
     c.sync()
+    converged(c)
+
+
+def test_a_blocked_pop_served_later_is_an_effect_too(cluster):
+    c = cluster(2)
+    r1, r2 = c
+    waiter = Waiter(r1.port)
+    try:
+        waiter.send("BZPOPMIN", "z", "10")
+        time.sleep(0.2)  # blocked
+        r1.call("ZADD", "z", "1", "a", "2", "b")
+        assert waiter.reply() == b"*3\r\n$1\r\nz\r\n$1\r\na\r\n$1\r\n1\r\n"
+    finally:
+        waiter.close()
+    c.sync()
+    assert same_everywhere(c, "ZRANGE", "z", 0, -1) == [b"b"]
     converged(c)
