@@ -504,11 +504,11 @@ class ActiveActive:
     def _apply_op(self, db: Any, e: Effect, op: Op) -> None:
         name, key = op[0], op[1]
         if name in _CELL_OPS:
-            event = self.keyed.apply(db, e.origin, e.seq, e.vc, op)
+            fired = self.keyed.apply(db, e.origin, e.seq, e.vc, op)
             if name == b"CDEL":
                 self._ttl_deleted(db, key, e)
-            if event is not None:
-                _notify(self.server, db.id, event, key)
+            for cls, event in fired:
+                _notify(self.server, db.id, event, key, cls)
             return
         s = db.data.get(key)
         if s is not None and not isinstance(s, ActiveStream):
@@ -516,7 +516,10 @@ class ActiveActive:
                 return  # cannot happen while every write is checked; never an apply-time error
             s = None  # a string, hash, set or sorted set: a stream shows before them
         if name == b"EXPIRE":
-            self._apply_ttl(db, key, e, int(op[2]))
+            at = int(op[2])
+            self._apply_ttl(db, key, e, at)
+            if key in db.data:
+                _notify(self.server, db.id, b"persist" if at == PERSIST else b"expire", key, "g")
             return
         if name == b"GCREATE" and self._deleted_concurrently(db.id, key, e, op[2]):
             return
@@ -534,7 +537,7 @@ class ActiveActive:
         if name == b"DEL":
             self._tombstone(db.id, key, e, None)
             self._ttl_deleted(db, key, e)
-            _notify(self.server, db.id, b"del", key)
+            _notify(self.server, db.id, b"del", key, "g")
         elif name == b"GDESTROY":
             self._tombstone(db.id, key, e, op[2])
             _notify(self.server, db.id, b"xgroup-destroy", key)
@@ -792,9 +795,11 @@ def _pairs(vc: dict[int, int]) -> list[list[int]]:
     return [[r, n] for r, n in sorted(vc.items())]
 
 
-def _notify(server: Server, db_id: int, event: bytes, key: bytes) -> None:
+def _notify(server: Server, db_id: int, event: bytes, key: bytes, cls: str = "t") -> None:
+    """A keyspace event of class ``cls`` (a notify-keyspace-events letter; streams' 't'
+    unless said)."""
     if events.notifier is not None:
-        events.notifier(db_id, "t", event, key)
+        events.notifier(db_id, cls, event, key)
 
 
 def parse_vc(raw: bytes) -> dict[int, int]:

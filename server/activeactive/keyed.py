@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 Op = list[bytes]
 Kinds = dict[bytes, dict[bytes, Cell]]
+Event = tuple[str, bytes]  # (notify-keyspace-events class letter, event name)
 
 STRING, HASH, SET, ZSET = b"string", b"hash", b"set", b"zset"
 # Which kind a key shows when several have live state (a stream shows before any).
@@ -244,6 +245,9 @@ class Keyed:
     def __init__(self, engine: ActiveActive) -> None:
         self.engine = engine
         self.keys: dict[tuple[int, bytes], Kinds] = {}
+        # The effect whose events apply() is firing, and the (db, key, event)s it fired.
+        self._fired_by: tuple[int, int] | None = None
+        self._fired: set[tuple[int, bytes, Event]] = set()
 
     def has(self, db_id: int, key: bytes) -> bool:
         return (db_id, key) in self.keys
@@ -378,9 +382,12 @@ class Keyed:
 
     # -- peers' ops ------------------------------------------------------------------
 
-    def apply(self, db: Any, origin: int, seq: int, vc: dict[int, int], op: Op) -> bytes | None:
+    def apply(self, db: Any, origin: int, seq: int, vc: dict[int, int], op: Op) -> tuple[Event, ...]:
         """Apply a peer's op (``origin``/``seq`` its effect's dot, ``vc`` its clock) and
-        render what changed into the keyspace. Returns the keyspace event to fire."""
+        render what changed into the keyspace. Returns the keyspace events to fire, as
+        (class letter, event): what the command fires in Redis, once per effect and key
+        although the effect carries an op per field or member, and ``del`` after the
+        removal that emptied the key."""
         name, key = op[0], op[1]
         seen = dict(vc)
         seen[origin] = seq
@@ -388,13 +395,13 @@ class Keyed:
         kinds = self.keys.get(where)
         if name == b"CDEL":
             if not kinds:
-                return None
+                return ()
             shown = visible(kinds)
             self._delete(kinds, seen, op[2:])
             if not kinds:
                 del self.keys[where]
             self._render(db, key, shown, None)
-            return b"del"
+            return self._once(origin, seq, db.id, key, _DEL)
         kind, elem = op[2], op[3]
         if kinds is None:
             kinds = self.keys[where] = {}
@@ -407,8 +414,9 @@ class Keyed:
             cell.assign(seen, _read_obs(op[6:]), int(op[4]), origin, seq, _value_in(kind, op[5]))
             event = _SET_EVENT[kind]
         elif name == b"CINC":
-            cell.incr(num_in(op[4]), 0, origin, seq)
-            event = _INCR_EVENT[kind]
+            delta = num_in(op[4])
+            cell.incr(delta, 0, origin, seq)
+            event = (_INCR_EVENT if type(delta) is int else _INCRFLOAT_EVENT)[kind]
         else:  # CREM
             cell.remove(seen, _read_obs(op[4:]))
             event = _REM_EVENT[kind]
@@ -418,8 +426,24 @@ class Keyed:
             del kinds[kind]
             if not kinds:
                 del self.keys[where]
+        had = key in db.data
         self._render(db, key, shown, (kind, elem))
-        return event
+        if had and name == b"CREM" and kind != STRING and key not in db.data:
+            # Redis fires "del" after the HDEL, SREM or ZREM that removed the last element.
+            return self._once(origin, seq, db.id, key, event) + self._once(origin, seq, db.id, key, _DEL)
+        return self._once(origin, seq, db.id, key, event)
+
+    def _once(self, origin: int, seq: int, db_id: int, key: bytes, event: Event) -> tuple[Event, ...]:
+        """``(event,)``, unless this effect fired it for this key already: an HSET of
+        several fields (several CSET ops) fires one "hset", as it does in Redis."""
+        if self._fired_by != (origin, seq):
+            self._fired_by = (origin, seq)
+            self._fired = set()
+        mark = (db_id, key, event)
+        if mark in self._fired:
+            return ()
+        self._fired.add(mark)
+        return (event,)
 
     def _render(self, db: Any, key: bytes, shown: bytes | None, touched: tuple[bytes, bytes] | None) -> None:
         """Bring the keyspace value of ``key`` to the state: the touched element only
@@ -509,9 +533,13 @@ class Keyed:
         self.keys = keys
 
 
-_SET_EVENT = {STRING: b"set", HASH: b"hset", SET: b"sadd", ZSET: b"zadd"}
-_INCR_EVENT = {STRING: b"incrby", HASH: b"hincrby", SET: b"sadd", ZSET: b"zincr"}
-_REM_EVENT = {STRING: b"del", HASH: b"hdel", SET: b"srem", ZSET: b"zrem"}
+# Keyspace events by op and kind, with their notify-keyspace-events class, as the
+# commands that make those ops fire them in Redis.
+_DEL = ("g", b"del")
+_SET_EVENT = {STRING: ("$", b"set"), HASH: ("h", b"hset"), SET: ("s", b"sadd"), ZSET: ("z", b"zadd")}
+_INCR_EVENT = {STRING: ("$", b"incrby"), HASH: ("h", b"hincrby"), SET: ("s", b"sadd"), ZSET: ("z", b"zincr")}
+_INCRFLOAT_EVENT = {**_INCR_EVENT, STRING: ("$", b"incrbyfloat"), HASH: ("h", b"hincrbyfloat")}
+_REM_EVENT = {STRING: _DEL, HASH: ("h", b"hdel"), SET: ("s", b"srem"), ZSET: ("z", b"zrem")}
 
 
 def _fingerprint(kinds: Kinds) -> Any:
