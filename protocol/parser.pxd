@@ -1,0 +1,20 @@
+# Cython declarations for parser.py (its "augmenting" .pxd): types for the compiled
+# build; the .py stays the reference and runs unchanged without them. See docs/hot-core.md.
+cimport cython
+
+cdef bint _COMPILED
+
+cdef class RequestParser:
+    cdef public bytearray _buf
+    cdef public list _argv
+    cdef public Py_ssize_t _argv_bytes, _remaining, _bulklen
+    cdef public object _reader
+    cdef public long long max_bulk_len
+    cdef public bint auth_required, failed
+
+    @cython.locals(out=list)
+    cpdef list feed(self, data)
+
+    @cython.locals(buf=bytearray, pos=Py_ssize_t, n=Py_ssize_t, nl=Py_ssize_t,
+                   end=Py_ssize_t, bulklen=Py_ssize_t, argv=list)
+    cpdef _parse(self, list out)
