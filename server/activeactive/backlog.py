@@ -9,13 +9,22 @@ holds is what ``active-active-backlog-size`` counts.
 Records every configured peer has acknowledged are released (:meth:`Backlog.release`):
 no partial resync can ask for them. Released records that delete (XDEL, XTRIM, DEL) stay
 aside within the same byte limit, because a full sync re-applies the deletions the other
-side has not (server/activeactive/state.py). Pure data.
+side has not (server/activeactive/state.py).
+
+The records are copied into 1 MiB chunks of anonymous memory mapped for the backlog
+alone, not kept as a bytes object each: a record freed gives nothing back to the system
+while other objects share its allocator arena, and a backlog that filled while a peer
+lagged would keep the process that large for good. A chunk goes back whole (unmapped)
+once its last record is released or dropped. Pure data.
 """
 
 from __future__ import annotations
 
+import mmap
+from array import array
 from collections import deque
-from itertools import islice
+
+CHUNK = 1 << 20  # bytes of records per chunk (a larger record gets a chunk of its own)
 
 # A record deletes when one of these op names is among its bulks (as state.py reads them).
 _DELETION_BULKS = tuple(b"$%d\r\n%s\r\n" % (len(n), n) for n in (b"XDEL", b"XTRIM", b"DEL"))
@@ -32,47 +41,101 @@ def record_size(wire: bytes) -> int:
     return len(wire)
 
 
+class _Chunk:
+    """Consecutive records in one mapping: record ``i`` (sequence ``seq + i``) is
+    ``buf[ends[i-1]:ends[i]]`` (from 0 for the first), made at ``ts[i]``; those before
+    ``head`` are gone."""
+
+    __slots__ = ("buf", "seq", "ends", "ts", "used", "head")
+
+    def __init__(self, seq: int, size: int) -> None:
+        self.buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        self.seq = seq
+        self.ends = array("I")
+        self.ts = array("q")
+        self.used = 0
+        self.head = 0
+
+    def start(self, i: int) -> int:
+        return self.ends[i - 1] if i else 0
+
+    def wire(self, i: int) -> bytes:
+        return self.buf[self.start(i):self.ends[i]]
+
+
 class Backlog:
     """Records ``seq -> (wire, ts_ms)`` for consecutive sequences, oldest dropped first
     once their sizes pass ``limit`` (the newest record always stays), or once every peer
-    has them (:meth:`release`). The wires and the times are kept in two deques side by
-    side: a (wire, ts) tuple per record would cost more memory than many a record's own
-    bytes. ``nbytes`` counts the records held and the released deletions kept aside."""
+    has them (:meth:`release`). ``nbytes`` counts the records held and the released
+    deletions kept aside."""
 
-    __slots__ = ("limit", "nbytes", "first_seq", "_wires", "_ts", "_deletions")
+    __slots__ = ("limit", "nbytes", "first_seq", "_count", "_chunks", "_deletions")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.nbytes = 0
-        self.first_seq = 1  # the sequence of _wires[0]
-        self._wires: deque[bytes] = deque()
-        self._ts: deque[int] = deque()  # each record's ts_ms, beside its wire
+        self.first_seq = 1  # the oldest sequence held
+        self._count = 0
+        self._chunks: deque[_Chunk] = deque()
         # (seq, wire) of released records that delete, oldest first (full syncs read them).
         self._deletions: deque[tuple[int, bytes]] = deque()
 
     @property
     def last_seq(self) -> int:
         """The newest sequence held (first_seq - 1 when empty)."""
-        return self.first_seq + len(self._wires) - 1
+        return self.first_seq + self._count - 1
 
     def __len__(self) -> int:
-        return len(self._wires)
+        return self._count
 
     def append(self, seq: int, wire: bytes, ts_ms: int) -> None:
         """Add record ``seq``; it must follow the newest (or start an empty backlog)."""
-        wires = self._wires
-        if not wires:
+        if not self._count:
             self.first_seq = seq
-        elif seq != self.first_seq + len(wires):
+        elif seq != self.first_seq + self._count:
             raise ValueError(f"backlog sequence gap: {seq} after {self.last_seq}")
-        wires.append(wire)
-        ts = self._ts
-        if ts and ts[-1] == ts_ms:
-            ts_ms = ts[-1]  # one int object for the records of one millisecond
-        ts.append(ts_ms)
-        self.nbytes += len(wire)
+        n = len(wire)
+        chunks = self._chunks
+        c = chunks[-1] if chunks else None
+        if c is None or c.used + n > len(c.buf):
+            c = _Chunk(seq, CHUNK if n <= CHUNK else -(-n // mmap.PAGESIZE) * mmap.PAGESIZE)
+            chunks.append(c)
+        used = c.used
+        end = c.used = used + n
+        c.buf[used:end] = wire
+        c.ends.append(end)
+        c.ts.append(ts_ms)
+        self._count += 1
+        self.nbytes += n
         if self.nbytes > self.limit:
             self._trim()
+
+    def _drop(self, k: int, keep_deletions: bool) -> None:
+        """Drop the ``k`` oldest records (a chunk emptied is unmapped); with
+        ``keep_deletions`` those that delete go aside."""
+        chunks = self._chunks
+        self.first_seq += k
+        self._count -= k
+        while k:
+            c = chunks[0]
+            live = len(c.ends) - c.head
+            take = min(k, live)
+            lo = c.start(c.head)
+            hi = c.ends[c.head + take - 1]
+            freed = hi - lo
+            if keep_deletions and deletes(c.buf[lo:hi]):
+                for i in range(c.head, c.head + take):
+                    wire = c.wire(i)
+                    if deletes(wire):
+                        self._deletions.append((c.seq + i, wire))
+                        freed -= len(wire)
+            self.nbytes -= freed
+            k -= take
+            if take == live:
+                chunks.popleft()
+                c.buf.close()
+            else:
+                c.head += take
 
     def _trim(self) -> None:
         """Past the limit: the released deletions go first (only a full sync reads them),
@@ -80,47 +143,37 @@ class Backlog:
         dels = self._deletions
         while self.nbytes > self.limit and dels:
             self.nbytes -= len(dels.popleft()[1])
-        wires = self._wires
-        ts = self._ts
-        while self.nbytes > self.limit and len(wires) > 1:
-            self.nbytes -= len(wires.popleft())
-            ts.popleft()
-            self.first_seq += 1
+        while self.nbytes > self.limit and self._count > 1:
+            self._drop(1, False)
 
     def release(self, seq: int) -> int:
         """Drop the records up to ``seq`` (every peer has applied them: a partial resync
         never asks for them again); the ones that delete are kept aside. Returns how many
         records went."""
-        wires = self._wires
-        n = min(seq - self.first_seq + 1, len(wires))
+        n = min(seq - self.first_seq + 1, self._count)
         if n <= 0:
             return 0
-        ts = self._ts
-        dels = self._deletions
-        first = self.first_seq
-        freed = 0
-        for i in range(n):
-            wire = wires.popleft()
-            ts.popleft()
-            if deletes(wire):
-                dels.append((first + i, wire))
-            else:
-                freed += len(wire)
-        self.first_seq = first + n
-        self.nbytes -= freed
+        self._drop(n, True)
         return n
 
     def resize(self, limit: int) -> None:
         self.limit = limit
         self._trim()
 
+    def _at(self, seq: int) -> tuple[_Chunk, int]:
+        """The chunk holding ``seq`` (held) and its index there; the newest chunks first."""
+        for c in reversed(self._chunks):
+            if seq >= c.seq:
+                return c, seq - c.seq
+        raise KeyError(seq)
+
     def deletion_records(self) -> list[tuple[int, bytes]]:
         """``(seq, wire)`` of every record that may delete, released or held, oldest first."""
-        held = [(seq, w) for seq, w in enumerate(self._wires, self.first_seq) if deletes(w)]
+        held = [(seq, w) for seq, w in self.records_from(self.first_seq) or () if deletes(w)]
         return [*self._deletions, *held]
 
     def holds(self, seq: int) -> bool:
-        return bool(self._wires) and self.first_seq <= seq <= self.last_seq
+        return bool(self._count) and self.first_seq <= seq <= self.last_seq
 
     def records_from(self, seq: int) -> list[tuple[int, bytes]] | None:
         """``(seq, wire)`` for every record from ``seq`` on; ``[]`` when ``seq`` is past the
@@ -129,29 +182,59 @@ class Backlog:
             return []
         if seq < self.first_seq:
             return None
-        return list(enumerate(self._tail(seq - self.first_seq), seq))
+        out: list[tuple[int, bytes]] = []
+        first, i = self._at(seq)
+        chunks = list(self._chunks)
+        for c in chunks[chunks.index(first):]:
+            buf, ends, base = c.buf, c.ends, c.seq
+            start = c.start(i)
+            for j in range(i, len(ends)):
+                end = ends[j]
+                out.append((base + j, buf[start:end]))
+                start = end
+            i = 0
+        return out
 
-    def _tail(self, start: int) -> list[bytes]:
-        """The wires from index ``start`` on, walking the deque once from its nearer end:
-        a link wants the few newest records, and islice from the head would step over
-        every record held (up to the whole backlog) on each flush."""
-        wires = self._wires
-        n = len(wires) - start
-        if n <= start:
-            tail = list(islice(reversed(wires), n))
-            tail.reverse()
-            return tail
-        return list(islice(wires, start, None))
+    def wires_from(self, seq: int) -> tuple[int, list[bytes]] | None:
+        """What a link writes for the records from ``seq`` on: the newest sequence, and
+        the records' bytes as one piece per chunk; None when ``seq`` was dropped, and
+        ``(seq - 1, [])`` when ``seq`` is past the newest."""
+        if seq > self.last_seq:
+            return seq - 1, []
+        if seq < self.first_seq:
+            return None
+        c, i = self._at(seq)
+        chunks = self._chunks
+        if c is chunks[-1]:
+            return self.last_seq, [c.buf[c.start(i):c.used]]
+        pieces = []
+        found = False
+        for c2 in chunks:
+            if c2 is c:
+                found = True
+                pieces.append(c.buf[c.start(i):c.used])
+            elif found:
+                pieces.append(c2.buf[:c2.used])
+        return self.last_seq, pieces
 
     def ts_of(self, seq: int) -> int | None:
         """When record ``seq`` was made (ms), if held."""
         if not self.holds(seq):
             return None
-        return self._ts[seq - self.first_seq]
+        c, i = self._at(seq)
+        return c.ts[i]
 
     def bytes_after(self, seq: int) -> int:
         """Bytes of the records after ``seq`` (what a peer that acknowledged ``seq`` lacks)."""
-        if seq >= self.last_seq:
+        if seq >= self.last_seq or not self._count:
             return 0
-        start = max(seq + 1, self.first_seq) - self.first_seq
-        return sum(map(len, self._tail(start)))
+        c, i = self._at(max(seq + 1, self.first_seq))
+        total = 0
+        found = False
+        for c2 in self._chunks:
+            if c2 is c:
+                found = True
+                total += c.used - c.start(i)
+            elif found:
+                total += c2.used
+        return total

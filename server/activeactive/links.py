@@ -114,7 +114,9 @@ class Peer:
         self.paused = False
         self.sent = 0  # the last of our sequences written to the current link
         self.acked = 0  # how many of our effects the peer has applied, as it last said
-        self.expect: deque[tuple[int, int]] = deque()  # (request kind, seq) awaiting replies
+        # [request kind, seq, how many in a row] awaiting replies: the APPLYs written
+        # together are one entry (a reply each would be an object each while a peer lags).
+        self.expect: deque[list[int]] = deque()
         self.backoff = 0.0
         self.next_attempt = 0.0
         self.last_write = 0.0
@@ -417,10 +419,10 @@ class PeerLinks:
             user = config["active-active-user"]
             auth = [b"AUTH", user.encode()] if user else [b"AUTH"]
             out.append(encode_command([*auth, password.encode()]))
-            p.expect.append((R_AUTH, 0))
+            p.expect.append([R_AUTH, 0, 1])
         engine = self.engine
         out.append(encode_command([b"ACTIVEACTIVE", b"HELLO", b"%d" % engine.region, encode_vc(engine.vc)]))
-        p.expect.append((R_HELLO, 0))
+        p.expect.append([R_HELLO, 0, 1])
         conn.write(b"".join(out))
 
     def _link_lost(self, conn: PeerConnection, exc: Exception | None) -> None:
@@ -480,7 +482,7 @@ class PeerLinks:
             elif p.state == UP and not conn.writing_paused and now - p.last_write >= PING_INTERVAL:
                 conn.write(encode_command([b"ACTIVEACTIVE", b"PING", b"%d" % engine.region,
                                            encode_vc(engine.vc)]))
-                p.expect.append((R_PING, 0))
+                p.expect.append([R_PING, 0, 1])
                 p.last_write = now
                 if len(p.expect) == 1:
                     p.last_read = now  # silence is counted from the oldest request unanswered
@@ -494,7 +496,12 @@ class PeerLinks:
         p.last_read = time.monotonic()
         if not p.expect:
             raise LinkError("a reply to no request")
-        kind, seq = p.expect.popleft()
+        head = p.expect[0]
+        kind, seq = head[0], head[1]
+        if head[2] > 1:
+            head[2] -= 1
+        else:
+            p.expect.popleft()
         if type(reply) is ErrorReply:
             raise LinkError(f"{_REQUEST_NAMES[kind]} refused: {reply.decode(errors='replace')}")
         if kind == R_APPLY or kind == R_PING:
@@ -521,8 +528,12 @@ class PeerLinks:
         expect = p.expect
         acked = p.acked
         for reply in replies:
-            if expect and (expect[0][0] == R_APPLY or expect[0][0] == R_PING):
-                expect.popleft()
+            head = expect[0] if expect else None
+            if head is not None and (head[0] == R_APPLY or head[0] == R_PING):
+                if head[2] > 1:
+                    head[2] -= 1
+                else:
+                    expect.popleft()
                 if reply > acked:
                     acked = reply
                 continue
@@ -595,41 +606,36 @@ class PeerLinks:
         loop.call_soon(self._flush)
 
     def _flush(self) -> None:
-        """Send every peer what it lacks; a record several peers lack is encoded once."""
+        """Send every peer what it lacks."""
         self._flush_pending = False
         seq = self.engine.seq
-        ready = [p for p in self.peers if p.sent < seq and p.state == UP and not p.paused
-                 and p.conn is not None and not p.conn.writing_paused]
-        if not ready:
-            return
-        base = min(p.sent for p in ready)
-        records = self.engine.backlog.records_from(base + 1)
-        shared = (base, records) if records else None
-        for p in ready:
-            self._send(p, shared)
+        for p in self.peers:
+            if p.sent < seq:
+                self._send(p)
 
-    def _send(self, p: Peer, shared: tuple[int, list[tuple[int, bytes]]] | None = None) -> None:
-        """Write what the peer has not been sent, unless paused or it is behind.
-        ``shared``: (the sequence before them, the records) already at hand."""
+    def _send(self, p: Peer) -> None:
+        """Write what the peer has not been sent, unless paused or it is behind."""
         conn = p.conn
         if p.state != UP or p.paused or conn is None or conn.writing_paused or p.sent >= self.engine.seq:
             return
-        if shared is not None and shared[0] <= p.sent:
-            records = shared[1][p.sent - shared[0]:]
-        else:
-            records = self.engine.backlog.records_from(p.sent + 1)
-            if records is None:
-                self._drop(p, f"the backlog no longer holds effect {p.sent + 1}; a full sync follows")
-                return
-        if not records:
+        # The backlog holds the records as the bytes to write, a piece per chunk.
+        got = self.engine.backlog.wires_from(p.sent + 1)
+        if got is None:
+            self._drop(p, f"the backlog no longer holds effect {p.sent + 1}; a full sync follows")
+            return
+        last, pieces = got
+        if not pieces:
             return
         expect = p.expect
         if not expect:
             p.last_read = time.monotonic()
-        # The backlog holds each record as the bytes to write.
-        expect.extend([(R_APPLY, seq) for seq, _ in records])
-        conn.write(b"".join([wire for _, wire in records]) if len(records) > 1 else records[0][1])
-        p.sent = records[-1][0]
+        if expect and expect[-1][0] == R_APPLY:
+            expect[-1][2] += last - p.sent
+        else:
+            expect.append([R_APPLY, 0, last - p.sent])
+        for piece in pieces:
+            conn.write(piece)
+        p.sent = last
         p.last_write = time.monotonic()
 
     def _writable(self, conn: PeerConnection) -> None:
@@ -732,7 +738,7 @@ class PeerLinks:
         full = p.full
         assert full is not None
         self._abort_full_sync(p)
-        p.expect.append((R_MERGE, full.seq))
+        p.expect.append([R_MERGE, full.seq, 1])
         p.last_read = time.monotonic()
         p.sent = full.seq
         p.state = UP

@@ -1,6 +1,7 @@
 """The backlog of own effect records that partial resyncs read."""
 
 import pytest
+from rill.server.activeactive import backlog as backlog_module
 from rill.server.activeactive.backlog import Backlog, record_size
 
 
@@ -96,3 +97,45 @@ def test_past_the_limit_the_deletions_kept_aside_go_first():
     assert b.deletion_records() == [(1, deleting(1))]
     b.append(4, rec(4), 0)
     assert b.deletion_records() == [] and (b.first_seq, b.last_seq) == (2, 4)
+
+
+def test_records_across_chunks_read_release_and_drop_alike(monkeypatch):
+    """Records go into chunks of mapped memory (here 3 records each); every read gives
+    the same records whichever chunks they sit in, and a chunk emptied is unmapped."""
+    monkeypatch.setattr(backlog_module, "CHUNK", 3 * record_size(rec(1)))
+    b = Backlog(1 << 20)
+    for seq in range(1, 11):
+        b.append(seq, deleting(seq) if seq == 4 else rec(seq), seq * 10)
+    assert len(b._chunks) == 4  # [1 2 3] [4] [5 6 7] [8 9 10]: the longer record 4 leaves no room for 5
+    for seq in range(1, 12):
+        want = [(s, deleting(s) if s == 4 else rec(s)) for s in range(seq, 11)]
+        assert b.records_from(seq) == want, seq
+        last, pieces = b.wires_from(seq)
+        assert (last, b"".join(pieces)) == (10 if want else seq - 1, b"".join(w for _, w in want)), seq
+        assert b.bytes_after(seq - 1) == sum(len(w) for _, w in want), seq
+        if want:
+            assert b.ts_of(seq) == seq * 10
+    assert b.release(5) == 5
+    assert (b.first_seq, len(b), len(b._chunks)) == (6, 5, 2)
+    assert b.records_from(5) is None and b.wires_from(5) is None
+    assert [s for s, _ in b.records_from(6)] == list(range(6, 11))
+    assert b.deletion_records() == [(4, deleting(4))]
+    assert b.nbytes == len(deleting(4)) + 5 * record_size(rec(1))
+    b.resize(2 * record_size(rec(1)))  # the deletion aside goes first, then the oldest records
+    assert b.deletion_records() == [] and (b.first_seq, b.last_seq) == (9, 10)
+    assert b.records_from(9) == [(9, rec(9)), (10, rec(10))]
+    assert b.release(10) == 2 and len(b._chunks) == 0 and b.nbytes == 0
+    b.append(11, rec(11), 0)
+    assert b.wires_from(11) == (11, [rec(11)])
+
+
+def test_an_emptied_backlog_answers_every_question():
+    b = Backlog(1 << 20)
+    for seq in range(1, 4):
+        b.append(seq, rec(seq), seq)
+    b.release(3)
+    for seq in range(0, 6):
+        assert b.bytes_after(seq) == 0
+        assert b.ts_of(seq) is None and not b.holds(seq)
+    assert b.records_from(4) == [] and b.wires_from(4) == (3, [])
+    assert b.records_from(3) is None and b.wires_from(3) is None
