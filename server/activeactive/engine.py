@@ -35,6 +35,9 @@ from ..commands.table import WRITE
 from ..commands.values import type_name
 from ..outcomes import ReplicasOnly
 from .backlog import Backlog
+from .hll import OPS as _HLL_OPS
+from .hll import Hlls, is_hll_value
+from .hll import plain_ops as hll_plain_ops
 from .keyed import Keyed, kind_of
 from .plain import keyed_plain_ops, plain_ops
 
@@ -54,9 +57,10 @@ _KEY_COMMANDS = frozenset({
 # Commands with no sound meaning across instances yet.
 _UNSUPPORTED = frozenset({"copy", "move", "swapdb", "restore", "restore-asking", "migrate"})
 # Data-type categories without merge rules yet -> the type TYPE names (the refusal names it).
-_REFUSED_CATEGORY = {"@hyperloglog": "string", "@list": "list"}
-# Categories whose writes merge through keyed.py (strings, hashes, sets, sorted sets).
-_KEYED_CATEGORIES = frozenset({"@string", "@bitmap", "@hash", "@set", "@sortedset", "@geo"})
+_REFUSED_CATEGORY = {"@list": "list"}
+# Categories whose writes merge through keyed.py (strings, hashes, sets, sorted sets) and
+# hll.py (HyperLogLogs).
+_KEYED_CATEGORIES = frozenset({"@string", "@bitmap", "@hash", "@set", "@sortedset", "@geo", "@hyperloglog"})
 
 # How run() treats a write command (see ActiveActive._kind).
 _STREAM, _KEYS, _FLUSH, _SORT, _KEYED = "stream", "keys", "flush", "sort", "keyed"
@@ -65,7 +69,7 @@ _STREAM, _KEYS, _FLUSH, _SORT, _KEYED = "stream", "keys", "flush", "sort", "keye
 PERSIST = -1
 
 # Ops that leave bookkeeping behind at their origin (see ActiveActive._bookkeep).
-_BOOKKEPT = frozenset({b"DEL", b"GDESTROY", b"EXPIRE", b"GCREATE", b"CDEL"})
+_BOOKKEPT = frozenset({b"DEL", b"GDESTROY", b"EXPIRE", b"GCREATE", b"CDEL", b"HLLDEL"})
 # The ops of strings, hashes, sets and sorted sets (keyed.py).
 _CELL_OPS = frozenset({b"CSET", b"CINC", b"CREM", b"CDEL"})
 
@@ -113,6 +117,7 @@ class ActiveActive:
         self.applied_effects = 0
         self._kinds: dict[Command, object] = {}
         self.keyed = Keyed(self)  # strings, hashes, sets and sorted sets
+        self.hlls = Hlls(self)  # HyperLogLogs
         self._moves = 0  # RENAMEs in the unit being made (ActiveStream.rekey)
         # The clock's encoding around our own count (before it, after it, and the clock
         # without our entry), while no peer's effect changed it: most effects are
@@ -200,6 +205,8 @@ class ActiveActive:
                 if now.is_gone():
                     # No entries and no groups: the key goes here as it does where the ops land.
                     db.delete(key)
+                    if self.hlls.values:
+                        self.hlls.show(db, key)  # a hidden HLL shows again, as it does there
                 else:
                     expected = ttl_before if now is before else self._created_ttl(db, key)
                     ttl_now = db.expires.get(key)
@@ -219,6 +226,7 @@ class ActiveActive:
                 for db in dbs
                 for key, value in db.data.items()
                 if isinstance(value, ActiveStream) or kind_of(value) is not None
+                or self.hlls.has(db.id, key)
             ]
         db = client.db
         data = db.data
@@ -230,7 +238,11 @@ class ActiveActive:
             ttl = None
             if value is not None:
                 if type(value) is not ActiveStream and kind_of(value) is None:
-                    if kind is not _STREAM:
+                    if self.hlls.has(db.id, key):
+                        pass  # an HyperLogLog (hll.py)
+                    elif is_hll_value(value):
+                        raise _PLAIN_KEY  # from before the mode was on: no merge state
+                    elif kind is not _STREAM:
                         raise type_refusal(type_name(value).decode())
                 elif type(value) is not ActiveStream and not self.keyed.has(db.id, key):
                     raise _PLAIN_KEY  # from before the mode was on: no merge state
@@ -253,7 +265,12 @@ class ActiveActive:
                 ops.append((db.id, [b"DEL", key, *before.observed()]))
                 self.ttl.pop((db.id, key), None)  # a local DEL saw every TTL
             if not isinstance(now, ActiveStream):
-                if not self.replaying and (kind_of(now) is not None or self.keyed.has(db.id, key)):
+                if self.replaying:
+                    continue
+                if self.hlls.values and self.hlls.has(db.id, key) or (
+                        now is not None and kind_of(now) is None and is_hll_value(now)):
+                    self._collect_hll(ops, db, key, before, ttl_before, name, argv)
+                elif kind_of(now) is not None or self.keyed.has(db.id, key):
                     self._collect_keyed(ops, db, key, before, ttl_before, name, argv)
                 continue
             moved = False
@@ -275,6 +292,7 @@ class ActiveActive:
             if now.is_gone():
                 # No entries and no groups: the key goes here as it does where the ops land.
                 db.delete(key)
+                self.hlls.show(db, key)  # what a hidden other kind holds shows again
                 continue
             if now is before:
                 expected = ttl_before
@@ -295,6 +313,36 @@ class ActiveActive:
             self.ttl.pop((db.id, key), None)  # a local delete saw every TTL
         if key not in db.data or kind_of(db.data[key]) is None:
             return
+        self._collect_ttl(ops, db, key, before, ttl_before)
+
+    def _collect_hll(self, ops: Unit, db: Any, key: bytes, before: Any, ttl_before: int | None,
+                     name: str, argv: list[bytes]) -> None:
+        """_collect for a key that holds or held an HyperLogLog (hll.py): the HLL's ops, the
+        ops of the strings, hashes, sets and sorted sets it replaced or hides, its TTL."""
+        now = db.data.get(key)
+        hll_now = now is not None and kind_of(now) is None
+        if not hll_now or kind_of(before) is not None:
+            # Not an HLL now, or one replacing a string, hash, set or sorted set.
+            if kind_of(now) is not None or self.keyed.has(db.id, key):
+                made = self.keyed.collect(db, key, name, argv)
+                ops.extend((db.id, op) for op in made)
+                if any(op[0] == b"CDEL" for op in made):
+                    self.ttl.pop((db.id, key), None)
+        made = self.hlls.collect(db, key, name, now)
+        ops.extend((db.id, op) for op in made)
+        if key not in db.data:
+            return
+        if any(op[0] == b"HLLDEL" for op in made):
+            # Replaced: the delete took the TTLs everywhere; the key's own TTL goes again.
+            self.ttl.pop((db.id, key), None)
+            ttl_now = db.expires.get(key)
+            if ttl_now is not None:
+                ops.append((db.id, [b"EXPIRE", key, b"%d" % ttl_now]))
+            return
+        self._collect_ttl(ops, db, key, before, ttl_before)
+
+    def _collect_ttl(self, ops: Unit, db: Any, key: bytes, before: Any, ttl_before: int | None) -> None:
+        """An EXPIRE op when a string, hash, set, sorted set or HLL's TTL changed."""
         ttl_now = db.expires.get(key)
         if before is not None:
             expected = ttl_before
@@ -323,6 +371,9 @@ class ActiveActive:
         if isinstance(value, ActiveStream):
             self.unit.append((db_id, [b"DEL", key, *value.observed()]))
         op = self.keyed.expired(db_id, key)
+        if op is not None:
+            self.unit.append((db_id, op))
+        op = self.hlls.expired(db_id, key)
         if op is not None:
             self.unit.append((db_id, op))
 
@@ -377,6 +428,9 @@ class ActiveActive:
                 self._tombstone(db_id, key, e, None)
                 self.ttl.pop((db_id, key), None)
             elif name == b"CDEL":
+                self.ttl.pop((db_id, key), None)
+            elif name == b"HLLDEL":
+                self._tombstone(db_id, key, e, None)
                 self.ttl.pop((db_id, key), None)
             elif name == b"GDESTROY":
                 self._tombstone(db_id, key, e, op[2])
@@ -467,6 +521,10 @@ class ActiveActive:
                     self._apply_op(db, e, op)
                     plain.extend((db_id, p) for p in keyed_plain_ops(db, key, kind_of(before), op))
                     continue
+                if op[0] in _HLL_OPS:
+                    self._apply_op(db, e, op)
+                    plain.extend((db_id, p) for p in hll_plain_ops(db, key, before))
+                    continue
                 last = before.last_id if isinstance(before, Stream) else None
                 self._apply_op(db, e, op)
                 plain.extend((db_id, p) for p in plain_ops(db, key, last, op))
@@ -510,9 +568,17 @@ class ActiveActive:
             for cls, event in fired:
                 _notify(self.server, db.id, event, key, cls)
             return
+        if name in _HLL_OPS:
+            event = self.hlls.apply(db, e, op)
+            if name == b"HLLDEL":
+                self._tombstone(db.id, key, e, None)
+                self._ttl_deleted(db, key, e)
+            if event is not None:
+                _notify(self.server, db.id, event, key)
+            return
         s = db.data.get(key)
         if s is not None and not isinstance(s, ActiveStream):
-            if kind_of(s) is None:
+            if kind_of(s) is None and not self.hlls.has(db.id, key):
                 return  # cannot happen while every write is checked; never an apply-time error
             s = None  # a string, hash, set or sorted set: a stream shows before them
         if name == b"EXPIRE":
@@ -524,6 +590,11 @@ class ActiveActive:
         if name == b"GCREATE" and self._deleted_concurrently(db.id, key, e, op[2]):
             return
         if s is None:
+            if name == b"DEL":
+                # Nothing of the stream is here, but a key delete still wins over a
+                # concurrent HyperLogLog add, as it does where the stream was.
+                self._tombstone(db.id, key, e, None)
+                self.hlls.dropped(db, key)
             if name not in (b"XADD", b"GCREATE"):
                 return
             s = self.server.new_stream()
@@ -536,6 +607,7 @@ class ActiveActive:
             return  # an entry is there now: the stream stays
         if name == b"DEL":
             self._tombstone(db.id, key, e, None)
+            self.hlls.values.pop((db.id, key), None)  # a hidden HLL: delete-wins (hll.py)
             self._ttl_deleted(db, key, e)
             _notify(self.server, db.id, b"del", key, "g")
         elif name == b"GDESTROY":
@@ -550,7 +622,7 @@ class ActiveActive:
             _notify(self.server, db.id, name.lower(), key)
         if s.is_gone():
             db.delete(key)
-            self.keyed.render_key(db, key)  # what a hidden other kind holds shows again
+            self.hlls.show(db, key)  # what a hidden other kind holds shows again
 
     def _deleted_concurrently(self, db_id: int, key: bytes, e: Effect, group: bytes) -> bool:
         """Delete-wins: a group creation loses to a delete of its stream or group that it
@@ -708,6 +780,8 @@ class ActiveActive:
             for db_id, op in e.ops:
                 if op[0] in _CELL_OPS:
                     self.keyed.apply(self.server.keyspace[db_id], e.origin, e.seq, e.vc, op)
+                elif op[0] in _HLL_OPS:
+                    self.hlls.apply(self.server.keyspace[db_id], e, op, own=True)
             self.seq = e.seq
             self.vc[self.region] = e.seq
             self._bookkeep(e)
@@ -733,6 +807,7 @@ class ActiveActive:
             ],
             "ttl": [[db, key.hex(), [list(t) for t in reg]] for (db, key), reg in self.ttl.items()],
             "cells": self.keyed.export(),
+            "hll": self.hlls.export(),
         }
         return json.dumps(doc, separators=(",", ":")).encode()
 
@@ -761,6 +836,7 @@ class ActiveActive:
                 for db, key, reg in doc["ttl"]
             }
             self.keyed.load(doc.get("cells", []))
+            self.hlls.load(doc.get("hll", []))
         except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as exc:
             raise ValueError("malformed Active-Active state") from exc
         self.backlog = Backlog(self.backlog.limit)

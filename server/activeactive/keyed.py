@@ -32,6 +32,7 @@ from rill.storage.zset import SortedSet
 from ..commands.args import string2ll
 from ..commands.strings import format_long_double_human, parse_long_double, round_long_double
 from ..commands.zsets import get_double
+from .hll import is_hll_value
 
 if TYPE_CHECKING:
     from .engine import ActiveActive
@@ -118,9 +119,11 @@ def _reasserts(name: str, argv: list[bytes]) -> bool:
 
 
 def kind_of(value: Any) -> bytes | None:
-    """The merge kind of a keyspace value; None for none (and for streams)."""
+    """The merge kind of a keyspace value; None for none (and for streams and HLLs)."""
     t = type(value)
     if t is bytes or t is bytearray:
+        if value[:4] == b"HYLL" and is_hll_value(value):
+            return None  # an HyperLogLog: hll.py's, shown before these kinds
         return STRING
     if t is HashValue:
         return HASH

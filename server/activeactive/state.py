@@ -28,6 +28,8 @@ region ``r``'s entries, applied at both in ``r``'s order):
 - strings, hashes, sets and sorted sets: each element's cell merges (storage/cells.py,
   ``Cell.merge``): a dot one side holds and the other lacks though its clock covers it was
   removed there; the keys are rendered again from the merged cells;
+- HyperLogLogs: a side's registers count unless a delete (a tombstone, either side's) is
+  one that side had not applied (delete-wins); those that count merge by maximum (hll.py);
 - clocks merge by maximum, tombstones by union;
 - a stream deleted whole (or emptied) keeps no sub-stream last IDs, so the deletions one side
   made that the other has not applied are re-applied as the trims they are: the sender's ride
@@ -130,6 +132,8 @@ class _Sender:
         self.tombstones: dict[tuple[int, bytes], list[tuple[int, int, bytes | None]]] = scratch.tombstones
         self.ttl: dict[tuple[int, bytes], list[tuple[int, int, int]]] = scratch.ttl
         self.cells = scratch.keyed.keys  # strings, hashes, sets and sorted sets (keyed.py)
+        self.hlls = scratch.hlls.values  # HyperLogLogs (hll.py)
+        self.hll_dense = scratch.hlls.dense
 
 
 def merge_state(server: Server, payload: bytes, own_deletions: bytes | None = None) -> None:
@@ -161,6 +165,8 @@ def merge_state(server: Server, payload: bytes, own_deletions: bytes | None = No
             if _merge_key(server, db, key, a if isinstance(a, ActiveStream) else None, mine, sender):
                 changed.append((db.id, key))
         changed.extend((db.id, key) for key in engine.keyed.merge(db, sender.cells, mine, sender.vc))
+        changed.extend((db.id, key) for key in engine.hlls.merge(db, sender.hlls, sender.hll_dense, sender.tombstones, mine, sender.vc)
+                       if (db.id, key) not in changed)
         _merge_ttls(engine, db, theirs, mine, sender)
     # Deletions by effects one side made and the other has not applied: what the other had
     # seen of a stream it deleted whole is known only from them (see the module docstring).
@@ -232,7 +238,7 @@ def _merge_key(server: Server, db: Any, key: bytes, a: ActiveStream | None,
     engine = server.active_active
     b = db.data.get(key)
     if b is not None and not isinstance(b, ActiveStream):
-        if kind_of(b) is None:
+        if kind_of(b) is None and not engine.hlls.has(db.id, key):
             return False
         b = None  # a string, hash, set or sorted set: a stream shows before them
     theirs = sender.vc

@@ -1,0 +1,372 @@
+"""Active-Active HyperLogLogs (server/activeactive/hll.py; docs/active-active.md,
+"HyperLogLog"): registers merge by maximum, a delete wins over a concurrent add.
+
+In-process instances carry effects by hand in chosen orders (test_engine's Region); the
+last tests run Redis Enterprise's tables on real instances (PAUSE, writes, RESUME + WAIT),
+a restart from the AOF, and a redis-server replica.
+"""
+
+from __future__ import annotations
+
+import pytest
+from rill.server.activeactive.hll import HLLDEL, HLLMERGE, raise_by, regs_arg, render
+from rill.server.activeactive.keyed import kind_of
+from rill.server.activeactive.state import dump_state, merge_state
+from rill.server.commands import load_all
+from rill.server.server import Server
+from rill.storage import hll as fmt
+
+from tests.server.activeactive.cluster import Cluster
+from tests.server.activeactive.test_engine import Region, sync
+from tests.support import RawClient, start_redis, wait_until
+
+MANY = [f"e{i}" for i in range(3000)]
+
+
+def plain(*commands) -> Server:
+    """A plain rill (no Active-Active) after ``commands``."""
+    load_all()
+    server = Server()
+    client = server.new_client()
+    for cmd in commands:
+        server.execute(client, [str(a).encode() if not isinstance(a, bytes) else a for a in cmd])
+    return server
+
+
+def value(r: Region | Server, key: str = "h") -> bytes | None:
+    server = r.server if isinstance(r, Region) else r
+    v = server.keyspace[0].data.get(key.encode())
+    return None if v is None else bytes(v)
+
+
+def canonical_in_plain_redis(*elements: str) -> bytes:
+    """What plain Redis holds for these elements' registers after PFMERGE into an empty
+    key and a PFCOUNT (the cached cardinality valid)."""
+    server = plain(("PFADD", "src", *elements), ("PFMERGE", "h", "src"), ("PFCOUNT", "h"))
+    return value(server)
+
+
+# -- in-process ---------------------------------------------------------------------------
+
+
+def test_concurrent_adds_merge_registers_and_render_as_redis_would():
+    a, b = Region(1), Region(2)
+    assert a("PFADD", "h", "x") == b(b"PFADD", "h", "y") == b":1\r\n"
+    assert a("PFCOUNT", "h") == b("PFCOUNT", "h") == b":1\r\n"
+    sync(a, b)
+    assert a("PFCOUNT", "h") == b("PFCOUNT", "h") == b":2\r\n"
+    assert value(a) == value(b) == canonical_in_plain_redis("x", "y")
+    assert a("TYPE", "h") == b"+string\r\n"
+    assert a("OBJECT", "ENCODING", "h") == b"$3\r\nraw\r\n"
+
+
+def test_the_same_registers_are_the_same_bytes_whatever_the_order():
+    a, b = Region(1), Region(2)
+    for e in MANY[:200]:
+        a("PFADD", "h", e)
+    for e in reversed(MANY[:200]):
+        b("PFADD", "h", e)
+    assert value(a) == value(b) == canonical_in_plain_redis(*MANY[:200])
+    assert a("PFDEBUG", "ENCODING", "h") == b"+sparse\r\n"
+
+
+def test_dense_promotion_converges():
+    a, b = Region(1), Region(2)
+    a("PFADD", "h", *MANY[:1500])
+    b("PFADD", "h", *MANY[1500:])
+    sync(a, b)
+    assert a("PFDEBUG", "ENCODING", "h") == b("PFDEBUG", "ENCODING", "h") == b"+dense\r\n"
+    assert value(a) == value(b)
+    assert value(a) == canonical_in_plain_redis(*MANY)
+    # A dense source makes PFMERGE's destination dense, whatever its registers: it stays
+    # dense everywhere.
+    a("PFMERGE", "m", "h")
+    b("PFADD", "m", "x")
+    sync(a, b)
+    assert a("PFDEBUG", "ENCODING", "m") == b("PFDEBUG", "ENCODING", "m") == b"+dense\r\n"
+    assert value(a, "m") == value(b, "m")
+    a("PFADD", "small", "x")
+    a("PFDEBUG", "TODENSE", "small")
+    sync(a, b)
+    assert value(a, "small") == value(b, "small") and value(b, "small")[4] == fmt.DENSE
+
+
+def test_pfcount_and_unchanged_pfadd_make_no_effect():
+    a = Region(1)
+    a("PFADD", "h", "x", "y")
+    seq = a.engine.seq
+    assert a("PFCOUNT", "h") == b":2\r\n"
+    assert a("PFADD", "h", "x") == b":0\r\n"
+    assert a("PFCOUNT", "h", "other") == b":2\r\n"
+    assert a.engine.seq == seq
+
+
+def test_ops_carry_only_the_registers_that_rose():
+    a = Region(1)
+    a("PFADD", "h", "x")
+    a("PFADD", "h", "y")
+    op = a.records()[-1][-3:]
+    assert op[0] == HLLMERGE and len(op[2]) == 3  # one register: index and value
+    a("PFADD", "h", *MANY)
+    regs = a.records()[-1][-1]
+    assert len(regs) % 3 == 0 and 2000 < len(regs) // 3 < 3000
+    a("PFADD", "h", *(f"more{i}" for i in range(40000)))  # most registers: the array is shorter
+    assert len(a.records()[-1][-1]) == fmt.REGISTERS
+
+
+def test_regs_arg_round_trip():
+    old = bytes(fmt.REGISTERS)
+    new = bytearray(old)
+    new[5], new[16383] = 3, 7
+    arg = regs_arg(old, bytes(new))
+    assert arg == bytes([0, 5, 3, 0x3F, 0xFF, 7])
+    assert raise_by(old, arg) == bytes(new)
+    full = bytes([1]) * fmt.REGISTERS
+    assert regs_arg(old, full) == full and raise_by(old, full) == full
+
+
+@pytest.mark.parametrize("order", ["del-first", "add-first"])
+def test_delete_wins_over_a_concurrent_add(order):
+    # Redis Enterprise's DEL-wins table: PFADD h e2 at one region, DEL h at another.
+    a, b, c = Region(1), Region(2), Region(3)
+    a("PFADD", "h", "e1")
+    sync(a, b, c)
+    assert a("PFCOUNT", "h") == b("PFCOUNT", "h") == b":1\r\n"
+    a("PFADD", "h", "e2")
+    b("DEL", "h")
+    assert a("PFCOUNT", "h") == b":2\r\n" and b("PFCOUNT", "h") == b":0\r\n"
+    if order == "del-first":
+        b.send(c)
+        a.send(c)
+    else:
+        a.send(c)
+        b.send(c)
+    a.send(b)
+    b.send(a)
+    for r in (a, b, c):
+        assert r("PFCOUNT", "h") == b":0\r\n"
+        assert r("EXISTS", "h") == b":0\r\n"
+    # An add that saw the delete stands.
+    c("PFADD", "h", "e3")
+    sync(a, b, c)
+    assert a("PFCOUNT", "h") == b("PFCOUNT", "h") == c("PFCOUNT", "h") == b":1\r\n"
+    # Once every region has seen the delete, its tombstone goes.
+    for r in (a, b, c):
+        r.engine.known = {p.engine.region: dict(p.engine.vc) for p in (a, b, c) if p is not r}
+        r.engine.collect_tombstones()
+        assert r.engine.tombstone_count() == 0
+
+
+def test_expiry_deletes_and_wins_like_del():
+    a, b = Region(1), Region(2)
+    a("PFADD", "h", "x")
+    sync(a, b)
+    a("PEXPIRE", "h", "1")
+    sync(a, b)
+    b("PFADD", "h", "y")
+    import time
+
+    time.sleep(0.01)
+    assert a("EXISTS", "h") == b":0\r\n"  # expired here: an HLLDEL
+    assert any(op[-2:] == [HLLDEL, b"h"] for op in a.records())
+    a.send(b)
+    b.send(a)
+    assert a("EXISTS", "h") == b("EXISTS", "h") == b":0\r\n"
+
+
+def test_set_replaces_an_hll_and_wins_over_a_concurrent_add():
+    a, b = Region(1), Region(2)
+    a("PFADD", "h", "x")
+    sync(a, b)
+    a("SET", "h", "text")
+    b("PFADD", "h", "y")
+    sync(a, b)
+    assert a("GET", "h") == b("GET", "h") == b"$4\r\ntext\r\n"
+    assert a("PFADD", "h", "z").startswith(b"-WRONGTYPE")
+
+
+def test_set_of_hll_bytes_makes_an_hll():
+    a, b = Region(1), Region(2)
+    a("PFADD", "src", "x")
+    sync(a, b)
+    blob = value(a, "src")
+    a("SET", "h", blob)
+    b("PFADD", "h", "y")  # concurrent creations: both count
+    sync(a, b)
+    assert a("PFCOUNT", "h") == b("PFCOUNT", "h") == b":2\r\n"
+    assert value(a) == value(b)
+    # A string that merely starts like one stays a string.
+    a("SET", "s", "HYLL not really")
+    assert kind_of(a.server.keyspace[0].data[b"s"]) == b"string"
+
+
+def test_a_concurrent_string_shows_under_the_hll_until_it_goes():
+    a, b = Region(1), Region(2)
+    a("SET", "h", "text")
+    b("PFADD", "h", "x")
+    sync(a, b)
+    assert a("PFCOUNT", "h") == b("PFCOUNT", "h") == b":1\r\n"  # an HLL shows before a string
+    b("DEL", "h")
+    sync(a, b)
+    assert a("EXISTS", "h") == b("EXISTS", "h") == b":0\r\n"
+
+
+def test_a_stream_shows_before_an_hll():
+    a, b = Region(1), Region(2)
+    a("XADD", "h", "*", "f", "v")
+    b("PFADD", "h", "x")
+    sync(a, b)
+    assert a("TYPE", "h") == b("TYPE", "h") == b"+stream\r\n"
+    # The stream's last entry goes: the HLL shows again, everywhere.
+    entry = a("XRANGE", "h", "-", "+").split(b"\r\n")[3]
+    a("XDEL", "h", entry)
+    sync(a, b)
+    assert a("PFCOUNT", "h") == b("PFCOUNT", "h") == b":1\r\n"
+
+
+def test_full_sync_both_ways_equals_every_effect_one_by_one():
+    a, b, whole = Region(1), Region(2), Region(3)
+    a("PFADD", "h", "x")
+    a("PFADD", "gone", "x")
+    a("PFADD", "kept", "x")
+    sync(a, b, whole)
+    a("PFADD", "h", *MANY[:100])
+    b("PFADD", "h", *MANY[100:300])
+    a("DEL", "gone")
+    b("PFADD", "gone", "late")  # concurrent with the DEL: loses
+    b("PFADD", "new", "n")
+    a.send(whole)
+    b.send(whole)
+    pa, pb = dump_state(a.server), dump_state(b.server)
+    merge_state(a.server, pb)
+    merge_state(b.server, pa)
+    for key in ("h", "gone", "kept", "new"):
+        assert value(a, key) == value(b, key) == value(whole, key), key
+    assert value(a, "gone") is None
+    assert a("PFCOUNT", "h") == whole("PFCOUNT", "h")
+
+
+def test_state_survives_the_engines_saved_form():
+    a, b = Region(1), Region(2)
+    a("PFADD", "h", "x")
+    sync(a, b)
+    saved = a.engine.export_state()
+    again = Region(1)
+    for key, v in a.server.keyspace[0].data.items():
+        again.server.keyspace[0].set(key, bytes(v))  # as the RDB brings it back
+    again.engine.import_state(saved)
+    assert again.engine.hlls.values == a.engine.hlls.values
+    again.shipped[2] = again.engine.seq
+    again("PFADD", "h", "y")
+    b("DEL", "h")
+    again.send(b)
+    b.send(again)
+    assert again("EXISTS", "h") == b("EXISTS", "h") == b":0\r\n"
+
+
+def test_render_is_what_pfmerge_and_pfcount_make():
+    raw = fmt.registers(canonical_in_plain_redis("a", "b", "c"))
+    assert render(raw, False, 3000) == canonical_in_plain_redis("a", "b", "c")
+
+
+def test_plain_replicas_get_the_canonical_bytes():
+    a, b = Region(1), Region(2)
+    fed: list = []
+    a.server.propagation.attach("observer", fed.append)
+    a("PFADD", "h", "x", "y")
+    b("PFADD", "h", "z")
+    b("PFADD", "other", "z")
+    b.send(a)
+    b("DEL", "other")
+    b.send(a)
+    replica = plain(*[argv for unit in fed for _db, argv in unit])
+    for key in ("h", "other"):
+        assert value(replica, key) == value(a, key)
+
+
+def test_writes_from_before_the_mode_are_refused():
+    a = Region(1)
+    blob = canonical_in_plain_redis("x")
+    a.server.keyspace[0].set(b"h", blob)  # loaded from a file written without the mode
+    assert a("PFADD", "h", "y").startswith(b"-ERR Active-Active: this key was written before")
+
+
+# -- real instances -----------------------------------------------------------------------
+
+
+def test_enterprise_tables_on_real_instances(cluster):
+    c = cluster(2)
+    r1, r2 = c
+    # Simple write case.
+    r1.call("PFADD", "hll", "x")
+    c.sync()
+    r2.call("PFADD", "hll", "y")
+    c.sync()
+    assert r1.call("PFCOUNT", "hll") == r2.call("PFCOUNT", "hll") == 2
+    # Concurrent adds.
+    c.pause_all()
+    r1.call("PFADD", "c", "x")
+    r2.call("PFADD", "c", "y")
+    assert r1.call("PFCOUNT", "c") == r2.call("PFCOUNT", "c") == 1
+    c.sync()
+    assert r1.call("PFCOUNT", "c") == r2.call("PFCOUNT", "c") == 2
+    # DEL wins.
+    r1.call("PFADD", "h", "e1")
+    c.sync()
+    c.pause_all()
+    r1.call("PFADD", "h", "e2")
+    r2.call("DEL", "h")
+    assert r1.call("PFCOUNT", "h") == 2 and r2.call("PFCOUNT", "h") == 0
+    c.sync()
+    assert r1.call("PFCOUNT", "h") == r2.call("PFCOUNT", "h") == 0
+    assert r1.call("EXISTS", "h") == r2.call("EXISTS", "h") == 0
+    assert r1.call("DEBUG", "DIGEST") == r2.call("DEBUG", "DIGEST")
+
+
+def test_restart_from_the_aof_keeps_the_hll_merging():
+    with Cluster(2, appendonly=True) as c:
+        r1, r2 = c
+        r1.call("PFADD", "h", *MANY[:50])
+        r1.call("PFADD", "h", *MANY[50:60])
+        c.sync()
+        before = r1.call("GET", "h")
+        c.kill(0)
+        c.restart(0)
+        c.wait_links()
+        assert r1.call("GET", "h") == before
+        c.pause_all()
+        r1.call("PFADD", "h", "one")
+        r2.call("PFADD", "h", "two")
+        c.sync()
+        assert r1.call("GET", "h") == r2.call("GET", "h")
+        r1.call("DEBUG", "RELOAD")
+        assert r1.call("GET", "h") == r2.call("GET", "h")
+        c.pause_all()
+        r1.call("PFADD", "h", "three")
+        r2.call("DEL", "h")
+        c.sync()
+        assert r1.call("EXISTS", "h") == r2.call("EXISTS", "h") == 0
+
+
+def test_redis_server_replica_follows_hlls():
+    with Cluster(2) as c:
+        a, b = c
+        a.call("PFADD", "h", "x")
+        c.sync()
+        replica = start_redis("--replicaof", "127.0.0.1", str(a.port))
+        try:
+            rc = RawClient(replica.port)
+            wait_until(lambda: b"master_link_status:up" in rc.call("INFO", "replication"))
+            a.call("PFADD", "h", *MANY[:20])
+            b.call("PFADD", "h", *MANY[20:40])
+            b.call("PFADD", "d", *MANY[:2000])
+            c.sync()
+            b.call("PFADD", "gone", "x")
+            c.sync()
+            b.call("DEL", "gone")
+            c.sync()
+            wait_until(lambda: all(rc.call("GET", k) == a.raw("GET", k) for k in ("h", "d", "gone")))
+            assert rc.call("PFCOUNT", "h") == a.raw("PFCOUNT", "h")
+            rc.close()
+        finally:
+            replica.stop()
