@@ -296,6 +296,11 @@ class Evictor:
             value = db.data.get(key)
             if value is not None and free_effort(value, s) > LAZYFREE_THRESHOLD:
                 db.keyspace.lazyfreed_objects += 1
+        engine = s._active_active
+        if engine is not None:
+            # Active-Active: the eviction deletes the key at every instance, as an expiry
+            # does (observed-remove), in the effect this DEL is sealed with.
+            engine.key_expired(db.id, key, db.data.get(key))
         if s.propagating:
             s.propagate([(db.id, [b"UNLINK" if self.lazy else b"DEL", key])])
         db.delete(key)

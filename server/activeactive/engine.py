@@ -364,8 +364,8 @@ class ActiveActive:
         return db.expires.get(key)
 
     def key_expired(self, db_id: int, key: bytes, value: Any) -> None:
-        """The keyspace dropped ``key`` because its TTL passed: delete it everywhere as DEL
-        would (only what this instance saw)."""
+        """The keyspace dropped ``key`` because its TTL passed (or maxmemory evicted it):
+        delete it everywhere as DEL would (only what this instance saw)."""
         if self.replaying:
             return
         if isinstance(value, ActiveStream):

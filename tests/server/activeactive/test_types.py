@@ -37,6 +37,13 @@ def same_members_everywhere(c, *cmd):
     return sets[0]
 
 
+def info_field(node, section: str, name: str) -> str:
+    for line in node.call("INFO", section).decode().splitlines():
+        if line.startswith(name + ":"):
+            return line.split(":", 1)[1]
+    raise KeyError(name)
+
+
 def converged(c):
     digests = [n.call(*DIGEST) for n in c]
     assert len(set(digests)) == 1, digests
@@ -361,4 +368,21 @@ def test_a_blocked_pop_served_later_is_an_effect_too(cluster):
         waiter.close()
     c.sync()
     assert same_everywhere(c, "ZRANGE", "z", 0, -1) == [b"b"]
+    converged(c)
+
+
+def test_an_eviction_deletes_the_key_at_every_region(cluster):
+    c = cluster(2)
+    r1, r2 = c
+    for i in range(20):
+        r1.call("SET", f"warm{i}", "x" * 100)
+    c.sync()
+    used = int(info_field(r1, "memory", "used_memory"))
+    r1.call("CONFIG", "SET", "maxmemory-policy", "allkeys-random")
+    r1.call("CONFIG", "SET", "maxmemory", str(used + 100_000))
+    for i in range(400):
+        r1.call("SET", f"k{i}", "v" * 1000)
+    assert int(info_field(r1, "stats", "evicted_keys")) > 0
+    c.sync()
+    assert r1.call("DBSIZE") == r2.call("DBSIZE")
     converged(c)
