@@ -67,17 +67,33 @@ class Cell:
         self.remove(seen, observed)
         self.assigns.append((ts, origin, seq, value))
 
-    def incr(self, delta: Number, ts: int, origin: int, seq: int) -> None:
-        """One origin's next increment (they arrive in that origin's order)."""
-        if self.counters is None:
-            self.counters = {}
-        c = self.counters.get(origin)
-        if c is None:
-            self.counters[origin] = [delta, seq, ts, 0, 0]
-        else:
-            c[_TOTAL] = c[_TOTAL] + delta
+    def incr(self, delta: Number, ts: int, origin: int, seq: int, base: Number | None = None) -> Number:
+        """One origin's next increment (they arrive in that origin's order). ``base`` is
+        the origin's total before it, as the origin's op carries it (None at the origin
+        itself). Returns that base.
+
+        Totals are the origin's: removals elsewhere report them, so every instance must
+        count the same. An instance whose cell went (nothing in it live) and comes back
+        with a later increment starts from the base, all before it removed; and when the
+        origin's own cell went (so everything it had was removed everywhere), its totals
+        start again from 0 and so do everyone's. Counting from where each instance's cell
+        came back instead made totals differ, and a removal then took too much or too
+        little elsewhere."""
+        counters = self.counters
+        if counters is None:
+            counters = self.counters = {}
+        c = counters.get(origin)
+        if c is not None and (base is None or c[_TOTAL] == base):
+            before = c[_TOTAL]
+            c[_TOTAL] = before + delta
             c[_SEQ] = seq
             c[_TS] = ts
+            return before
+        if base is None:
+            base = 0
+        # Everything of the origin's before this increment was removed here.
+        counters[origin] = [base + delta, seq, ts, base, seq - 1]
+        return base
 
     # -- reads -----------------------------------------------------------------------
 
@@ -100,14 +116,18 @@ class Cell:
         return max(assigns, key=_stamp)[3]
 
     def counter(self) -> Number | None:
-        """The increments no removal took, summed in region order; None when the element
-        never had an increment (a plain register)."""
+        """The increments no removal took, summed in region order; None when every
+        increment was removed (or there never was one: a plain register). An origin whose
+        increments were all removed adds nothing, as where the cell went meanwhile and came
+        back without them: the value then renders as the assign's own text ("007" stays
+        "007", not 7 plus nothing)."""
         if not self.counters:
             return None
-        total: Number = 0
+        total: Number | None = None
         for origin in sorted(self.counters):
             c = self.counters[origin]
-            total = total + (c[_TOTAL] - c[_RTOTAL])
+            if c[_SEQ] > c[_RSEQ]:
+                total = (c[_TOTAL] - c[_RTOTAL]) if total is None else total + (c[_TOTAL] - c[_RTOTAL])
         return total
 
     def observed(self) -> list[Observed]:
@@ -147,9 +167,12 @@ class Cell:
                         self.counters = mine_c = {}
                     mine_c[origin] = list(theirs_c)
                 continue
-            if theirs_c[_SEQ] > c[_SEQ]:
+            newer = theirs_c[_SEQ] > c[_SEQ]
+            if newer:
                 c[_TOTAL], c[_SEQ], c[_TS] = theirs_c[_TOTAL], theirs_c[_SEQ], theirs_c[_TS]
-            if theirs_c[_RSEQ] > c[_RSEQ]:
+            # At an equal removal sequence the newer side's removed total counts: the
+            # origin's totals may have started again since (Cell.incr).
+            if theirs_c[_RSEQ] > c[_RSEQ] or (newer and theirs_c[_RSEQ] == c[_RSEQ]):
                 c[_RTOTAL], c[_RSEQ] = theirs_c[_RTOTAL], theirs_c[_RSEQ]
 
     def to_state(self, value_out: Any = None) -> list:

@@ -7,7 +7,8 @@ them :class:`Keyed` keeps each key's merge state: per kind (``string``, ``hash``
 
 - **Local writes.** After a handler ran, :meth:`Keyed.collect` compares the key's value
   with the state's rendering, for the elements the command names (or all of them) and makes
-  the ops: ``CSET`` (an assign), ``CINC`` (an increment, for the counter commands), ``CREM``
+  the ops: ``CSET`` (an assign), ``CINC`` (an increment, for the counter commands, with the
+  origin's total before it: see ``Cell.incr``), ``CREM``
   (an element removed), ``CDEL`` (the key removed or replaced by another type). Each op is
   applied to the state as it is made, with the dot of the effect being made.
 - **Peers' ops.** :meth:`Keyed.apply` applies the op to the state and renders the elements
@@ -300,8 +301,8 @@ class Keyed:
                     if delta is not None and elem not in cells:
                         # A counter its increment created: 0 plus the increments.
                         cell = cells[elem] = Cell()
-                        cell.incr(delta, ts, origin, seq)
-                        ops.append([b"CINC", key, kind, elem, num_bytes(delta)])
+                        base = cell.incr(delta, ts, origin, seq)
+                        ops.append([b"CINC", key, kind, elem, num_bytes(delta), num_bytes(base)])
                     else:
                         ops.append(self._assign_op(cells, key, kind, elem, v, ts, origin, seq, seen))
             return ops
@@ -327,8 +328,8 @@ class Keyed:
                 counters = _deltas(name, argv)
             delta = counters.get(elem)
             if delta is not None and cell is not None and cell.live():
-                ops.append([b"CINC", key, kind, elem, num_bytes(delta)])
-                cell.incr(delta, ts, origin, seq)
+                base = cell.incr(delta, ts, origin, seq)
+                ops.append([b"CINC", key, kind, elem, num_bytes(delta), num_bytes(base)])
                 canonical = _element_rendered(kind, cell)
                 if canonical != after:  # a float sum: every instance shows this text
                     now = _put(now, kind, elem, canonical)
@@ -338,8 +339,8 @@ class Keyed:
             if delta is not None and cell is None:
                 # A counter created by its increment: 0 plus the increments.
                 cell = cells[elem] = Cell()
-                ops.append([b"CINC", key, kind, elem, num_bytes(delta)])
-                cell.incr(delta, ts, origin, seq)
+                base = cell.incr(delta, ts, origin, seq)
+                ops.append([b"CINC", key, kind, elem, num_bytes(delta), num_bytes(base)])
                 continue
             if cell is None:
                 cell = cells[elem] = Cell()
@@ -418,7 +419,7 @@ class Keyed:
             event = _SET_EVENT[kind]
         elif name == b"CINC":
             delta = num_in(op[4])
-            cell.incr(delta, 0, origin, seq)
+            cell.incr(delta, 0, origin, seq, num_in(op[5]) if len(op) > 5 else None)
             event = (_INCR_EVENT if type(delta) is int else _INCRFLOAT_EVENT)[kind]
         else:  # CREM
             cell.remove(seen, _read_obs(op[4:]))

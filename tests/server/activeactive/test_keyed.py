@@ -111,3 +111,38 @@ def test_state_survives_the_engines_saved_form():
     b.send(again)
     assert view(again) == view(b)
     assert b("HGET", "h", "f1") == b"$10\r\nconcurrent\r\n"
+
+
+def test_counter_totals_agree_where_a_cell_went_and_came_back():
+    """Region 2 dropped n's cell (the DEL took it all) before region 3's +3 arrived, region
+    3 had applied its own +3 before the DEL: their totals for region 3 must still agree,
+    or a later DEL reporting them takes a different amount at each (it left 15 at region 3
+    and 5 elsewhere)."""
+    a, b, o = Region(1), Region(2), Region(3)
+    o("INCRBY", "n", 10)
+    sync(a, b, o)
+    a("DEL", "n")
+    o("INCRBY", "n", 3)
+    a.send(b), o.send(b), o.send(a), a.send(o)
+    sync(a, b, o)
+    b("INCRBY", "n", 1)
+    sync(a, b, o)
+    assert [r("GET", "n") for r in (a, b, o)] == [b"$1\r\n4\r\n"] * 3
+    a("DEL", "n")
+    b("INCRBY", "n", 5)
+    b.send(o), a.send(o), b.send(a), a.send(b)
+    sync(a, b, o)
+    assert [r("GET", "n") for r in (a, b, o)] == [b"$1\r\n5\r\n"] * 3
+
+
+def test_removed_increments_leave_the_assigns_text_alone():
+    """A SET concurrent with a DEL, after an INCRBY both saw: where the SET arrived after
+    the DEL the cell had gone and came back with the assign alone; where it came first
+    the removed increments stayed beside it, and rendered "007" as 7 plus nothing."""
+    a, b, c = Region(1), Region(2), Region(3)
+    a("INCRBY", "n", 5)
+    sync(a, b, c)
+    b("DEL", "n")
+    c("SET", "n", "007")
+    sync(a, b, c)
+    assert [r("GET", "n") for r in (a, b, c)] == [b"$3\r\n007\r\n"] * 3
