@@ -123,7 +123,7 @@ def kind_of(value: Any) -> bytes | None:
     """The merge kind of a keyspace value; None for none (and for streams and HLLs)."""
     t = type(value)
     if t is bytes or t is bytearray:
-        if value[:4] == b"HYLL" and is_hll_value(value):
+        if len(value) > 15 and value[0] == 72 and is_hll_value(value):  # 72: "H" of "HYLL"
             return None  # an HyperLogLog: hll.py's, shown before these kinds
         return STRING
     if t is HashValue:
