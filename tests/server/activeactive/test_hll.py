@@ -174,6 +174,26 @@ def test_expiry_deletes_and_wins_like_del():
     assert a("EXISTS", "h") == b("EXISTS", "h") == b":0\r\n"
 
 
+def test_ttls_follow_the_register_rules():
+    a, b = Region(1), Region(2)
+    a("PFADD", "h", "x")
+    sync(a, b)
+    a("PEXPIREAT", "h", "4000000001000")
+    b("PEXPIREAT", "h", "4000000009000")
+    sync(a, b)
+    assert a("PEXPIRETIME", "h") == b("PEXPIRETIME", "h") == b":4000000009000\r\n"
+    a("PFADD", "h", "y")  # an add keeps the TTL
+    a("PERSIST", "h")
+    sync(a, b)
+    assert a("PEXPIRETIME", "h") == b("PEXPIRETIME", "h") == b":-1\r\n"
+    # SET of an HLL's bytes with a TTL replaces it, TTL included.
+    a("SET", "h2", value(a), "PXAT", "4000000002000")
+    b("PFADD", "h", "z")
+    sync(a, b)
+    assert a("PEXPIRETIME", "h2") == b("PEXPIRETIME", "h2") == b":4000000002000\r\n"
+    assert value(a, "h2") == value(b, "h2")
+
+
 def test_set_replaces_an_hll_and_wins_over_a_concurrent_add():
     a, b = Region(1), Region(2)
     a("PFADD", "h", "x")
@@ -209,6 +229,16 @@ def test_a_concurrent_string_shows_under_the_hll_until_it_goes():
     b("DEL", "h")
     sync(a, b)
     assert a("EXISTS", "h") == b("EXISTS", "h") == b":0\r\n"
+
+
+def test_a_delete_that_saw_only_the_hll_shows_the_string_again():
+    a, b, c = Region(1), Region(2), Region(3)
+    a("SET", "h", "text")
+    b("PFADD", "h", "x")
+    b.send(c)
+    c("DEL", "h")  # c never saw the string
+    sync(a, b, c)
+    assert a("GET", "h") == b("GET", "h") == c("GET", "h") == b"$4\r\ntext\r\n"
 
 
 def test_a_stream_shows_before_an_hll():
