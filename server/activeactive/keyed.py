@@ -103,6 +103,15 @@ def _zadd_incr(argv: list[bytes]) -> list[tuple[bytes, Number]]:
     return [(argv[i + 1], Fraction(get_double(argv[i])))]
 
 
+# The kind of value the hinted and counter commands write (on another, they are refused).
+_COMMAND_KIND = {
+    **dict.fromkeys(("hset", "hmset", "hsetnx", "hdel", "hincrby", "hincrbyfloat"), HASH),
+    **dict.fromkeys(("sadd", "srem", "smove"), SET),
+    **dict.fromkeys(("zincrby", "zrem", "zadd"), ZSET),
+    **dict.fromkeys(("incr", "decr", "incrby", "decrby", "incrbyfloat"), STRING),
+}
+
+
 # Writes that assign what they name even when it holds that value already: SADD of a
 # member that is there re-adds it (a concurrent SREM elsewhere did not see this add).
 _ASSIGNS = frozenset({"sadd", "hset", "hmset", "set", "setex", "psetex", "mset", "getset"})
@@ -295,7 +304,7 @@ class Keyed:
                 if kinds is None:
                     kinds = self.keys[where] = {}
                 cells = kinds.setdefault(kind, {})
-                deltas = _deltas(name, argv)
+                deltas = _deltas(name, argv, kind)
                 for elem, v in _elements(now, kind):
                     delta = deltas.get(elem)
                     if delta is not None and elem not in cells:
@@ -307,7 +316,9 @@ class Keyed:
                         ops.append(self._assign_op(cells, key, kind, elem, v, ts, origin, seq, seen))
             return ops
         cells = kinds[kind]
-        hint = _HINTS.get(name)
+        # A command of another type (HINCRBY on a string) was refused: nothing it names
+        # is this key's, and comparing the whole value finds nothing changed.
+        hint = _HINTS.get(name) if _COMMAND_KIND.get(name, kind) == kind else None
         elems = hint(argv) if hint is not None else list({*cells, *_keys_of(now, kind)})
         counters = None
         reassert = _reasserts(name, argv)
@@ -325,7 +336,7 @@ class Keyed:
                     del cells[elem]
                 continue
             if counters is None:
-                counters = _deltas(name, argv)
+                counters = _deltas(name, argv, kind)
             delta = counters.get(elem)
             if delta is not None and cell is not None and cell.live():
                 base = cell.incr(delta, ts, origin, seq)
@@ -568,9 +579,9 @@ def _keys_of(value: Any, kind: bytes) -> Any:
     return value
 
 
-def _deltas(name: str, argv: list[bytes]) -> dict[bytes, Number]:
+def _deltas(name: str, argv: list[bytes], kind: bytes) -> dict[bytes, Number]:
     f = _COUNTERS.get(name)
-    if f is None:
+    if f is None or _COMMAND_KIND[name] != kind:
         return {}
     try:
         return dict(f(argv))

@@ -146,3 +146,18 @@ def test_removed_increments_leave_the_assigns_text_alone():
     c("SET", "n", "007")
     sync(a, b, c)
     assert [r("GET", "n") for r in (a, b, c)] == [b"$3\r\n007\r\n"] * 3
+
+
+def test_a_refused_command_of_another_type_makes_no_op():
+    """HINCRBYFLOAT on a string is refused (WRONGTYPE), but its field was taken for an
+    element of the string and its increment shipped: the peers showed the string as 1.25."""
+    a, b = Region(1), Region(2)
+    a("INCR", "n")
+    assert a("HINCRBYFLOAT", "n", "f", "1.25").startswith(b"-WRONGTYPE")
+    assert a("ZINCRBY", "n", "2", "m").startswith(b"-WRONGTYPE")
+    assert a("SADD", "n", "m").startswith(b"-WRONGTYPE")
+    a("HSET", "h", "f", "1")
+    assert a("INCRBY", "h", "5").startswith(b"-WRONGTYPE")
+    sync(a, b)
+    assert [r("GET", "n") for r in (a, b)] == [b"$1\r\n1\r\n"] * 2
+    assert [r("HGETALL", "h") for r in (a, b)] == [b"*2\r\n$1\r\nf\r\n$1\r\n1\r\n"] * 2
