@@ -307,13 +307,16 @@ class ActiveActive:
     def _collect_keyed(self, ops: Unit, db: Any, key: bytes, before: Any, ttl_before: int | None,
                        name: str, argv: list[bytes]) -> None:
         """_collect for a string, hash, set or sorted set (keyed.py), and its TTL."""
-        made = self.keyed.collect(db, key, name, argv)
+        made = self.keyed.collect(db, key, name, argv, before)
         ops.extend((db.id, op) for op in made)
-        if any(op[0] == b"CDEL" for op in made):
+        deleted = any(op[0] == b"CDEL" for op in made)
+        if deleted:
             self.ttl.pop((db.id, key), None)  # a local delete saw every TTL
         if key not in db.data or kind_of(db.data[key]) is None:
             return
-        self._collect_ttl(ops, db, key, before, ttl_before)
+        # Replaced (SET KEEPTTL over a key of another kind): the CDEL takes the TTL where
+        # it lands, so a TTL the key kept here is the new value's, as when it is created.
+        self._collect_ttl(ops, db, key, None if deleted else before, ttl_before)
 
     def _collect_hll(self, ops: Unit, db: Any, key: bytes, before: Any, ttl_before: int | None,
                      name: str, argv: list[bytes]) -> None:
@@ -324,7 +327,7 @@ class ActiveActive:
         if not hll_now or kind_of(before) is not None:
             # Not an HLL now, or one replacing a string, hash, set or sorted set.
             if kind_of(now) is not None or self.keyed.has(db.id, key):
-                made = self.keyed.collect(db, key, name, argv)
+                made = self.keyed.collect(db, key, name, argv, before)
                 ops.extend((db.id, op) for op in made)
                 if any(op[0] == b"CDEL" for op in made):
                     self.ttl.pop((db.id, key), None)

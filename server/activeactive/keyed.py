@@ -275,9 +275,11 @@ class Keyed:
         seen[engine.region] = seq
         return engine.region, seq, seen
 
-    def collect(self, db: Any, key: bytes, name: str, argv: list[bytes]) -> list[Op]:
+    def collect(self, db: Any, key: bytes, name: str, argv: list[bytes], before: Any = None) -> list[Op]:
         """The ops that bring ``key``'s state to what its value holds now, after command
-        ``name`` ran; they are applied to the state as they are made."""
+        ``name`` ran; they are applied to the state as they are made. ``before`` is the
+        value the key held before (the same object when the command changed it in place
+        or only read it)."""
         now = db.data.get(key)
         kind = kind_of(now)
         where = (db.id, key)
@@ -288,11 +290,12 @@ class Keyed:
         ts = int(time.time() * 1000)
         ops: list[Op] = []
         shown = visible(kinds) if kinds else None
-        if shown != kind or (kind is not None and kinds is not None and any(
+        if shown != kind or (kind is not None and kinds is not None and now is not before and any(
             k != kind and cells for k, cells in kinds.items()
         ) and name not in _HINTS and name not in _COUNTERS):
-            # Created, removed, or replaced by a value of another kind (or a whole-value
-            # write over hidden kinds): what this instance saw goes, then what is there now.
+            # Created, removed, or replaced by a value of another kind (or a new value
+            # written over hidden kinds): what this instance saw goes, then what is there
+            # now. A key only read (a STORE's source) or changed in place (SPOP) keeps them.
             if kinds:
                 op = [b"CDEL", key, *_observations(kinds)]
                 ops.append(op)

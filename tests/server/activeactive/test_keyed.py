@@ -161,3 +161,38 @@ def test_a_refused_command_of_another_type_makes_no_op():
     sync(a, b)
     assert [r("GET", "n") for r in (a, b)] == [b"$1\r\n1\r\n"] * 2
     assert [r("HGETALL", "h") for r in (a, b)] == [b"*2\r\n$1\r\nf\r\n$1\r\n1\r\n"] * 2
+
+
+def pexpiretime(r: Region, key: str) -> bytes:
+    return r("PEXPIRETIME", key)
+
+
+def test_a_store_commands_source_with_a_hidden_kind_is_only_read():
+    """set1 is a string with a TTL at region 1 and a set at region 3, concurrently: region 2
+    shows the set and hides the string. SINTERSTORE there only read set1, but it was taken for
+    a whole-value write over the hidden string: a CDEL that dropped the TTL everywhere but at
+    region 2."""
+    a, b, c = Region(1), Region(2), Region(3)
+    a("PSETEX", "set1", "6755772", "v")
+    a.send(b)
+    c("SADD", "set1", "m0")
+    c.send(b)
+    b("SADD", "set0", "m1")
+    b("SINTERSTORE", "set0", "set0", "set1")
+    sync(a, b, c)
+    ttls = [pexpiretime(r, "set1") for r in (a, b, c)]
+    assert ttls[0] == ttls[1] == ttls[2] and ttls[0] != b":-1\r\n"
+    assert [r("SMEMBERS", "set1") for r in (a, b, c)] == [b"*1\r\n$2\r\nm0\r\n"] * 3
+
+
+def test_set_keepttl_over_a_key_of_another_kind_keeps_its_ttl_everywhere():
+    """The CDEL of the replaced hash takes its TTL where it lands; the TTL the key kept
+    here goes with the new value."""
+    a, b = Region(1), Region(2)
+    a("HSET", "k", "f", "1")
+    a("EXPIRE", "k", "1000")
+    sync(a, b)
+    a("SET", "k", "v", "KEEPTTL")
+    sync(a, b)
+    assert pexpiretime(a, "k") == pexpiretime(b, "k") != b":-1\r\n"
+    assert [r("GET", "k") for r in (a, b)] == [b"$1\r\nv\r\n"] * 2
