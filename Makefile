@@ -6,7 +6,7 @@
 #   make lint    ruff, and import-linter's layering contracts (pyproject.toml)
 #   make native  compile the hot core from its .py sources (setup.py; run and test do it first)
 #   make fuzz    differential fuzzer against redis-server (FUZZ_SEEDS, FUZZ_OPS, FUZZ_RESP),
-#                then Active-Active convergence runs (FUZZ_SEEDS, FUZZ_AA_OPS)
+#                then Active-Active convergence runs, streams then every other type (FUZZ_SEEDS, FUZZ_AA_OPS)
 #   make tcl     Redis's own Tcl units against rill and redis-server (TREE=redis-7.0.15 UNITS=...)
 #   make tcl-tls the same in TLS mode (runtest --tls; needs tcl-tls and openssl)
 #
@@ -75,6 +75,7 @@ bench: native
 fuzz: $(STAMP)
 	$(BIN)/python -m tests.fuzz --seeds $(FUZZ_SEEDS) --ops $(FUZZ_OPS) --resp $(FUZZ_RESP)
 	$(BIN)/python -m tests.server.activeactive.convergence --seeds $(FUZZ_SEEDS) --ops $(FUZZ_AA_OPS)
+	$(BIN)/python -m tests.server.activeactive.convergence --types --seeds $(FUZZ_SEEDS) --ops $(FUZZ_AA_OPS)
 
 tcl: $(STAMP)
 	$(BIN)/python tools/run_tcl_units.py --tree $(TREE) $(UNITS)
