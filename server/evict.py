@@ -10,6 +10,10 @@ How keys are chosen, as in Redis:
   candidates kept across calls, and evict the best that still exists. The score is
   the idle time (the LRU stamp the keyspace keeps per key), 255 less the decayed LFU
   counter, or how soon the TTL ends.
+  allkeys-lru and allkeys-lfu (a cache's policies, an eviction per write once full)
+  take a lean path (``_evict_pooled``) that samples a snapshot of each database's keys,
+  renewed once an eighth of it has changed, rather than a log kept current on every
+  write (see ``_snapshot``); the pool and the scores are the same.
 - the random policies take a random key, visiting the databases in turn.
 - ``maxmemory-eviction-tenacity`` bounds the time one call spends; past it the rest
   is left to a loop callback that keeps evicting while the server serves clients
@@ -26,10 +30,12 @@ from __future__ import annotations
 
 import random
 import time
-from bisect import insort
+from bisect import bisect_left
+from operator import itemgetter
+from time import perf_counter
 from typing import TYPE_CHECKING
 
-from rill.storage.keyspace import Database, ScanLog, lfu_decayed
+from rill.storage.keyspace import LFU_INIT_VAL, Database, ScanLog, lfu_decayed
 
 from . import notify as events
 from .commands.values import LAZYFREE_THRESHOLD, free_effort
@@ -44,6 +50,8 @@ EVICT_FAIL = 2
 
 POOL_SIZE = 16
 _random = random.random
+_score = itemgetter(0)  # a pool entry's score
+_UNBOUNDED = float("-inf")  # the worst score while the pool has room
 
 
 def time_limit_us(tenacity: int) -> float:
@@ -62,6 +70,12 @@ class Evictor:
         self.server = server
         self.figure = figure
         self.pool: list[tuple[float, int, bytes]] = []  # ascending: the best candidate last
+        # per database: _pick_pooled's snapshot of its keys, and when to take the next
+        ndb = len(server.keyspace.dbs)
+        self.snaps: list[list[bytes] | None] = [None] * ndb
+        self.snap_budget = [0] * ndb
+        self.snap_limit = [0] * ndb
+        self.snap_empty = [0] * ndb  # samples in a row that found only deleted slots
         self.next_db = 0
         self.evicted_keys = 0
         self.dirty = -1  # server.dirty at the last call
@@ -78,7 +92,10 @@ class Evictor:
         self.volatile = policy.startswith("volatile")
         self.kind = policy.partition("-")[2] if policy != "noeviction" else ""
         self.samples = c.int("maxmemory-samples")
-        self.limit_us = time_limit_us(c.int("maxmemory-eviction-tenacity"))
+        self.limit_s = time_limit_us(c.int("maxmemory-eviction-tenacity")) / 1e6
+        # the cache's policies (all keys, LRU or LFU) take the lean path
+        self.evict_down = (self._evict_pooled if self.kind in ("lru", "lfu") and not self.volatile
+                           else self._evict_picked)
         self.lazy = c.bool("lazyfree-lazy-eviction")
         self.replica_ignores = c.bool("replica-ignore-maxmemory")
         if name == "maxmemory-policy":
@@ -127,17 +144,21 @@ class Evictor:
         # Evicting comes before the command runs: the client's own tracking
         # invalidations go out now, ahead of its reply (Redis's processCommand order).
         tracking = s.tracking
-        current, tracking.current = tracking.current, None
+        current = tracking.current
+        if current is not None:
+            tracking.current = None
         try:
-            return self._evict_until(used, maxmemory)
+            return self.evict_down(used, maxmemory)
         finally:
-            tracking.current = current
+            if current is not None:
+                tracking.current = current
 
-    def _evict_until(self, used: int, maxmemory: int) -> int:
-        start = time.perf_counter()
-        freed = 0
+    def _evict_picked(self, used: int, maxmemory: int) -> int:
+        """performEvictions' loop for the random, TTL and volatile policies: pick, evict,
+        until under maxmemory or past the tenacity's time limit."""
+        start = perf_counter()
         per_key = self.figure.per_key
-        limit = self.limit_us / 1e6
+        freed = 0
         while used > maxmemory:
             found = self._pick()
             if found is None:
@@ -146,7 +167,7 @@ class Evictor:
             used -= per_key[db.id] or 0
             self._evict(db, key)
             freed += 1
-            if not freed % 16 and time.perf_counter() - start > limit:
+            if not freed & 15 and perf_counter() - start > self.limit_s:
                 self._continue_later()
                 return EVICT_RUNNING
         return EVICT_OK
@@ -252,45 +273,195 @@ class Evictor:
         return found[:n] or [next(iter(live))]
 
     def _populate(self, db: Database) -> None:
-        """evictionPoolPopulate: sample keys of ``db`` into the pool by score."""
+        """evictionPoolPopulate: sample keys of ``db`` into the pool by score (the
+        policies _pick_pooled does not take: volatile-lru, volatile-lfu, volatile-ttl)."""
         pool = self.pool
         kind = self.kind
         access = db.access
         data = db.data
         volatile = self.volatile
-        keys = self._sample_run(db, self.samples, raw=not volatile)
-        if kind == "lru":  # allkeys-lru, the cache's policy: its own loop, one per eviction
-            get = access.get
-            clock, base, db_id = db.clock, db.access_base, db.id
-            for key in keys:
-                stamp = get(key)
+        db_id = db.id
+        for key in self._sample_run(db, self.samples, raw=not volatile):
+            if kind == "lru":
+                stamp = access.get(key)
                 if stamp is None:
                     if not volatile and key not in data:
                         continue  # a deleted slot (a live key always has a stamp or the base)
-                    stamp = base
-                score = clock - stamp
-                if len(pool) >= POOL_SIZE:
-                    if score < pool[0][0]:
-                        continue
-                    del pool[0]
-                insort(pool, (score, db_id, key))
-            return
-        for key in keys:
-            if kind == "lfu":
+                    stamp = db.access_base
+                score: float = db.clock - stamp
+            elif kind == "lfu":
                 stamp = access.get(key)
                 if stamp is None and not volatile and key not in data:
                     continue  # a deleted slot (a live key always has a stamp or the base)
-                score: float = 255 - (5 if stamp is None else lfu_decayed(stamp, db.keyspace.lfu_decay_time))
+                score = 255 - (LFU_INIT_VAL if stamp is None else lfu_decayed(stamp, db.keyspace.lfu_decay_time))
             else:  # ttl: the sooner it expires, the better a candidate
                 score = -db.expires[key]
-            if len(pool) >= POOL_SIZE:
-                if score < pool[0][0]:
+            _pool_insert(pool, score, db_id, key)
+
+    def _evict_pooled(self, used: int, maxmemory: int) -> int:
+        """performEvictions' loop for allkeys-lru and allkeys-lfu, a cache's policies
+        (one eviction per write once full): _pick, _populate and _evict in one frame, the
+        same samples, scores, pool and eviction, with the calls and the per-key checks a
+        rejected sample does not need taken out."""
+        s = self.server
+        start = perf_counter()
+        pool = self.pool
+        dbs = s.keyspace.dbs
+        figure = self.figure
+        per_key = figure.per_key
+        n = self.samples
+        lru = self.kind == "lru"
+        snaps = self.snaps
+        budget = self.snap_budget
+        candidates = figure.active or dbs  # the databases holding keys (cron's list)
+        freed = 0
+        while used > maxmemory:
+            # evictionPoolPopulate, for each database
+            populated = False
+            for db in candidates:
+                data = db.data
+                if not data:
                     continue
-                del pool[0]
-            insort(pool, (score, db.id, key))
+                populated = True
+                db_id = db.id
+                if len(data) <= 64:
+                    slots = self._sample_run(db, n, raw=True)
+                else:
+                    # maxmemory-samples consecutive slots of the database's snapshot from a
+                    # random place, as dictGetSomeKeys reads consecutive buckets; a deleted
+                    # key's slot is skipped below (see _snapshot)
+                    snap = snaps[db_id]
+                    if snap is None or len(data) > self.snap_limit[db_id]:
+                        snap = self._snapshot(db)
+                    i = int(_random() * len(snap))
+                    slots = snap[i:i + n]
+                    if len(slots) < n:  # wrapping around, as the buckets do
+                        slots += snap[:n - len(slots)]
+                if lru and len(db.access) >= len(data):
+                    # every live key has its stamp, so a slot without one is a deleted key's
+                    get = db.access.get
+                    clock = db.clock
+                    dead = 0
+                    worst = pool[0][0] if len(pool) >= POOL_SIZE else _UNBOUNDED
+                    for key in slots:
+                        stamp = get(key)
+                        if stamp is None:
+                            dead += 1
+                            continue
+                        score = clock - stamp
+                        if score <= worst:
+                            continue  # no better than the pool's worst: Redis skips it too
+                        k = bisect_left(pool, score, key=_score)
+                        if len(pool) >= POOL_SIZE:
+                            del pool[0]
+                            k -= 1
+                        pool.insert(k, (score, db_id, key))
+                        if len(pool) >= POOL_SIZE:
+                            worst = pool[0][0]
+                else:
+                    dead = self._score_into_pool(db, slots, lru)
+                if dead:
+                    # An eighth of the snapshot gone (evictions, and deletions sampling ran
+                    # into), or eight samples in a row that found nothing: take a new one.
+                    # Evicted keys cluster (LRU takes the oldest, which sit together), so a
+                    # sample of deleted slots alone is no sign that most of it has gone.
+                    budget[db_id] -= dead
+                    if dead == len(slots):
+                        empty = self.snap_empty[db_id] = self.snap_empty[db_id] + 1
+                    else:
+                        empty = self.snap_empty[db_id] = 0
+                    if budget[db_id] <= 0 or empty >= 8:
+                        snaps[db_id] = None
+            if not populated:
+                if candidates is dbs:
+                    return EVICT_FAIL
+                candidates = dbs
+                continue
+            # the best candidate that still exists (every one gone: sample again)
+            while pool:
+                _, db_id, key = pool.pop()
+                db = dbs[db_id]
+                if key in db.data:
+                    break
+            else:
+                continue
+            budget[db_id] -= 1  # its slot is dead from now on
+            used -= per_key[db_id] or 0
+            # deleteEvictedKeyAndPropagate (_evict), inline
+            if self.lazy:
+                value = db.data.get(key)
+                if value is not None and free_effort(value, s) > LAZYFREE_THRESHOLD:
+                    db.keyspace.lazyfreed_objects += 1
+            if s.propagating:
+                s.propagate([(db_id, [b"UNLINK" if self.lazy else b"DEL", key])])
+            db.delete(key)
+            watched = db.watched  # db.modified(key), its test inline
+            if watched and key in watched:
+                db.keyspace.on_modified(db, key)
+            blocking = s.blocking
+            if blocking.waiters:
+                blocking.signal(db_id, key)
+            notifier = events.notifier
+            if notifier is not None:
+                notifier(db_id, "e", b"evicted", key)
+            self.evicted_keys += 1
+            freed += 1
+            if not freed & 15 and perf_counter() - start > self.limit_s:
+                self._continue_later()
+                return EVICT_RUNNING
+        return EVICT_OK
+
+    def _score_into_pool(self, db: Database, slots: list[bytes], lru: bool) -> int:
+        """_evict_pooled's samples scored one by one into the pool (LFU, or LRU while
+        some live keys have no stamp yet, as after a load: they count from the base);
+        returns how many slots were deleted keys'."""
+        pool = self.pool
+        data = db.data
+        get = db.access.get
+        db_id = db.id
+        dead = 0
+        worst = pool[0][0] if len(pool) >= POOL_SIZE else _UNBOUNDED
+        decay = db.keyspace.lfu_decay_time
+        clock, base = db.clock, db.access_base
+        for key in slots:
+            stamp = get(key)
+            if stamp is None:
+                if key not in data:
+                    dead += 1  # a deleted slot (a live key always has a stamp or the base)
+                    continue
+                score = clock - base if lru else 255 - LFU_INIT_VAL
+            else:
+                score = clock - stamp if lru else 255 - lfu_decayed(stamp, decay)
+            if score <= worst:
+                continue
+            _pool_insert(pool, score, db_id, key)
+            if len(pool) >= POOL_SIZE:
+                worst = pool[0][0]
+        return dead
+
+    def _snapshot(self, db: Database) -> list[bytes]:
+        """A new snapshot of ``db``'s keys for _pick_pooled to sample.
+
+        Keeping a log of the keys current costs every write of a new key and every
+        delete (SCAN's log does that while an iteration is open); a list of the keys
+        taken now and then costs nothing per write and, taken once per eighth of the
+        database's keys deleted or added, little per eviction (``list(dict)`` copies
+        pointers: about 1 ms for 150k keys, once per 19k evictions). What it gives up:
+        keys written since the snapshot (at most an eighth of the database) are not
+        sampled until the next one, and they are the newest, which LRU would evict
+        last and LFU spares anyway (a new key counts LFU_INIT_VAL)."""
+        snap = list(db.data)
+        db_id = db.id
+        self.snaps[db_id] = snap
+        eighth = max(len(snap) >> 3, 16)
+        self.snap_budget[db_id] = eighth  # evictions and deleted slots seen before the next one
+        self.snap_limit[db_id] = len(snap) + eighth  # ... or the database grown this much
+        self.snap_empty[db_id] = 0
+        return snap
 
     def _evict(self, db: Database, key: bytes) -> None:
-        """deleteEvictedKeyAndPropagate and what performEvictions does around it."""
+        """deleteEvictedKeyAndPropagate and what performEvictions does around it
+        (_evict_pooled has its own copy inline)."""
         s = self.server
         if self.lazy:
             value = db.data.get(key)
@@ -304,12 +475,30 @@ class Evictor:
         if s.propagating:
             s.propagate([(db.id, [b"UNLINK" if self.lazy else b"DEL", key])])
         db.delete(key)
-        db.modified(key)
-        s.blocking.signal(db.id, key)
+        watched = db.watched  # db.modified(key), its test inline
+        if watched and key in watched:
+            db.keyspace.on_modified(db, key)
+        blocking = s.blocking
+        if blocking.waiters:
+            blocking.signal(db.id, key)
         notifier = events.notifier
         if notifier is not None:
             notifier(db.id, "e", b"evicted", key)
         self.evicted_keys += 1
+
+
+def _pool_insert(pool: list[tuple[float, int, bytes]], score: float, db_id: int, key: bytes) -> None:
+    """Put a sample in the pool as evictionPoolPopulate does: ahead of the entries
+    scoring the same, and, when the pool is full, only if it beats the worst (which
+    then goes)."""
+    if len(pool) >= POOL_SIZE:
+        if score <= pool[0][0]:
+            return
+        k = bisect_left(pool, score, key=_score) - 1
+        del pool[0]
+    else:
+        k = bisect_left(pool, score, key=_score)
+    pool.insert(k, (score, db_id, key))
 
 
 def evictor_of(server: Server) -> Evictor:

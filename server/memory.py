@@ -158,7 +158,8 @@ class MemoryFigure:
 
     # -- the figure ----------------------------------------------------------------
     def db_overhead(self, db: Database) -> int:
-        """The tables of a database's dicts and its expiry times (Redis's dict overhead)."""
+        """The tables of a database's dicts and its expiry times (Redis's dict overhead).
+        for_eviction has a copy inline: a change here belongs there too."""
         size = _sizeof(db.data) + _sizeof(db.access) + _sizeof(db.expires)
         if db.expires:
             size += len(db.expires) * _INT + _sizeof(db.volatile_log)
@@ -249,7 +250,13 @@ class MemoryFigure:
         total = self.evict_base + self.clients_normal
         per_key = self.per_key
         for db in self.active:
-            total += int(len(db.data) * per_key[db.id]) + self.db_overhead(db)
+            # db_overhead(db), inline: this runs before every command
+            data, access, expires = db.data, db.access, db.expires
+            total += int(len(data) * per_key[db.id]) + _sizeof(data) + _sizeof(access) + _sizeof(expires)
+            if expires:
+                total += len(expires) * _INT + _sizeof(db.volatile_log)
+            if db.lfu:
+                total += len(access) * _INT
         return total
 
     def after_write(self, db: Database) -> None:

@@ -281,6 +281,9 @@ class Server:
     # engine: its writes must take call(), but none of the gate's checks concern it.
     _special = False
     _gated = False
+    # maxmemory alone leaves a plain client's commands on execute_all()'s fast path:
+    # of the gate's checks only eviction concerns them, and that is one call there.
+    _gated_beyond_memory = False
     _loading = False
     _maxmemory = 0
     _pause_until = 0.0
@@ -291,10 +294,11 @@ class Server:
     _active_active: ActiveActive | None = None
 
     def _update_special(self) -> None:
-        self._gated = bool(
-            self._loading or self._maxmemory or self._pause_until or self._write_denied is not None
+        self._gated_beyond_memory = bool(
+            self._loading or self._pause_until or self._write_denied is not None
             or self._tracking_active or self._replica_of is not None or self._min_replicas is not None
         )
+        self._gated = self._gated_beyond_memory or bool(self._maxmemory)
         self._special = self._gated or self._active_active is not None
         # A pause holds expiry still (Redis keeps the dataset constant while paused), and
         # so does following a master, whose DELs decide when keys go.
@@ -489,9 +493,12 @@ class Server:
             if (
                 cmd is None  # unknown, a container (it resolves a subcommand) or protected
                 or not plain
-                # Active-Active alone sends only writes through call() (its engine).
-                or self._special and (self._gated or cmd.flags & WRITE)
                 or not cmd.min_argc <= len(argv) <= cmd.max_argc  # the arity check
+                # Active-Active alone sends only writes through call() (its engine);
+                # maxmemory alone evicts here, and only a refusal takes execute().
+                or self._special and (
+                    self._gated and (self._gated_beyond_memory or self.evictor.perform(client.db) == EVICT_FAIL)
+                    or cmd.flags & WRITE and self._active_active is not None)
             ):
                 if (
                     cmd is not None and plain and not self._gated

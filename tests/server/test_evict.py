@@ -305,3 +305,92 @@ def test_used_memory_settles_under_maxmemory():
         c.close()
     finally:
         srv.stop()
+
+
+def test_the_pool_orders_ties_as_redis_does():
+    """evictionPoolPopulate: a full pool skips a sample no better than its worst; a
+    sample goes ahead of the entries scoring the same; the worst goes when one enters."""
+    from rill.server.evict import POOL_SIZE, _pool_insert
+
+    pool: list = []
+    for i in range(POOL_SIZE):
+        _pool_insert(pool, i // 2, 0, b"k%d" % i)
+    assert [e[0] for e in pool] == sorted(e[0] for e in pool) and len(pool) == POOL_SIZE
+    assert [e[2] for e in pool[:2]] == [b"k1", b"k0"]  # the later one ahead of its equal
+    before = list(pool)
+    _pool_insert(pool, 0, 0, b"tie")  # no better than the worst: skipped
+    assert pool == before
+    _pool_insert(pool, 7, 0, b"best")  # ties the best two: goes ahead of them, k1 drops
+    assert len(pool) == POOL_SIZE and pool[0][2] == b"k0"
+    assert [e[2] for e in pool[-3:]] == [b"best", b"k15", b"k14"]
+
+
+def _over_the_limit_by_new_keys(server: Server, c, n: int, prefix: str) -> None:
+    """SETs of new keys through execute_all (a connection's path) while at the limit,
+    then a PING: eviction runs before each command, so after it the figure is under."""
+    for i in range(n):
+        c.out.clear()
+        server.execute_all(c, [[b"SET", f"{prefix}{i}".encode(), b"%0200d" % i]])
+        assert b"".join(c.out) == b"+OK\r\n"
+    server.execute_all(c, [[b"PING"]])
+
+
+@pytest.mark.parametrize("policy", ["allkeys-lru", "allkeys-lfu"])
+def test_the_cache_policies_sample_new_keys_and_survive_a_flush(policy):
+    """_evict_pooled samples a snapshot of the keys: keys written since it are sampled
+    once it is renewed, and a snapshot of keys all gone (FLUSHALL) is replaced."""
+    server, c = _server(policy)
+    _fill(server, c, 2000)
+    _limit_here(server, c, 0)
+    fig = memory_of(server)
+    db = server.keyspace.dbs[0]
+    _over_the_limit_by_new_keys(server, c, 3000, "a")
+    assert server.evictor.evicted_keys >= 2500
+    assert fig.for_eviction() <= server.maxmemory
+    # most of the first keys went, and keys written during the run went too
+    assert sum(f"k{i}".encode() in db.data for i in range(2000)) < 500
+    assert sum(f"a{i}".encode() not in db.data for i in range(2000)) > 0
+    run_inproc(server, c, "FLUSHALL")
+    evicted = server.evictor.evicted_keys
+    _over_the_limit_by_new_keys(server, c, 3000, "b")
+    assert server.evictor.evicted_keys - evicted >= 500
+    assert fig.for_eviction() <= server.maxmemory
+
+
+def test_allkeys_lru_evicts_keys_without_a_stamp_as_loaded():
+    """After a load no key has an access stamp (they count from the base): the pooled
+    path scores them rather than taking them for deleted slots."""
+    server, c = _server("allkeys-lru")
+    _fill(server, c, 2000)
+    db = server.keyspace.dbs[0]
+    db.access.clear()
+    db.access_base = db.clock - 100  # loaded a while ago
+    _limit_here(server, c, 0)
+    _over_the_limit_by_new_keys(server, c, 500, "new")
+    assert server.evictor.evicted_keys >= 400
+    # the loaded keys (idle 100 s) went, not the new ones
+    assert all(f"new{i}".encode() in db.data for i in range(500))
+
+
+def test_maxmemory_alone_evicts_on_execute_alls_fast_path():
+    """With maxmemory the only special state, a plain client's command is evicted for
+    in execute_all itself; a wrong arity is refused first and evicts nothing (Redis
+    checks arity before memory), and noeviction's refusal still goes out."""
+    server, c = _server("allkeys-lru")
+    _fill(server, c, 1000)
+    _limit_here(server, c, 0)
+    _fill(server, c, 10, prefix="over")  # now over: the next command evicts
+    evicted = server.evictor.evicted_keys
+    c.out.clear()
+    server.execute_all(c, [[b"SET", b"x"]])
+    assert b"".join(c.out) == b"-ERR wrong number of arguments for 'set' command\r\n"
+    assert server.evictor.evicted_keys == evicted
+    assert server._gated and not server._gated_beyond_memory
+    _over_the_limit_by_new_keys(server, c, 50, "more")
+    assert server.evictor.evicted_keys > evicted
+    assert memory_of(server).for_eviction() <= server.maxmemory
+    run_inproc(server, c, "CONFIG", "SET", "maxmemory-policy", "noeviction")
+    _fill(server, c, 50, prefix="past")
+    c.out.clear()
+    server.execute_all(c, [[b"SET", b"y", b"z"], [b"GET", b"k999"]])
+    assert b"".join(c.out).startswith(OOM + b"$")
