@@ -93,23 +93,24 @@ def _entry_at(
 
 
 def _fwd_node_enc(
-    key: int, lp: bytes | bytearray, start: int, end: int, limit: int, out: list[bytes],
+    key: int, node: bytes | bytearray, start: int, end: int, limit: int, out: list[bytes],
     enc: EntryEncoder, marks: list[int] | None = None, sids: list[int] | None = None,
 ) -> tuple[int, bool, int]:
     """What ``_fwd_node`` (without tombstones) finds, encoded: appends to ``out`` the
     pieces ``enc`` gives for the entries. Returns ``(entries, done,
     served)``: ``done`` means an entry past ``end`` or the ``limit`` (0 = none) was reached;
     no entry of the node after ``start`` and up to ``served`` is left unread. ``marks``
-    gets the index in ``out`` where each entry's pieces begin, ``sids`` each entry's ID."""
-    node = lp
+    gets the index in ``out`` where each entry's pieces begin, ``sids`` each entry's ID.
+
+    Compiled, fastread.pxd types the walk: offsets and element bytes are C ints, and the
+    node is read as ``bytes`` (a copy for an open tail node, as here)."""
     hint = _RESUME.get(id(node))
     if hint is not None and (hint[0] is not node or hint[4] != key):
         hint = None
     layout = hint[3] if hint is not None else None
     if layout is not None and layout[4] is not enc:
         layout = None
-    if type(lp) is not bytes:
-        lp = bytes(lp)
+    lp = node if type(node) is bytes else bytes(node)
     mms = key >> 64
     mseq = key & MASK64
     if layout is None:
