@@ -52,6 +52,11 @@ def plain_ops(db: Any, key: bytes, last_before: int | None, op: Op) -> list[Op]:
     no stream, so the replica has no key)."""
     value = db.data.get(key)
     if not isinstance(value, Stream):
+        if value is not None and op[0] == b"EXPIRE":
+            # A string, hash, set, sorted set or HLL: its TTL as the register resolved it
+            # (a peer's EXPIRE on one was not mirrored: the replica kept its old TTL).
+            at = db.expires.get(key)
+            return [[b"PERSIST", key]] if at is None else [[b"PEXPIREAT", key, b"%d" % at]]
         return [[b"DEL", key]] if last_before is not None else []
     name = op[0].upper()
     if name == b"XADD":
