@@ -159,7 +159,8 @@ def merge_state(server: Server, payload: bytes, own_deletions: bytes | None = No
     for db in dbs:
         theirs = loaded.dbs.get(db.id) or {}
         keys = [k for k, v in db.data.items() if isinstance(v, ActiveStream)]
-        keys += [k for k in theirs if k not in db.data]
+        # The sender's streams at keys that hold another kind here (or nothing) too.
+        keys += [k for k in theirs if not isinstance(db.data.get(k), ActiveStream)]
         for key in keys:
             a = theirs.get(key)
             if _merge_key(server, db, key, a if isinstance(a, ActiveStream) else None, mine, sender):
@@ -173,7 +174,7 @@ def merge_state(server: Server, payload: bytes, own_deletions: bytes | None = No
     deletions = [(db, op) for seq, db, op in theirs_deleted if seq > mine.get(sender.region, 0)]
     deletions += [(db, op) for seq, db, op in mine_deleted if seq > sender.vc.get(engine.region, 0)]
     for db_id, op in deletions:
-        if db_id < len(dbs) and _delete_again(dbs[db_id], op) and (db_id, op[1]) not in changed:
+        if db_id < len(dbs) and _delete_again(engine, dbs[db_id], op) and (db_id, op[1]) not in changed:
             changed.append((db_id, op[1]))
     _merge_engine(engine, sender)
     _after_merge(server, changed, payload, sender, own_deletions)
@@ -216,7 +217,7 @@ def _read_deletions(blob: bytes) -> list[tuple[int, int, Op]]:
     return out
 
 
-def _delete_again(db: Any, op: Op) -> bool:
+def _delete_again(engine: Any, db: Any, op: Op) -> bool:
     """Apply a deletion op's entry removals to the merged stream (a DEL's as the trim it
     does: its group removals are the tombstones' business); True if the key changed."""
     s = db.data.get(op[1])
@@ -227,6 +228,7 @@ def _delete_again(db: Any, op: Op) -> bool:
     s.apply([name, *op[2:]])
     if s.is_gone():
         db.delete(op[1])
+        engine.hlls.show(db, op[1])  # what a hidden other kind holds shows again
         return True
     return s.length != length
 
@@ -295,6 +297,7 @@ def _merge_key(server: Server, db: Any, key: bytes, a: ActiveStream | None,
     b.drain()  # nothing here is a local write: no op may leave as this instance's
     if b.is_gone():
         db.delete(key)
+        engine.hlls.show(db, key)  # what a hidden other kind holds shows again
     return True
 
 
@@ -392,7 +395,11 @@ def _merge_ttls(engine: Any, db: Any, theirs: dict[bytes, Any], mine: dict[int, 
         if merged == here:
             continue
         if not merged:
+            # Every TTL here was superseded there by a delete (a DEL drops the register):
+            # the key, recreated since, has none, as where the effects are applied one by one.
             regs.pop((db.id, key), None)
+            if key in db.data:
+                db.persist(key)
             continue
         regs[(db.id, key)] = merged
         if key in db.data:

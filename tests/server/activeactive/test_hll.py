@@ -400,3 +400,84 @@ def test_redis_server_replica_follows_hlls():
             rc.close()
         finally:
             replica.stop()
+
+
+# -- seeded random runs -------------------------------------------------------------------
+
+HKEYS = ["h0", "h1", "h2"]
+
+
+def _random_write(rng, r: Region) -> None:
+    key = rng.choice(HKEYS)
+    roll = rng.random()
+    if roll < 0.45:
+        r("PFADD", key, *(f"v{rng.randrange(400)}" for _ in range(rng.randrange(1, 40))))
+    elif roll < 0.55:
+        r("PFMERGE", key, rng.choice(HKEYS))
+    elif roll < 0.67:
+        r("DEL", key)
+    elif roll < 0.72:
+        r("SET", key, "text")
+    elif roll < 0.77:
+        blob = r.server.keyspace[0].data.get(rng.choice(HKEYS).encode())
+        if isinstance(blob, (bytes, bytearray)):
+            r("SET", key, bytes(blob))
+    elif roll < 0.82:
+        r("PEXPIREAT", key, str(4000000000000 + rng.randrange(10) * 1000))
+    elif roll < 0.85:
+        r("PERSIST", key)
+    elif roll < 0.89:
+        if r("TYPE", key) != b"+stream\r\n":  # RENAME of streams: test_state's business
+            r("RENAME", key, rng.choice(HKEYS))
+    elif roll < 0.94:
+        r("XADD", key, "*", "f", "v")
+    elif roll < 0.97:
+        ids = [line for line in r("XRANGE", key, "-", "+").split(b"\r\n") if b"-" in line[:20]]
+        if ids:
+            r("XDEL", key, *ids)
+    else:
+        r("PFDEBUG", "TODENSE", key)
+
+
+def _full_view(r: Region) -> dict:
+    db = r.server.keyspace[0]
+    out = {}
+    for k in HKEYS:
+        v = db.data.get(k.encode())
+        out[k] = (r("TYPE", k), bytes(v) if isinstance(v, (bytes, bytearray)) else r("XRANGE", k, "-", "+"),
+                  r("PEXPIRETIME", k))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_runs_converge(seed):
+    import random
+
+    rng = random.Random(seed)
+    regions = [Region(1), Region(2), Region(3)]
+    for _ in range(120):
+        _random_write(rng, rng.choice(regions))
+        if rng.random() < 0.3:
+            src, dst = rng.sample(regions, 2)
+            src.send(dst)
+    sync(*regions)
+    views = [_full_view(r) for r in regions]
+    assert views[0] == views[1] == views[2]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_runs_converge_through_full_syncs(seed):
+    import random
+
+    rng = random.Random(100 + seed)
+    a, b, whole = Region(1), Region(2), Region(3)
+    for _ in range(60):
+        _random_write(rng, rng.choice((a, b)))
+        if rng.random() < 0.2:
+            a.send(b) if rng.random() < 0.5 else b.send(a)
+    a.send(whole)
+    b.send(whole)
+    pa, pb = dump_state(a.server), dump_state(b.server)
+    merge_state(a.server, pb)
+    merge_state(b.server, pa)
+    assert _full_view(a) == _full_view(b) == _full_view(whole)
