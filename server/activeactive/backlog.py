@@ -12,7 +12,7 @@ aside within the same byte limit, because a full sync re-applies the deletions t
 side has not (server/activeactive/state.py).
 
 The records are copied into 1 MiB chunks of anonymous memory mapped for the backlog
-alone, not kept as a bytes object each: a record freed gives nothing back to the system
+alone (with their ends and times), not kept as a bytes object each: a record freed gives nothing back to the system
 while other objects share its allocator arena, and a backlog that filled while a peer
 lagged would keep the process that large for good. A chunk goes back whole (unmapped)
 once its last record is released or dropped. Pure data.
@@ -21,7 +21,6 @@ once its last record is released or dropped. Pure data.
 from __future__ import annotations
 
 import mmap
-from array import array
 from collections import deque
 
 CHUNK = 1 << 20  # bytes of records per chunk (a larger record gets a chunk of its own)
@@ -43,24 +42,37 @@ def record_size(wire: bytes) -> int:
 
 class _Chunk:
     """Consecutive records in one mapping: record ``i`` (sequence ``seq + i``) is
-    ``buf[ends[i-1]:ends[i]]`` (from 0 for the first), made at ``ts[i]``; those before
-    ``head`` are gone."""
+    ``buf[end(i-1):end(i)]`` (from 0 for the first), made at ``ts(i)``; those before
+    ``head`` are gone. The records fill the mapping from its start, and their ends and
+    times (two 64-bit words each) from its end: nothing of a record lives outside it."""
 
-    __slots__ = ("buf", "seq", "ends", "ts", "used", "head")
+    __slots__ = ("buf", "size", "meta", "top", "seq", "count", "used", "head")
 
     def __init__(self, seq: int, size: int) -> None:
+        self.size = size = (size + 7) & ~7
         self.buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        self.meta = memoryview(self.buf).cast("q")
+        self.top = len(self.meta) - 1  # record i's end is meta[top - 2i], its time the word below
         self.seq = seq
-        self.ends = array("I")
-        self.ts = array("q")
+        self.count = 0
         self.used = 0
         self.head = 0
 
+    def end(self, i: int) -> int:
+        return self.meta[self.top - 2 * i]
+
+    def ts(self, i: int) -> int:
+        return self.meta[self.top - 2 * i - 1]
+
     def start(self, i: int) -> int:
-        return self.ends[i - 1] if i else 0
+        return self.meta[self.top - 2 * i + 2] if i else 0
 
     def wire(self, i: int) -> bytes:
-        return self.buf[self.start(i):self.ends[i]]
+        return self.buf[self.start(i):self.end(i)]
+
+    def close(self) -> None:
+        self.meta.release()
+        self.buf.close()
 
 
 class Backlog:
@@ -97,14 +109,21 @@ class Backlog:
         n = len(wire)
         chunks = self._chunks
         c = chunks[-1] if chunks else None
-        if c is None or c.used + n > len(c.buf):
-            c = _Chunk(seq, CHUNK if n <= CHUNK else -(-n // mmap.PAGESIZE) * mmap.PAGESIZE)
+        count = c.count if c is not None else 0
+        if c is None or c.used + n + 16 * (count + 1) > c.size:
+            need = n + 16
+            c = _Chunk(seq, CHUNK if need <= CHUNK else -(-need // mmap.PAGESIZE) * mmap.PAGESIZE)
             chunks.append(c)
+            count = 0
+        # What _Chunk describes, inline: this runs once per effect made.
         used = c.used
         end = c.used = used + n
         c.buf[used:end] = wire
-        c.ends.append(end)
-        c.ts.append(ts_ms)
+        at = c.top - 2 * count
+        meta = c.meta
+        meta[at] = end
+        meta[at - 1] = ts_ms
+        c.count = count + 1
         self._count += 1
         self.nbytes += n
         if self.nbytes > self.limit:
@@ -118,10 +137,10 @@ class Backlog:
         self._count -= k
         while k:
             c = chunks[0]
-            live = len(c.ends) - c.head
+            live = c.count - c.head
             take = min(k, live)
             lo = c.start(c.head)
-            hi = c.ends[c.head + take - 1]
+            hi = c.end(c.head + take - 1)
             freed = hi - lo
             if keep_deletions and deletes(c.buf[lo:hi]):
                 for i in range(c.head, c.head + take):
@@ -133,7 +152,7 @@ class Backlog:
             k -= take
             if take == live:
                 chunks.popleft()
-                c.buf.close()
+                c.close()
             else:
                 c.head += take
 
@@ -186,10 +205,10 @@ class Backlog:
         first, i = self._at(seq)
         chunks = list(self._chunks)
         for c in chunks[chunks.index(first):]:
-            buf, ends, base = c.buf, c.ends, c.seq
+            buf, base = c.buf, c.seq
             start = c.start(i)
-            for j in range(i, len(ends)):
-                end = ends[j]
+            for j in range(i, c.count):
+                end = c.end(j)
                 out.append((base + j, buf[start:end]))
                 start = end
             i = 0
@@ -222,7 +241,7 @@ class Backlog:
         if not self.holds(seq):
             return None
         c, i = self._at(seq)
-        return c.ts[i]
+        return c.ts(i)
 
     def bytes_after(self, seq: int) -> int:
         """Bytes of the records after ``seq`` (what a peer that acknowledged ``seq`` lacks)."""

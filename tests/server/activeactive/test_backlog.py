@@ -102,7 +102,7 @@ def test_past_the_limit_the_deletions_kept_aside_go_first():
 def test_records_across_chunks_read_release_and_drop_alike(monkeypatch):
     """Records go into chunks of mapped memory (here 3 records each); every read gives
     the same records whichever chunks they sit in, and a chunk emptied is unmapped."""
-    monkeypatch.setattr(backlog_module, "CHUNK", 3 * record_size(rec(1)))
+    monkeypatch.setattr(backlog_module, "CHUNK", 3 * (record_size(rec(1)) + 16))  # with their ends and times
     b = Backlog(1 << 20)
     for seq in range(1, 11):
         b.append(seq, deleting(seq) if seq == 4 else rec(seq), seq * 10)
