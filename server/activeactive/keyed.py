@@ -349,6 +349,9 @@ class Keyed:
                     now = _put(now, kind, elem, canonical)
                     if kind == STRING:
                         db.data[key] = now
+                    # Replicas and the AOF get it too, not the command's own sum (a
+                    # replica's ZINCRBY would add in double and drift).
+                    self.engine.server.rewrite_propagation(_canonical_write(kind, key, elem, canonical))
                 continue
             if delta is not None and cell is None:
                 # A counter created by its increment: 0 plus the increments.
@@ -558,6 +561,15 @@ _SET_EVENT = {STRING: ("$", b"set"), HASH: ("h", b"hset"), SET: ("s", b"sadd"), 
 _INCR_EVENT = {STRING: ("$", b"incrby"), HASH: ("h", b"hincrby"), SET: ("s", b"sadd"), ZSET: ("z", b"zincr")}
 _INCRFLOAT_EVENT = {**_INCR_EVENT, STRING: ("$", b"incrbyfloat"), HASH: ("h", b"hincrbyfloat")}
 _REM_EVENT = {STRING: _DEL, HASH: ("h", b"hdel"), SET: ("s", b"srem"), ZSET: ("z", b"zrem")}
+
+
+def _canonical_write(kind: bytes, key: bytes, elem: bytes, v: Any) -> list[bytes]:
+    """The plain command that writes an element's merged value (a counter's sum)."""
+    if kind == STRING:
+        return [b"SET", key, v, b"KEEPTTL"]
+    if kind == HASH:
+        return [b"HSET", key, elem, v]
+    return [b"ZADD", key, repr(v).encode(), elem]
 
 
 def _fingerprint(kinds: Kinds) -> Any:

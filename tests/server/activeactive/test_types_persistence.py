@@ -242,3 +242,32 @@ def test_redis_server_replica_equals_the_active_active_instance_under_every_type
             assert view(r1) == view(r2)
         finally:
             replica.stop()
+
+
+def test_a_replica_holds_the_float_counters_text_the_instance_holds():
+    """An Active-Active float counter stores its exact sum rounded once, which drifts from
+    the step-by-step long double sum the command computed (76.4802 against
+    76.48019999999999999 after a hundred increments of 1.7, 0.1 and the like): the replica
+    gets the stored text, not the command's."""
+    with Cluster(1) as c:
+        (r1,) = c
+        replica = start_redis("--replicaof", "127.0.0.1", str(r1.port))
+        try:
+            rc = Plain(replica.port)
+            wait_until(lambda: b"master_link_status:up" in rc.call("INFO", "replication"))
+            steps = ["0.1", "1.7", "-0.35", "3.3333", "1e-3", "0.2"]
+            for i in range(120):
+                r1.call("INCRBYFLOAT", "f", steps[i % len(steps)])
+                r1.call("HINCRBYFLOAT", "h", "x", steps[i % len(steps)])
+                r1.call("ZINCRBY", "z", steps[i % len(steps)], "m")
+            r1.call("MULTI")
+            for i in range(20):
+                r1.call("ZINCRBY", "z", steps[i % len(steps)], "m")
+                r1.call("INCRBYFLOAT", "f", steps[i % len(steps)])
+            r1.call("EXEC")
+            r1.call("EVAL", "for i = 1, 20 do redis.call('ZINCRBY', KEYS[1], '1.7', 'm') end", 1, "z")
+            r1.call("SET", "end", "1")
+            wait_until(lambda: rc.call("EXISTS", "end") == 1)
+            assert values(rc) == values(r1)
+        finally:
+            replica.stop()
