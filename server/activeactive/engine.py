@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from rill.persistence.aof import encode_command
 from rill.protocol.effects import Effect, decode_vc, encode_effect, encode_record, encode_vc
 from rill.protocol.reply import ReplyError
+from rill.storage.list import ListValue
 from rill.storage.stream import Stream, format_sid
 from rill.storage.stream.active import ActiveStream
 
@@ -39,7 +40,9 @@ from .hll import OPS as _HLL_OPS
 from .hll import Hlls, is_hll_value
 from .hll import plain_ops as hll_plain_ops
 from .keyed import Keyed, kind_of
-from .plain import keyed_plain_ops, plain_ops
+from .lists import OPS as _LIST_OPS
+from .lists import Lists
+from .plain import keyed_plain_ops, list_plain_ops, plain_ops
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -56,11 +59,11 @@ _KEY_COMMANDS = frozenset({
 })
 # Commands with no sound meaning across instances yet.
 _UNSUPPORTED = frozenset({"copy", "move", "swapdb", "restore", "restore-asking", "migrate"})
-# Data-type categories without merge rules yet -> the type TYPE names (the refusal names it).
-_REFUSED_CATEGORY = {"@list": "list"}
-# Categories whose writes merge through keyed.py (strings, hashes, sets, sorted sets) and
-# hll.py (HyperLogLogs).
-_KEYED_CATEGORIES = frozenset({"@string", "@bitmap", "@hash", "@set", "@sortedset", "@geo", "@hyperloglog"})
+# Categories whose writes merge through keyed.py (strings, hashes, sets, sorted sets),
+# hll.py (HyperLogLogs) and lists.py (lists).
+_KEYED_CATEGORIES = frozenset({
+    "@string", "@bitmap", "@hash", "@set", "@sortedset", "@geo", "@hyperloglog", "@list",
+})
 
 # How run() treats a write command (see ActiveActive._kind).
 _STREAM, _KEYS, _FLUSH, _SORT, _KEYED = "stream", "keys", "flush", "sort", "keyed"
@@ -69,7 +72,7 @@ _STREAM, _KEYS, _FLUSH, _SORT, _KEYED = "stream", "keys", "flush", "sort", "keye
 PERSIST = -1
 
 # Ops that leave bookkeeping behind at their origin (see ActiveActive._bookkeep).
-_BOOKKEPT = frozenset({b"DEL", b"GDESTROY", b"EXPIRE", b"GCREATE", b"CDEL", b"HLLDEL"})
+_BOOKKEPT = frozenset({b"DEL", b"GDESTROY", b"EXPIRE", b"GCREATE", b"CDEL", b"HLLDEL", b"LDEL"})
 # The ops of strings, hashes, sets and sorted sets (keyed.py).
 _CELL_OPS = frozenset({b"CSET", b"CINC", b"CREM", b"CDEL"})
 
@@ -118,6 +121,7 @@ class ActiveActive:
         self._kinds: dict[Command, object] = {}
         self.keyed = Keyed(self)  # strings, hashes, sets and sorted sets
         self.hlls = Hlls(self)  # HyperLogLogs
+        self.lists = Lists(self)
         self._moves = 0  # RENAMEs in the unit being made (ActiveStream.rekey)
         # The clock's encoding around our own count (before it, after it, and the clock
         # without our entry), while no peer's effect changed it: most effects are
@@ -143,10 +147,6 @@ class ActiveActive:
             return _KEYS
         if name == "sort":
             return _SORT
-        for cat in cats:
-            t = _REFUSED_CATEGORY.get(cat)
-            if t is not None:
-                return type_refusal(t)
         if any(cat in _KEYED_CATEGORIES for cat in cats):
             return _KEYED
         # What is left (scripts, functions, pub/sub, server commands) writes no data of
@@ -165,8 +165,6 @@ class ActiveActive:
             kind = _STREAM
         elif type(kind) is ReplyError:
             raise kind
-        if kind is _SORT and b"store" in (a.lower() for a in argv[2:]):
-            raise type_refusal("list")  # SORT without STORE only reads
         snap = self._snapshot(client, cmd, argv, kind)
         try:
             return cmd.handler(client, argv)
@@ -226,28 +224,37 @@ class ActiveActive:
                 for db in dbs
                 for key, value in db.data.items()
                 if isinstance(value, ActiveStream) or kind_of(value) is not None
-                or self.hlls.has(db.id, key)
+                or self.hlls.has(db.id, key) or type(value) is ListValue
             ]
         db = client.db
         data = db.data
         expires = db.expires
         snap = []
+        named = set()
         for pos, _spec in cmd.keys(argv):
             key = argv[pos]
+            if key in named:
+                continue  # named twice (RPOPLPUSH L L): its changes are collected once
+            named.add(key)
             value = data.get(key)
             ttl = None
             if value is not None:
-                if type(value) is not ActiveStream and kind_of(value) is None:
-                    if self.hlls.has(db.id, key):
+                if type(value) is not ActiveStream:
+                    if kind_of(value) is not None:
+                        if not self.keyed.has(db.id, key):
+                            raise _PLAIN_KEY  # from before the mode was on: no merge state
+                    elif type(value) is ListValue:
+                        if not self.lists.has(db.id, key):
+                            raise _PLAIN_KEY
+                    elif self.hlls.has(db.id, key):
                         pass  # an HyperLogLog (hll.py)
                     elif is_hll_value(value):
-                        raise _PLAIN_KEY  # from before the mode was on: no merge state
-                    elif kind is not _STREAM:
-                        raise type_refusal(type_name(value).decode())
-                elif type(value) is not ActiveStream and not self.keyed.has(db.id, key):
-                    raise _PLAIN_KEY  # from before the mode was on: no merge state
-                    if isinstance(value, Stream):
-                        raise _PLAIN_STREAM  # from before the mode was on: it has no regions
+                        raise _PLAIN_KEY
+                    else:
+                        if kind is not _STREAM:
+                            raise type_refusal(type_name(value).decode())
+                        if isinstance(value, Stream):
+                            raise _PLAIN_STREAM  # from before the mode was on: it has no regions
                 ttl = expires.get(key)
                 if ttl is not None and db.is_expired(key):
                     value = None  # gone already: its lookup's expiry makes the DEL
@@ -270,8 +277,11 @@ class ActiveActive:
                 if self.hlls.values and self.hlls.has(db.id, key) or (
                         now is not None and kind_of(now) is None and is_hll_value(now)):
                     self._collect_hll(ops, db, key, before, ttl_before, name, argv)
-                elif kind_of(now) is not None or self.keyed.has(db.id, key):
-                    self._collect_keyed(ops, db, key, before, ttl_before, name, argv)
+                else:
+                    if type(now) is ListValue or self.lists.has(db.id, key):
+                        self._collect_list(ops, db, key, before, ttl_before, name, argv)
+                    if kind_of(now) is not None or self.keyed.has(db.id, key):
+                        self._collect_keyed(ops, db, key, before, ttl_before, name, argv)
                 continue
             moved = False
             if now is not before and was_at.get(id(now), (db.id, key)) != (db.id, key):
@@ -317,6 +327,16 @@ class ActiveActive:
         # Replaced (SET KEEPTTL over a key of another kind): the CDEL takes the TTL where
         # it lands, so a TTL the key kept here is the new value's, as when it is created.
         self._collect_ttl(ops, db, key, None if deleted else before, ttl_before)
+
+    def _collect_list(self, ops: Unit, db: Any, key: bytes, before: Any, ttl_before: int | None,
+                      name: str, argv: list[bytes]) -> None:
+        """_collect for a list (lists.py), and its TTL."""
+        made = self.lists.collect(db, key, name, argv)
+        ops.extend((db.id, op) for op in made)
+        if any(op[0] == b"LDEL" for op in made):
+            self.ttl.pop((db.id, key), None)  # a local delete saw every TTL
+        if type(db.data.get(key)) is ListValue:
+            self._collect_ttl(ops, db, key, before, ttl_before)
 
     def _collect_hll(self, ops: Unit, db: Any, key: bytes, before: Any, ttl_before: int | None,
                      name: str, argv: list[bytes]) -> None:
@@ -379,6 +399,9 @@ class ActiveActive:
         op = self.hlls.expired(db_id, key)
         if op is not None:
             self.unit.append((db_id, op))
+        op = self.lists.expired(db_id, key)
+        if op is not None:
+            self.unit.append((db_id, op))
 
     def seal(self, _ops: Unit, record: bool = True) -> list[bytes] | None:
         """The ``active_active`` feed: stamp the collected ops as this instance's next
@@ -430,7 +453,7 @@ class ActiveActive:
             if name == b"DEL":
                 self._tombstone(db_id, key, e, None)
                 self.ttl.pop((db_id, key), None)
-            elif name == b"CDEL":
+            elif name == b"CDEL" or name == b"LDEL":
                 self.ttl.pop((db_id, key), None)
             elif name == b"HLLDEL":
                 self._tombstone(db_id, key, e, None)
@@ -528,6 +551,10 @@ class ActiveActive:
                     self._apply_op(db, e, op)
                     plain.extend((db_id, p) for p in hll_plain_ops(db, key, before))
                     continue
+                if op[0] in _LIST_OPS:
+                    self._apply_op(db, e, op)
+                    plain.extend((db_id, p) for p in list_plain_ops(db, key, before, op))
+                    continue
                 last = before.last_id if isinstance(before, Stream) else None
                 self._apply_op(db, e, op)
                 plain.extend((db_id, p) for p in plain_ops(db, key, last, op))
@@ -571,6 +598,15 @@ class ActiveActive:
             for cls, event in fired:
                 _notify(self.server, db.id, event, key, cls)
             return
+        if name in _LIST_OPS:
+            seen = dict(e.vc)
+            seen[e.origin] = e.seq
+            event = self.lists.apply(db, seen, e.origin, op)
+            if name == b"LDEL":
+                self._ttl_deleted(db, key, e)
+            if event is not None:
+                _notify(self.server, db.id, event, key, "l" if event != b"del" else "g")
+            return
         if name in _HLL_OPS:
             event = self.hlls.apply(db, e, op)
             if name == b"HLLDEL":
@@ -581,7 +617,7 @@ class ActiveActive:
             return
         s = db.data.get(key)
         if s is not None and not isinstance(s, ActiveStream):
-            if kind_of(s) is None and not self.hlls.has(db.id, key):
+            if kind_of(s) is None and not self.hlls.has(db.id, key) and type(s) is not ListValue:
                 return  # cannot happen while every write is checked; never an apply-time error
             s = None  # a string, hash, set or sorted set: a stream shows before them
         if name == b"EXPIRE":
@@ -785,6 +821,10 @@ class ActiveActive:
                     self.keyed.apply(self.server.keyspace[db_id], e.origin, e.seq, e.vc, op)
                 elif op[0] in _HLL_OPS:
                     self.hlls.apply(self.server.keyspace[db_id], e, op, own=True)
+                elif op[0] in _LIST_OPS:
+                    seen = dict(e.vc)
+                    seen[e.origin] = e.seq
+                    self.lists.replay_own(self.server.keyspace[db_id], seen, e.origin, op)
             self.seq = e.seq
             self.vc[self.region] = e.seq
             self._bookkeep(e)
@@ -811,6 +851,7 @@ class ActiveActive:
             "ttl": [[db, key.hex(), [list(t) for t in reg]] for (db, key), reg in self.ttl.items()],
             "cells": self.keyed.export(),
             "hll": self.hlls.export(),
+            "lists": self.lists.export(),
         }
         return json.dumps(doc, separators=(",", ":")).encode()
 
@@ -840,6 +881,7 @@ class ActiveActive:
             }
             self.keyed.load(doc.get("cells", []))
             self.hlls.load(doc.get("hll", []))
+            self.lists.load(doc.get("lists", []))
         except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as exc:
             raise ValueError("malformed Active-Active state") from exc
         self.backlog = Backlog(self.backlog.limit)

@@ -235,6 +235,7 @@ class Hlls:
         if value is None:
             if cur is not None and is_hll_value(cur):
                 db.delete(key)
+            self.engine.lists.render_key(db, key)  # a list shows before the kinds below
             self.engine.keyed.render_key(db, key)
             return
         if cur is not None and cur == value:

@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 from rill.persistence import rdb
+from rill.storage.list import ListValue
 from rill.storage.stream import ID_MAX, MASK64, Stream
 
 from .keyed import HASH, SET, STRING, kind_of
@@ -127,6 +128,24 @@ def keyed_plain_ops(db: Any, key: bytes, kind_before: bytes | None, op: Op) -> l
             return [[b"SADD", key, elem]] if elem in value else [[b"SREM", key, elem]]
         score = value.dict.get(elem)
         return [[b"ZREM", key, elem]] if score is None else [[b"ZADD", key, repr(score).encode(), elem]]
+    return rewrite(db, key, value)
+
+
+def list_plain_ops(db: Any, key: bytes, before: Any, op: Op) -> list[Op]:
+    """Commands for plain replicas after a list op (lists.py) was applied to ``key``: a push
+    when the element landed at an end, DEL when the list went, else the list rewritten
+    whole (DEL + RESTORE)."""
+    value = db.data.get(key)
+    if type(value) is not ListValue:
+        if value is None:
+            return [[b"DEL", key]] if before is not None else []
+        return [] if type(before) is not ListValue else rewrite(db, key, value)
+    if type(before) is not ListValue:
+        return rewrite(db, key, value)
+    if op[0] == b"LINS" and len(value) and value[0] is op[3]:
+        return [[b"LPUSH", key, op[3]]]
+    if op[0] == b"LINS" and len(value) and value[len(value) - 1] is op[3]:
+        return [[b"RPUSH", key, op[3]]]
     return rewrite(db, key, value)
 
 

@@ -30,6 +30,8 @@ region ``r``'s entries, applied at both in ``r``'s order):
   removed there; the keys are rendered again from the merged cells;
 - HyperLogLogs: a side's registers count unless a delete (a tombstone, either side's) is
   one that side had not applied (delete-wins); those that count merge by maximum (hll.py);
+- lists: an element one side holds and the other lacks though its clock covers the insert
+  was removed there (storage/activelist.py, ``ListState.merge``);
 - clocks merge by maximum, tombstones by union;
 - a stream deleted whole (or emptied) keeps no sub-stream last IDs, so the deletions one side
   made that the other has not applied are re-applied as the trims they are: the sender's ride
@@ -132,6 +134,7 @@ class _Sender:
         self.tombstones: dict[tuple[int, bytes], list[tuple[int, int, bytes | None]]] = scratch.tombstones
         self.ttl: dict[tuple[int, bytes], list[tuple[int, int, int]]] = scratch.ttl
         self.cells = scratch.keyed.keys  # strings, hashes, sets and sorted sets (keyed.py)
+        self.lists = scratch.lists.keys  # lists (lists.py)
         self.hlls = scratch.hlls.values  # HyperLogLogs (hll.py)
         self.hll_dense = scratch.hlls.dense
 
@@ -165,6 +168,7 @@ def merge_state(server: Server, payload: bytes, own_deletions: bytes | None = No
             a = theirs.get(key)
             if _merge_key(server, db, key, a if isinstance(a, ActiveStream) else None, mine, sender):
                 changed.append((db.id, key))
+        changed.extend((db.id, key) for key in engine.lists.merge(db, sender.lists, mine, sender.vc))
         changed.extend((db.id, key) for key in engine.keyed.merge(db, sender.cells, mine, sender.vc))
         changed.extend((db.id, key) for key in engine.hlls.merge(db, sender.hlls, sender.hll_dense, sender.tombstones, mine, sender.vc)
                        if (db.id, key) not in changed)

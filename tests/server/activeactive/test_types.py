@@ -340,12 +340,6 @@ def test_rename_moves_a_hash(cluster):
     converged(c)
 
 
-def test_lists_are_still_refused(cluster):
-    c = cluster(1)
-    (r1,) = c
-    assert r1.error("LPUSH", "l", "x") == "ERR Active-Active: writes to list keys are not supported yet"
-
-
 @pytest.mark.parametrize("cmd", [("MSET", "a", "1", "b", "2"), ("GETSET", "a", "3"), ("SETEX", "a", 100, "x")])
 def test_string_writes_converge(cluster, cmd):
     c = cluster(2)
