@@ -421,6 +421,10 @@ def _merge_engine(engine: Any, sender: _Sender) -> None:
             engine.vc[r] = n
     if engine.vc.get(engine.region, 0) > engine.seq:
         engine.seq = engine.vc[engine.region]
+    # The clock our next effects carry is cached while no peer's effect changes it: it
+    # changed, and effects stamped with the old one did not say what they had seen (a DEL
+    # right after a full sync left the merged elements it deleted alive at the peers).
+    engine._clock_parts = None
     known = engine.known.setdefault(sender.region, {})
     for r, n in sender.vc.items():
         if n > known.get(r, 0):

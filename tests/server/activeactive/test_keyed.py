@@ -196,3 +196,17 @@ def test_set_keepttl_over_a_key_of_another_kind_keeps_its_ttl_everywhere():
     sync(a, b)
     assert pexpiretime(a, "k") == pexpiretime(b, "k") != b":-1\r\n"
     assert [r("GET", "k") for r in (a, b)] == [b"$1\r\nv\r\n"] * 2
+
+
+def test_the_first_effect_after_a_full_sync_says_what_it_saw():
+    """Region 3 merges region 2's state (with region 1's z), then deletes z: its CDEL must
+    carry a clock that covers region 1's effect, or region 1 and 2 keep z. The engine
+    cached the encoded clock and the merge did not reset it."""
+    a, b, c = Region(1), Region(2), Region(3)
+    a("ZADD", "z", "1", "m")
+    a.send(b)
+    c("SET", "other", "x")
+    merge_state(c.server, dump_state(b.server))
+    assert c("ZRANGESTORE", "z", "missing", "0", "-1") == b":0\r\n"
+    sync(a, b, c)
+    assert [r("EXISTS", "z") for r in (a, b, c)] == [b":0\r\n"] * 3
