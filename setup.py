@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 PACKAGES = {"rill.protocol": "protocol", "rill.storage": "storage"}
 HOT = {
     "rill.protocol": ["parser.py", "reply.py"],
-    "rill.storage": ["listpack.py", "stream/stream.py", "stream/fastread.py"],
+    "rill.storage": ["listpack.py", "rax.py", "stream/stream.py", "stream/fastread.py", "stream/groups.py"],
 }
 
 
