@@ -454,4 +454,4 @@ register(Workload(
 # -- issues 7, 8, 22 and 25: their modules register their own workloads ----------------------
 # issue 7: Spark reads with rill vs redis-server as the store; issue 8: memory after deleting
 # most of a stream; issue 22: Active-Active against its own baselines; issue 25: TLS.
-from . import active_active, fullsync, spark, streams8, tls  # noqa: E402,F401
+from . import active_active, active_active_types, fullsync, spark, streams8, tls  # noqa: E402,F401
