@@ -260,6 +260,15 @@ def _sparse_registers(payload: bytes | bytearray) -> bytes | None:
     return raw if len(raw) == REGISTERS else None
 
 
+def sound(value: bytes | bytearray) -> bool:
+    """Whether an HLL that passes :func:`is_hll` has registers that decode (a sparse
+    payload whose opcodes cover exactly 16384): :func:`registers` is not None, without
+    expanding them."""
+    if value[4] == DENSE:
+        return True
+    return sum(map(_SPAN.__getitem__, _parse(value[HEADER:]))) == REGISTERS
+
+
 class _Sparse:
     """A sparse HLL being edited: its header, opcodes and byte length.
 
@@ -543,6 +552,75 @@ class Editor:
             self.sparse.header[15] |= 0x80
         else:
             invalidate(self.value)
+
+
+_NONZERO_MASK = _table(lambda b: 1 if b else 0)
+_UP_TO_VAL_MAX = bytes(range(_VAL_MAX_VALUE + 1))
+
+
+def sparse_of(raw: bytes, max_bytes: int) -> bytearray | None:
+    """What PFMERGE of registers ``raw`` into an empty key writes while it stays sparse
+    (the cached cardinality stale once a register is set), or None where it promotes to
+    dense: the same bytes as ``Editor(new(), max_bytes).merge(raw)``, without editing
+    opcode by opcode.
+
+    Set in index order, each register splits the trailing zero run: a gap before it (one
+    ZERO or XZERO), its VAL, the zeros after; a VAL right after an equal one merges into it
+    up to 4 registers. Redis promotes when a split would grow the string past
+    ``max_bytes`` (checked before that merge), or at a value above 32. The string only
+    grows past ``max_bytes`` through such a split, so registers whose final sparse form is
+    longer than that always promote: every run of zeros and of non-zero registers takes at
+    least a byte, which rejects most dense HLLs at once."""
+    if raw.translate(None, _UP_TO_VAL_MAX):  # a register above 32
+        return None
+    mask = raw.translate(_NONZERO_MASK)
+    runs = mask.count(b"\x00\x01") + mask.count(b"\x01\x00") + 1
+    if HEADER + runs > max_bytes:
+        return None
+    out = bytearray()
+    size = HEADER + 2
+    first = 0  # the start of the trailing zero run
+    last_op = -1  # the previous VAL written (its position in ``out``), -1: none adjacent
+    zmax = _ZERO_MAX_LEN
+    index = mask.find(1)
+    while index >= 0:
+        count = raw[index]
+        rest = REGISTERS - 1 - index  # zeros after it
+        gap = index - first
+        old_len = 2 if REGISTERS - first > zmax else 1
+        if gap or rest or old_len == 2:
+            delta = 1 - old_len
+            if gap:
+                delta += 2 if gap > zmax else 1
+            if rest:
+                delta += 2 if rest > zmax else 1
+            if delta > 0:
+                size += delta
+                if size > max_bytes:
+                    return None
+            else:
+                size += delta
+        # else: a lone zero register becomes the VAL in place
+        if gap:
+            if gap > zmax:
+                out += (0x4000 | (gap - 1)).to_bytes(2, "big")
+            else:
+                out.append(gap - 1)
+            last_op = -1
+        if last_op >= 0 and out[last_op] & 0x7C == (count - 1) << 2 and out[last_op] & 3 < 3:
+            out[last_op] += 1  # one more register of the same value
+            size -= 1
+        else:
+            last_op = len(out)
+            out.append(0x80 | (count - 1) << 2)
+        first = index + 1
+        index = mask.find(1, first)
+    if first < REGISTERS:
+        out += _OP_BYTES[_zero_run(REGISTERS - first)]
+    value = new()[:HEADER] + out
+    if first:
+        value[15] |= 0x80  # a register was set
+    return value
 
 
 # -- PFSELFTEST -----------------------------------------------------------------------

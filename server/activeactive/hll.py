@@ -24,7 +24,6 @@ stale cache (it writes nothing).
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from rill.storage import hll as fmt
@@ -42,7 +41,7 @@ OPS = frozenset({HLLMERGE, HLLDEL})
 DENSE_FLAG = b"dense"
 # Commands that only raise registers: their ops carry the registers that rose.
 _RAISING = frozenset({"pfadd", "pfmerge", "pfcount", "pfdebug"})
-_NONZERO = re.compile(rb"[^\x00]")
+_CHANGED = bytes([0] + [1] * 255)  # a byte of a XOR: 1 where the registers differ
 _ZEROS = bytes(fmt.REGISTERS)
 
 
@@ -52,18 +51,15 @@ def is_hll_value(value: Any) -> bool:
     t = type(value)
     if (t is not bytes and t is not bytearray) or value[:4] != b"HYLL" or not fmt.is_hll(value):
         return False
-    return value[4] == fmt.DENSE or fmt.registers(value) is not None
+    return fmt.sound(value)
 
 
 def render(raw: bytes, dense: bool, max_bytes: int) -> bytes:
     """The canonical string of registers ``raw``: dense, or sparse as PFMERGE into an empty
     key writes them (dense if they do not fit); the cached cardinality valid."""
-    if dense:
+    value = None if dense else fmt.sparse_of(raw, max_bytes)
+    if value is None:
         value = bytearray(b"HYLL\x00" + bytes(fmt.HEADER - 5)) + fmt.raw_to_dense(raw)
-    else:
-        editor = fmt.Editor(fmt.new(), max_bytes)
-        editor.merge(raw)
-        value = editor.result()
     fmt.store_count(value, fmt.estimate(raw))
     return bytes(value)
 
@@ -72,12 +68,15 @@ def regs_arg(old: bytes, new: bytes) -> bytes:
     """HLLMERGE's registers: those of ``new`` that differ from ``old``, as 3-byte entries,
     or all of ``new`` when that is shorter."""
     diff = (int.from_bytes(old, "little") ^ int.from_bytes(new, "little")).to_bytes(fmt.REGISTERS, "little")
+    changed = fmt.REGISTERS - diff.count(0)
+    if 3 * changed >= fmt.REGISTERS:
+        return new
     out = bytearray()
-    for m in _NONZERO.finditer(diff):
-        i = m.start()
+    find = diff.translate(_CHANGED).find
+    i = find(1)
+    while i >= 0:
         out += bytes((i >> 8, i & 0xFF, new[i]))
-        if len(out) >= fmt.REGISTERS:
-            return new
+        i = find(1, i + 1)
     return bytes(out)
 
 
@@ -93,6 +92,14 @@ def raise_by(raw: bytes, arg: bytes) -> bytes:
         if arg[i + 2] > out[index]:
             out[index] = arg[i + 2]
     return bytes(out)
+
+
+def _put(db: Any, key: bytes, value: bytes) -> None:
+    """The keyspace holds the state's own immutable bytes (an HLL is not copied); OBJECT
+    ENCODING says raw, as for the string PFADD makes in Redis. A write copies it first
+    (the PF* commands' dbUnshareStringValue)."""
+    db.data[key] = value
+    db.unshared[key] = b"raw"
 
 
 def _is_dense(value: bytes | bytearray) -> bool:
@@ -154,7 +161,7 @@ class Hlls:
             dense = True
             value = render(merged, True, max_bytes)
         if old is not None and value == old and ops == []:
-            db.data[key] = bytearray(old)  # only the encoding of the same registers moved
+            _put(db, key, old)  # only the encoding of the same registers moved
             return []
         op = [HLLMERGE, key, regs_arg(old_raw, merged)]
         if dense:
@@ -162,7 +169,7 @@ class Hlls:
             self.dense.add(where)
         ops.append(op)
         self.values[where] = value
-        db.data[key] = bytearray(value)
+        _put(db, key, value)
         if name in _RAISING:
             # The AOF and replicas get the canonical string, not a PFADD that would make
             # Redis's own (order-dependent) bytes for the same registers.
@@ -213,7 +220,7 @@ class Hlls:
         value = self.values[where] = render(merged, dense, self._max_bytes())
         if own:
             if is_hll_value(db.data.get(key)):
-                db.data[key] = bytearray(value)
+                _put(db, key, value)
         else:
             self.show(db, key)
         return b"pfadd"
@@ -240,7 +247,8 @@ class Hlls:
             return
         if cur is not None and cur == value:
             return
-        db.set(key, bytearray(value), keep_ttl=True)
+        db.set(key, value, keep_ttl=True)
+        db.unshared[key] = b"raw"
         if cur is None:
             self.engine._settle_ttl(db, key)  # a TTL set while it was away holds again
 

@@ -135,3 +135,25 @@ def test_lone_xzero_byte_reads_the_terminator():
 
 def test_selftest_passes():
     assert hll.selftest(3000) is None
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_sparse_of_is_what_pfmerge_into_an_empty_key_writes(seed):
+    rng = random.Random(seed)
+    for _ in range(150):
+        raw = bytearray(hll.REGISTERS)
+        top = rng.choice([1, 2, 3, 32, 40])
+        for _ in range(rng.choice([0, 1, 2, 5, 50, 300, 1000, 2000, 6000])):
+            i = rng.randrange(hll.REGISTERS) if rng.random() < 0.7 else rng.choice([0, 1, 63, 64, 65, 16382, 16383])
+            raw[i] = rng.randint(1, top)
+        if rng.random() < 0.3:  # a run of equal values, merged 4 at a time
+            start, v = rng.randrange(16000), rng.randint(1, 3)
+            raw[start:start + rng.randrange(1, 12)] = bytes([v]) * 11
+            raw = raw[:hll.REGISTERS]
+        raw = bytes(raw)
+        max_bytes = rng.choice([25, 100, 500, 1000, 3000])
+        editor = hll.Editor(hll.new(), max_bytes)
+        editor.merge(raw)
+        want = editor.result()
+        got = hll.sparse_of(raw, max_bytes)
+        assert got is None if want[4] == hll.DENSE else got == want
