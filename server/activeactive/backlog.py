@@ -11,11 +11,12 @@ no partial resync can ask for them. Released records that delete (XDEL, XTRIM, D
 aside within the same byte limit, because a full sync re-applies the deletions the other
 side has not (server/activeactive/state.py).
 
-The records are copied into 1 MiB chunks of anonymous memory mapped for the backlog
-alone (with their ends and times), not kept as a bytes object each: a record freed gives nothing back to the system
-while other objects share its allocator arena, and a backlog that filled while a peer
-lagged would keep the process that large for good. A chunk goes back whole (unmapped)
-once its last record is released or dropped. Pure data.
+The records are copied into 256 KiB chunks of anonymous memory mapped for the backlog
+alone (with their ends and times), not kept as a bytes object each: a record freed gives
+nothing back to the system while other objects share its allocator arena, and a backlog
+that filled while a peer lagged would keep the process that large for good. A chunk goes
+back whole (unmapped) once its last record is released or dropped; the newest one, being
+filled, is what a backlog whose peers keep up costs. Pure data.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from __future__ import annotations
 import mmap
 from collections import deque
 
-CHUNK = 1 << 20  # bytes of records per chunk (a larger record gets a chunk of its own)
+CHUNK = 1 << 18  # bytes of records per chunk (a larger record gets a chunk of its own)
 
 # A record deletes when one of these op names is among its bulks (as state.py reads them).
 _DELETION_BULKS = tuple(b"$%d\r\n%s\r\n" % (len(n), n) for n in (b"XDEL", b"XTRIM", b"DEL"))
@@ -214,27 +215,27 @@ class Backlog:
             i = 0
         return out
 
-    def wires_from(self, seq: int) -> tuple[int, list[bytes]] | None:
-        """What a link writes for the records from ``seq`` on: the newest sequence, and
-        the records' bytes as one piece per chunk; None when ``seq`` was dropped, and
-        ``(seq - 1, [])`` when ``seq`` is past the newest."""
+    def wires_from(self, seq: int) -> list[tuple[int, bytes]] | None:
+        """What a link writes for the records from ``seq`` on, as one piece per chunk:
+        ``(the last sequence in it, its bytes)``; ``[]`` when ``seq`` is past the newest,
+        None when it was dropped."""
         if seq > self.last_seq:
-            return seq - 1, []
+            return []
         if seq < self.first_seq:
             return None
         c, i = self._at(seq)
         chunks = self._chunks
         if c is chunks[-1]:
-            return self.last_seq, [c.buf[c.start(i):c.used]]
+            return [(c.seq + c.count - 1, c.buf[c.start(i):c.used])]
         pieces = []
         found = False
         for c2 in chunks:
             if c2 is c:
                 found = True
-                pieces.append(c.buf[c.start(i):c.used])
+                pieces.append((c.seq + c.count - 1, c.buf[c.start(i):c.used]))
             elif found:
-                pieces.append(c2.buf[:c2.used])
-        return self.last_seq, pieces
+                pieces.append((c2.seq + c2.count - 1, c2.buf[:c2.used]))
+        return pieces
 
     def ts_of(self, seq: int) -> int | None:
         """When record ``seq`` was made (ms), if held."""

@@ -614,28 +614,32 @@ class PeerLinks:
                 self._send(p)
 
     def _send(self, p: Peer) -> None:
-        """Write what the peer has not been sent, unless paused or it is behind."""
+        """Write what the peer has not been sent, unless paused or it is behind. A chunk
+        of the backlog at a time, until the socket's buffer passes its high-water mark:
+        the rest waits in the backlog (resume_writing comes back here), not copied into
+        the transport's buffer as well."""
         conn = p.conn
         if p.state != UP or p.paused or conn is None or conn.writing_paused or p.sent >= self.engine.seq:
             return
-        # The backlog holds the records as the bytes to write, a piece per chunk.
-        got = self.engine.backlog.wires_from(p.sent + 1)
-        if got is None:
+        # The backlog holds the records as the bytes to write.
+        pieces = self.engine.backlog.wires_from(p.sent + 1)
+        if pieces is None:
             self._drop(p, f"the backlog no longer holds effect {p.sent + 1}; a full sync follows")
             return
-        last, pieces = got
         if not pieces:
             return
         expect = p.expect
         if not expect:
             p.last_read = time.monotonic()
-        if expect and expect[-1][0] == R_APPLY:
-            expect[-1][2] += last - p.sent
-        else:
-            expect.append([R_APPLY, 0, last - p.sent])
-        for piece in pieces:
+        for last, piece in pieces:
+            if expect and expect[-1][0] == R_APPLY:
+                expect[-1][2] += last - p.sent
+            else:
+                expect.append([R_APPLY, 0, last - p.sent])
             conn.write(piece)
-        p.sent = last
+            p.sent = last
+            if conn.writing_paused or conn.closed:
+                break
         p.last_write = time.monotonic()
 
     def _writable(self, conn: PeerConnection) -> None:

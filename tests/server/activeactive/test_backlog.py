@@ -106,12 +106,14 @@ def test_records_across_chunks_read_release_and_drop_alike(monkeypatch):
     b = Backlog(1 << 20)
     for seq in range(1, 11):
         b.append(seq, deleting(seq) if seq == 4 else rec(seq), seq * 10)
-    assert len(b._chunks) == 4  # [1 2 3] [4] [5 6 7] [8 9 10]: the longer record 4 leaves no room for 5
+    assert len(b._chunks) == 4  # [1 2 3] [4 5] [6 7 8] [9 10]: the longer record 4 leaves room for one more
     for seq in range(1, 12):
         want = [(s, deleting(s) if s == 4 else rec(s)) for s in range(seq, 11)]
         assert b.records_from(seq) == want, seq
-        last, pieces = b.wires_from(seq)
-        assert (last, b"".join(pieces)) == (10 if want else seq - 1, b"".join(w for _, w in want)), seq
+        pieces = b.wires_from(seq)
+        assert b"".join(w for _, w in pieces) == b"".join(w for _, w in want), seq
+        # Each piece ends with the last record of its chunk.
+        assert [last for last, _ in pieces] == [s for s in (3, 5, 8, 10) if s >= seq], seq
         assert b.bytes_after(seq - 1) == sum(len(w) for _, w in want), seq
         if want:
             assert b.ts_of(seq) == seq * 10
@@ -126,7 +128,7 @@ def test_records_across_chunks_read_release_and_drop_alike(monkeypatch):
     assert b.records_from(9) == [(9, rec(9)), (10, rec(10))]
     assert b.release(10) == 2 and len(b._chunks) == 0 and b.nbytes == 0
     b.append(11, rec(11), 0)
-    assert b.wires_from(11) == (11, [rec(11)])
+    assert b.wires_from(11) == [(11, rec(11))]
 
 
 def test_an_emptied_backlog_answers_every_question():
@@ -137,5 +139,5 @@ def test_an_emptied_backlog_answers_every_question():
     for seq in range(0, 6):
         assert b.bytes_after(seq) == 0
         assert b.ts_of(seq) is None and not b.holds(seq)
-    assert b.records_from(4) == [] and b.wires_from(4) == (3, [])
+    assert b.records_from(4) == [] and b.wires_from(4) == []
     assert b.records_from(3) is None and b.wires_from(3) is None
