@@ -80,6 +80,28 @@ def regs_arg(old: bytes, new: bytes) -> bytes:
     return bytes(out)
 
 
+def _dense_changes(old: bytes, now: bytes | bytearray, raw: bytes) -> bytes:
+    """HLLMERGE's registers for a dense HLL raised in place from ``old`` to ``now`` (whose
+    registers are ``raw``): those covering the payload bytes that changed."""
+    diff = (int.from_bytes(old, "little") ^ int.from_bytes(now, "little")).to_bytes(len(old), "little")
+    find = diff.translate(_CHANGED).find
+    regs = set()
+    b = find(1, fmt.HEADER)
+    while b >= 0:
+        bit = (b - fmt.HEADER) * 8
+        regs.add(bit // 6)
+        regs.add(min((bit + 7) // 6, fmt.REGISTERS - 1))
+        b = find(1, b + 1)
+    if 3 * len(regs) >= fmt.REGISTERS:
+        return raw
+    out = bytearray()
+    for i in sorted(regs):
+        v = raw[i]
+        if v != fmt._dense_get(old, i):
+            out += bytes((i >> 8, i & 0xFF, v))
+    return bytes(out)
+
+
 def raise_by(raw: bytes, arg: bytes) -> bytes:
     """``raw`` with each register raised to what HLLMERGE's ``arg`` holds for it."""
     if len(arg) == fmt.REGISTERS:
@@ -142,6 +164,24 @@ class Hlls:
         raw = fmt.registers(now)
         ops: list[Op] = []
         max_bytes = self._max_bytes()
+        if old is not None and name in _RAISING and _is_dense(old) and _is_dense(now) and (
+                where in self.dense or fmt.sparse_of(raw, max_bytes) is None):
+            # A dense HLL raised in place (the usual PFADD of a big HLL): its registers are
+            # the canonical payload already; only the changed bytes are compared.
+            op = [HLLMERGE, key, _dense_changes(old, now, raw)]
+            if not op[2]:
+                _put(db, key, old)  # the same registers
+                return []
+            if where in self.dense:
+                op.append(DENSE_FLAG)
+            value = bytearray(now)
+            value[4:16] = bytes(12)
+            fmt.store_count(value, fmt.estimate(raw))
+            value = self.values[where] = bytes(value)
+            _put(db, key, value)
+            if name in _RAISING:
+                self.engine.server.rewrite_propagation([b"SET", key, value, b"KEEPTTL"])
+            return [op]
         if old is not None and name in _RAISING:
             old_raw = fmt.registers(old)
             merged = fmt.raw_max(old_raw, raw)

@@ -91,6 +91,18 @@ def test_dense_promotion_converges():
     assert value(a, "small") == value(b, "small") and value(b, "small")[4] == fmt.DENSE
 
 
+def test_a_dense_hll_raised_in_place_is_the_canonical_string():
+    a, b = Region(1), Region(2)
+    a("PFADD", "h", *MANY)
+    for i in range(30):
+        a("PFADD", "h", f"late{i}", f"later{i}")
+        assert value(a) == render(fmt.registers(value(a)), False, 3000)
+    a.send(b)
+    assert value(a) == value(b) == canonical_in_plain_redis(
+        *MANY, *(f"late{i}" for i in range(30)), *(f"later{i}" for i in range(30)))
+    assert a("PFDEBUG", "ENCODING", "h") == b"+dense\r\n"
+
+
 def test_pfcount_and_unchanged_pfadd_make_no_effect():
     a = Region(1)
     a("PFADD", "h", "x", "y")
