@@ -330,8 +330,10 @@ class TLSLayer(asyncio.Protocol):
       done, as Redis's clientAcceptHandler;
     - a busy script's loop (serve_while_busy) can read the socket and decrypt with
       :meth:`feed`, so TLS clients get BUSY (and can SCRIPT KILL) as plain ones do;
-    - a read is decrypted whole and handed over as one buffer, and a batch of replies
-      is one ``SSL_write`` and one socket write.
+    - a read is decrypted whole, at once, and handed to the server's reply batch as one
+      buffer: its commands run with the batch's, after every read of the loop
+      iteration is decrypted (see :class:`~rill.server.connection.ReplyBatch`); a
+      batch of replies is one ``SSL_write`` and one socket write.
 
     A handshake that fails (plain text, garbage, a refused certificate) sends
     OpenSSL's alert, if any, and closes that connection; one that stalls past
@@ -350,7 +352,9 @@ class TLSLayer(asyncio.Protocol):
         self.raw: asyncio.Transport | None = None
         self.ready = False  # handshake done
         self.held: list[bytes] = []  # replies written before the handshake finished
-        self._notified = False  # the peer's close_notify came
+        self._notified = False  # the peer's close_notify (or the TCP end) came
+        self._input = b""  # decrypted, waiting for the reply batch to run it
+        self._queued = False  # in the reply batch's inbox
         self._eof = False  # the peer's end of data was passed on
         self._closed = False
         self._timer: asyncio.TimerHandle | None = None
@@ -374,17 +378,39 @@ class TLSLayer(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         plain = self.feed(data)
-        if plain:
-            self.conn.data_received(plain)
+        if self._queued:
+            self._input += plain  # (the end of data, if it came, waits for deliver too)
+        elif plain:
+            self._input = plain
+            self._queued = True
+            self.server.reply_batch.deliver(self)
+        elif self._notified:
+            self._peer_done()
+
+    def deliver(self) -> None:
+        """Run the decrypted input (the reply batch calls this, before its writes), then
+        pass on the end of data if it came after that input."""
+        data, self._input = self._input, b""
+        self._queued = False
+        if data and not self._closed:
+            self.conn.data_received(data)
         if self._notified:
             self._peer_done()
+
+    def take_input(self) -> bytes:
+        """The decrypted input not run yet, for a busy script's loop to answer now."""
+        data, self._input = self._input, b""
+        return data
 
     def eof_received(self) -> bool:
         if not self.ready:
             if not self._closed:
                 self._failed("unexpected eof while reading")
             return False
-        self._peer_done()
+        if self._queued:
+            self._notified = True  # after the input still queued, as the loop read it
+        else:
+            self._peer_done()
         return not self._closed  # the Connection closes us once its last replies are out
 
     def connection_lost(self, exc: Exception | None) -> None:

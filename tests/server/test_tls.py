@@ -714,3 +714,59 @@ def test_readme_tls_example_runs(certs):
         out = subprocess.run([cli, *[str(port) if a == "6380" else a for a in cli_line[1:]]],
                              cwd=certs, capture_output=True, text=True, timeout=30)
         assert (out.returncode, out.stdout) == (0, "PONG\n"), out.stderr
+
+
+def test_commands_read_with_the_peer_close_still_run_side_by_side(certs):
+    """Commands that arrive with the client's close_notify run before the client goes,
+    as in redis-server: rill runs a TLS read's commands with the loop iteration's reply
+    batch, and passes the end of data on after them."""
+    from tests.support import encode_command
+
+    seen = []
+    for srv in both(certs, plain=False):
+        with srv, TLSClient(srv.tls_port, srv.ctx) as check:
+            for i in range(20):
+                s = tls_connect(srv.tls_port, srv.ctx)
+                s.sendall(b"".join(encode_command(["RPUSH", "l", str(i)]) for _ in range(3)))
+                try:
+                    s.unwrap()  # our close_notify goes out; the replies then make unwrap fail
+                except (ssl.SSLError, OSError):
+                    pass
+                s.close()
+            wait_until(lambda check=check: check.call("LLEN", "l") == b":60\r\n")
+            seen.append(check.call("LRANGE", "l", "0", "5"))
+    assert seen[0] == seen[1] == b"*6\r\n$1\r\n0\r\n$1\r\n0\r\n$1\r\n0\r\n$1\r\n1\r\n$1\r\n1\r\n$1\r\n1\r\n"
+
+
+def test_busy_answers_tls_input_decrypted_before_the_script(certs):
+    """A TLS client whose command was read in the same loop iteration as the script's,
+    after it, gets BUSY once the script is past the threshold (as from redis-server):
+    rill had decrypted that command already, waiting for the reply batch, and the busy
+    loop answers it rather than leaving it (and the SCRIPT KILL behind it) until the
+    script ends. DEBUG SLEEP holds the loop so both reads land in one iteration; the
+    event loop may hand over the two reads in either order, so this repeats until the
+    script's came first (the SET then runs before the script, which is consistent too)."""
+    from tests.support import encode_command
+
+    busy = b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+    outcomes = []
+    with start_tls("rill", certs, "--busy-reply-threshold", "100", plain=False) as srv:
+        for _ in range(12):
+            with TLSClient(srv.tls_port, srv.ctx) as sleeper, TLSClient(srv.tls_port, srv.ctx) as runner, \
+                    TLSClient(srv.tls_port, srv.ctx) as other:
+                assert other.call("DEL", "k") in (b":0\r\n", b":1\r\n")
+                sleeper.raw.sock.sendall(encode_command(["DEBUG", "SLEEP", "0.3"]))
+                time.sleep(0.1)
+                runner.raw.sock.sendall(encode_command(["EVAL", "local i = 0 while true do i = i + 1 end", "0"]))
+                time.sleep(0.05)
+                other.raw.sock.sendall(encode_command(["SET", "k", "v"]) + encode_command(["PING"]))
+                first = [other.raw.read_reply(), other.raw.read_reply()]
+                assert other.call("SCRIPT", "KILL") == b"+OK\r\n"
+                assert runner.raw.read_reply().startswith(b"-ERR Script killed by user with SCRIPT KILL")
+                assert sleeper.raw.read_reply() == b"+OK\r\n"
+                after = other.call("GET", "k")
+                assert (first, after) in (([busy, busy], b"$-1\r\n"), ([b"+OK\r\n", b"+PONG\r\n"], b"$1\r\nv\r\n"))
+                outcomes.append(first[0] == busy)
+                if outcomes[-1]:
+                    break
+    assert outcomes[-1], "the script's read never came first"
