@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from rill.storage.activelist import ListState, between, decode_position, encode_position
 from rill.storage.list import ListValue
 
+from .keyed import kind_of
+
 if TYPE_CHECKING:
     from .engine import ActiveActive
 
@@ -45,7 +47,7 @@ def _move_ends(name: str, argv: list[bytes]) -> tuple[bool, bool]:
 
 
 def _mpop_left(name: str, argv: list[bytes]) -> bool:
-    at = 3 if name == "blmpop" else 2
+    at = 2 if name == "blmpop" else 1  # numkeys: LMPOP numkeys ..., BLMPOP timeout numkeys ...
     try:
         numkeys = int(argv[at])
         return argv[at + 1 + numkeys].lower() == b"left"
@@ -175,6 +177,10 @@ class Lists:
         where = (db.id, key)
         st = self.keys.get(where)
         value = db.data.get(key)
+        if value is not None and kind_of(value) is not None:
+            # A string, hash, set or sorted set shows (the list was empty here): a list
+            # shows before them, so it replaces that value once it has an element.
+            value = None
         shows = type(value) is ListValue or value is None
         if name == b"LINS":
             if st is None:
