@@ -343,7 +343,7 @@ class ActiveActive:
         """_collect for a key that holds or held an HyperLogLog (hll.py): the HLL's ops, the
         ops of the strings, hashes, sets and sorted sets it replaced or hides, its TTL."""
         now = db.data.get(key)
-        hll_now = now is not None and kind_of(now) is None
+        hll_now = now is not None and kind_of(now) is None and type(now) is not ListValue
         if not hll_now or kind_of(before) is not None:
             # Not an HLL now, or one replacing a string, hash, set or sorted set.
             if kind_of(now) is not None or self.keyed.has(db.id, key):
@@ -351,6 +351,12 @@ class ActiveActive:
                 ops.extend((db.id, op) for op in made)
                 if any(op[0] == b"CDEL" for op in made):
                     self.ttl.pop((db.id, key), None)
+        if type(now) is ListValue or self.lists.has(db.id, key):
+            # A list now (RENAME over an HLL), or one it hides.
+            made = self.lists.collect(db, key, name, argv)
+            ops.extend((db.id, op) for op in made)
+            if any(op[0] == b"LDEL" for op in made):
+                self.ttl.pop((db.id, key), None)
         made = self.hlls.collect(db, key, name, now)
         ops.extend((db.id, op) for op in made)
         if key not in db.data:

@@ -286,6 +286,10 @@ class Keyed:
         kinds = self.keys.get(where)
         if kinds is None and kind is None:
             return []
+        if kind is None and now is not None and now is before:
+            # A list or HLL shows and the command did not replace it (an SADD refused
+            # with WRONGTYPE): the kinds it hides stay.
+            return []
         origin, seq, seen = self._local()
         ts = int(time.time() * 1000)
         ops: list[Op] = []
