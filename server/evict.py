@@ -39,7 +39,7 @@ from rill.storage.keyspace import LFU_INIT_VAL, Database, ScanLog, lfu_decayed
 
 from . import notify as events
 from .commands.values import LAZYFREE_THRESHOLD, free_effort
-from .memory import SAMPLES, MemoryFigure, memory_of
+from .memory import SAMPLES, TABLE_PER_KEY, MemoryFigure, memory_of
 
 if TYPE_CHECKING:
     from .server import Server
@@ -51,6 +51,8 @@ EVICT_FAIL = 2
 POOL_SIZE = 16
 _random = random.random
 _score = itemgetter(0)  # a pool entry's score
+# What an evicted key's slots in its database's dicts (keys, access stamps) count for
+_KEY_TABLES = 2 * TABLE_PER_KEY
 _UNBOUNDED = float("-inf")  # the worst score while the pool has room
 
 
@@ -164,7 +166,7 @@ class Evictor:
             if found is None:
                 return EVICT_FAIL
             db, key = found
-            used -= per_key[db.id] or 0
+            used -= per_key[db.id] + _KEY_TABLES
             self._evict(db, key)
             freed += 1
             if not freed & 15 and perf_counter() - start > self.limit_s:
@@ -386,7 +388,7 @@ class Evictor:
             else:
                 continue
             budget[db_id] -= 1  # its slot is dead from now on
-            used -= per_key[db_id] or 0
+            used -= per_key[db_id] + _KEY_TABLES
             # deleteEvictedKeyAndPropagate (_evict), inline
             if self.lazy:
                 value = db.data.get(key)

@@ -35,6 +35,7 @@ tracemalloc counts for every type).
 from __future__ import annotations
 
 import logging
+import math
 import os
 import random
 import resource
@@ -60,6 +61,31 @@ _sizeof = sys.getsizeof
 # An expiry time (ms since the epoch) and an LFU stamp are int objects of their own;
 # LRU stamps share the clock's int.
 _INT = _sizeof(1 << 40)
+
+
+# A dict's table, per key it holds, averaged over a table's life (see dict_table): CPython
+# gives a dict 2**k slots with an index of 4 bytes each (2 below 2**16 slots) and room for
+# 2/3 * 2**k entries of 24 bytes, and doubles it when full; over a doubling, from half
+# full to full, bytes per key average (4 + 16) * 3 * ln 2.
+TABLE_PER_KEY = (4 + 16) * 3 * math.log(2)
+_EMPTY_DICT = _sizeof({})
+_3_EMPTY_DICTS = 3 * _EMPTY_DICT  # a database's keys, access stamps and expiry times
+
+
+def dict_table(n: int) -> int:
+    """The bytes the figure counts for a dict of ``n`` keys: an empty dict's, plus
+    TABLE_PER_KEY a key.
+
+    Not the table's size now, which moves in steps: a doubling when a dict fills (10 MB
+    at 150k keys), and at twice what its keys need whenever the deleted slots of a dict
+    whose keys come and go fill it (a cache at maxmemory: a key in and one evicted per
+    write). The figure jumping by a step would evict a fifth of a cache at once, or hold
+    it at a step's edge. Redis's tables grow with the key count, and Redis 7 does not
+    grow one that would pass maxmemory. The difference (within a third of the tables
+    either way) is resident all the same: it shows in used_memory_rss and the
+    fragmentation ratio, as allocator slack does. tests/server/test_memory.py holds
+    the figure to what tracemalloc counts."""
+    return _EMPTY_DICT + int(n * TABLE_PER_KEY)
 
 # Keys sampled per database per refresh, and how many recent samples the mean keeps.
 SAMPLES = 32
@@ -158,9 +184,9 @@ class MemoryFigure:
 
     # -- the figure ----------------------------------------------------------------
     def db_overhead(self, db: Database) -> int:
-        """The tables of a database's dicts and its expiry times (Redis's dict overhead).
-        for_eviction has a copy inline: a change here belongs there too."""
-        size = _sizeof(db.data) + _sizeof(db.access) + _sizeof(db.expires)
+        """The tables of a database's dicts (dict_table) and its expiry times (Redis's
+        dict overhead). for_eviction has a copy inline: a change here belongs there too."""
+        size = _3_EMPTY_DICTS + int((len(db.data) + len(db.access) + len(db.expires)) * TABLE_PER_KEY)
         if db.expires:
             size += len(db.expires) * _INT + _sizeof(db.volatile_log)
         if db.lfu:
@@ -252,7 +278,9 @@ class MemoryFigure:
         for db in self.active:
             # db_overhead(db), inline: this runs before every command
             data, access, expires = db.data, db.access, db.expires
-            total += int(len(data) * per_key[db.id]) + _sizeof(data) + _sizeof(access) + _sizeof(expires)
+            n = len(data)
+            total += (int(n * per_key[db.id]) + _3_EMPTY_DICTS
+                      + int((n + len(access) + len(expires)) * TABLE_PER_KEY))
             if expires:
                 total += len(expires) * _INT + _sizeof(db.volatile_log)
             if db.lfu:

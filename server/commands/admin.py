@@ -14,7 +14,7 @@ from rill.storage.list import set_packed_threshold
 from .. import shutdown as shutdown_seq
 from ..client import Client
 from ..config import ConfigError, memtoull
-from ..memory import STARTUP_RSS, memory_of, rss
+from ..memory import STARTUP_RSS, dict_table, memory_of, rss
 from ..outcomes import NO_REPLY, Block
 from ..scripting import busy_error, running
 from .args import NO_SUCH_KEY, SYNTAX_ERR, get_int, help_reply, redact, string2ll
@@ -377,8 +377,8 @@ def memory_stats(c: Client, argv: list[bytes]):
     lua = s.scripting
     functions = s.functions
     dbs = [(b"db.%d" % db.id, Map([
-        (b"overhead.hashtable.main", _sizeof(db.data) + _sizeof(db.access)),
-        (b"overhead.hashtable.expires", fig.db_overhead(db) - _sizeof(db.data) - _sizeof(db.access)),
+        (b"overhead.hashtable.main", dict_table(len(db.data)) + dict_table(len(db.access))),
+        (b"overhead.hashtable.expires", fig.db_overhead(db) - dict_table(len(db.data)) - dict_table(len(db.access))),
         (b"overhead.hashtable.slot-to-keys", 0),
     ])) for db in s.keyspace.dbs if db.data]
     return Map([
