@@ -2,7 +2,7 @@
 operations at three instances, random partitions, one kill -9 and restart; then
 everything resumes and the instances must hold the same data, with nothing lost.
 ``TypesRun`` (``--types``) does the same with every write command of strings, hashes,
-sets, sorted sets and geo instead, and ``type_snapshot`` compares those.
+sets, sorted sets, geo, lists and HyperLogLogs instead, and ``type_snapshot`` compares those.
 
 What a run checks at the end (``check_converged``):
 - every instance holds the same keys; per key the same XRANGE, the same group names
@@ -204,19 +204,22 @@ T_COUNTERS = ["n0", "n1", "f0"]
 T_HASHES = ["h0", "h1"]
 T_SETS = ["set0", "set1"]
 T_ZSETS = ["z0", "z1", "geo0"]
-T_GROUPS = [T_STRINGS, T_COUNTERS, T_HASHES, T_SETS, T_ZSETS]
+T_LISTS = ["l0", "l1"]
+T_HLLS = ["hll0", "hll1"]
+T_GROUPS = [T_STRINGS, T_COUNTERS, T_HASHES, T_SETS, T_ZSETS, T_LISTS, T_HLLS]
 T_ALL = [k for g in T_GROUPS for k in g]
 # SADD is the only write to it: every member an SADD acknowledged anywhere must be there.
 ACKSET = "ackset"
 TYPE_KEYS = set(T_ALL) | {ACKSET}
 # Kinds of operation in the types mix and their shares (cumulative bound, kind).
-TYPE_KINDS = [(0.06, "ack"), (0.24, "string"), (0.34, "counter"), (0.50, "hash"), (0.64, "set"),
-              (0.80, "zset"), (0.84, "geo"), (0.92, "key"), (0.97, "ttl"), (1.01, "multi")]
+TYPE_KINDS = [(0.06, "ack"), (0.21, "string"), (0.30, "counter"), (0.43, "hash"), (0.55, "set"),
+              (0.68, "zset"), (0.72, "geo"), (0.82, "list"), (0.86, "hll"), (0.93, "key"), (0.97, "ttl"),
+              (1.01, "multi")]
 TYPE_ERRORS = EXPECTED_ERRORS + (
     "WRONGTYPE", "ERR value is not an integer", "ERR hash value is not an integer",
     "ERR value is not a valid float", "ERR hash value is not a float",
     "ERR increment or decrement would overflow", "ERR increment would produce NaN or Infinity",
-    "ERR source and destination objects are the same",
+    "ERR source and destination objects are the same", "ERR index out of range",
 )
 ZFLAGS = [(), ("NX",), ("XX",), ("GT",), ("LT",), ("CH",), ("XX", "GT"), ("XX", "LT", "CH"), ("GT", "CH")]
 
@@ -389,6 +392,39 @@ class TypesRun(Run):
         return ("GEOSEARCHSTORE", rng.choice(T_ZSETS), "geo0", "FROMLONLAT", "0", "45", "BYRADIUS",
                 rng.choice([500, 1000, 3000]), "km", "ASC", *(["STOREDIST"] if rng.random() < 0.5 else []))
 
+    def cmd_list(self) -> tuple:
+        rng = self.rng
+        k = self.key(T_LISTS)
+        v = self.value() or "e"
+        pick = rng.randrange(12)
+        if pick < 3:
+            return (rng.choice(["LPUSH", "RPUSH"]), k, v, *([self.value() or "f"] if rng.random() < 0.4 else []))
+        if pick == 3:
+            return (rng.choice(["LPUSHX", "RPUSHX"]), k, v)
+        if pick == 4:
+            return ("LINSERT", k, rng.choice(["BEFORE", "AFTER"]), rng.choice(["a", "b", "xyz", v]), v)
+        if pick == 5:
+            return ("LSET", k, rng.randint(-2, 2), v)
+        if pick == 6:
+            return (rng.choice(["LPOP", "RPOP"]), k, *([rng.randint(1, 3)] if rng.random() < 0.4 else []))
+        if pick == 7:
+            return ("LREM", k, rng.randint(-2, 2), rng.choice(["a", "b", "xyz", "12"]))
+        if pick == 8:
+            return ("LTRIM", k, rng.randint(0, 2), rng.randint(-3, 5))
+        if pick == 9:
+            a, b = rng.choice(T_LISTS), rng.choice(T_LISTS)
+            return ("LMOVE", a, b, rng.choice(["LEFT", "RIGHT"]), rng.choice(["LEFT", "RIGHT"]))
+        if pick == 10:
+            return ("RPOPLPUSH", rng.choice(T_LISTS), rng.choice(T_LISTS))
+        return ("LMPOP", 2, *T_LISTS, rng.choice(["LEFT", "RIGHT"]), "COUNT", rng.randint(1, 2))
+
+    def cmd_hll(self) -> tuple:
+        rng = self.rng
+        k = self.key(T_HLLS)
+        if rng.random() < 0.8:
+            return ("PFADD", k, *[f"e{rng.randrange(40)}" for _ in range(rng.randint(1, 4))])
+        return ("PFMERGE", k, *rng.sample(T_HLLS, 2))
+
     def cmd_key(self) -> tuple:
         rng = self.rng
         k = rng.choice(T_ALL)
@@ -450,6 +486,8 @@ def type_snapshot(node: Node) -> dict:
             v = sorted(node.call("SMEMBERS", key))
         elif t == b"zset":
             v = node.call("ZRANGE", key, 0, -1, "WITHSCORES")
+        elif t == b"list":
+            v = node.call("LRANGE", key, 0, -1)
         else:
             v = node.call("XRANGE", key, "-", "+")
         out[key] = (t, v, node.call("PEXPIRETIME", key))

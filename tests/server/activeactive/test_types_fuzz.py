@@ -44,6 +44,8 @@ def view(r: Region) -> dict:
             v = sorted(call("SMEMBERS", key))
         elif t == b"zset":
             v = call("ZRANGE", key, 0, -1, "WITHSCORES")
+        elif t == b"list":
+            v = call("LRANGE", key, 0, -1)
         else:
             v = t
         out[key] = (t, v, call("PEXPIRETIME", key))

@@ -1,0 +1,63 @@
+"""Lists and HyperLogLogs beside strings, hashes, sets and sorted sets in-process: keys
+written as two types, RENAME across types, pops by the side the command names. Each case
+is a divergence the convergence generator found (test_types_fuzz.py), made small."""
+
+from __future__ import annotations
+
+from tests.server.activeactive.test_engine import Region, sync
+
+
+def everywhere(regions, *cmd) -> bytes:
+    replies = [r(*cmd) for r in regions]
+    assert all(x == replies[0] for x in replies), replies
+    return replies[0]
+
+
+def test_a_list_shows_before_a_string_written_concurrently():
+    """The string's region kept showing the string when the peer's push arrived."""
+    a, b = Region(1), Region(2)
+    b("RPUSH", "k", "x")
+    a("APPEND", "k", "xyz")
+    sync(a, b)
+    assert everywhere((a, b), "TYPE", "k") == b"+list\r\n"
+    assert everywhere((a, b), "LRANGE", "k", "0", "-1") == b"*1\r\n$1\r\nx\r\n"
+
+
+def test_rename_of_a_list_over_an_hll_moves_the_list():
+    """The destination held an HLL: only its HLLDEL was collected, not the list's elements."""
+    a, b = Region(1), Region(2)
+    a("RPUSH", "l", "1.5")
+    a("PFADD", "h", "e1", "e2")
+    sync(a, b)
+    assert a("RENAME", "l", "h") == b"+OK\r\n"
+    sync(a, b)
+    assert everywhere((a, b), "TYPE", "h") == b"+list\r\n"
+    assert everywhere((a, b), "LRANGE", "h", "0", "-1") == b"*1\r\n$3\r\n1.5\r\n"
+
+
+def test_a_refused_write_to_a_key_showing_a_list_keeps_what_it_hides():
+    """set1 shows region 1's list and hides region 2's set; an SADD refused with WRONGTYPE
+    at region 3 made a CDEL of the hidden set, which took the list's TTL at the peers."""
+    a, b, c = Region(1), Region(2), Region(3)
+    a("LPUSH", "l1", "v")
+    a("EXPIRE", "l1", "26859")
+    b("SADD", "set1", "m6")
+    b.send(c)
+    a("RENAME", "l1", "set1")
+    a.send(c)
+    assert c("SADD", "set1", "m7").startswith(b"-WRONGTYPE")
+    sync(a, b, c)
+    assert everywhere((a, b, c), "TYPE", "set1") == b"+list\r\n"
+    assert everywhere((a, b, c), "PEXPIRETIME", "set1") != b":-1\r\n"
+
+
+def test_lmpop_pops_from_the_side_it_names():
+    """LMPOP's side was read after numkeys+1 arguments counted from the wrong place, so an
+    RPOP-like LMPOP shipped the removal of the leftmost element."""
+    a, b = Region(1), Region(2)
+    b("LPUSH", "l1", "old")
+    b.send(a)
+    a("LPUSH", "l1", "new", "new")
+    assert a("LMPOP", "2", "l0", "l1", "RIGHT", "COUNT", "1") == b"*2\r\n$2\r\nl1\r\n*1\r\n$3\r\nold\r\n"
+    sync(a, b)
+    assert everywhere((a, b), "LRANGE", "l1", "0", "-1") == b"*2\r\n$3\r\nnew\r\n$3\r\nnew\r\n"
