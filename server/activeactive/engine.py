@@ -652,7 +652,7 @@ class ActiveActive:
             return  # an entry is there now: the stream stays
         if name == b"DEL":
             self._tombstone(db.id, key, e, None)
-            self.hlls.values.pop((db.id, key), None)  # a hidden HLL: delete-wins (hll.py)
+            self.hlls.dropped(db, key)  # a hidden HLL: delete-wins (hll.py)
             self._ttl_deleted(db, key, e)
             _notify(self.server, db.id, b"del", key, "g")
         elif name == b"GDESTROY":
