@@ -120,6 +120,7 @@ class ActiveActive:
         self.applied_effects = 0
         self._kinds: dict[Command, object] = {}
         self.keyed = Keyed(self)  # strings, hashes, sets and sorted sets
+        self.reply_override: Any = None  # what run() replies instead of the handler (keyed.py)
         self.hlls = Hlls(self)  # HyperLogLogs
         self.lists = Lists(self)
         self._moves = 0  # RENAMEs in the unit being made (ActiveStream.rekey)
@@ -167,11 +168,16 @@ class ActiveActive:
             raise kind
         snap = self._snapshot(client, cmd, argv, kind)
         try:
-            return cmd.handler(client, argv)
+            reply = cmd.handler(client, argv)
         finally:
             ops = self._collect(snap, cmd.fullname, argv)
             if ops and not self.replaying:
                 self.unit.extend(ops)
+        if self.reply_override is not None:
+            # A float increment stored its exactly summed value (keyed.collect): the reply
+            # is that value, as GET reads it, not the command's own sum.
+            reply, self.reply_override = self.reply_override, None
+        return reply
 
     def _run_one(self, client: Client, cmd: Command, argv: list[bytes], key: bytes) -> Any:
         """run() for a stream command that names one key (most of them): the snapshot

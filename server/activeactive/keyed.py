@@ -25,6 +25,7 @@ import time
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from rill.protocol.reply import Double
 from rill.storage.cells import Cell, Number, Observed, num_bytes, num_in
 from rill.storage.hash import HashValue
 from rill.storage.set import SetValue
@@ -356,6 +357,7 @@ class Keyed:
                     # Replicas and the AOF get it too, not the command's own sum (a
                     # replica's ZINCRBY would add in double and drift).
                     self.engine.server.rewrite_propagation(_canonical_write(kind, key, elem, canonical))
+                    self.engine.reply_override = Double(canonical) if kind == ZSET else canonical
                 continue
             if delta is not None and cell is None:
                 # A counter created by its increment: 0 plus the increments.

@@ -210,3 +210,15 @@ def test_the_first_effect_after_a_full_sync_says_what_it_saw():
     assert c("ZRANGESTORE", "z", "missing", "0", "-1") == b":0\r\n"
     sync(a, b, c)
     assert [r("EXISTS", "z") for r in (a, b, c)] == [b":0\r\n"] * 3
+
+
+def test_a_float_increments_reply_is_the_value_it_stored():
+    """A float counter stores its exact sum rounded once; the reply was the command's own
+    step-by-step sum, which drifts from it (76.48019999999999999 replied, 76.4802 stored)."""
+    a = Region(1)
+    steps = ["0.1", "1.7", "-0.35", "3.3333", "1e-3", "0.2"]
+    for i in range(150):
+        d = steps[i % len(steps)]
+        assert a("INCRBYFLOAT", "f", d) == a("GET", "f")
+        assert a("HINCRBYFLOAT", "h", "x", d) == a("HGET", "h", "x")
+        assert a("ZINCRBY", "z", d, "m") == a("ZSCORE", "z", "m")
