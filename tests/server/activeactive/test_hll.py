@@ -492,3 +492,32 @@ def test_random_runs_converge_through_full_syncs(seed):
     merge_state(a.server, pb)
     merge_state(b.server, pa)
     assert _full_view(a) == _full_view(b) == _full_view(whole)
+
+
+def test_full_sync_between_real_instances_keeps_delete_wins():
+    """A backlog too small for what a paused link missed: HLLs merge through the MERGE
+    payload, a delete there still wins over adds here it had not seen, and the merge is in
+    the AOF (a restart rebuilds the same bytes)."""
+    with Cluster(2, "--active-active-backlog-size", "16384", appendonly=True) as c:
+        a, b = c
+        a.call("PFADD", "kept", "x")
+        a.call("PFADD", "gone", "x")
+        c.sync()
+        c.pause_all()
+        for i in range(300):  # far more than 16 KB of records
+            a.call("PFADD", "kept", *(f"a{i}-{j}" for j in range(8)))
+        a.call("PFADD", "gone", "late")  # concurrent with b's DEL: loses
+        b.call("DEL", "gone")
+        b.call("PFADD", "kept", "from-b")
+        b.call("PFADD", "new", "n")
+        c.sync()
+        assert [p["sync"] for p in a.status()] == [b"full"]
+        for key in ("kept", "gone", "new"):
+            assert a.call("GET", key) == b.call("GET", key), key
+        assert a.call("EXISTS", "gone") == 0
+        assert a.call("PFCOUNT", "new") == 1
+        kept = b.call("GET", "kept")
+        c.kill(1)
+        c.restart(1)
+        c.wait_links()
+        assert b.call("GET", "kept") == kept
