@@ -548,7 +548,7 @@ class ActiveActive:
         # Replicas (and the tests' observer) get ordinary commands mirroring the change.
         mirror = feeds.replication is not None or feeds.observer is not None
         plain: Unit = []
-        keyspace = server.keyspace
+        keyspace = server.keyspace.dbs
         ops = e.ops
         for db_id, op in ops:
             db = keyspace[db_id]
@@ -603,6 +603,15 @@ class ActiveActive:
 
     def _apply_op(self, db: Any, e: Effect, op: Op) -> None:
         name, key = op[0], op[1]
+        if name == b"XADD" and len(op) >= 6 and not len(op) & 1:
+            s = db.data.get(key)
+            if type(s) is ActiveStream:
+                # The usual op, an entry for a stream that is here: what the general path
+                # below comes to, without its dispatch.
+                s.insert_op(op)
+                if events.notifier is not None:
+                    events.notifier(db.id, "t", b"xadd", key)
+                return
         if name in _CELL_OPS:
             fired = self.keyed.apply(db, e.origin, e.seq, e.vc, op)
             if name == b"CDEL":

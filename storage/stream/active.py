@@ -767,6 +767,12 @@ class ActiveStream(Stream):
 
     # ---------------------------------------------------------------------------- remote ops
 
+    def insert_op(self, op: list[bytes]) -> None:
+        """A remote ``XADD`` op with its key, ``[XADD, key, region, id, f, v, ...]``, whose
+        shape the caller checked (an even length of at least 6): :meth:`apply`'s usual
+        case, without the copy of the op that drops the key."""
+        self._insert(int(op[2]), _pid(op[3]), op[4:])
+
     def apply(self, op: list[bytes]) -> None:
         """Run a remote op (keyless, see the module docstring); records nothing. Raises
         ValueError on an unknown or malformed op."""
