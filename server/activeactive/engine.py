@@ -284,10 +284,13 @@ class ActiveActive:
                         now is not None and kind_of(now) is None and is_hll_value(now)):
                     self._collect_hll(ops, db, key, before, ttl_before, name, argv)
                 else:
+                    start = len(ops)
                     if type(now) is ListValue or self.lists.has(db.id, key):
                         self._collect_list(ops, db, key, before, ttl_before, name, argv)
                     if kind_of(now) is not None or self.keyed.has(db.id, key):
                         self._collect_keyed(ops, db, key, before, ttl_before, name, argv)
+                    if len(ops) - start > 1:
+                        _ttl_after_deletes(ops, start, db, key)
                 continue
             moved = False
             if now is not before and was_at.get(id(now), (db.id, key)) != (db.id, key):
@@ -921,6 +924,20 @@ class ActiveActive:
             ("active_active_backlog_bytes", self.backlog.nbytes),
             ("active_active_applied_effects", self.applied_effects),
         ]
+
+
+def _ttl_after_deletes(ops: Unit, start: int, db: Any, key: bytes) -> None:
+    """A list replacing a string, hash, set or sorted set (or one of those a list): one
+    collector's EXPIRE came before the other's delete, which takes the TTLs it saw where it
+    lands. The key's TTL now goes after every delete, as a created key's would."""
+    made = ops[start:]
+    if not any(op[0] in (b"CDEL", b"LDEL") for _db, op in made):
+        return
+    made = [(d, op) for d, op in made if op[0] != b"EXPIRE"]
+    at = db.expires.get(key) if key in db.data else None
+    if at is not None:
+        made.append((db.id, [b"EXPIRE", key, b"%d" % at]))
+    ops[start:] = made
 
 
 def _entries_as_ops(key: bytes, s: ActiveStream) -> list[Op]:

@@ -61,3 +61,20 @@ def test_lmpop_pops_from_the_side_it_names():
     assert a("LMPOP", "2", "l0", "l1", "RIGHT", "COUNT", "1") == b"*2\r\n$2\r\nl1\r\n*1\r\n$3\r\nold\r\n"
     sync(a, b)
     assert everywhere((a, b), "LRANGE", "l1", "0", "-1") == b"*2\r\n$3\r\nnew\r\n$3\r\nnew\r\n"
+
+
+def test_a_list_renamed_over_a_counter_keeps_its_ttl_everywhere():
+    """RENAME l1 n0 at region 3 (l1 a list with a TTL, n0 a counter): the list's EXPIRE was
+    collected before the counter's CDEL, so at region 3 the register went with the CDEL, and
+    region 2's concurrent RENAME n0 n1 then dropped the TTL there alone."""
+    a, b, c = Region(1), Region(2), Region(3)
+    a("RPUSH", "l1", "v", "xyz")
+    a.send(b)
+    b("EXPIRE", "l1", "10011")
+    c("DECRBY", "n0", "21")
+    c.send(b), a.send(c), b.send(c)
+    b("RENAME", "n0", "n1")
+    c("RENAME", "l1", "n0")
+    sync(a, b, c)
+    assert everywhere((a, b, c), "TYPE", "n0") == b"+list\r\n"
+    assert everywhere((a, b, c), "PEXPIRETIME", "n0") != b":-1\r\n"
