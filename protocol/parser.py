@@ -23,16 +23,20 @@ from .numbers import string2ll
 INLINE_MAX_SIZE = 64 * 1024  # PROTO_INLINE_MAX_SIZE
 # What hiredis must not see: a header claiming millions of elements (it
 # allocates the reply list as soon as it reads the header; the reference
-# parser, like Redis, grows argv as elements arrive), and simple-string or
-# verbatim lines, which it returns as bytes indistinguishable from bulk strings.
-# Two patterns, not one alternation: each starts with a literal, which the re
-# engine scans for quickly; the alternation tried a match at every byte and
-# cost ~0.45 us per pipelined SET. The line check only runs when a '+' or '='
+# parser, like Redis, grows argv as elements arrive), and verbatim lines, which
+# it returns as bytes indistinguishable from bulk strings. Simple-string lines
+# ('+') it returns as bytes too, but shorter on the wire than a bulk string of
+# the same bytes, so those are told apart after the parse (_wire_size): a bulk
+# argument "+" (XRANGE - +, ZRANGEBYSCORE +inf) starts a line with '+' as well.
+# Separate patterns, not one alternation: each starts with a literal, which the
+# re engine scans for quickly; the alternation tried a match at every byte and
+# cost ~0.45 us per pipelined SET. The line checks only run when a '+' or '='
 # is in the chunk at all, which ordinary requests rarely contain; that test
 # looks for the byte as an int (a bare memchr: searching for a one-byte bytes
 # object costs several times more).
 _HUGE_HEADER = re.compile(rb"\*\d{7}")
-_SIMPLE_LINE = re.compile(rb"\n[+=]")
+_VERBATIM_LINE = re.compile(rb"\n=")
+_PLUS_LINE = re.compile(rb"\n\+")
 INT_MAX = 2**31 - 1
 UNAUTH_MAX_MULTIBULK = 10
 UNAUTH_MAX_BULK = 16384
@@ -48,6 +52,18 @@ def _probe() -> None:
 # Whether this module runs compiled (what ``cython.compiled`` says, without importing
 # Cython): where the fastest form differs between the modes, this picks it.
 _COMPILED = type(_probe).__name__ != "function"
+
+
+def _wire_size(commands: list) -> int:
+    """The bytes these commands take as multibulks of bulk strings. hiredis accepts only
+    canonical lengths (Redis's own integer rules), so a chunk it parsed whole has exactly
+    this size unless some element was a simple string, which is shorter."""
+    size = 0
+    for cmd in commands:
+        size += 3 + len(str(len(cmd)))
+        for arg in cmd:
+            size += 5 + len(str(len(arg))) + len(arg)
+    return size
 
 
 def _join_by_type(cmd: list) -> None:
@@ -198,12 +214,18 @@ class RequestParser:
         if (
             reader is not None
             and not self._buf
+            # A command whose bulk length was read but not its data leaves the buffer
+            # empty: the next chunk continues it, whatever its first byte.
+            and self._argv is None
             and data[:1] == b"*"
             and not self.auth_required
             and len(data) <= self.max_bulk_len
             and _HUGE_HEADER.search(data) is None
-            and not ((43 in data or 61 in data) and _SIMPLE_LINE.search(data))  # '+', '='
+            and not (61 in data and _VERBATIM_LINE.search(data))  # '='
         ):
+            # A line starting with '+': only a chunk hiredis parses whole, at the size of
+            # its commands' bulk strings, had none as an element.
+            plus = 43 in data and _PLUS_LINE.search(data) is not None
             reader.feed(data)
             gets = reader.gets
             # Only non-empty lists of bulk strings are commands hiredis may vouch for.
@@ -228,11 +250,17 @@ class RequestParser:
                 else:
                     if not reader.has_data():
                         reader.feed(b"*0\r\n")
-                        if gets() == []:
+                        if gets() == [] and (not plus or _wire_size(out) == len(data)):
                             return out
             except (hiredis.ProtocolError, TypeError):
                 pass
-            data = self._fallback(data, out)
+            if plus:
+                # A '+' element may hide in what hiredis returned: the reference parser
+                # takes the whole chunk.
+                self._reader = hiredis.Reader()
+                del out[:]
+            else:
+                data = self._fallback(data, out)
         self._buf += data
         self._parse(out)
         return out
@@ -244,12 +272,7 @@ class RequestParser:
         (it applies Redis's own integer rules), so their wire size is computable.
         """
         self._reader = hiredis.Reader()
-        offset = 0
-        for cmd in out:
-            offset += 3 + len(str(len(cmd)))
-            for arg in cmd:
-                offset += 5 + len(str(len(arg))) + len(arg)
-        return data[offset:]
+        return data[_wire_size(out):]
 
     def _error(self, out: list, message: bytes) -> None:
         out.append(ProtocolError(b"ERR Protocol error: " + message))

@@ -187,3 +187,30 @@ def test_inline_line_with_a_nul_before_its_newline_is_incomplete():
     p = RequestParser()
     assert p.feed(b"PING\x00\r\nPING\r\n") == []
     assert errors(p.feed(b"x" * 70000)) == [b"ERR Protocol error: too big inline request"]
+
+
+def test_a_chunk_after_a_bulk_length_continues_that_command():
+    # The first chunk ends right after "$2\r\n": the reference parser holds the command
+    # with nothing buffered, and the next chunk's "*1" is that bulk's data, not a header.
+    for hiredis in (True, False):
+        p = RequestParser()
+        if not hiredis:
+            p._reader = None
+        assert p.feed(b"*2\r\n$3\r\nGET\r\n$2\r\n") == []
+        assert p.feed(b"*1\r\n$4\r\nPING\r\n") == [[b"GET", b"*1"], [b"$4"], [b"PING"]]
+
+
+@pytest.mark.parametrize("args", [[b"XRANGE", b"s", b"-", b"+"], [b"ZRANGEBYSCORE", b"z", b"-inf", b"+inf"],
+                                  [b"SET", b"+", b"\n+"]])
+def test_bulk_arguments_starting_with_plus_parse_the_same(args):
+    # A bulk "+" starts a line with '+' as a simple-string element would: hiredis may
+    # parse the chunk, and the size of what it returned tells the two apart.
+    data = enc(*args) + enc(b"GET", b"k")
+    for hiredis in (True, False):
+        p = RequestParser()
+        if not hiredis:
+            p._reader = None
+        assert p.feed(data) == [args, [b"GET", b"k"]]
+    out = RequestParser().feed(data + b"*2\r\n$3\r\nGET\r\n+OK\r\n" + enc(b"PING"))
+    assert out[:2] == [args, [b"GET", b"k"]]
+    assert errors(out[2:]) == [b"ERR Protocol error: expected '$', got '+'"]
