@@ -13,7 +13,9 @@ A link's life:
    peer as ``ACTIVEACTIVE MERGE`` as fast as the peer takes it, never blocking the loop
    (full sync); the effects made after the fork follow;
 3. from then on every effect the engine seals goes out as ``ACTIVEACTIVE APPLY``, pipelined
-   (one write per loop iteration for all effects sealed in it); each reply is the peer's
+   (once per loop iteration for all effects sealed in it, a backlog chunk per write while
+   the socket takes them; past its high-water mark the rest waits in the backlog until the
+   transport drains); each reply is the peer's
    applied count of our effects, its acknowledgement. An idle link sends
    ``ACTIVEACTIVE PING <my-id> <vc>`` every 100 ms, which is acknowledged the same way;
 4. any error, or silence past ``repl-timeout`` with requests outstanding, drops the link;

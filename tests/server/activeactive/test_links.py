@@ -933,3 +933,29 @@ async def test_no_full_sync_goes_out_while_own_lost_effects_are_being_recovered(
     finally:
         links.close()
         await peer.stop()
+
+
+async def test_a_peer_that_stops_reading_leaves_the_records_in_the_backlog_not_in_the_socket_buffer():
+    """The link writes a backlog chunk at a time and stops once the transport is past its
+    high-water mark: what the peer does not take stays in the backlog (one copy), and
+    goes out when it drains."""
+    engine = FakeEngine(backlog_records=400_000)  # ~50 MB: nothing is dropped here
+    peer = FakePeer()
+    peer.stall_once = True  # answers HELLO, then takes nothing more on this connection
+    await peer.start()
+    links = linked(engine, peer)
+    try:
+        await until(lambda: links.status()[0]["link"] == b"up")
+        big = b"x" * (1 << 20)
+        for _ in range(30):  # 30 MB: more than the socket buffers of loopback hold
+            engine.seal(b"k", b"1", b"1-1", b"f", big)
+        await asyncio.sleep(0.5)
+        p = links.peers[0]
+        transport = p.conn.transport
+        assert p.conn.writing_paused
+        assert p.sent < 30
+        # Past the high-water mark by at most the one record (its own chunk) written last.
+        assert transport.get_write_buffer_size() <= transport.get_write_buffer_limits()[1] + len(big) + 1024
+    finally:
+        links.close()
+        await peer.stop()
