@@ -430,8 +430,8 @@ class Connection(asyncio.Protocol):
         limit or past the soft one for long enough. True when it closed."""
         client = self.client
         transport = self.transport
-        if client is None or transport is None:
-            return False
+        if client is None or transport is None or client.repl is not None:
+            return False  # a replica's limits are the master side's (master._check_output_limits)
         kind = "pubsub" if client.subscriptions else "normal"
         hard, soft, soft_secs = self.server.obuf_limits.get(kind, (0, 0, 0))
         size = transport.get_write_buffer_size() + pending

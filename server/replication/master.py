@@ -56,6 +56,9 @@ SNAPSHOT_HIGH_WATER = 1 << 20
 SNAPSHOT_POLL = 0.002
 SNAPSHOT_CHUNK = 1 << 18
 SNAPSHOT_BATCH = 1 << 20
+# A replica's output limits are checked each time this much stream has gone its way
+# since the last check (Redis checks as each 16 KB block of the stream is added).
+OBUF_CHECK_BYTES = 16 * 1024
 
 
 class ReplicaLink:
@@ -65,7 +68,7 @@ class ReplicaLink:
 
     __slots__ = ("listening_port", "ip", "rdb_only", "exclude_data", "exclude_functions", "capa_eof",
                  "pre_psync", "ack_offset", "ack_time", "state", "initial_offset", "buffered", "stream_on_ack",
-                 "acked_in_sync", "bulk", "bulk_left", "slow_since")
+                 "acked_in_sync", "bulk", "bulk_left", "slow_since", "held_bytes", "unchecked")
 
     def __init__(self) -> None:
         self.listening_port = 0
@@ -82,6 +85,8 @@ class ReplicaLink:
         # The stream since its snapshot's fork, held back until the snapshot is through
         # (and, after a diskless one, until its first ACK); None once it flows.
         self.buffered: list[bytes] | None = None
+        self.held_bytes = 0  # the bytes ``buffered`` holds
+        self.unchecked = 0  # stream bytes fed since its output limits were last checked
         self.stream_on_ack = False
         # It ACKed before the diskless child was reaped: it has the whole snapshot, so
         # its stream starts as soon as the child is, not at its next ACK a second later.
@@ -247,6 +252,7 @@ class MasterSide:
                 # The dump being written is as good as a new one: it gets the stream the
                 # other replica has recorded since the fork, and the same offset.
                 link.buffered = list(donor.repl.buffered or ())
+                link.held_bytes = donor.repl.held_bytes
                 self._setup_full_resync(c, donor.repl.initial_offset)
                 _notice("Waiting for end of BGSAVE for SYNC")
             else:
@@ -283,6 +289,7 @@ class MasterSide:
         link.acked_in_sync = False
         if link.buffered is None:
             link.buffered = []
+            link.held_bytes = 0
         self.repl_selected_db = -1
         if not link.pre_psync:
             r.out.append(b"+FULLRESYNC %s %d\r\n" % (self.server.run_id.encode(), offset))
@@ -579,6 +586,7 @@ class MasterSide:
         link = r.repl
         link.stream_on_ack = False
         held, link.buffered = link.buffered, None
+        link.held_bytes = 0
         if held:
             r.out.extend(held)
             r.on_output(r)
@@ -782,6 +790,41 @@ class MasterSide:
             held = link.buffered
             if held is not None:
                 held.append(data)
+                link.held_bytes += len(data)
             elif link.state != WAIT_BGSAVE_START:
                 r.out.append(data)
                 r.on_output(r)
+            else:
+                continue
+            # Redis checks a replica's limits as each block of its stream is added
+            link.unchecked += len(data)
+            if link.unchecked >= OBUF_CHECK_BYTES:
+                link.unchecked = 0
+                self._check_output_limits(r)
+
+    def _check_output_limits(self, r: Client) -> None:
+        """client-output-buffer-limit for the replica class (checkClientOutputBufferLimits):
+        the stream a replica has not taken (held back during its sync, queued, in the
+        transport) past the hard limit (never below repl-backlog-size: a partial resync
+        would fill it at once), or past the soft one for more than its seconds, gets it
+        disconnected, logged as Redis does."""
+        hard, soft, soft_secs = self.server.obuf_limits.get("slave", (0, 0, 0))
+        if not hard and not soft or r.kill_requested:
+            return
+        size = r.output_bytes() + r.repl.held_bytes
+        if hard:
+            hard = max(hard, self.config.int("repl-backlog-size"))
+        over = bool(hard) and size >= hard
+        if soft and size >= soft:
+            now = int(time.time())
+            if not r.obuf_soft_since:
+                r.obuf_soft_since = now  # the first time: its seconds start now
+            elif now - r.obuf_soft_since > soft_secs:
+                over = True
+        else:
+            r.obuf_soft_since = 0
+        if over:
+            log.warning("Client %s scheduled to be closed ASAP for overcoming of output buffer limits.",
+                        r.info_line().decode(errors="replace"))
+            r.kill_requested = True
+            r.on_output(r)

@@ -685,3 +685,34 @@ def test_a_stopped_replica_stalls_no_pipelining_client(kind):
             c.close()
             m.close()
             replica.stop()
+
+
+@pytest.mark.parametrize("limit", ["replica 1mb 0 0", "replica 0 1mb 1"])
+@pytest.mark.parametrize("kind", ["redis", "rill"])
+def test_a_replica_past_its_output_buffer_limit_is_disconnected(kind, limit):
+    """client-output-buffer-limit's replica class: with its replica's process stopped,
+    the stream piling up for it passes the hard limit (or the soft one for more than its
+    seconds) and the master drops it, logging it as Redis does."""
+    start = start_redis if kind == "redis" else start_rill
+    with start("--repl-diskless-sync-delay", "0") as master:
+        m = redis.Redis(port=master.port)
+        replica = _replica_of("rill", master.port)
+        try:
+            wait_until(lambda: m.info("replication")["connected_slaves"] == 1)
+            wait_until(lambda: m.info("replication")["slave0"]["state"] == "online")
+            m.config_set("client-output-buffer-limit", limit)
+            os.kill(replica.proc.pid, signal.SIGSTOP)
+            payload = b"A" * 64 * 1024
+
+            def written_until_dropped() -> bool:
+                for _ in range(16):  # 1 MB of stream a round, more than the socket buffers take
+                    m.set("k", payload)
+                return m.info("replication")["connected_slaves"] == 0
+
+            wait_until(written_until_dropped, timeout=60)
+            assert "scheduled to be closed ASAP for overcoming of output buffer limits." in master.log()
+            assert " flags=S " in master.log()
+        finally:
+            os.kill(replica.proc.pid, signal.SIGCONT)
+            m.close()
+            replica.stop()
