@@ -95,6 +95,7 @@ class Client:
         "output_backlog",
         "querybuf_len",
         "querybuf_peak",
+        "querybuf_room",
         "obuf_soft_since",
         "in_exec",
         "propagate",
@@ -159,6 +160,9 @@ class Client:
         self.output_backlog: Callable[[], int] = _nothing_queued
         self.querybuf_len = 0
         self.querybuf_peak = 0
+        # Room the query buffer keeps for the rest of a big argument under way: Redis
+        # sizes it for the whole argument once its length is read (tot-mem, qbuf-free).
+        self.querybuf_room = 0
         self.obuf_soft_since = 0.0
         self.in_exec = False
         self.propagate = True
@@ -202,7 +206,8 @@ class Client:
     def memory_usage(self) -> int:
         """CLIENT LIST tot-mem, what client eviction weighs (Redis's getClientMemoryUsage):
         the buffers, what a MULTI queued, WATCHed keys, subscriptions, tracking prefixes."""
-        mem = CLIENT_BASE + self.querybuf_len + self.input_args() + self.output_bytes() + self.multi_mem
+        mem = (CLIENT_BASE + self.querybuf_len + self.querybuf_room + self.input_args() + self.output_bytes()
+               + self.multi_mem)
         if self.watched:
             mem += len(self.watched) * _WATCH_ENTRY
         if self.subscriptions:
@@ -255,7 +260,7 @@ class Client:
             f"id={self.id} addr={self.addr} laddr={self.laddr} fd={self.fd} name={self.name.decode(errors='replace')} "
             f"age={int(now - self.created)} idle={int(now - self.last_interaction)} flags={self.flags_string()} "
             f"db={self.db.id} sub={len(self.pubsub_channels)} psub={len(self.pubsub_patterns)} ssub={len(self.pubsub_shard_channels)} "
-            f"multi={multi} qbuf={self.querybuf_len} qbuf-free=0 argv-mem={self.input_args()} multi-mem={self.multi_mem} rbs=1024 rbp=0 "
+            f"multi={multi} qbuf={self.querybuf_len} qbuf-free={self.querybuf_room} argv-mem={self.input_args()} multi-mem={self.multi_mem} rbs=1024 rbp=0 "
             f"obl=0 oll=0 omem={self.output_bytes()} tot-mem={self.memory_usage()} events=r cmd={cmd} user={self.user.name.decode(errors='replace')} redir={self.tracking_redir if self.tracking else -1} "
             f"resp={3 if self.resp3 else 2}"
         ).encode()

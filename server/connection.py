@@ -110,6 +110,7 @@ def reply_batch(server: Server) -> ReplyBatch:
 
 # Every open connection, for serve_while_busy (the event loop cannot be re-entered).
 _LIVE: set[Connection] = set()
+BIG_ARG = 32 * 1024  # Redis's PROTO_MBULK_BIG_ARG
 
 
 def serve_while_busy(server: Server, caller: Client) -> None:
@@ -297,6 +298,10 @@ class Connection(asyncio.Protocol):
         commands = parser.feed(data)
         qlen = parser.pending_bytes()
         if qlen:
+            # A big argument under way (PROTO_MBULK_BIG_ARG): Redis makes room for all of
+            # it as soon as its length is read, and weighs the client by that room.
+            bulk = parser._bulklen
+            client.querybuf_room = bulk + 2 - qlen if bulk >= BIG_ARG and bulk + 2 > qlen else 0
             if qlen > client.querybuf_peak:
                 client.querybuf_peak = qlen
             if qlen > server.query_buffer_limit:
@@ -304,6 +309,8 @@ class Connection(asyncio.Protocol):
                             client.id, client.addr, b"")
                 self._close()
                 return
+        elif client.querybuf_room:
+            client.querybuf_room = 0
         figure = server.client_mem
         if figure is not None and (held or qlen or parser.pending_args_bytes()):
             # A command bigger than one read, coming in or complete now: under

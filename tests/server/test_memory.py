@@ -366,3 +366,21 @@ def test_a_reply_past_the_output_limit_closes_its_client_rather_than_evicting_an
         assert _gone(getter)
         assert _names(admin) == {"admin", "holder"}
         assert _stats(admin)["evicted_clients"] == "0"
+
+
+@pytest.mark.parametrize("which", ["rill", "redis"])
+def test_a_big_argument_under_way_weighs_its_whole_length(which):
+    """Redis sizes the query buffer for a big argument (32 KB or more) as soon as its
+    length is read, so a client whose 300 KB argument has only begun to arrive already
+    weighs 300 KB (CLIENT LIST tot-mem, qbuf-free): the race of Redis's client-eviction
+    'percentage of maxmemory' test, whose CLIENT LIST may run before the rest is read."""
+    with _start(which) as server:
+        admin = _named(server.port, "admin")
+        big = _named(server.port, "big")
+        big.send_raw(b"*2\r\n$4\r\nECHO\r\n$300000\r\n" + b"v" * 40_000)
+        wait_until(lambda: _tot_mem(admin, "big") >= 300_000)
+        line = next(ln for ln in admin.call("CLIENT", "LIST").decode().splitlines() if " name=big " in ln)
+        assert int(line.split(" qbuf-free=")[1].split(" ")[0]) > 200_000
+        big.send_raw(b"v" * 260_000 + b"\r\n")
+        assert big.read_reply().startswith(b"$300000\r\n")
+        wait_until(lambda: _tot_mem(admin, "big") < 100_000)
