@@ -45,6 +45,11 @@ def _nothing_to_close() -> None:
 # parser, the transport and the socket (measured: about 3 KB of resident memory per
 # connection, 500 idle connections against none).
 CLIENT_BASE = 3072
+# Redis's reply buffer sizes: PROTO_REPLY_CHUNK_BYTES (a new client's, and the most the
+# cron grows one to) and PROTO_REPLY_MIN_BYTES (the least it shrinks one to).
+REPLY_CHUNK = 16 * 1024
+REPLY_MIN = 1024
+REPLY_PEAK_RESET_MS = 5000  # REPLY_BUFFER_DEFAULT_PEAK_RESET_TIME
 # One WATCHed key: its WatchedKey entry and the slots that list it (client, database).
 _WATCH_ENTRY = 96
 # One BCAST prefix of client tracking: the bytes object and its dict slot.
@@ -96,6 +101,9 @@ class Client:
         "querybuf_len",
         "querybuf_peak",
         "querybuf_room",
+        "rbs",
+        "rbp",
+        "rbp_at",
         "obuf_soft_since",
         "in_exec",
         "propagate",
@@ -163,6 +171,12 @@ class Client:
         # Room the query buffer keeps for the rest of a big argument under way: Redis
         # sizes it for the whole argument once its length is read (tot-mem, qbuf-free).
         self.querybuf_room = 0
+        # Redis's reply buffer (CLIENT LIST rbs= and rbp=): its size, starting at 16 KB
+        # and resized by the cron (resize_reply_buffer), and the most a write took from
+        # it since rbp_at (ms), as Redis's buf_peak.
+        self.rbs = REPLY_CHUNK
+        self.rbp = 0
+        self.rbp_at = time.monotonic() * 1000
         self.obuf_soft_since = 0.0
         self.in_exec = False
         self.propagate = True
@@ -260,7 +274,24 @@ class Client:
             f"id={self.id} addr={self.addr} laddr={self.laddr} fd={self.fd} name={self.name.decode(errors='replace')} "
             f"age={int(now - self.created)} idle={int(now - self.last_interaction)} flags={self.flags_string()} "
             f"db={self.db.id} sub={len(self.pubsub_channels)} psub={len(self.pubsub_patterns)} ssub={len(self.pubsub_shard_channels)} "
-            f"multi={multi} qbuf={self.querybuf_len} qbuf-free={self.querybuf_room} argv-mem={self.input_args()} multi-mem={self.multi_mem} rbs=1024 rbp=0 "
+            f"multi={multi} qbuf={self.querybuf_len} qbuf-free={self.querybuf_room} argv-mem={self.input_args()} multi-mem={self.multi_mem} rbs={self.rbs} rbp={self.rbp} "
             f"obl=0 oll=0 omem={self.output_bytes()} tot-mem={self.memory_usage()} events=r cmd={cmd} user={self.user.name.decode(errors='replace')} redir={self.tracking_redir if self.tracking else -1} "
             f"resp={3 if self.resp3 else 2}"
         ).encode()
+
+
+def resize_reply_buffer(client: Client, now_ms: float, peak_reset_ms: int) -> None:
+    """clientsCronResizeOutputBuffer: halve a reply buffer whose peak stayed under half
+    of it (down to what the peak needs, at least 1 KB), double one a write filled (up to
+    16 KB), and start a new peak every ``peak_reset_ms`` (never when negative). rill
+    writes replies without such a buffer; this keeps CLIENT LIST's rbs/rbp and DEBUG
+    REPLYBUFFER meaning what they mean in Redis."""
+    size = client.rbs
+    peak = client.rbp
+    if size // 2 >= REPLY_MIN and peak < size // 2:
+        client.rbs = max(REPLY_MIN, peak + 1)
+    elif size * 2 < REPLY_CHUNK * 2 and peak == size:
+        client.rbs = min(REPLY_CHUNK, size * 2)
+    if peak_reset_ms >= 0 and now_ms - client.rbp_at >= peak_reset_ms:
+        client.rbp = 0  # Redis's bufpos: rill's replies leave within the loop iteration
+        client.rbp_at = now_ms

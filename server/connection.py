@@ -417,6 +417,8 @@ class Connection(asyncio.Protocol):
             data = b"".join(out) if len(out) > 1 else out[0]
             out.clear()
             n = len(data)
+            if n > client.rbp:  # the reply buffer's peak (CLIENT LIST rbp)
+                client.rbp = n if n < client.rbs else client.rbs
             if n >= server.obuf_floor and self._check_output_limits(n):
                 return  # closed for its output buffer limit: this output is dropped
             transport.write(data)

@@ -31,7 +31,7 @@ from . import shutdown as shutdown_seq
 from .acl import Acl
 from .activeactive import ActiveActive
 from .blocking import Blocking
-from .client import Client
+from .client import REPLY_PEAK_RESET_MS, Client, resize_reply_buffer
 from .commands.table import (
     ADMIN,
     ALLOW_BUSY,
@@ -233,6 +233,9 @@ class Server:
         self.shutdown_hooks: list[Callable[[], None]] = []
         # Periodic duties of other subsystems (persistence: children, save points, fsync).
         self.cron_hooks: list[Callable[[], None]] = []
+        # DEBUG REPLYBUFFER: the reply buffers' resizing and how often their peak restarts
+        self.reply_buffer_resizing = True
+        self.reply_buffer_peak_reset_ms = REPLY_PEAK_RESET_MS
         self.write_denied = None
         self.shutdown_event: Any = None
         self.pending_shutdown: Any = None  # a shutdown waiting for replicas (shutdown.py)
@@ -1144,6 +1147,11 @@ class Server:
                     client.on_output(client)
         if self.tracking.clients:
             self.tracking.limit()
+        if self.reply_buffer_resizing:
+            now_ms = time.monotonic() * 1000
+            reset = self.reply_buffer_peak_reset_ms
+            for client in self.clients.values():
+                resize_reply_buffer(client, now_ms, reset)
         for hook in self.cron_hooks:
             hook()
 

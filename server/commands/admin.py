@@ -12,7 +12,7 @@ from rill.protocol.reply import OK, BigNumber, Double, Map, Raw, ReplyError, Set
 from rill.storage.list import set_packed_threshold
 
 from .. import shutdown as shutdown_seq
-from ..client import Client
+from ..client import REPLY_PEAK_RESET_MS, Client
 from ..config import ConfigError, memtoull
 from ..memory import STARTUP_RSS, dict_table, memory_of, rss
 from ..outcomes import NO_REPLY, Block
@@ -469,6 +469,25 @@ def debug(c: Client, argv: list[bytes]):
         return OK
     if sub == b"protocol" and len(argv) == 3:
         return _debug_protocol(c, argv[2].lower())
+    if sub == b"replybuffer" and len(argv) == 4:
+        what, arg = argv[2].lower(), argv[3]
+        if what == b"peak-reset-time":
+            if arg.lower() == b"never":
+                server.reply_buffer_peak_reset_ms = -1
+            elif arg.lower() == b"reset":
+                server.reply_buffer_peak_reset_ms = REPLY_PEAK_RESET_MS
+            else:
+                ms = string2ll(arg)
+                if ms is None:
+                    raise ReplyError("ERR value is not an integer or out of range")
+                server.reply_buffer_peak_reset_ms = ms
+        elif what == b"resizing":
+            digits = len(arg) - len(arg.lstrip(b"-+0123456789"))  # C's atoi: the leading number
+            server.reply_buffer_resizing = bool(string2ll(arg[:digits]) if digits else 0)
+        else:
+            raise ReplyError(
+                b"ERR unknown subcommand or wrong number of arguments for '%s'. Try DEBUG HELP." % argv[1][:128])
+        return OK
     if sub == b"help":
         return help_reply([
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
@@ -482,6 +501,12 @@ def debug(c: Client, argv: list[bytes]):
             "PAUSE-CRON <0|1>",
             "    Stop periodic cron job processing.",
             "PROTOCOL <type>",
+            "REPLYBUFFER PEAK-RESET-TIME <NEVER||RESET|time>",
+            "    Sets the time (in milliseconds) to wait between client reply buffer peak resets.",
+            "    In case NEVER is provided the last observed peak will never be reset",
+            "    In case RESET is provided the peak reset time will be restored to the default value",
+            "REPLYBUFFER RESIZING <0|1>",
+            "    Enable or disable the reply buffer resize cron job",
             "SET-ACTIVE-EXPIRE <0|1>",
             "SLEEP <seconds>",
             "RELOAD [MERGE] [NOFLUSH] [NOSAVE]",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import random
+import time
 import tracemalloc
 
 import pytest
@@ -384,3 +385,40 @@ def test_a_big_argument_under_way_weighs_its_whole_length(which):
         big.send_raw(b"v" * 260_000 + b"\r\n")
         assert big.read_reply().startswith(b"$300000\r\n")
         wait_until(lambda: _tot_mem(admin, "big") < 100_000)
+
+
+def _client_field(admin: RawClient, name: str, field: str) -> int:
+    for line in admin.call("CLIENT", "LIST").decode().splitlines():
+        if f" name={name} " in line:
+            return int(line.split(f" {field}=")[1].split(" ")[0])
+    return -1
+
+
+@pytest.mark.parametrize("which", ["rill", "redis"])
+def test_reply_buffers_resize_as_debug_replybuffer_says(which):
+    """Redis's unit/replybufsize: an idle client's reply buffer shrinks to 1-2 KB once
+    its peak restarts (DEBUG REPLYBUFFER PEAK-RESET-TIME 100), grows to 16 KB while it
+    reads 32 KB replies (with the peak never restarting), and stays put while DEBUG
+    REPLYBUFFER RESIZING is 0."""
+    with _start(which, "--enable-debug-command", "yes") as server:
+        admin = _named(server.port, "admin")
+        tc = _named(server.port, "tc")
+        assert admin.call("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "100") == b"+OK\r\n"
+        wait_until(lambda: 1024 <= _client_field(admin, "tc", "rbs") < 2046, timeout=5)
+        assert admin.call("SET", "bigval", "x" * 32768) == b"+OK\r\n"
+        assert admin.call("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "never") == b"+OK\r\n"
+
+        def grown() -> bool:
+            assert tc.call("GET", "bigval").startswith(b"$32768\r\n")
+            return 16384 <= _client_field(admin, "tc", "rbs") < 32768
+
+        wait_until(grown, timeout=5)
+        assert admin.call("DEBUG", "REPLYBUFFER", "RESIZING", "0") == b"+OK\r\n"
+        assert admin.call("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "reset") == b"+OK\r\n"
+        fresh = _named(server.port, "fresh")
+        time.sleep(0.5)
+        assert _client_field(admin, "fresh", "rbs") == 16384  # a new client's, not resized
+        assert admin.call("DEBUG", "REPLYBUFFER", "PEAK-RESET-TIME", "x") == \
+            b"-ERR value is not an integer or out of range\r\n"
+        fresh.close()
+        tc.close()
