@@ -220,8 +220,13 @@ class Client:
     def memory_usage(self) -> int:
         """CLIENT LIST tot-mem, what client eviction weighs (Redis's getClientMemoryUsage):
         the buffers, what a MULTI queued, WATCHed keys, subscriptions, tracking prefixes."""
-        mem = (CLIENT_BASE + self.querybuf_len + self.querybuf_room + self.input_args() + self.output_bytes()
-               + self.multi_mem)
+        # Output up to the reply buffer's size (rbs) weighs the buffer's size, as in Redis,
+        # where a reply that fits its static buffer adds nothing: a client's own CLIENT
+        # LIST reply must not get another client evicted (client-eviction's "evict
+        # clients only until below limit").
+        out = self.output_bytes()
+        mem = (CLIENT_BASE + self.querybuf_len + self.querybuf_room + self.input_args()
+               + (out if out > self.rbs else self.rbs) + self.multi_mem)
         if self.watched:
             mem += len(self.watched) * _WATCH_ENTRY
         if self.subscriptions:

@@ -422,3 +422,16 @@ def test_reply_buffers_resize_as_debug_replybuffer_says(which):
             b"-ERR value is not an integer or out of range\r\n"
         fresh.close()
         tc.close()
+
+
+def test_output_that_fits_the_reply_buffer_weighs_the_buffer():
+    """As in Redis, where a reply that fits a client's static buffer (rbs) adds nothing
+    to tot-mem: a client's own CLIENT LIST reply must not get another client evicted
+    (Redis's client-eviction 'evict clients only until below limit')."""
+    server = Server()
+    c = server.new_client()
+    idle = c.memory_usage()
+    c.out.append(b"x" * 3000)
+    assert c.memory_usage() == idle
+    c.out.append(b"x" * 20000)
+    assert c.memory_usage() == idle - c.rbs + 23000
