@@ -8,6 +8,8 @@ Layout:
     list              lists, reporting themselves as Redis's quicklist
     hash, set, zset   the other collections, with the encodings Redis 7.0 reports
     hll               HyperLogLog in Redis's exact string representation
+    cells             Active-Active element state: last-write-wins assigns, counters, removals
+    activelist        Active-Active list positions every instance orders alike
     geohash           the geohash math of the GEO commands
     glob              glob-style patterns (KEYS, SCAN MATCH, CONFIG GET, PSUBSCRIBE)
     ranges            Redis's inclusive index ranges

@@ -376,6 +376,15 @@ class _Sparse:
 
 
 # -- reading whole HLLs -------------------------------------------------------------
+
+def is_hll_value(value: object) -> bool:
+    """Whether a keyspace value is an HLL: a string PFADD accepts whose registers decode.
+    Plain strings are told apart by their first four bytes."""
+    t = type(value)
+    if (t is not bytes and t is not bytearray) or value[:4] != b"HYLL" or not is_hll(value):  # type: ignore[index,arg-type]
+        return False
+    return sound(value)  # type: ignore[arg-type]
+
 def registers(value: bytes | bytearray) -> bytes | None:
     """The registers of a valid-looking HLL, one byte each; None if its sparse payload
     is corrupt (hllMerge's verdict)."""

@@ -2,6 +2,9 @@
 
 docs/active-active.md states the rules. Layout:
     engine    effects made from writes, peers' effects applied, clocks, tombstones, TTLs
+    keyed     strings, hashes, sets and sorted sets: their ops, apply and merge (cells)
+    lists     lists: element positions, their ops, apply and merge
+    hll       HyperLogLogs: registers merged by maximum, delete-wins
     backlog   this instance's own effect records, kept for partial resyncs
     links     one outbound link per peer: handshake, resync, records out, acks in
     plain     ordinary commands that mirror an applied peer op, for plain replicas

@@ -27,7 +27,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from rill.storage import hll as fmt
+from rill.storage.hll import is_hll_value
 from rill.storage.stream import Stream
+
+from .plain import rewrite
 
 if TYPE_CHECKING:
     from rill.protocol.effects import Effect
@@ -43,15 +46,6 @@ DENSE_FLAG = b"dense"
 _RAISING = frozenset({"pfadd", "pfmerge", "pfcount", "pfdebug"})
 _CHANGED = bytes([0] + [1] * 255)  # a byte of a XOR: 1 where the registers differ
 _ZEROS = bytes(fmt.REGISTERS)
-
-
-def is_hll_value(value: Any) -> bool:
-    """Whether a keyspace value is an HLL: a string PFADD accepts whose registers decode.
-    Plain strings are told apart by their first four bytes."""
-    t = type(value)
-    if (t is not bytes and t is not bytearray) or value[:4] != b"HYLL" or not fmt.is_hll(value):
-        return False
-    return fmt.sound(value)
 
 
 def render(raw: bytes, dense: bool, max_bytes: int) -> bytes:
@@ -352,8 +346,6 @@ class Hlls:
 def plain_ops(db: Any, key: bytes, before: Any) -> list[Op]:
     """Commands for ``db``'s plain replicas after an HLL op was applied to ``key``
     (``before``: what the key held)."""
-    from .plain import rewrite  # plain.py imports keyed.py, which imports this module
-
     value = db.data.get(key)
     if value is None:
         return [[b"DEL", key]] if before is not None else []

@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Any
 from rill.protocol.reply import Double
 from rill.storage.cells import Cell, Number, Observed, num_bytes, num_in
 from rill.storage.hash import HashValue
+from rill.storage.hll import is_hll_value
 from rill.storage.set import SetValue
 from rill.storage.zset import SortedSet
 
 from ..commands.args import string2ll
 from ..commands.strings import format_long_double_human, parse_long_double, round_long_double
 from ..commands.zsets import get_double
-from .hll import is_hll_value
 
 if TYPE_CHECKING:
     from .engine import ActiveActive
