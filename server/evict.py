@@ -394,6 +394,9 @@ class Evictor:
                 value = db.data.get(key)
                 if value is not None and free_effort(value, s) > LAZYFREE_THRESHOLD:
                     db.keyspace.lazyfreed_objects += 1
+            engine = s._active_active
+            if engine is not None:  # deleted at every region, as _evict does
+                engine.key_expired(db_id, key, db.data.get(key))
             if s.propagating:
                 s.propagate([(db_id, [b"UNLINK" if self.lazy else b"DEL", key])])
             db.delete(key)

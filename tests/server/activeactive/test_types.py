@@ -365,14 +365,15 @@ def test_a_blocked_pop_served_later_is_an_effect_too(cluster):
     converged(c)
 
 
-def test_an_eviction_deletes_the_key_at_every_region(cluster):
+@pytest.mark.parametrize("policy", ["allkeys-random", "allkeys-lru", "allkeys-lfu"])
+def test_an_eviction_deletes_the_key_at_every_region(cluster, policy):
     c = cluster(2)
     r1, r2 = c
     for i in range(20):
         r1.call("SET", f"warm{i}", "x" * 100)
     c.sync()
     used = int(info_field(r1, "memory", "used_memory"))
-    r1.call("CONFIG", "SET", "maxmemory-policy", "allkeys-random")
+    r1.call("CONFIG", "SET", "maxmemory-policy", policy)
     r1.call("CONFIG", "SET", "maxmemory", str(used + 100_000))
     for i in range(400):
         r1.call("SET", f"k{i}", "v" * 1000)
