@@ -25,7 +25,7 @@ import time
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from rill.protocol.reply import Double
+from rill.protocol.reply import Double, ReplyError
 from rill.storage.cells import Cell, Number, Observed, num_bytes, num_in
 from rill.storage.hash import HashValue
 from rill.storage.hll import is_hll_value
@@ -606,8 +606,8 @@ def _deltas(name: str, argv: list[bytes], kind: bytes) -> dict[bytes, Number]:
         return {}
     try:
         return dict(f(argv))
-    except Exception:  # noqa: BLE001 - the command refused its argument; it changed nothing
-        return {}
+    except (ValueError, IndexError, ReplyError):
+        return {}  # the command refused its argument: it changed nothing
 
 
 def _stored(kind: bytes, v: Any) -> Any:
