@@ -638,6 +638,11 @@ class MasterSide:
                 continue
             r.kill_requested = True
             r.on_output(r)
+        for r in replicas:
+            if r.obuf_soft_since:
+                # clientsCron: a replica past its soft limit that has been sent nothing
+                # since is closed here once its seconds lapse, not on its next write.
+                self._check_output_limits(r, from_cron=True)
         self._remove_sync_rdb()
         self.repl_cron_loops += 1
 
@@ -802,12 +807,13 @@ class MasterSide:
                 link.unchecked = 0
                 self._check_output_limits(r)
 
-    def _check_output_limits(self, r: Client) -> None:
+    def _check_output_limits(self, r: Client, from_cron: bool = False) -> None:
         """client-output-buffer-limit for the replica class (checkClientOutputBufferLimits):
         the stream a replica has not taken (held back during its sync, queued, in the
         transport) past the hard limit (never below repl-backlog-size: a partial resync
         would fill it at once), or past the soft one for more than its seconds, gets it
-        disconnected, logged as Redis does."""
+        disconnected, logged as Redis does: "scheduled to be closed ASAP" when a write
+        found it, "closed" when the cron did."""
         hard, soft, soft_secs = self.server.obuf_limits.get("slave", (0, 0, 0))
         if not hard and not soft or r.kill_requested:
             return
@@ -824,7 +830,8 @@ class MasterSide:
         else:
             r.obuf_soft_since = 0
         if over:
-            log.warning("Client %s scheduled to be closed ASAP for overcoming of output buffer limits.",
-                        r.info_line().decode(errors="replace"))
+            log.warning("Client %s %s for overcoming of output buffer limits.",
+                        r.info_line().decode(errors="replace"),
+                        "closed" if from_cron else "scheduled to be closed ASAP")
             r.kill_requested = True
             r.on_output(r)
