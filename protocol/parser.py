@@ -18,8 +18,6 @@ except ImportError:  # pragma: no cover
 
 import re
 
-from .numbers import string2ll
-
 INLINE_MAX_SIZE = 64 * 1024  # PROTO_INLINE_MAX_SIZE
 # What hiredis must not see: a header claiming millions of elements (it
 # allocates the reply list as soon as it reads the header; the reference
@@ -160,6 +158,38 @@ def split_args(line: bytes) -> list[bytes] | None:
         args.append(bytes(cur))
 
 
+def _header_int(buf: bytearray, start: int, end: int) -> int:
+    """Redis's string2ll (protocol/numbers.py) over a length header ``buf[start:end]``,
+    read in place: the value when it is 0 or more, -1 for any negative value (no header
+    means more by it), -2 when it is not an int64. Inline rather than a call to
+    string2ll on a copy: it runs for every header of the reference path, and compiled
+    it is a C loop."""
+    n = end - start
+    if n <= 0 or n > 20:
+        return -2
+    i = start
+    neg = buf[i] == 45  # '-'
+    if neg:
+        i += 1
+        if i == end:
+            return -2
+    if end - i > 19:
+        return -2  # 20 digits: past every int64
+    c = buf[i]
+    if c == 48:  # '0': only "0" itself
+        return 0 if i + 1 == end and not neg else -2
+    v = 0
+    while i < end:
+        c = buf[i]
+        if c < 48 or c > 57:
+            return -2
+        v = v * 10 + (c - 48)
+        i += 1
+    if neg:
+        return -1 if v - 1 <= 9223372036854775807 else -2  # down to -2**63
+    return v if v <= 9223372036854775807 else -2
+
+
 class RequestParser:
     """Turns the bytes a client sends into argv lists (and at most one ProtocolError)."""
 
@@ -294,8 +324,8 @@ class RequestParser:
                         break
                     if nl > n - 2:
                         break
-                    ll = string2ll(bytes(buf[pos + 1 : nl]))
-                    if ll is None or ll > INT_MAX:
+                    ll = _header_int(buf, pos + 1, nl)
+                    if ll < -1 or ll > INT_MAX:  # -2: not an integer
                         return self._error(out, b"invalid multibulk length")
                     if ll > UNAUTH_MAX_MULTIBULK and self.auth_required:
                         return self._error(out, b"unauthenticated multibulk length")
@@ -336,8 +366,8 @@ class RequestParser:
                         break
                     if buf[pos] != 36:  # '$'
                         return self._error(out, b"expected '$', got '%c'" % buf[pos])
-                    ll = string2ll(bytes(buf[pos + 1 : nl]))
-                    if ll is None or ll < 0 or ll > self.max_bulk_len:
+                    ll = _header_int(buf, pos + 1, nl)
+                    if ll < 0 or ll > self.max_bulk_len:
                         return self._error(out, b"invalid bulk length")
                     if ll > UNAUTH_MAX_BULK and self.auth_required:
                         return self._error(out, b"unauthenticated bulk length")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rill.protocol.numbers import string2ll
 from rill.protocol.parser import ProtocolError, RequestParser, split_args
 
 
@@ -214,3 +215,33 @@ def test_bulk_arguments_starting_with_plus_parse_the_same(args):
     out = RequestParser().feed(data + b"*2\r\n$3\r\nGET\r\n+OK\r\n" + enc(b"PING"))
     assert out[:2] == [args, [b"GET", b"k"]]
     assert errors(out[2:]) == [b"ERR Protocol error: expected '$', got '+'"]
+
+
+_HEADERS = [
+    b"0", b"1", b"-1", b"-0", b"01", b"+1", b" 1", b"1 ", b"", b"-", b"12a", b"9" * 19, b"1" + b"0" * 19,
+    b"9223372036854775807", b"9223372036854775808", b"-9223372036854775808", b"-9223372036854775809",
+    b"18446744073709551616", b"-18446744073709551616", b"99999999999999999999",
+]
+
+
+@pytest.mark.parametrize("header", _HEADERS)
+def test_length_headers_follow_string2ll(header):
+    """The parser reads length headers in place (compiled: a C loop); what it accepts is
+    exactly what string2ll does."""
+    value = string2ll(header)
+
+    def parse(data: bytes) -> list:  # a byte at a time: the reference path, not hiredis's
+        return feed_all(RequestParser(), [data[i : i + 1] for i in range(len(data))])
+
+    out = parse(b"*" + header + b"\r\n" + enc(b"PING"))
+    if value is None or value > 2**31 - 1:
+        assert errors(out) == [b"ERR Protocol error: invalid multibulk length"]
+    elif value <= 0:
+        assert out == [[b"PING"]]  # an empty or null multibulk is skipped
+    else:
+        assert parse(b"*" + header + b"\r\n") == []  # waits for its arguments
+    out = parse(b"*2\r\n$3\r\nGET\r\n$" + header + b"\r\n")
+    if value is None or value < 0 or value > 512 * 1024 * 1024:
+        assert errors(out) == [b"ERR Protocol error: invalid bulk length"]
+    else:
+        assert out == []  # waits for the argument's bytes
