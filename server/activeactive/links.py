@@ -115,7 +115,7 @@ class Peer:
         self.sync = b"none"  # what the last handshake led to: full / partial
         self.paused = False
         self.sent = 0  # the last of our sequences written to the current link
-        self.acked = 0  # how many of our effects the peer has applied, as it last said
+        self.acked = 0  # how many of our effects the peer has applied, as it said on this link
         # [request kind, seq, how many in a row] awaiting replies: the APPLYs written
         # together are one entry (a reply each would be an object each while a peer lags).
         self.expect: deque[list[int]] = deque()
@@ -444,6 +444,10 @@ class PeerLinks:
     def _stop(self, p: Peer) -> None:
         conn, p.conn = p.conn, None
         p.state = DOWN
+        # What the peer said on this link no longer holds: it may be restarting without
+        # the effects it acknowledged, so WAIT must not count it as caught up. The next
+        # HELLO's reply says what it has.
+        p.acked = 0
         p.gen += 1
         p.expect.clear()
         self._abort_full_sync(p)

@@ -294,7 +294,8 @@ async def test_a_dropped_link_resumes_after_what_the_peer_has_applied():
         await until(lambda: links.status()[0]["link"] == b"down")
         for _ in range(5):
             engine.seal(b"k", b"1", b"1-1", b"f", b"v")
-        assert links.status()[0]["lag-effects"] == 5
+        # Down, the peer's acknowledgement no longer holds: all ten count as lacking.
+        assert links.status()[0]["effects-acked"] == 0 and links.status()[0]["lag-effects"] == 10
         assert links.status()[0]["backlog-bytes"] == engine.backlog.nbytes > 0 and len(engine.backlog) == 5
         # The peer comes back with what it acknowledged (its files kept it): it resumes there.
         again = FakePeer(applied=5)
@@ -423,6 +424,35 @@ async def test_wait_blocks_until_every_peer_has_applied_what_was_made_before_it(
         links.close()
         await a.stop()
         await b.stop()
+
+
+async def test_wait_does_not_count_a_peer_whose_link_dropped_until_it_says_again_what_it_has():
+    engine = FakeEngine()
+    peer = await FakePeer().start()
+    port = peer.port
+    links = linked(engine, peer)
+    client = types.SimpleNamespace(blocked=None, in_exec=False)
+    try:
+        for _ in range(3):
+            engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+        await until(lambda: peer.applied == 3)
+        await until(lambda: links.caught_up(3) == 1)
+        await peer.stop()
+        await until(lambda: links.status()[0]["link"] == b"down")
+        # It may be restarting without them: WAIT blocks rather than count it.
+        assert links.caught_up(3) == 0
+        block = links.wait(client, engine.seq, 0)
+        assert isinstance(block, Block) and block.timeout_reply() == 0
+        # Back with them (its files kept them): its HELLO says so, and it counts again.
+        again = FakePeer(applied=3)
+        await again.start(port)
+        try:
+            await until(lambda: links.caught_up(3) == 1)
+            assert links.status()[0]["sync"] == b"partial"
+        finally:
+            await again.stop()
+    finally:
+        links.close()
 
 
 async def test_removing_a_peer_closes_its_link_and_counts_it_out_of_waits(monkeypatch):
@@ -650,7 +680,7 @@ def test_a_peer_killed_and_restarted_without_its_data_gets_a_full_sync(pair):
     wait_until(lambda: status(a)[0]["link"] == b"down")
     for i in range(5):
         a.xadd("s", {"f": i})
-    assert status(a)[0]["lag-effects"] == 5
+    assert status(a)[0]["lag-effects"] == 6  # down: what it acknowledged no longer counts
     servers[1].start()
     b = redis.Redis(port=ports[1])
     try:
