@@ -39,7 +39,7 @@ from .backlog import Backlog
 from .hll import OPS as _HLL_OPS
 from .hll import Hlls, is_hll_value
 from .hll import plain_ops as hll_plain_ops
-from .keyed import Keyed, kind_of
+from .keyed import HASH, SET, STRING, ZSET, Keyed, kind_of
 from .lists import OPS as _LIST_OPS
 from .lists import Lists
 from .plain import keyed_plain_ops, list_plain_ops, plain_ops
@@ -67,6 +67,25 @@ _KEYED_CATEGORIES = frozenset({
 
 # How run() treats a write command (see ActiveActive._kind).
 _STREAM, _KEYS, _FLUSH, _SORT, _KEYED = "stream", "keys", "flush", "sort", "keyed"
+
+
+
+class _Fast:
+    """run()'s fast path for a common write naming one key at argv[1] (``_run_fast``):
+    ``kind`` is the keyed.py kind it writes, ``LIST`` for a list push, None for DEL."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: bytes | None) -> None:
+        self.kind = kind
+
+
+_LIST = b"list"
+_FAST = {
+    "set": STRING, "incr": STRING, "incrby": STRING, "decr": STRING, "decrby": STRING,
+    "incrbyfloat": STRING, "hset": HASH, "sadd": SET, "zadd": ZSET, "lpush": _LIST,
+    "rpush": _LIST, "del": None,
+}
 
 # The TTL register's value for PERSIST.
 PERSIST = -1
@@ -136,6 +155,8 @@ class ActiveActive:
         name = cmd.fullname.split("|")[0]
         if name in _UNSUPPORTED:
             return ReplyError(f"ERR Active-Active: {name.upper()} is not supported")
+        if name in _FAST:
+            return _Fast(_FAST[name])
         cats = cmd.categories
         if "@stream" in cats:
             # Most stream commands name one key at a fixed place: run() takes it from
@@ -164,8 +185,14 @@ class ActiveActive:
             if kind < len(argv):
                 return self._run_one(client, cmd, argv, argv[kind])
             kind = _STREAM
+        elif type(kind) is _Fast:
+            return self._run_fast(client, cmd, argv, kind.kind)
         elif type(kind) is ReplyError:
             raise kind
+        return self._run_generic(client, cmd, argv, kind)
+
+    def _run_generic(self, client: Client, cmd: Command, argv: list[bytes], kind: object) -> Any:
+        """run() for every write: snapshot what the command names, run it, collect."""
         snap = self._snapshot(client, cmd, argv, kind)
         try:
             reply = cmd.handler(client, argv)
@@ -219,6 +246,80 @@ class ActiveActive:
                         ops.append((db_id, [b"EXPIRE", key, b"%d" % at]))
             if ops and not self.replaying:
                 self.unit.extend(ops)
+
+    def _run_fast(self, client: Client, cmd: Command, argv: list[bytes], kind: bytes | None) -> Any:
+        """run() for the common writes of one key (``_FAST``) while that key holds nothing
+        or one kind of state that the command writes: the snapshot is the key alone and
+        the ops are made knowing what the command does (keyed.collect_known; a list push
+        is read off the lengths), instead of walking the key specs and working out which
+        collector applies. Anything else takes the generic path, which is also the judge
+        (tests/server/activeactive/test_fast_path.py compares the two)."""
+        db = client.db
+        key = argv[1]
+        where = (db.id, key)
+        before = db.data.get(key)
+        if (self.replaying or (kind is None and len(argv) != 2) or where in self.hlls.values
+                or (kind is not _LIST and where in self.lists.keys)):
+            return self._run_generic(client, cmd, argv, _KEYS)
+        keyed = self.keyed.keys
+        ttl_before = None
+        if before is None:
+            if where in keyed or where in self.lists.keys:
+                return self._run_generic(client, cmd, argv, _KEYS)
+        else:
+            if kind is _LIST:
+                if type(before) is not ListValue or where not in self.lists.keys or where in keyed:
+                    return self._run_generic(client, cmd, argv, _KEYS)
+            else:
+                held = kind_of(before)
+                if held is None or (kind is not None and held is not kind):
+                    return self._run_generic(client, cmd, argv, _KEYS)
+                kinds = keyed.get(where)
+                if kinds is None or len(kinds) != 1:
+                    return self._run_generic(client, cmd, argv, _KEYS)
+            ttl_before = db.expires.get(key)
+            if ttl_before is not None and db.is_expired(key):
+                return self._run_generic(client, cmd, argv, _KEYS)
+        try:
+            reply = cmd.handler(client, argv)
+        finally:
+            ops = self._collect_fast(db, key, before, ttl_before, cmd.fullname, argv, kind)
+            if ops is None:
+                ops = self._collect([(db, key, before, ttl_before)], cmd.fullname, argv)
+            if ops:
+                self.unit.extend(ops)
+        if self.reply_override is not None:
+            reply, self.reply_override = self.reply_override, None
+        return reply
+
+    def _collect_fast(self, db: Any, key: bytes, before: Any, ttl_before: int | None, name: str,
+                      argv: list[bytes], kind: bytes | None) -> Unit | None:
+        """_collect for _run_fast's cases; None when the command did something else (it
+        was refused, or left another kind): _collect then decides."""
+        now = db.data.get(key)
+        db_id = db.id
+        if kind is None:  # DEL
+            if now is not None:
+                return None
+            if before is None:
+                return []
+            made = self.keyed.collect(db, key, name, argv, before)
+            if any(op[0] == b"CDEL" for op in made):
+                self.ttl.pop((db_id, key), None)  # a local delete saw every TTL
+            return [(db_id, op) for op in made]
+        if kind is _LIST:
+            if type(now) is not ListValue:
+                return None
+            made = self.lists.collect(db, key, name, argv)
+        else:
+            if now is None or kind_of(now) is not kind:
+                return None
+            made = self.keyed.collect_known(db, key, name, argv, kind, now)
+            if made is None:
+                return None
+        ops = [(db_id, op) for op in made]
+        self._collect_ttl(ops, db, key, before, ttl_before)
+        return ops
 
     def _snapshot(self, client: Client, cmd: Command, argv: list[bytes], kind: object) -> list[tuple]:
         """(db, key, value, ttl) of what the command may change; refuses a key whose

@@ -311,23 +311,70 @@ class Keyed:
             if kind is not None:
                 if kinds is None:
                     kinds = self.keys[where] = {}
-                cells = kinds.setdefault(kind, {})
-                deltas = _deltas(name, argv, kind)
-                for elem, v in _elements(now, kind):
-                    delta = deltas.get(elem)
-                    if delta is not None and elem not in cells:
-                        # A counter its increment created: 0 plus the increments.
-                        cell = cells[elem] = Cell()
-                        base = cell.incr(delta, ts, origin, seq)
-                        ops.append([b"CINC", key, kind, elem, num_bytes(delta), num_bytes(base)])
-                    else:
-                        ops.append(self._assign_op(cells, key, kind, elem, v, ts, origin, seq, seen))
+                self._create(ops, kinds, key, kind, now, name, argv, ts, origin, seq, seen)
             return ops
         cells = kinds[kind]
         # A command of another type (HINCRBY on a string) was refused: nothing it names
         # is this key's, and comparing the whole value finds nothing changed.
         hint = _HINTS.get(name) if _COMMAND_KIND.get(name, kind) == kind else None
         elems = hint(argv) if hint is not None else list({*cells, *_keys_of(now, kind)})
+        self._compare(ops, db, key, kind, cells, now, elems, name, argv, ts, origin, seq, seen)
+        if not cells:
+            del kinds[kind]
+            if not kinds:
+                del self.keys[where]
+        return ops
+
+    def collect_known(self, db: Any, key: bytes, name: str, argv: list[bytes], kind: bytes,
+                      now: Any) -> list[Op] | None:
+        """collect() for the engine's fast path (engine.py ``_run_fast``): a command of
+        ``kind`` that left a value of that kind at ``key``, which held nothing or only
+        state of that kind before. The same ops collect() makes, without working out
+        which case this is; None when the state is not that simple (collect() decides)."""
+        where = (db.id, key)
+        kinds = self.keys.get(where)
+        origin, seq, seen = self._local()
+        ts = int(time.time() * 1000)
+        ops: list[Op] = []
+        if kinds is None:
+            kinds = self.keys[where] = {}
+            self._create(ops, kinds, key, kind, now, name, argv, ts, origin, seq, seen)
+            return ops
+        if len(kinds) != 1:
+            return None
+        cells = kinds.get(kind)
+        if not cells:
+            return None
+        hint = _HINTS.get(name)
+        elems = hint(argv) if hint is not None else list({*cells, *_keys_of(now, kind)})
+        self._compare(ops, db, key, kind, cells, now, elems, name, argv, ts, origin, seq, seen)
+        if not cells:
+            del kinds[kind]
+            if not kinds:
+                del self.keys[where]
+        return ops
+
+    def _create(self, ops: list[Op], kinds: Kinds, key: bytes, kind: bytes, now: Any, name: str,
+                argv: list[bytes], ts: int, origin: int, seq: int, seen: dict[int, int]) -> None:
+        """The ops of a value of ``kind`` that replaced nothing this instance saw of it:
+        every element assigned, or incremented from 0 (a counter its increment created)."""
+        cells = kinds.setdefault(kind, {})
+        deltas = _deltas(name, argv, kind)
+        for elem, v in _elements(now, kind):
+            delta = deltas.get(elem)
+            if delta is not None and elem not in cells:
+                # A counter its increment created: 0 plus the increments.
+                cell = cells[elem] = Cell()
+                base = cell.incr(delta, ts, origin, seq)
+                ops.append([b"CINC", key, kind, elem, num_bytes(delta), num_bytes(base)])
+            else:
+                ops.append(self._assign_op(cells, key, kind, elem, v, ts, origin, seq, seen))
+
+    def _compare(self, ops: list[Op], db: Any, key: bytes, kind: bytes, cells: dict[bytes, Cell], now: Any,
+                 elems: Any, name: str, argv: list[bytes], ts: int, origin: int, seq: int,
+                 seen: dict[int, int]) -> None:
+        """The ops of the elements ``elems`` of a value of ``kind`` whose state (``cells``)
+        is there: each one compared with its cell."""
         counters = None
         reassert = _reasserts(name, argv)
         for elem in elems:
@@ -368,11 +415,6 @@ class Keyed:
             if cell is None:
                 cell = cells[elem] = Cell()
             ops.append(self._assign_op(cells, key, kind, elem, after, ts, origin, seq, seen))
-        if not cells:
-            del kinds[kind]
-            if not kinds:
-                del self.keys[where]
-        return ops
 
     def _assign_op(self, cells: dict[bytes, Cell], key: bytes, kind: bytes, elem: bytes, v: Any,
                    ts: int, origin: int, seq: int, seen: dict[int, int]) -> Op:
