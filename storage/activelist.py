@@ -16,6 +16,7 @@ LSET's last-write-wins assignments.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections import deque
 from typing import Any
 
 Position = tuple[int, ...]
@@ -68,8 +69,10 @@ class ListState:
     __slots__ = ("positions", "values", "stamps")
 
     def __init__(self) -> None:
-        self.positions: list[Position] = []
-        self.values: list[bytes] = []  # the elements, the same objects the ListValue holds
+        # Deques, as the list value is: a push at either end (the common write) costs the
+        # same at any length, where a Python list's insert at 0 moves every element.
+        self.positions: deque[Position] = deque()
+        self.values: deque[bytes] = deque()  # the elements, the same objects the ListValue holds
         self.stamps: dict[Position, tuple[int, int]] = {}  # LSET's (ts, origin), when set
 
     def __len__(self) -> int:
@@ -83,10 +86,19 @@ class ListState:
 
     def insert(self, pos: Position, value: bytes) -> int | None:
         """Insert an element; returns its index (None: it is there already)."""
-        i = bisect_left(self.positions, pos)
-        if i < len(self.positions) and self.positions[i] == pos:
+        positions = self.positions
+        if not positions or pos > positions[-1]:
+            positions.append(pos)
+            self.values.append(value)
+            return len(positions) - 1
+        if pos < positions[0]:
+            positions.appendleft(pos)
+            self.values.appendleft(value)
+            return 0
+        i = bisect_left(positions, pos)
+        if positions[i] == pos:
             return None
-        self.positions.insert(i, pos)
+        positions.insert(i, pos)
         self.values.insert(i, value)
         return i
 
@@ -130,8 +142,8 @@ class ListState:
                 self.stamps[p] = stamp
                 keep[p] = other.values[other.index(p)]
         order = sorted(keep)
-        self.positions = order
-        self.values = [keep[p] for p in order]
+        self.positions = deque(order)
+        self.values = deque(keep[p] for p in order)
         self.stamps = {p: s for p, s in self.stamps.items() if p in keep}
 
     def to_state(self) -> list:
@@ -150,7 +162,7 @@ class ListState:
                     st.stamps[pos] = (int(stamp[0]), int(stamp[1]))
         except (TypeError, ValueError) as exc:
             raise ValueError("malformed Active-Active list state") from exc
-        if st.positions != sorted(st.positions):
+        if list(st.positions) != sorted(st.positions):
             raise ValueError("malformed Active-Active list state")
         return st
 

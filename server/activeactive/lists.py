@@ -132,7 +132,7 @@ class Lists:
         """Any other write: the elements removed, inserted, or (LSET) assigned."""
         new = list(now)
         ops: list[Op] = []
-        matcher = SequenceMatcher(None, st.values, new, autojunk=False)
+        matcher = SequenceMatcher(None, list(st.values), new, autojunk=False)
         # Right to left, so the indexes of what is still to do stay valid.
         for tag, i1, i2, j1, j2 in reversed(matcher.get_opcodes()):
             if tag == "equal":
