@@ -79,6 +79,16 @@ def _ld_arg(raw: bytes) -> Fraction:
     return v
 
 
+def _score_delta(raw: bytes) -> Fraction:
+    """A sorted-set increment as an exact number. An infinite one has none (ValueError):
+    the write is then an assign of the score it left, as a refused argument's is, where
+    Fraction(inf) raised OverflowError out of the command."""
+    d = get_double(raw)
+    if d != d or d in (float("inf"), float("-inf")):
+        raise ValueError
+    return Fraction(d)
+
+
 # Increments a counter command makes: (element, delta) from its argv.
 _COUNTERS = {
     "incr": lambda a: [(b"", 1)],
@@ -88,7 +98,7 @@ _COUNTERS = {
     "incrbyfloat": lambda a: [(b"", _ld_arg(a[2]))],
     "hincrby": lambda a: [(a[2], _int_arg(a[3]))],
     "hincrbyfloat": lambda a: [(a[2], _ld_arg(a[3]))],
-    "zincrby": lambda a: [(a[3], Fraction(get_double(a[2])))],
+    "zincrby": lambda a: [(a[3], _score_delta(a[2]))],
     "zadd": lambda a: _zadd_incr(a),
 }
 
@@ -101,7 +111,7 @@ def _zadd_incr(argv: list[bytes]) -> list[tuple[bytes, Number]]:
         i += 1
     if b"incr" not in opts or i + 1 >= len(argv):
         return []
-    return [(argv[i + 1], Fraction(get_double(argv[i])))]
+    return [(argv[i + 1], _score_delta(argv[i]))]
 
 
 # The kind of value the hinted and counter commands write (on another, they are refused).

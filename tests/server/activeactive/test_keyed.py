@@ -222,3 +222,15 @@ def test_a_float_increments_reply_is_the_value_it_stored():
         assert a("INCRBYFLOAT", "f", d) == a("GET", "f")
         assert a("HINCRBYFLOAT", "h", "x", d) == a("HGET", "h", "x")
         assert a("ZINCRBY", "z", d, "m") == a("ZSCORE", "z", "m")
+
+
+def test_an_infinite_score_increment_is_an_assign():
+    """ZINCRBY / ZADD INCR by inf has no exact delta: the write assigns the score it left
+    (it raised OverflowError out of the command)."""
+    a, b = Region(1), Region(2)
+    a("ZADD", "z", "1", "m")
+    assert a("ZINCRBY", "z", "inf", "m") == b"$3\r\ninf\r\n"
+    assert a("ZADD", "z", "INCR", "-inf", "n") == b"$4\r\n-inf\r\n"
+    sync(a, b)
+    assert b("ZRANGE", "z", "0", "-1", "WITHSCORES") == a("ZRANGE", "z", "0", "-1", "WITHSCORES")
+    assert b("ZSCORE", "z", "m") == b"$3\r\ninf\r\n"
