@@ -18,6 +18,12 @@ effect had seen (a *seen* clock: the effect's vector clock with its own dot) and
 increments it reports having seen (``observed()`` at its origin, carried in its op). An
 element exists while it has an assign or an increment no removal saw.
 
+Most elements hold one assign and no increments: such a cell is a :class:`Reg`, a 2-tuple
+(dot, value) whose dot ``(ts, origin, seq)`` is the one tuple every element of its effect
+shares, read like a Cell. A write makes it a Cell (:func:`inflate`) and :func:`settle`
+makes that a Reg again when it can: a Cell object and its list of assigns per element were
+most of what Active-Active added to a small hash, set or sorted set.
+
 Totals are exact: ints, or Fractions once a float increment arrived, summed per origin in
 that origin's order and across origins in region order, so every instance computes the
 same number. Rendering numbers as Redis text is the server's business (it knows Redis's
@@ -201,8 +207,81 @@ class Cell:
             raise ValueError("malformed Active-Active cell") from exc
         return cell
 
-    def __repr__(self) -> str:  # for test failures
+    def __repr__(self) -> str:  # for test failures; Reg's reads the same
         return f"Cell(assigns={self.assigns!r}, counters={self.counters!r})"
+
+
+class Reg(tuple):
+    """A cell with one assign and no increments: ``(dot, value)``, ``dot`` being
+    ``(ts, origin, seq)``. Reads as a :class:`Cell` does (and prints as one, so states
+    compare alike whichever form an element is in); written through :func:`inflate`."""
+
+    __slots__ = ()
+    counters = None
+
+    @property
+    def assigns(self) -> list[tuple[int, int, int, Any]]:
+        ts, origin, seq = self[0]
+        return [(ts, origin, seq, self[1])]
+
+    def live(self) -> bool:
+        return True
+
+    def value(self) -> Any:
+        return self[1]
+
+    def counter(self) -> None:
+        return None
+
+    def observed(self) -> list[Observed]:
+        return []
+
+    def seen_by(self, seen: dict[int, int]) -> bool:
+        """Whether a removal that had seen ``seen`` takes this assign (so the element)."""
+        dot = self[0]
+        return seen.get(dot[1], 0) >= dot[2]
+
+    def to_state(self, value_out: Any = None) -> list:
+        ts, origin, seq = self[0]
+        return [[[ts, origin, seq, value_out(self[1]) if value_out else self[1]]], None]
+
+    def __repr__(self) -> str:
+        return f"Cell(assigns={self.assigns!r}, counters=None)"
+
+
+AnyCell = Cell | Reg
+
+
+def inflate(cell: AnyCell | None) -> Cell:
+    """A Cell to write to: ``cell`` itself, a new one holding a Reg's assign, or an empty one."""
+    if type(cell) is Cell:
+        return cell
+    out = Cell()
+    if cell is not None:
+        ts, origin, seq = cell[0]
+        out.assigns = [(ts, origin, seq, cell[1])]
+    return out
+
+
+_last_dot: list = [(0, 0, 0)]
+
+
+def shared_dot(ts: int, origin: int, seq: int) -> tuple[int, int, int]:
+    """The dot tuple ``(ts, origin, seq)``, the same object as the last one asked for when
+    it is equal: the elements one effect wrote share it."""
+    d = _last_dot[0]
+    if d[2] == seq and d[1] == origin and d[0] == ts:
+        return d
+    d = _last_dot[0] = (ts, origin, seq)
+    return d
+
+
+def settle(cell: Cell) -> AnyCell:
+    """The compact form of ``cell`` when it has one assign and no increments, else itself."""
+    if not cell.counters and len(cell.assigns) == 1:
+        ts, origin, seq, value = cell.assigns[0]
+        return Reg((shared_dot(ts, origin, seq), value))
+    return cell
 
 
 def _stamp(a: tuple[int, int, int, Any]) -> tuple[int, int]:
@@ -236,4 +315,4 @@ def num_bytes(n: Number) -> bytes:
     return b"%d/%d" % (n.numerator, n.denominator)
 
 
-__all__ = ["Cell", "Number", "Observed", "num_bytes", "num_in"]
+__all__ = ["AnyCell", "Cell", "Number", "Observed", "Reg", "inflate", "num_bytes", "num_in", "settle", "shared_dot"]

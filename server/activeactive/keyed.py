@@ -3,7 +3,8 @@ peer's ops applied (docs/active-active.md, "Strings, hashes, sets and sorted set
 
 The keyspace holds the ordinary Redis values, so reads and handlers are unchanged; beside
 them :class:`Keyed` keeps each key's merge state: per kind (``string``, ``hash``, ``set``,
-``zset``), per element (the string itself is element ``b""``), a :class:`~rill.storage.cells.Cell`.
+``zset``), per element (the string itself is element ``b""``), a :class:`~rill.storage.cells.Cell`
+(or its compact form, a ``Reg``, while the element has one assign and no increments).
 
 - **Local writes.** After a handler ran, :meth:`Keyed.collect` compares the key's value
   with the state's rendering, for the elements the command names (or all of them) and makes
@@ -26,7 +27,18 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from rill.protocol.reply import Double, ReplyError
-from rill.storage.cells import Cell, Number, Observed, num_bytes, num_in
+from rill.storage.cells import (
+    AnyCell,
+    Cell,
+    Number,
+    Observed,
+    Reg,
+    inflate,
+    num_bytes,
+    num_in,
+    settle,
+    shared_dot,
+)
 from rill.storage.hash import HashValue
 from rill.storage.hll import is_hll_value
 from rill.storage.set import SetValue
@@ -40,7 +52,7 @@ if TYPE_CHECKING:
     from .engine import ActiveActive
 
 Op = list[bytes]
-Kinds = dict[bytes, dict[bytes, Cell]]
+Kinds = dict[bytes, dict[bytes, AnyCell]]
 Event = tuple[str, bytes]  # (notify-keyspace-events class letter, event name)
 
 STRING, HASH, SET, ZSET = b"string", b"hash", b"set", b"zset"
@@ -166,7 +178,7 @@ def visible(kinds: Kinds) -> bytes | None:
 
 # -- rendering ---------------------------------------------------------------------------
 
-def render_bytes(cell: Cell) -> bytes | None:
+def render_bytes(cell: AnyCell) -> bytes | None:
     """A string's or hash field's value: the winning assign, plus the increments when
     there are any and the assign reads as a number (then Redis's own text for the sum)."""
     base = cell.value()
@@ -188,7 +200,7 @@ def render_bytes(cell: Cell) -> bytes | None:
     return format_long_double_human(round_long_double(Fraction(total)))
 
 
-def render_score(cell: Cell) -> float:
+def render_score(cell: AnyCell) -> float:
     base = cell.value()
     extra = cell.counter()
     if extra is None:
@@ -212,7 +224,7 @@ def _element_now(value: Any, kind: bytes, elem: bytes) -> Any:
     return value.dict.get(elem)
 
 
-def _element_rendered(kind: bytes, cell: Cell | None) -> Any:
+def _element_rendered(kind: bytes, cell: AnyCell | None) -> Any:
     if cell is None or not cell.live():
         return None
     if kind == ZSET:
@@ -380,7 +392,7 @@ class Keyed:
             else:
                 ops.append(self._assign_op(cells, key, kind, elem, v, ts, origin, seq, seen))
 
-    def _compare(self, ops: list[Op], db: Any, key: bytes, kind: bytes, cells: dict[bytes, Cell], now: Any,
+    def _compare(self, ops: list[Op], db: Any, key: bytes, kind: bytes, cells: dict[bytes, AnyCell], now: Any,
                  elems: Any, name: str, argv: list[bytes], ts: int, origin: int, seq: int,
                  seen: dict[int, int]) -> None:
         """The ops of the elements ``elems`` of a value of ``kind`` whose state (``cells``)
@@ -396,14 +408,18 @@ class Keyed:
             if after is None:
                 op = [b"CREM", key, kind, elem, *_obs_args(cell.observed())]
                 ops.append(op)
+                cell = inflate(cell)
                 cell.remove(seen, cell.observed())
-                if not cell.live():
+                if cell.live():
+                    cells[elem] = settle(cell)
+                else:
                     del cells[elem]
                 continue
             if counters is None:
                 counters = _deltas(name, argv, kind)
             delta = counters.get(elem)
             if delta is not None and cell is not None and cell.live():
+                cell = cells[elem] = inflate(cell)
                 base = cell.incr(delta, ts, origin, seq)
                 ops.append([b"CINC", key, kind, elem, num_bytes(delta), num_bytes(base)])
                 canonical = _element_rendered(kind, cell)
@@ -422,17 +438,19 @@ class Keyed:
                 base = cell.incr(delta, ts, origin, seq)
                 ops.append([b"CINC", key, kind, elem, num_bytes(delta), num_bytes(base)])
                 continue
-            if cell is None:
-                cell = cells[elem] = Cell()
             ops.append(self._assign_op(cells, key, kind, elem, after, ts, origin, seq, seen))
 
-    def _assign_op(self, cells: dict[bytes, Cell], key: bytes, kind: bytes, elem: bytes, v: Any,
+    def _assign_op(self, cells: dict[bytes, AnyCell], key: bytes, kind: bytes, elem: bytes, v: Any,
                    ts: int, origin: int, seq: int, seen: dict[int, int]) -> Op:
         cell = cells.get(elem)
-        if cell is None:
-            cell = cells[elem] = Cell()
+        if cell is None or (type(cell) is Reg and cell.seen_by(seen)):
+            # Nothing else in the element: it holds this assign alone.
+            cells[elem] = Reg((shared_dot(ts, origin, seq), _stored(kind, v)))
+            return [b"CSET", key, kind, elem, b"%d" % ts, _value_arg(kind, v)]
+        cell = inflate(cell)
         observed = cell.observed()
         cell.assign(seen, observed, ts, origin, seq, _stored(kind, v))
+        cells[elem] = settle(cell)
         return [b"CSET", key, kind, elem, b"%d" % ts, _value_arg(kind, v), *_obs_args(observed)]
 
     def _delete(self, kinds: Kinds, seen: dict[int, int], args: list[bytes]) -> None:
@@ -441,9 +459,15 @@ class Keyed:
         for kind, cells in list(kinds.items()):
             for elem in list(cells):
                 cell = cells[elem]
+                if type(cell) is Reg:
+                    if cell.seen_by(seen):
+                        del cells[elem]
+                    continue
                 cell.remove(seen, reported.get((kind, elem), ()))
                 if not cell.live():
                     del cells[elem]
+                else:
+                    cells[elem] = settle(cell)
             if not cells:
                 del kinds[kind]
 
@@ -486,9 +510,7 @@ class Keyed:
             kinds = self.keys[where] = {}
         shown = visible(kinds)
         cells = kinds.setdefault(kind, {})
-        cell = cells.get(elem)
-        if cell is None:
-            cell = cells[elem] = Cell()
+        cell = inflate(cells.get(elem))
         if name == b"CSET":
             cell.assign(seen, _read_obs(op[6:]), int(op[4]), origin, seq, _value_in(kind, op[5]))
             event = _SET_EVENT[kind]
@@ -499,8 +521,10 @@ class Keyed:
         else:  # CREM
             cell.remove(seen, _read_obs(op[4:]))
             event = _REM_EVENT[kind]
-        if not cell.live():
-            del cells[elem]
+        if cell.live():
+            cells[elem] = settle(cell)
+        else:
+            cells.pop(elem, None)
         if not cells:
             del kinds[kind]
             if not kinds:
@@ -577,10 +601,10 @@ class Keyed:
                 their_cells = other.get(kind, {})
                 out = {}
                 for elem in {*cells, *their_cells}:
-                    cell = cells.get(elem) or Cell()
+                    cell = inflate(cells.get(elem))
                     cell.merge(their_cells.get(elem) or Cell(), mine_vc, their_vc)
                     if cell.live():
-                        out[elem] = cell
+                        out[elem] = settle(cell)
                 if out:
                     merged[kind] = out
             if _fingerprint(merged) == before:
@@ -606,7 +630,7 @@ class Keyed:
         keys: dict[tuple[int, bytes], Kinds] = {}
         for db_id, key, kinds in doc:
             keys[(int(db_id), bytes.fromhex(key))] = {
-                kind.encode(): {bytes.fromhex(e): Cell.from_state(s, _state_in) for e, s in cells}
+                kind.encode(): {bytes.fromhex(e): settle(Cell.from_state(s, _state_in)) for e, s in cells}
                 for kind, cells in kinds
             }
         self.keys = keys

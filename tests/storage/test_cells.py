@@ -7,7 +7,7 @@ from fractions import Fraction
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rill.storage.cells import Cell, num_bytes, num_in
+from rill.storage.cells import Cell, Reg, inflate, num_bytes, num_in, settle, shared_dot
 
 
 def seen(vc: dict[int, int], origin: int, seq: int) -> dict[int, int]:
@@ -215,3 +215,30 @@ def test_a_merge_of_two_instances_equals_applying_what_they_hold_together(script
             union = apply(union, e)
     a.merge(b, vc_a, vc_b)
     assert _fingerprint(a) == _fingerprint(union)
+
+
+def test_a_cell_with_one_assign_settles_to_a_reg_that_reads_and_prints_the_same():
+    c = Cell()
+    c.assign({}, [], 100, 1, 1, b"a")
+    r = settle(c)
+    assert type(r) is Reg
+    assert (r.live(), r.value(), r.counter(), r.observed(), r.assigns, r.counters) == (
+        c.live(), c.value(), c.counter(), c.observed(), c.assigns, c.counters)
+    assert repr(r) == repr(c) and r.to_state(bytes.hex) == c.to_state(bytes.hex)
+    assert repr(Cell.from_state(r.to_state())) == repr(r)
+    back = inflate(r)
+    assert type(back) is Cell and back.assigns == c.assigns and back is not c
+    assert r.seen_by({1: 1}) and not r.seen_by({1: 0}) and not r.seen_by({2: 5})
+    # A second assign or an increment keeps the Cell.
+    c.assign({}, [], 200, 2, 1, b"b")
+    assert settle(c) is c
+    d = Cell()
+    d.assign({}, [], 100, 1, 1, b"5")
+    d.incr(1, 100, 1, 2)
+    assert settle(d) is d
+
+
+def test_the_elements_of_one_effect_share_its_dot():
+    a, b = shared_dot(5, 1, 9), shared_dot(5, 1, 9)
+    assert a is b and a == (5, 1, 9)
+    assert shared_dot(5, 2, 9) == (5, 2, 9)
