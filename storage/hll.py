@@ -478,7 +478,17 @@ _LLROUND_OVERFLOW = 1 << 63
 def estimate(raw: bytes) -> int:
     """Redis 7's estimator (Ertl, arXiv:1702.01284) over the register histogram; 2**63
     when the estimate overflows (PFCOUNT then replies it as a signed 64-bit integer)."""
-    hist = _histogram(raw)
+    return estimate_histogram(_histogram(raw))
+
+
+def histogram(raw: bytes) -> list[int]:
+    """How many of the registers ``raw`` hold each value 0-63 (a new list)."""
+    return _histogram(raw)
+
+
+def estimate_histogram(hist: list[int]) -> int:
+    """:func:`estimate` from the registers' histogram (kept up to date by a caller that
+    raises a few registers at a time, instead of counting all of them again)."""
     m = float(REGISTERS)
     z = m * _tau((m - hist[_Q + 1]) / m)
     for j in range(_Q, 0, -1):
@@ -567,6 +577,17 @@ _NONZERO_MASK = _table(lambda b: 1 if b else 0)
 _UP_TO_VAL_MAX = bytes(range(_VAL_MAX_VALUE + 1))
 
 
+def _runs(mask: bytes) -> int:
+    return mask.count(b"\x00\x01") + mask.count(b"\x01\x00") + 1
+
+
+def runs(raw: bytes) -> int:
+    """How many runs of zero and of non-zero registers ``raw`` holds: a sparse form takes
+    at least a byte for each (so ``sparse_of`` is None when ``HEADER + runs`` is over the
+    limit). Raising one register changes it by at most 2."""
+    return _runs(raw.translate(_NONZERO_MASK))
+
+
 def sparse_of(raw: bytes, max_bytes: int) -> bytearray | None:
     """What PFMERGE of registers ``raw`` into an empty key writes while it stays sparse
     (the cached cardinality stale once a register is set), or None where it promotes to
@@ -583,8 +604,7 @@ def sparse_of(raw: bytes, max_bytes: int) -> bytearray | None:
     if raw.translate(None, _UP_TO_VAL_MAX):  # a register above 32
         return None
     mask = raw.translate(_NONZERO_MASK)
-    runs = mask.count(b"\x00\x01") + mask.count(b"\x01\x00") + 1
-    if HEADER + runs > max_bytes:
+    if HEADER + _runs(mask) > max_bytes:
         return None
     out = bytearray()
     size = HEADER + 2

@@ -467,7 +467,7 @@ class ActiveActive:
             ops.extend((db.id, op) for op in made)
             if any(op[0] == b"LDEL" for op in made):
                 self.ttl.pop((db.id, key), None)
-        made = self.hlls.collect(db, key, name, now)
+        made = self.hlls.collect(db, key, name, now, argv)
         ops.extend((db.id, op) for op in made)
         if key not in db.data:
             return

@@ -132,6 +132,10 @@ class Hlls:
         # string): dense whatever their registers. The others are dense only when their
         # registers do not fit the sparse encoding, which depends on the registers alone.
         self.dense: set[tuple[int, bytes]] = set()
+        # For PFADDs to one dense HLL in a row (_pfadd_dense): (where, its canonical string,
+        # the registers' histogram, a lower bound of their runs). Valid while that string is
+        # the canonical one (the same object).
+        self._dense_cache: tuple[tuple[int, bytes], bytes, list[int], int] | None = None
 
     def has(self, db_id: int, key: bytes) -> bool:
         return (db_id, key) in self.values
@@ -141,12 +145,17 @@ class Hlls:
 
     # -- local writes ----------------------------------------------------------------
 
-    def collect(self, db: Any, key: bytes, name: str, now: Any) -> list[Op]:
+    def collect(self, db: Any, key: bytes, name: str, now: Any, argv: list[bytes] | None = None) -> list[Op]:
         """The ops that bring ``key``'s HLL to what the keyspace holds after command
-        ``name`` ran, applied to the state as they are made; the key then holds the
-        canonical string."""
+        ``name`` (``argv``) ran, applied to the state as they are made; the key then holds
+        the canonical string."""
         where = (db.id, key)
         old = self.values.get(where)
+        if (name == "pfadd" and argv is not None and old is not None and type(now) is bytearray
+                and _is_dense(old) and _is_dense(now)):
+            ops = self._pfadd_dense(db, key, where, old, now, argv)
+            if ops is not None:
+                return ops
         if now is None or not is_hll_value(now):
             if old is None:
                 return []
@@ -209,6 +218,58 @@ class Hlls:
             # Redis's own (order-dependent) bytes for the same registers.
             self.engine.server.rewrite_propagation([b"SET", key, value, b"KEEPTTL"])
         return ops
+
+    def _pfadd_dense(self, db: Any, key: bytes, where: tuple[int, bytes], old: bytes, now: bytearray,
+                     argv: list[bytes]) -> list[Op] | None:
+        """collect() for a PFADD to a dense HLL that stays dense: the registers it raised
+        are worked out from its own elements (their hash patterns against the old
+        registers), the cardinality from a histogram kept up to date, where collect()
+        decoded, diffed, re-counted and re-checked the sparse size of all 16384 registers.
+        The same ops, canonical string and propagation; None when a shortcut cannot say
+        (the registers might fit sparse again, too many changed, or the result is not
+        PFADD's own), and collect() works it out."""
+        raised: dict[int, int] = {}
+        for element in argv[2:]:
+            index, count = fmt.pattern(element)
+            cur = raised.get(index)
+            if cur is None:
+                cur = fmt._dense_get(old, index)
+            if count > cur:
+                raised[index] = count
+        k = len(raised)
+        if not k:
+            return [] if now == old else None
+        if 12 * k >= fmt.REGISTERS:
+            return None  # collect() may send every register; let it decide
+        cache = self._dense_cache
+        if cache is None or cache[0] != where or cache[1] is not old:
+            old_raw = fmt.registers(old)
+            cache = (where, old, fmt.histogram(old_raw), fmt.runs(old_raw))
+        _where, _old, hist, runs = cache
+        runs -= 2 * k
+        if where not in self.dense and fmt.HEADER + runs <= self._max_bytes():
+            self._dense_cache = cache
+            return None  # the registers might fit the sparse form again
+        hist = hist.copy()
+        value = bytearray(old)
+        regs = bytearray()
+        for index in sorted(raised):
+            count = raised[index]
+            hist[fmt._dense_get(old, index)] -= 1
+            hist[count] += 1
+            fmt._dense_put(value, index, count)
+            regs += bytes((index >> 8, index & 0xFF, count))
+        if value[fmt.HEADER:] != now[fmt.HEADER:]:
+            return None  # not what PFADD made: collect() compares
+        fmt.store_count(value, fmt.estimate_histogram(hist))
+        value = self.values[where] = bytes(value)
+        self._dense_cache = (where, value, hist, runs)
+        _put(db, key, value)
+        self.engine.server.rewrite_propagation([b"SET", key, value, b"KEEPTTL"])
+        op = [HLLMERGE, key, bytes(regs)]
+        if where in self.dense:
+            op.append(DENSE_FLAG)
+        return [op]
 
     def expired(self, db_id: int, key: bytes) -> Op | None:
         """The key's TTL passed here: its HLL goes everywhere (HLLDEL)."""

@@ -96,3 +96,44 @@ def test_fast_path_makes_what_the_generic_path_makes(steps):
                     assert fast(*rec) == generic(*rec)
                 delivered = peer.engine.seq
             assert state(fast) == state(generic), argv
+
+
+def _no_pfadd_shortcut(r: Region) -> None:
+    r.engine.hlls._pfadd_dense = lambda *args: None
+
+
+elements = st.lists(st.integers(0, 3000).map(b"e%d".__mod__), min_size=1, max_size=40)
+HLL_STEP = st.one_of(
+    st.tuples(st.just("local"), st.tuples(st.just(b"PFADD"), key, elements).map(lambda t: [t[0], t[1], *t[2]])),
+    st.tuples(st.just("local"), st.tuples(st.just(b"PFADD"), key, st.lists(st.integers(0, 10**6).map(
+        b"big%d".__mod__), min_size=200, max_size=600)).map(lambda t: [t[0], t[1], *t[2]])),
+    st.tuples(st.just("local"), st.sampled_from([
+        [b"PFMERGE", b"a", b"b"], [b"PFDEBUG", b"TODENSE", b"a"], [b"DEL", b"b"], [b"SET", b"c", b"x"]])),
+    st.tuples(st.just("peer"), st.tuples(st.just(b"PFADD"), key, elements).map(lambda t: [t[0], t[1], *t[2]])),
+    st.tuples(st.just("deliver"), st.just(None)),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(HLL_STEP, min_size=1, max_size=25), st.sampled_from(["200", "3000"]))
+def test_pfadd_to_a_dense_hll_makes_what_the_register_diff_makes(steps, sparse_max):
+    """hll.py's _pfadd_dense (the registers a PFADD raised, from its elements) against
+    collect()'s decode-and-compare, with HLLs turning dense by size and by PFDEBUG."""
+    with mock.patch("time.time", return_value=1_700_000_000.0):
+        conf = {"enable_debug_command": "yes", "hll_sparse_max_bytes": sparse_max}
+        fast, generic, peer = Region(1, **conf), Region(1, **conf), Region(2, **conf)
+        _no_pfadd_shortcut(generic)
+        delivered = 0
+        for where, argv in steps:
+            if where == "local":
+                assert fast(*argv) == generic(*argv), argv
+                assert fast.records() == generic.records(), argv
+            elif where == "peer":
+                peer(*argv)
+            else:
+                for rec in peer.records(delivered):
+                    assert fast(*rec) == generic(*rec)
+                delivered = peer.engine.seq
+            assert state(fast) == state(generic), argv
+            for k in KEYS:
+                assert fast("GET", k) == generic("GET", k)
