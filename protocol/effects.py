@@ -1,15 +1,26 @@
 """Active-Active effect records: one write's CRDT ops with their causal stamp, as argv.
 
-A record is what an Active-Active link sends and what the AOF keeps (docs/active-active.md):
+A record is what an Active-Active link sends and what the AOF keeps (docs/active-active.md).
+Two formats, told apart by their argv:
 
-    ACTIVEACTIVE APPLY <origin> <seq> <ts-ms> <vc> <nops> (<db> <argc> <op...>)*
+- **compact** (version 2, what rill writes): ``ACTIVEACTIVE APPLY <records>``, one bulk of one
+  or more binary records back to back, so a link sends a whole run of effects as one
+  command (one parse, one dispatch) and the AOF keeps one record per command. A record is
+  ``<2> <origin> <seq:u64> <ts:u64> <n>`` (little-endian; the bytes as ``struct`` format
+  ``<BBQQB``), ``n`` clock entries ``<region> <count:u64>`` (regions ascending, the origin's
+  own entry left out: it is ``seq - 1``), then ``<nops>`` and per op ``<db> <argc>`` and
+  ``argc`` arguments as ``<len> <bytes>``. ``nops``, ``db``, ``argc`` and ``len`` are one
+  byte below 255, else 255 and a ``u32``.
+- **argv** (version 1, what main wrote before): ``ACTIVEACTIVE APPLY <origin> <seq> <ts-ms>
+  <vc> <nops> (<db> <argc> <op...>)*`` with ``vc`` as ``b"1:17,2:4"`` (regions ascending;
+  ``b""`` when empty). Still read from AOFs and RDB backlogs written by it.
 
-``vc`` is a vector clock, ``b"1:17,2:4"`` (regions ascending; ``b""`` when empty). An op is
-``[NAME, key, args...]``. Pure data: no server, no I/O.
+An op is ``[NAME, key, args...]``. Pure data: no server, no I/O.
 """
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 
 APPLY_PREFIX = (b"ACTIVEACTIVE", b"APPLY")
@@ -28,6 +39,8 @@ class Effect:
     ts: int
     vc: dict[int, int]
     ops: list[tuple[int, list[bytes]]] = field(default_factory=list)
+    # The compact record it was read from, when it was (the AOF keeps it as it came).
+    raw: bytes | None = field(default=None, compare=False, repr=False)
 
     def dot_seen_by(self, vc: dict[int, int]) -> bool:
         """Whether a replica whose applied clock is ``vc`` has applied this effect."""
@@ -72,55 +85,6 @@ def encode_effect(e: Effect, vc: bytes | None = None) -> list[bytes]:
     return argv
 
 
-# RESP pieces of a record: a bulk string's header by length, a small number as a whole
-# bulk, and the record's first three arguments per origin.
-_BULK_HEADS = tuple(b"$%d\r\n" % n for n in range(256))
-_SMALL_BULKS = tuple(b"$%d\r\n%d\r\n" % (len(b"%d" % n), n) for n in range(256))
-_HEADS = tuple(b"$12\r\nACTIVEACTIVE\r\n$5\r\nAPPLY\r\n" + _SMALL_BULKS[o] for o in range(MAX_REGION + 1))
-_ARRAY_HEADS = tuple(b"*%d\r\n" % n for n in range(1024))
-
-
-def encode_record(origin: int, seq: int, ts: int, vc: bytes, ops: list[tuple[int, list[bytes]]]) -> bytes:
-    """The record as the RESP a link writes: the multibulk encoding of
-    :func:`encode_effect`'s argv, built directly (the making side's hot path; ``vc`` is
-    the clock already encoded)."""
-    # Pieces from tables rather than formats: a bytes format costs more than the lookups.
-    s = b"%d" % seq
-    t = b"%d" % ts
-    heads = _BULK_HEADS
-    small = _SMALL_BULKS
-    try:
-        parts = [
-            b"", _HEADS[origin], heads[len(s)], s, b"\r\n", heads[len(t)], t, b"\r\n",
-            heads[len(vc)], vc, b"\r\n", small[len(ops)],
-        ]
-        argc = 7
-        for db, op in ops:
-            k = len(op)
-            argc += 2 + k
-            parts += (small[db], small[k])
-            for a in op:
-                parts += (heads[len(a)], a, b"\r\n")
-        parts[0] = _ARRAY_HEADS[argc] if argc < 1024 else b"*%d\r\n" % argc
-        return b"".join(parts)
-    except (IndexError, TypeError):
-        # Past the tables (a long argument, many ops, a large db) or an argument that is
-        # not bytes-like: the general encoding.
-        return _multibulk(encode_effect(Effect(origin, seq, ts, {}, ops), vc))
-
-
-def _multibulk(argv: list) -> bytes:
-    """RESP multibulk of ``argv`` (bytes-like, str or int arguments)."""
-    out = [b"*%d\r\n" % len(argv)]
-    for a in argv:
-        if isinstance(a, str):
-            a = a.encode()
-        elif isinstance(a, int):
-            a = b"%d" % a
-        out.append(b"$%d\r\n%b\r\n" % (len(a), a))
-    return b"".join(out)
-
-
 def decode_effect(argv: list[bytes], start: int = 2) -> Effect:
     """Parse a record's argv from ``argv[start]`` (after ACTIVEACTIVE APPLY); ValueError
     on anything malformed, so a damaged record is refused whole."""
@@ -145,3 +109,164 @@ def decode_effect(argv: list[bytes], start: int = 2) -> Effect:
     if not 1 <= origin <= MAX_REGION or seq < 1 or ts < 0 or nops < 0:
         raise ValueError("malformed effect header")
     return Effect(origin, seq, ts, vc, ops)
+
+
+# -- the compact format (version 2) --------------------------------------------------------
+
+RECORD_VERSION = 2
+_HEADER = struct.Struct("<BBQQB")  # version, origin, seq, ts, clock entries
+_ENTRY = struct.Struct("<BQ")  # a clock entry: region, count
+_U32 = struct.Struct("<I")
+# A small number's byte, by value (0..254); 255 and more take 255 and a u32.
+_BYTE = tuple(bytes((n,)) for n in range(255))
+_CLOCKS: dict[int, struct.Struct] = {}  # clock entries -> the Struct of that many entries
+
+
+def _small(n: int) -> bytes:
+    return _BYTE[n] if n < 255 else b"\xff" + _U32.pack(n)
+
+
+def encode_clock(vc: dict[int, int], origin: int) -> bytes:
+    """A clock's entries as a compact record holds them: ``origin``'s own left out, and
+    zero entries too. The count of entries is the length over 9."""
+    return b"".join(_ENTRY.pack(r, n) for r, n in sorted(vc.items()) if n and r != origin)
+
+
+def encode_compact(origin: int, seq: int, ts: int, clock: bytes, ops: list[tuple[int, list[bytes]]]) -> bytes:
+    """One compact record (``clock`` as :func:`encode_clock` made it): the making side's hot
+    path, so the pieces come from tables."""
+    byte = _BYTE
+    parts = [_HEADER.pack(RECORD_VERSION, origin, seq, ts, len(clock) // 9), clock]
+    try:
+        parts.append(byte[len(ops)])
+        for db, op in ops:
+            parts += (byte[db], byte[len(op)])
+            for a in op:
+                parts += (byte[len(a)], a)
+    except IndexError:
+        # A long argument, many ops or a large db number: the general form.
+        parts[2:] = [_small(len(ops))]
+        for db, op in ops:
+            parts += (_small(db), _small(len(op)))
+            for a in op:
+                parts += (_small(len(a)), a)
+    return b"".join(parts)
+
+
+def encode_effect_compact(e: Effect) -> bytes:
+    return encode_compact(e.origin, e.seq, e.ts, encode_clock(e.vc, e.origin), e.ops)
+
+
+def decode_records(blob: bytes) -> list[Effect]:
+    """The compact records of one APPLY, in order; ValueError on anything malformed, so a
+    damaged batch is refused whole (nothing of it applied)."""
+    out: list[Effect] = []
+    end = len(blob)
+    i = 0
+    header, u32 = _HEADER, _U32
+    try:
+        while i < end:
+            start = i
+            version, origin, seq, ts, n = header.unpack_from(blob, i)
+            if version != RECORD_VERSION:
+                raise ValueError(f"unknown effect record version {version}")
+            if not 1 <= origin <= MAX_REGION or seq < 1:
+                raise ValueError("malformed effect header")
+            i += 19  # _HEADER.size
+            vc: dict[int, int] = {}
+            if n:
+                st = _CLOCKS.get(n)
+                if st is None:
+                    st = _CLOCKS[n] = struct.Struct("<" + "BQ" * n)
+                flat = st.unpack_from(blob, i)
+                i += 9 * n
+                for k in range(0, 2 * n, 2):
+                    r = flat[k]
+                    if not 1 <= r <= MAX_REGION or r == origin or r in vc:
+                        raise ValueError("malformed vector clock")
+                    vc[r] = flat[k + 1]
+            if seq > 1:
+                vc[origin] = seq - 1
+            nops = blob[i]
+            i += 1
+            if nops == 255:
+                (nops,) = u32.unpack_from(blob, i)
+                i += 4
+            ops: list[tuple[int, list[bytes]]] = []
+            for _ in range(nops):
+                db = blob[i]
+                argc = blob[i + 1]
+                i += 2
+                if db == 255:
+                    i -= 1
+                    (db,) = u32.unpack_from(blob, i)
+                    i += 4
+                    argc = blob[i]
+                    i += 1
+                if argc == 255:
+                    (argc,) = u32.unpack_from(blob, i)
+                    i += 4
+                if argc < 2:
+                    raise ValueError("malformed op")
+                op = []
+                for _ in range(argc):
+                    k = blob[i]
+                    i += 1
+                    if k == 255:
+                        (k,) = u32.unpack_from(blob, i)
+                        i += 4
+                    if i + k > end:
+                        raise ValueError("truncated effect record")
+                    op.append(blob[i:i + k])
+                    i += k
+                ops.append((db, op))
+            out.append(Effect(origin, seq, ts, vc, ops, blob[start:i]))
+    except (IndexError, struct.error) as exc:
+        raise ValueError("truncated effect record") from exc
+    if not out:
+        raise ValueError("no effect record")
+    return out
+
+
+def decode_apply(argv: list[bytes], start: int = 2) -> list[Effect]:
+    """The effects of an APPLY's argv, either format: one bulk of compact records, or one
+    record as argv (version 1). ValueError on anything malformed."""
+    if len(argv) == start + 1:
+        return decode_records(argv[start])
+    return [decode_effect(argv, start)]
+
+
+def compact_from_wire(wire: bytes) -> bytes:
+    """A backlog record as rill keeps it now (compact), from one in either format: a
+    version-1 record is its APPLY command's RESP. ValueError when it is neither."""
+    if wire[:1] != b"*":
+        decode_records(wire)  # checked here: a damaged one is refused, not kept
+        return wire
+    argv = _resp_argv(wire)
+    if argv[:2] != list(APPLY_PREFIX):
+        raise ValueError("not an ACTIVEACTIVE APPLY record")
+    return b"".join(encode_effect_compact(e) for e in decode_apply(argv))
+
+
+def _resp_argv(wire: bytes) -> list[bytes]:
+    """The argv of one RESP multibulk command that fills ``wire``; ValueError otherwise."""
+    try:
+        nl = wire.index(b"\r\n")
+        argc = int(wire[1:nl])
+        i = nl + 2
+        argv = []
+        for _ in range(argc):
+            if wire[i:i + 1] != b"$":
+                raise ValueError("expected a bulk string")
+            nl = wire.index(b"\r\n", i)
+            n = int(wire[i + 1:nl])
+            i = nl + 2
+            if n < 0 or i + n + 2 > len(wire) or wire[i + n:i + n + 2] != b"\r\n":
+                raise ValueError("truncated bulk string")
+            argv.append(wire[i:i + n])
+            i += n + 2
+    except ValueError as exc:
+        raise ValueError(f"malformed version-1 effect record: {exc}") from None
+    if i != len(wire):
+        raise ValueError("malformed version-1 effect record: trailing data")
+    return argv

@@ -48,7 +48,7 @@ from rill.persistence.aof import (
     ManifestError,
 )
 from rill.persistence.rdb_split import save_file_split
-from rill.protocol.effects import decode_effect
+from rill.protocol.effects import decode_apply
 from rill.protocol.reply import OK, ReplyError, Status
 from rill.storage.stream.active import ActiveStream
 
@@ -1162,7 +1162,8 @@ class Persistence:
                 f"The append only file {name} holds Active-Active records: set active-active-id to load it")
         try:
             if argv[1].upper() == b"APPLY":
-                engine.replay(decode_effect(argv))
+                for e in decode_apply(argv):
+                    engine.replay(e)
             else:
                 if len(argv) != 6:
                     raise ValueError("malformed MERGE record")

@@ -3,8 +3,9 @@
 A bounded FIFO by bytes, like the replication backlog but indexed by effect sequence: a
 link that comes back asks for everything after the peer's acknowledged sequence, and gets
 it if the backlog still holds it, or None (then a full sync). Each record is kept as the
-RESP bytes a link writes (encoded once, when the effect is made), so what the backlog
-holds is what ``active-active-backlog-size`` counts.
+compact bytes a link writes (encoded once, when the effect is made; consecutive records
+are back to back, so a run of them is one APPLY's argument as it lies), and what the
+backlog holds is what ``active-active-backlog-size`` counts.
 
 Records every configured peer has acknowledged are released (:meth:`Backlog.release`):
 no partial resync can ask for them. Released records that delete (XDEL, XTRIM, DEL) stay
@@ -26,8 +27,11 @@ from collections import deque
 
 CHUNK = 1 << 18  # bytes of records per chunk (a larger record gets a chunk of its own)
 
-# A record deletes when one of these op names is among its bulks (as state.py reads them).
-_DELETION_BULKS = tuple(b"$%d\r\n%s\r\n" % (len(n), n) for n in (b"XDEL", b"XTRIM", b"DEL"))
+# A record deletes when one of these op names is among its arguments (as state.py reads
+# them): length-prefixed in a compact record, a bulk in one of the argv format.
+_DELETION_NAMES = (b"XDEL", b"XTRIM", b"DEL")
+_DELETION_BULKS = tuple(bytes((len(n),)) + n for n in _DELETION_NAMES) + tuple(
+    b"$%d\r\n%s\r\n" % (len(n), n) for n in _DELETION_NAMES)
 
 
 def deletes(wire: bytes) -> bool:
@@ -74,6 +78,28 @@ class _Chunk:
     def close(self) -> None:
         self.meta.release()
         self.buf.close()
+
+
+def _split(c: _Chunk, i: int, limit: int, pieces: list[tuple[int, bytes]]) -> None:
+    """Append chunk ``c``'s records from index ``i`` on to ``pieces``, cut at record ends
+    into runs of at most ``limit`` bytes (a record larger than that goes alone)."""
+    start = c.start(i)
+    last = c.count - 1
+    while i <= last:
+        if c.used - start <= limit:  # the usual case: the rest is one piece
+            pieces.append((c.seq + last, c.buf[start:c.used]))
+            return
+        lo, hi = i, last  # the last record whose end is within the limit (at least i)
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            if c.end(mid) - start <= limit:
+                lo = mid
+            else:
+                hi = mid - 1
+        end = c.end(lo)
+        pieces.append((c.seq + lo, c.buf[start:end]))
+        start = end
+        i = lo + 1
 
 
 class Backlog:
@@ -215,26 +241,24 @@ class Backlog:
             i = 0
         return out
 
-    def wires_from(self, seq: int) -> list[tuple[int, bytes]] | None:
-        """What a link writes for the records from ``seq`` on, as one piece per chunk:
-        ``(the last sequence in it, its bytes)``; ``[]`` when ``seq`` is past the newest,
-        None when it was dropped."""
+    def wires_from(self, seq: int, limit: int = CHUNK) -> list[tuple[int, bytes]] | None:
+        """What a link writes for the records from ``seq`` on: ``(the last sequence in it,
+        its bytes)`` per piece of consecutive records, each at most ``limit`` bytes (or one
+        larger record) and within one chunk; ``[]`` when ``seq`` is past the newest, None
+        when it was dropped."""
         if seq > self.last_seq:
             return []
         if seq < self.first_seq:
             return None
         c, i = self._at(seq)
-        chunks = self._chunks
-        if c is chunks[-1]:
-            return [(c.seq + c.count - 1, c.buf[c.start(i):c.used])]
-        pieces = []
+        pieces: list[tuple[int, bytes]] = []
         found = False
-        for c2 in chunks:
+        for c2 in self._chunks:
             if c2 is c:
                 found = True
-                pieces.append((c.seq + c.count - 1, c.buf[c.start(i):c.used]))
+                _split(c, i, limit, pieces)
             elif found:
-                pieces.append((c2.seq + c2.count - 1, c2.buf[:c2.used]))
+                _split(c2, 0, limit, pieces)
         return pieces
 
     def ts_of(self, seq: int) -> int | None:

@@ -24,8 +24,15 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rill.persistence.aof import encode_command
-from rill.protocol.effects import Effect, decode_vc, encode_effect, encode_record, encode_vc
+from rill.protocol.effects import (
+    APPLY_PREFIX,
+    Effect,
+    decode_vc,
+    encode_clock,
+    encode_compact,
+    encode_effect_compact,
+    encode_vc,
+)
 from rill.protocol.reply import ReplyError
 from rill.storage.list import ListValue
 from rill.storage.stream import Stream, format_sid
@@ -143,10 +150,10 @@ class ActiveActive:
         self.hlls = Hlls(self)  # HyperLogLogs
         self.lists = Lists(self)
         self._moves = 0  # RENAMEs in the unit being made (ActiveStream.rekey)
-        # The clock's encoding around our own count (before it, after it, and the clock
-        # without our entry), while no peer's effect changed it: most effects are
-        # stamped with the same one.
-        self._clock_parts: tuple[bytes, bytes, bytes] | None = None
+        # The clock's compact encoding (peers' entries: our own is implied by the
+        # sequence), while no peer's effect changed it: most effects are stamped with
+        # the same one.
+        self._clock_parts: bytes | None = None
 
     # ------------------------------------------------------------------ making effects
 
@@ -532,33 +539,21 @@ class ActiveActive:
         region = self.region
         seq = self.seq = self.seq + 1
         ts = int(time.time() * 1000)
-        clock = self._own_clock(seq - 1)
+        clock = self._clock_parts
+        if clock is None:
+            clock = self._clock_parts = encode_clock(self.vc, region)
         for _db, op in unit:
             if op[0] in _BOOKKEPT:
                 self._bookkeep(Effect(region, seq, ts, dict(self.vc), unit))
                 break
         self.vc[region] = seq
-        # The RESP a link writes, made once: what the backlog holds.
-        self.backlog.append(seq, encode_record(region, seq, ts, clock, unit), ts)
+        # The compact record, made once: what the backlog holds, the links send (many
+        # to an APPLY) and the AOF keeps.
+        wire = encode_compact(region, seq, ts, clock, unit)
+        self.backlog.append(seq, wire, ts)
         for callback in self.on_sealed:
             callback(seq)
-        return encode_effect(Effect(region, seq, ts, {}, unit), clock) if record else None
-
-    def _own_clock(self, own: int) -> bytes:
-        """The encoded clock of our next effect: the peers' part cached between changes,
-        as the text before our own entry and the text after it."""
-        parts = self._clock_parts
-        if parts is None:
-            me = self.region
-            below = encode_vc({r: n for r, n in self.vc.items() if r < me})
-            above = encode_vc({r: n for r, n in self.vc.items() if r > me})
-            parts = self._clock_parts = (
-                (below + b"," if below else b"") + b"%d:" % me, b"," + above if above else b"",
-                b",".join(p for p in (below, above) if p),
-            )
-        if not own:
-            return parts[2]
-        return parts[0] + b"%d" % own + parts[1]
+        return [*APPLY_PREFIX, wire] if record else None
 
     def _bookkeep(self, e: Effect) -> None:
         """What an own effect leaves besides data: tombstones, TTL registers, group clocks."""
@@ -701,7 +696,8 @@ class ActiveActive:
                 signal(db_id, key)
         if not self.replaying:
             if feeds.aof is not None:
-                server.propagate_applied(encode_effect(e), plain)
+                server.propagate_applied([*APPLY_PREFIX, e.raw if e.raw is not None else encode_effect_compact(e)],
+                                         plain)
             elif plain:
                 server.propagate_applied(None, plain)
 
@@ -953,7 +949,7 @@ class ActiveActive:
             self.seq = e.seq
             self.vc[self.region] = e.seq
             self._bookkeep(e)
-            self.backlog.append(e.seq, encode_command(encode_effect(e)), e.ts)
+            self.backlog.append(e.seq, e.raw if e.raw is not None else encode_effect_compact(e), e.ts)
             return
         was, self.replaying = self.replaying, True
         try:

@@ -12,11 +12,12 @@ A link's life:
    Active-Active state (``state.dump_state``) into a pipe, and the parent streams it to the
    peer as ``ACTIVEACTIVE MERGE`` as fast as the peer takes it, never blocking the loop
    (full sync); the effects made after the fork follow;
-3. from then on every effect the engine seals goes out as ``ACTIVEACTIVE APPLY``, pipelined
-   (once per loop iteration for all effects sealed in it, a backlog chunk per write while
+3. from then on the effects the engine seals go out in ``ACTIVEACTIVE APPLY`` commands,
+   pipelined: once per loop iteration for all effects sealed in it, each APPLY carrying a
+   run of compact records as the backlog holds them (at most ``APPLY_BATCH`` bytes), while
    the socket takes them; past its high-water mark the rest waits in the backlog until the
-   transport drains); each reply is the peer's
-   applied count of our effects, its acknowledgement. An idle link sends
+   transport drains. Each reply is the peer's applied count of our effects, its
+   acknowledgement. An idle link sends
    ``ACTIVEACTIVE PING <my-id> <vc>`` every 100 ms, which is acknowledged the same way;
 4. any error, or silence past ``repl-timeout`` with requests outstanding, drops the link;
    it is dialled again after a backoff (0.1 s doubling to 5 s; reset by a good handshake).
@@ -60,6 +61,10 @@ BACKOFF_MAX = 5.0
 PIPE_CHUNK = 1 << 18  # the most read from a full-sync child's pipe at once
 PIPE_BATCH = 1 << 20  # the most copied from it in one loop iteration
 REAP_POLL = 0.01
+# The most record bytes one APPLY carries: a peer applies a batch in one go, so this bounds
+# how long it keeps its other clients waiting (a few hundred effects).
+APPLY_BATCH = 1 << 14
+_APPLY_HEAD = b"*3\r\n$12\r\nACTIVEACTIVE\r\n$5\r\nAPPLY\r\n"
 
 # A peer's states.
 DOWN = "down"  # no connection; dialled again at next_attempt
@@ -627,8 +632,8 @@ class PeerLinks:
         conn = p.conn
         if p.state != UP or p.paused or conn is None or conn.writing_paused or p.sent >= self.engine.seq:
             return
-        # The backlog holds the records as the bytes to write.
-        pieces = self.engine.backlog.wires_from(p.sent + 1)
+        # The backlog holds the records as they go out: a run of them is one APPLY's argument.
+        pieces = self.engine.backlog.wires_from(p.sent + 1, APPLY_BATCH)
         if pieces is None:
             self._drop(p, f"the backlog no longer holds effect {p.sent + 1}; a full sync follows")
             return
@@ -639,10 +644,10 @@ class PeerLinks:
             p.last_read = time.monotonic()
         for last, piece in pieces:
             if expect and expect[-1][0] == R_APPLY:
-                expect[-1][2] += last - p.sent
+                expect[-1][2] += 1
             else:
-                expect.append([R_APPLY, 0, last - p.sent])
-            conn.write(piece)
+                expect.append([R_APPLY, 0, 1])
+            conn.write(b"".join((_APPLY_HEAD, b"$%d\r\n" % len(piece), piece, b"\r\n")))
             p.sent = last
             if conn.writing_paused or conn.closed:
                 break

@@ -48,8 +48,7 @@ import io
 from typing import TYPE_CHECKING, Any
 
 from rill.persistence import rdb
-from rill.persistence.aof import AofFormatError, AofTruncated, CommandParser
-from rill.protocol.effects import decode_effect, encode_vc
+from rill.protocol.effects import compact_from_wire, decode_records, encode_vc
 from rill.storage.stream import ID_MAX, MASK64, Stream
 from rill.storage.stream.active import ActiveStream
 
@@ -105,7 +104,9 @@ def restore_backlog(engine: Any, blob: bytes) -> None:
         while r.pos < r.end:
             seq, ts, wire = r.length(), r.length(), r.string()
             if seq <= engine.seq and (not len(engine.backlog) or seq == engine.backlog.last_seq + 1):
-                engine.backlog.append(seq, wire, ts)
+                # A record in the argv format (an RDB from before the compact one) is
+                # converted: the links send compact records only.
+                engine.backlog.append(seq, compact_from_wire(wire), ts)
     except rdb.RdbError as e:
         raise ValueError(f"corrupt Active-Active backlog: {e}") from None
 
@@ -190,12 +191,11 @@ def _backlog_deletions(engine: Any) -> list[tuple[int, int, Op]]:
     included: backlog.py keeps them aside)."""
     out: list[tuple[int, int, Op]] = []
     for seq, wire in engine.backlog.deletion_records():  # most effects delete nothing: not decoded
-        parser = CommandParser(wire)
         try:
-            e = decode_effect(parser.next() or [])
-        except (ValueError, AofFormatError, AofTruncated):
+            effects = decode_records(wire)
+        except ValueError:
             continue
-        out.extend((seq, db, op) for db, op in e.ops if op[0] in _DELETIONS)
+        out.extend((seq, db, op) for e in effects for db, op in e.ops if op[0] in _DELETIONS)
     return out
 
 

@@ -8,7 +8,7 @@ links' (links.py): the handlers parse and reply.
 
 from __future__ import annotations
 
-from rill.protocol.effects import decode_effect, encode_vc
+from rill.protocol.effects import decode_apply, encode_vc
 from rill.protocol.reply import OK, Map, ReplyError
 
 from ..activeactive.engine import ActiveActive, parse_vc
@@ -116,22 +116,29 @@ def aa_hello(c: Client, argv: list[bytes]):
 
 
 @command("activeactive|apply", spec=_spec(
-    "apply", -8, _LINK_FLAGS, "Apply a peer's effect (the AOF holds the same records).",
+    "apply", -3, _LINK_FLAGS, "Apply a peer's effects (the AOF holds the same records).",
     [arg("record", "string", multiple=True)]))
 def aa_apply(c: Client, argv: list[bytes]):
-    # Once per peer effect: the states themselves, not their gating descriptors.
+    """One bulk of compact records (many effects, in order), or one record as argv (the
+    format AOFs from before it hold). The reply is the acknowledgement: how many of the
+    last record's origin's effects are applied here."""
+    # Once per batch: the states themselves, not their gating descriptors.
     server = c.server
     engine = server._active_active
     if engine is None:
         raise NOT_ENABLED
     try:
-        e = decode_effect(argv)
+        effects = decode_apply(argv)
     except ValueError as exc:
         raise ReplyError(f"ERR invalid Active-Active effect: {exc}") from None
     if server._loading:
-        engine.replay(e)
-        return engine.applied(e.origin)
-    return engine.receive(e)
+        for e in effects:
+            engine.replay(e)
+    else:
+        receive = engine.receive
+        for e in effects:
+            receive(e)
+    return engine.applied(effects[-1].origin)
 
 
 @command("activeactive|ping", spec=_spec(

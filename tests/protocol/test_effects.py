@@ -6,10 +6,13 @@ from hypothesis import strategies as st
 from rill.persistence.aof import encode_command
 from rill.protocol.effects import (
     Effect,
+    compact_from_wire,
+    decode_apply,
     decode_effect,
+    decode_records,
     decode_vc,
     encode_effect,
-    encode_record,
+    encode_effect_compact,
     encode_vc,
 )
 
@@ -35,18 +38,65 @@ def test_round_trip(origin, seq, ts, vc, unit):
     assert decode_effect(encode_effect(e)) == e
 
 
+def _with_own_entry(e: Effect) -> Effect:
+    """``e`` as a decoder gives it back: its clock holds the origin's own ``seq - 1``."""
+    vc = {r: n for r, n in e.vc.items() if n and r != e.origin}
+    if e.seq > 1:
+        vc[e.origin] = e.seq - 1
+    return Effect(e.origin, e.seq, e.ts, vc, e.ops)
+
+
 @given(regions, st.integers(1, 2**50), st.integers(0, 2**45), clocks, ops)
-def test_record_bytes_are_the_argv_encoded(origin, seq, ts, vc, unit):
-    """encode_record builds what a link writes directly: the multibulk of encode_effect."""
+def test_compact_round_trip(origin, seq, ts, vc, unit):
     e = Effect(origin, seq, ts, vc, [(db, list(op)) for db, op in unit])
-    assert encode_record(origin, seq, ts, encode_vc(vc), e.ops) == encode_command(encode_effect(e))
+    wire = encode_effect_compact(e)
+    [back] = decode_records(wire)
+    assert back == _with_own_entry(e) and back.raw == wire
+    # The argv format decodes to the same effect, and converts to the same bytes.
+    v1 = encode_command(encode_effect(_with_own_entry(e)))
+    assert compact_from_wire(v1) == wire
 
 
-def test_record_bytes_past_the_small_tables():
-    """Long arguments, a large db number and many ops take the general encoding, alike."""
+def test_compact_layout_and_size():
+    """An XADD's record: 48 bytes where the argv format took 140."""
+    e = Effect(2, 7, 1000, {1: 3, 2: 6}, [(0, [b"XADD", b"s", b"2", b"5-2", b"f", b"v"])])
+    wire = encode_effect_compact(e)
+    assert wire == (b"\x02\x02" + (7).to_bytes(8, "little") + (1000).to_bytes(8, "little") + b"\x01"
+                    + b"\x01" + (3).to_bytes(8, "little") + b"\x01" + b"\x00\x06"
+                    + b"\x04XADD\x01s\x012\x035-2\x01f\x01v")
+    assert len(encode_command(encode_effect(e))) == 140
+
+
+def test_many_records_in_one_apply():
+    es = [Effect(3, n, 5, {1: n}, [(0, [b"XADD", b"k", b"3", b"%d-3" % n, b"f", b"v"])]) for n in range(1, 6)]
+    blob = b"".join(encode_effect_compact(e) for e in es)
+    assert decode_apply([b"ACTIVEACTIVE", b"APPLY", blob]) == [_with_own_entry(e) for e in es]
+    # One record as argv: the format of AOFs written before the compact one.
+    assert decode_apply(encode_effect(es[0])) == [es[0]]
+
+
+def test_compact_records_past_the_small_numbers():
+    """Long arguments, a large db number and many ops take 255 and a u32."""
     unit = [(300, [b"XADD", b"k" * 300, b"1", b"1-1", b"f", b"v" * 70000])] + [(0, [b"DEL", b"x"])] * 300
-    e = Effect(7, 9, 5, {1: 2}, unit)
-    assert encode_record(7, 9, 5, b"1:2", unit) == encode_command(encode_effect(e))
+    e = Effect(7, 9, 5, {1: 2, 7: 8}, unit)
+    [back] = decode_records(encode_effect_compact(e))
+    assert back == e
+
+
+def test_damaged_compact_batches_refused_whole():
+    es = [Effect(1, n, 5, {}, [(0, [b"XDEL", b"k", b"1", b"1-1"]), (1, [b"DEL", b"x"])]) for n in (1, 2)]
+    blob = b"".join(encode_effect_compact(e) for e in es)
+    for cut in range(1, len(blob)):
+        if cut == len(blob) // 2:
+            continue  # a whole first record
+        with pytest.raises(ValueError):
+            decode_records(blob[:cut])
+    with pytest.raises(ValueError, match="version"):
+        decode_records(b"\x03" + blob[1:])
+    with pytest.raises(ValueError):
+        decode_records(b"")
+    with pytest.raises(ValueError):
+        compact_from_wire(b"*2\r\n$3\r\nSET\r\n$1\r\nk\r\n")
 
 
 def test_clock_form():

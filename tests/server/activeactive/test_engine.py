@@ -4,9 +4,8 @@ docs/active-active.md that the engine owns is checked deterministically and fast
 
 from __future__ import annotations
 
-import hiredis
 import pytest
-from rill.protocol.effects import decode_effect
+from rill.protocol.effects import decode_effect, decode_records, encode_effect
 from rill.server.commands import load_all
 from rill.server.config import Config
 from rill.server.server import Server
@@ -37,21 +36,23 @@ class Region:
         c.out.clear()
         return out
 
+    def wires(self, since: int = 0) -> list[bytes]:
+        """The backlog's compact records after ``since``, as a link sends them."""
+        return [wire for _seq, wire in self.engine.backlog.records_from(since + 1)]
+
     def records(self, since: int = 0) -> list[list[bytes]]:
-        return [_argv(wire) for _seq, wire in self.engine.backlog.records_from(since + 1)]
+        """The same records as one APPLY's argv each in the argv format (easier to read,
+        and still accepted)."""
+        return [encode_effect(e) for wire in self.wires(since) for e in decode_records(wire)]
 
     def send(self, other: Region) -> None:
-        """Carry every record ``other`` has not had yet (a link's partial resync)."""
+        """Carry every record ``other`` has not had yet (a link's partial resync): one
+        APPLY with all of them, as a link batches them."""
         done = self.shipped.get(other.engine.region, 0)
-        for argv in self.records(done):
-            other(*argv)
+        wires = self.wires(done)
+        if wires:
+            other(b"ACTIVEACTIVE", b"APPLY", b"".join(wires))
         self.shipped[other.engine.region] = self.engine.seq
-
-
-def _argv(wire: bytes) -> list[bytes]:
-    reader = hiredis.Reader()
-    reader.feed(wire)
-    return reader.gets()
 
 
 def sync(*regions: Region) -> None:
@@ -283,7 +284,7 @@ def test_a_peers_effect_reaches_the_aof_as_its_record_and_replicas_as_commands(t
     b.server.propagation.attach("replication", repl.append)
     a("XADD", "s", "*", "f", "v")
     a.send(b)
-    assert aof == [[(0, a.records()[0])]]
+    assert aof == [[(0, [b"ACTIVEACTIVE", b"APPLY", a.wires()[0]])]]
     ((_db, cmd),) = repl[0]
     assert cmd[:2] == [b"XADD", b"s"] and cmd[3:] == [b"f", b"v"]
 
@@ -460,3 +461,49 @@ def test_entries_a_rename_moves_are_not_taken_by_a_concurrent_delete_of_the_targ
     assert xrange(a, "s2") == xrange(b, "s2")
     assert [fv for _sid, fv in a.server.keyspace[0].data[b"s2"].range()] == [[b"f", b"old"]]
     assert a("EXISTS", "s1") == b("EXISTS", "s1") == b":0\r\n"
+
+
+def _old_wire(argv: list[bytes]) -> bytes:
+    """A record as main wrote it before the compact format: its APPLY command's RESP."""
+    return b"".join([b"*%d\r\n" % len(argv)] + [b"$%d\r\n%b\r\n" % (len(a), a) for a in argv])
+
+
+def test_records_of_the_argv_format_still_replay_from_an_aof(two):
+    """An AOF written before the compact format holds one record per APPLY as argv: own
+    records refill the backlog (now compact), a peer's are applied."""
+    a, b = two
+    a("XADD", "s", "*", "f", "v")
+    a("XADD", "s", "*", "f", "w")
+    old = a.records()  # the argv format
+    assert all(len(argv) > 3 for argv in old)
+    again = Region(1)
+    again.server.loading = True
+    for argv in old:
+        again.server.persistence._replay_record(argv, "appendonly.aof")
+    again.server.loading = False
+    assert again.engine.seq == 2 and again.wires() == a.wires()
+    for argv in old:
+        b.server.persistence._replay_record(argv, "appendonly.aof")
+    assert ids(b) == ids(a) and b.engine.applied(1) == 2
+
+
+def test_an_rdb_backlog_of_the_argv_format_is_converted_and_a_bad_one_refused(two):
+    from rill.persistence import rdb
+    from rill.server.activeactive.backlog import Backlog
+    from rill.server.activeactive.state import restore_backlog
+
+    a, b = two
+    a("XADD", "s", "*", "f", "v")
+    a("XDEL", "s", ids(a)[0].decode())
+    compact = a.wires()
+    blob = b"".join(rdb.encode_len(seq) + rdb.encode_len(7) + rdb.encode_string(_old_wire(argv))
+                    for seq, argv in enumerate(a.records(), 1))
+    a.engine.backlog = Backlog(1 << 20)
+    restore_backlog(a.engine, blob)
+    assert a.wires() == compact
+    a.send(b)  # what a link sends from it applies
+    assert ids(b) == [] and b.engine.applied(1) == 2
+    bad = rdb.encode_len(1) + rdb.encode_len(7) + rdb.encode_string(_old_wire([b"SET", b"k", b"v"]))
+    a.engine.backlog = Backlog(1 << 20)
+    with pytest.raises(ValueError, match="not an ACTIVEACTIVE APPLY record"):
+        restore_backlog(a.engine, bad)

@@ -19,8 +19,7 @@ import types
 
 import pytest
 import redis
-from rill.persistence.aof import encode_command
-from rill.protocol.effects import Effect, decode_vc, encode_effect, encode_vc
+from rill.protocol.effects import Effect, decode_apply, decode_vc, encode_effect_compact, encode_vc
 from rill.protocol.parser import RequestParser
 from rill.server.activeactive.backlog import Backlog, record_size
 from rill.server.activeactive.links import DOWN, UP, PeerLinks
@@ -33,7 +32,7 @@ from tests.support import RawClient, free_port, start_rill, wait_until
 # -- stand-ins for the server and the engine -------------------------------------------------
 
 
-RECORD = record_size(encode_command(encode_effect(Effect(1, 10, 1_700_000_000_000, {1: 9}, [(0, [b"XADD", b"k", b"1", b"1-1", b"f", b"v"])]))))
+RECORD = record_size(encode_effect_compact(Effect(1, 10, 1_700_000_000_000, {1: 9}, [(0, [b"XADD", b"k", b"1", b"1-1", b"f", b"v"])])))
 
 
 class FakeEngine:
@@ -51,8 +50,8 @@ class FakeEngine:
         self.seq += 1
         vc = dict(self.vc)
         self.vc[self.region] = self.seq
-        argv = encode_effect(Effect(self.region, self.seq, int(time.time() * 1000), vc, [(0, [b"XADD", *args])]))
-        self.backlog.append(self.seq, encode_command(argv), int(time.time() * 1000))
+        wire = encode_effect_compact(Effect(self.region, self.seq, int(time.time() * 1000), vc, [(0, [b"XADD", *args])]))
+        self.backlog.append(self.seq, wire, int(time.time() * 1000))
         for cb in self.on_sealed:
             cb(self.seq)
         return self.seq
@@ -115,7 +114,8 @@ class FakePeer:
         self.cut_every = 0  # abort the connection after every so many requests (0: never)
         self.stall_once = False  # stop reading the first connection once HELLO is answered
         self.requests: list[list[bytes]] = []
-        self.applies: list[int] = []  # seqs of the APPLYs received, in order
+        self.applies: list[int] = []  # seqs of the effects received, in order
+        self.batches = 0  # APPLY commands received
         self.merges: list[tuple[bytes, bytes, bytes]] = []
         self.server: asyncio.AbstractServer | None = None
         self.port = 0
@@ -146,12 +146,14 @@ class FakePeer:
             vc = encode_vc({int(argv[2]): self.applied})
             return b"*3\r\n:%d\r\n$%d\r\n%b\r\n:%d\r\n" % (self.region, len(vc), vc, self.wants_full)
         if sub == b"APPLY":
-            seq = int(argv[3])
-            self.applies.append(seq)
-            if seq > self.applied + 1:
-                self.gaps += 1  # a link must never skip a sequence
-            if seq == self.applied + 1:
-                self.applied = seq
+            self.batches += 1
+            for e in decode_apply(argv):
+                seq = e.seq
+                self.applies.append(seq)
+                if seq > self.applied + 1:
+                    self.gaps += 1  # a link must never skip a sequence
+                if seq == self.applied + 1:
+                    self.applied = seq
             return b":%d\r\n" % self.applied
         if sub == b"PING":
             return b":%d\r\n" % self.applied
@@ -242,7 +244,10 @@ async def test_effects_made_before_the_link_are_sent_once_it_is_up_then_streamed
         await peer.stop()
 
 
-async def test_links_cut_again_and_again_deliver_every_effect_in_order_without_gaps():
+async def test_links_cut_again_and_again_deliver_every_effect_in_order_without_gaps(monkeypatch):
+    from rill.server.activeactive import links as links_module
+
+    monkeypatch.setattr(links_module, "APPLY_BATCH", RECORD)  # an APPLY per effect: cut between any two
     engine = FakeEngine()
     peer = await FakePeer().start()
     peer.cut_every = 37
@@ -841,7 +846,7 @@ async def test_records_go_out_as_the_backlog_holds_them_never_encoded_again(monk
 
     def counting(argv):
         if argv[:2] == [b"ACTIVEACTIVE", b"APPLY"]:
-            encoded.append(argv[3])
+            encoded.append(argv[2])
         return real(argv)
 
     monkeypatch.setattr(links_module, "encode_command", counting)
@@ -969,7 +974,7 @@ async def test_a_peer_that_stops_reading_leaves_the_records_in_the_backlog_not_i
     """The link writes a backlog chunk at a time and stops once the transport is past its
     high-water mark: what the peer does not take stays in the backlog (one copy), and
     goes out when it drains."""
-    engine = FakeEngine(backlog_records=400_000)  # ~50 MB: nothing is dropped here
+    engine = FakeEngine(backlog_records=1_100_000)  # ~50 MB: nothing is dropped here
     peer = FakePeer()
     peer.stall_once = True  # answers HELLO, then takes nothing more on this connection
     await peer.start()

@@ -6,7 +6,7 @@ neither side saw go nowhere, groups follow delete-wins, clocks merge by maximum.
 from __future__ import annotations
 
 import pytest
-from rill.protocol.effects import decode_effect
+from rill.protocol.effects import decode_apply
 from rill.server.activeactive import enable
 from rill.server.activeactive.state import dump_state, merge_state
 from rill.server.commands import load_all
@@ -60,7 +60,7 @@ class Inst:
     def _seal(self) -> None:
         record = self.engine.seal([])
         if record is not None:
-            self.sent.append(decode_effect(record))
+            self.sent.extend(decode_apply(record))
 
     def xadd(self, ms: int) -> None:
         self.write(lambda s: s.add([b"f", b"%d" % ms], make_id(ms, self.region)))
