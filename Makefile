@@ -89,8 +89,8 @@ lint: $(STAMP)
 
 clean:
 	rm -rf build dist .pytest_cache .ruff_cache .hypothesis
-	find protocol storage -name '*.so' -delete
-	rm -f protocol/_native.json storage/_native.json
+	find protocol storage server -name '*.so' -delete
+	rm -f protocol/_native.json storage/_native.json server/_native.json
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
 
 distclean: clean

@@ -5,6 +5,7 @@ Layout (a request's path first):
     connection     one client connection: bytes in, commands dispatched, replies out
     client         per-client state: database, protocol, transaction, output
     server         the server state and the dispatcher (Redis's processCommand and call)
+    fastpath       the dispatcher's loop over one read's commands (compiled, see setup.py)
     commands/      the command table and one module per command family (see its map)
     outcomes       what a handler hands back besides a reply (Block, NO_REPLY, ...)
     blocking       blocked clients: park, serve, retry, time out, unblock (Redis's blocked.c)
@@ -20,6 +21,15 @@ Layout (a request's path first):
     migrate, tls, process, shutdown    MIGRATE's links, TLS, the process, the shutdown sequence
     outbound       dialling another server (a replica's master, an Active-Active peer)
 """
+
+import os as _os
+
+from rill.protocol._native import install as _install_native
+
+# Before any submodule is imported: decides compiled or pure for the hot modules
+# (the same shim as protocol's; server/ may import protocol/).
+native = _install_native(__name__, _os.path.dirname(__file__))
+
 
 __version__ = "0.1.0"
 # The Redis version rill reports and whose behaviour it reproduces.

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from rill.protocol.reply import encode_into
 
+from .fastpath import ClientCore
+
 if TYPE_CHECKING:
     from rill.storage.keyspace import Database
 
@@ -57,14 +59,13 @@ _PREFIX_ENTRY = 80
 _sizeof = sys.getsizeof
 
 
-class Client:
+class Client(ClientCore):
     """One connected (or internal) client."""
 
     __slots__ = (
         "id",
         "server",
         "db",
-        "resp3",
         "name",
         "lib_name",
         "lib_ver",
@@ -77,19 +78,12 @@ class Client:
         "kind",
         "created",
         "last_interaction",
-        "out",
         "reply_mode",
-        "close_after_reply",
-        "kill_requested",
         "multi",
         "multi_dirty",
         "multi_flags",
         "watched",
         "dirty_cas",
-        "blocked",
-        "last_cmd",
-        "cur_cmd",
-        "argv",
         "pending",
         "monitor",
         "pubsub_channels",

@@ -41,7 +41,6 @@ from .commands.table import (
     MAY_REPLICATE,
     NO_AUTH,
     NO_MULTI,
-    NOSCRIPT,
     PROTECTED,
     READONLY,
     SKIP_MONITOR,
@@ -55,6 +54,7 @@ from .commandstats import CommandStatsTable
 from .config import Config, parse_percentile
 from .disk import Persistence, master_side
 from .evict import EVICT_FAIL, evictor_of
+from .fastpath import execute_all as _execute_all
 from .functions import FunctionsEngine
 from .latency import HDR_OF, LatencyMonitor, record_long
 from .memory import memory_of
@@ -92,7 +92,7 @@ _PUBSUB_ALLOWED = {
 _SCRIPT_READS = frozenset({"eval_ro", "evalsha_ro", "fcall_ro"})
 
 # A threshold no duration reaches (a monitor that is off).
-_NEVER = 1 << 63
+_NEVER = (1 << 63) - 1
 
 # Commands that may lazily expire keys they were not asked about (Redis's hidden
 # CMD_TOUCHES_ARBITRARY_KEYS flag): their DELs are propagated unwrapped.
@@ -331,9 +331,10 @@ class Server:
         self.latency_threshold_ms = c.int("latency-monitor-threshold")
         self.latency_threshold_ns = self.latency_threshold_ms * 1_000_000 or _NEVER
         # The dispatcher compares each duration with the smaller of the two
-        # thresholds only; slow_command() sorts out which of them it passed.
+        # thresholds only; slow_command() sorts out which of them it passed. At most
+        # _NEVER, so that it fits the compiled dispatcher's 64-bit duration compare.
         self.slow_ns = min(
-            self.latency_threshold_ns, self.slowlog_threshold_ns if threshold >= 0 else _NEVER
+            self.latency_threshold_ns, self.slowlog_threshold_ns if threshold >= 0 else _NEVER, _NEVER
         )
         self.latency_tracking = c.bool("latency-tracking")
         # As given (CONFIG GET shows them rounded to 6 decimals; INFO uses the numbers).
@@ -457,125 +458,9 @@ class Server:
                 return
         self.execute(client, argv)  # unknown or wrong arity: its own error first, as Redis
 
-    def execute_all(self, client: Client, commands: list[list[bytes]], i: int = 0) -> tuple[int, bool]:
-        """:meth:`execute` ``commands[i:]`` in order for ``client``.
-
-        Stops after a command that blocked the client, asked for it to be closed,
-        or was postponed by CLIENT PAUSE. Returns the index of the first command
-        not run and whether the last one run was postponed (it runs again).
-
-        A pipeline is mostly commands that need nothing but their handler, and for
-        those this loop does itself what execute() and call() would, with the
-        lookups they repeat taken once per batch: those two frames per command
-        were a third of a pipelined GET. Anything else (an unknown command or one
-        with subcommands, a wrong arity, a client or server in a special state)
-        goes through execute().
-
-        The client's own gating state (and whether anyone MONITORs) is tested once
-        per batch, and again after any command that may have changed it: whatever
-        went through execute(), and the commands Redis forbids in scripts
-        (``noscript``: MULTI, AUTH, HELLO, SUBSCRIBE, MONITOR, RESET, EVAL, ...),
-        which are the ones that change a connection's state. The server's gating
-        state can change inside any command (a failed AOF write, a script's
-        CONFIG SET), so it is still tested per command: it is one flag.
-        """
-        n = len(commands)
-        dispatch = self.dispatch
-        blocking = self.blocking
-        # Read once per batch, and again after any command that goes through
-        # execute(): only those (CONFIG SET, EXEC, ...) can change them.
-        slow_ns = self.slow_ns
-        latency_on = self.latency_tracking
-        hdr_of = HDR_OF
-        by_cmd = self.cmdstats.by_cmd
-        plain = self._plain_client(client)
-        while i < n:
-            argv = commands[i]
-            i += 1
-            cmd = dispatch.get(argv[0])
-            if (
-                cmd is None  # unknown, a container (it resolves a subcommand) or protected
-                or not plain
-                or not cmd.min_argc <= len(argv) <= cmd.max_argc  # the arity check
-                # Active-Active alone sends only writes through call() (its engine);
-                # maxmemory alone evicts here, and only a refusal takes execute().
-                or self._special and (
-                    self._gated and (self._gated_beyond_memory or self.evictor.perform(client.db) == EVICT_FAIL)
-                    or cmd.flags & WRITE and self._active_active is not None)
-            ):
-                if (
-                    cmd is not None and plain and not self._gated
-                    and cmd.min_argc <= len(argv) <= cmd.max_argc
-                ):
-                    # Only Active-Active is special and this is a write: call() hands it to
-                    # the engine (execute() would only repeat the checks made here).
-                    client.last_cmd = cmd
-                    self.call(client, cmd, argv)
-                    if blocking.ready:
-                        blocking.serve_ready()
-                elif self._tracking_active:
-                    # Its own invalidations follow its reply; CLIENT CACHING lapses.
-                    tracker = self.tracking
-                    tracker.begin(client)
-                    postponed = self.execute(client, argv)
-                    tracker.end(client, argv[0])
-                    if postponed:
-                        return i - 1, True
-                elif self.execute(client, argv):
-                    return i - 1, True
-                if client.reply_mode > 1:
-                    # CLIENT REPLY SKIP silences exactly the command after it.
-                    client.reply_mode = 3 if client.reply_mode == 2 and argv[0].lower() == b"client" else 0
-                slow_ns = self.slow_ns
-                latency_on = self.latency_tracking
-                plain = self._plain_client(client)
-            else:
-                # call(), with its rare branches left to the helpers it uses too.
-                client.last_cmd = client.cur_cmd = cmd
-                client.argv = argv
-                dirty = self.dirty
-                start = perf_counter_ns()
-                try:
-                    reply = cmd.handler(client, argv)
-                except ReplyError as err:
-                    reply = err
-                duration = perf_counter_ns() - start
-                try:
-                    st = by_cmd[cmd]
-                except KeyError:
-                    st = self.cmdstats.of(cmd)
-                st.nsec += duration
-                # The call is counted as its latency sample (see CommandStats.calls).
-                if latency_on:
-                    try:
-                        st.hist[hdr_of[duration]] += 1
-                    except IndexError:
-                        record_long(st, duration)
-                else:
-                    st.untracked += 1
-                t = type(reply)
-                if t is Raw:
-                    client.out.append(reply)
-                elif t is Block or t is ReplyError or reply is NO_REPLY:
-                    self._reply(client, cmd, argv, reply)
-                    if t is Block and client.blocked is not None:
-                        blocking.sample_when_served(client.blocked, duration, latency_on)
-                else:
-                    encode_into(reply, client.out, client.resp3)
-                if duration >= slow_ns:
-                    self.slow_command(client, cmd, argv, duration)
-                if self._also or (self.dirty != dirty and (blocking.waiters or self.propagating)):
-                    self._after_write(client, cmd, argv, self.dirty != dirty)
-                elif self._rewritten is not None or self._prevent_propagation:
-                    self._rewritten = None
-                    self._prevent_propagation = False
-                if blocking.ready:
-                    blocking.serve_ready()
-                if cmd.flags & NOSCRIPT:
-                    plain = self._plain_client(client)
-            if client.blocked is not None or client.close_after_reply or client.kill_requested:
-                return i, False
-        return i, False
+    # The dispatcher's loop over one read's commands: a module of its own, which the
+    # build compiles typed (fastpath.pxd).
+    execute_all = _execute_all
 
     def _plain_client(self, client: Client) -> bool:
         """Whether ``client`` is in no state that execute()'s checks must see (and

@@ -17,13 +17,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from rill import protocol, storage
+from rill import protocol, server, storage
 from rill.server.process import hot_core
 
 from tests.support import RawClient, start_rill
 
 ROOT = Path(__file__).resolve().parent.parent
-NATIVES = [protocol.native, storage.native]
+NATIVES = [protocol.native, storage.native, server.native]
 SO = importlib.machinery.EXTENSION_SUFFIXES[0]
 
 
@@ -77,6 +77,12 @@ def test_the_pxd_files_reach_the_compiled_build():
 
     heap_type = bool(stream._StreamCore.__flags__ & (1 << 9))  # Py_TPFLAGS_HEAPTYPE
     assert heap_type != storage.native.compiled
+    # The dispatcher's typed classes (server/fastpath.pxd cimports the other two).
+    from rill.server import commandstats, fastpath
+    from rill.server.commands import table
+
+    for cls in (fastpath.ClientCore, table.Command, commandstats.CommandStats):
+        assert bool(cls.__flags__ & (1 << 9)) != server.native.compiled, cls
     # The class-wide settings stay settable at run time in both modes (CONFIG SET).
     saved = stream.Stream.node_max_entries
     stream.Stream.node_max_entries = 7

@@ -387,6 +387,7 @@ def test_help_of_every_subcommand_is_redis(pair):
 def clocked(monkeypatch):
     """An in-process server whose commands each take ``clock.step`` ns."""
     from rill.server import blocking as blocking_module
+    from rill.server import fastpath
     from rill.server import server as server_module
     from rill.server.server import Server
 
@@ -402,6 +403,7 @@ def clocked(monkeypatch):
     clock = Clock()
     monkeypatch.setattr(server_module, "perf_counter_ns", clock)
     monkeypatch.setattr(blocking_module, "perf_counter_ns", clock)  # a served waiter's run
+    monkeypatch.setattr(fastpath, "perf_counter_ns", clock)  # execute_all's loop
     server = Server()
     client = server.new_client("127.0.0.1:5000", "127.0.0.1:6379")
     return server, client, clock

@@ -8,6 +8,7 @@ exactly, through both the pipelined loop and the general path.
 from __future__ import annotations
 
 import pytest
+from rill.server import fastpath
 from rill.server import server as server_module
 from rill.server.commands import load_all
 from rill.server.server import Server
@@ -30,6 +31,7 @@ def clocked(monkeypatch):
     load_all()
     clock = FakeClock()
     monkeypatch.setattr(server_module, "perf_counter_ns", clock)
+    monkeypatch.setattr(fastpath, "perf_counter_ns", clock)  # execute_all's loop
     server = Server()
     client = server.new_client("127.0.0.1:5000", "127.0.0.1:6379")
     return server, client, clock

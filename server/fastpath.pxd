@@ -1,0 +1,16 @@
+# Cython declarations for fastpath.py (its "augmenting" .pxd): types for the compiled
+# build; the .py stays the reference and runs unchanged without them. See docs/hot-core.md.
+cimport cython
+
+from rill.server.commands.table cimport Command
+from rill.server.commandstats cimport CommandStats
+
+cdef class ClientCore:
+    cdef public object out, resp3, blocked, close_after_reply, kill_requested, last_cmd, cur_cmd, argv
+
+# The client's core, the command and its counters typed (their fields are C reads), the durations and the
+# threshold they are compared with as C integers (slow_ns is at most 2**63 - 1).
+@cython.locals(n=Py_ssize_t, cmd=Command, st=CommandStats, start="long long",
+               duration="long long", slow_ns="long long", latency_on=bint, plain=bint,
+               dirty=object)
+cpdef tuple execute_all(server, ClientCore client, commands, Py_ssize_t i=*)

@@ -1,0 +1,156 @@
+"""The dispatcher's loop over one read's commands (``Server.execute_all``), and the
+part of a client it reads and writes per command (``ClientCore``).
+
+They live in a module of their own so that the build can compile them typed
+(fastpath.pxd, docs/hot-core.md): the command's facts (``Command``), its counters
+(``CommandStats``) and the client's core are then C fields, and the durations C
+integers. ``Server`` binds this function as its method and ``Client`` subclasses
+``ClientCore``, so under CPython both are what they were.
+"""
+
+from __future__ import annotations
+
+from time import perf_counter_ns
+from typing import TYPE_CHECKING
+
+from rill.protocol.reply import Raw, ReplyError, encode_into
+
+from .commands.table import NOSCRIPT, WRITE
+from .evict import EVICT_FAIL
+from .latency import HDR_OF, record_long
+from .outcomes import NO_REPLY, Block
+
+if TYPE_CHECKING:
+    from .client import Client
+    from .server import Server
+
+
+class ClientCore:
+    """The client state the dispatcher touches on every command (Client adds the rest).
+
+    Compiled, these are C fields that the loop below reads and writes directly; code
+    elsewhere reads them as attributes, as any other of Client's.
+    """
+
+    __slots__ = ("out", "resp3", "blocked", "close_after_reply", "kill_requested", "last_cmd", "cur_cmd", "argv")
+
+
+def execute_all(server: Server, client: Client, commands: list[list[bytes]], i: int = 0) -> tuple[int, bool]:
+    """:meth:`Server.execute` ``commands[i:]`` in order for ``client``.
+
+    Stops after a command that blocked the client, asked for it to be closed,
+    or was postponed by CLIENT PAUSE. Returns the index of the first command
+    not run and whether the last one run was postponed (it runs again).
+
+    A pipeline is mostly commands that need nothing but their handler, and for
+    those this loop does itself what execute() and call() would, with the
+    lookups they repeat taken once per batch: those two frames per command
+    were a third of a pipelined GET. Anything else (an unknown command or one
+    with subcommands, a wrong arity, a client or server in a special state)
+    goes through execute().
+
+    The client's own gating state (and whether anyone MONITORs) is tested once
+    per batch, and again after any command that may have changed it: whatever
+    went through execute(), and the commands Redis forbids in scripts
+    (``noscript``: MULTI, AUTH, HELLO, SUBSCRIBE, MONITOR, RESET, EVAL, ...),
+    which are the ones that change a connection's state. The server's gating
+    state can change inside any command (a failed AOF write, a script's
+    CONFIG SET), so it is still tested per command: it is one flag.
+    """
+    n = len(commands)
+    dispatch = server.dispatch
+    blocking = server.blocking
+    # Read once per batch, and again after any command that goes through
+    # execute(): only those (CONFIG SET, EXEC, ...) can change them.
+    slow_ns = server.slow_ns
+    latency_on = server.latency_tracking
+    hdr_of = HDR_OF
+    by_cmd = server.cmdstats.by_cmd
+    plain = server._plain_client(client)
+    while i < n:
+        argv = commands[i]
+        i += 1
+        cmd = dispatch.get(argv[0])
+        if (
+            cmd is None  # unknown, a container (it resolves a subcommand) or protected
+            or not plain
+            or not cmd.min_argc <= len(argv) <= cmd.max_argc  # the arity check
+            # Active-Active alone sends only writes through call() (its engine);
+            # maxmemory alone evicts here, and only a refusal takes execute().
+            or server._special and (
+                server._gated and (server._gated_beyond_memory or server.evictor.perform(client.db) == EVICT_FAIL)
+                or cmd.flags & WRITE and server._active_active is not None)
+        ):
+            if (
+                cmd is not None and plain and not server._gated
+                and cmd.min_argc <= len(argv) <= cmd.max_argc
+            ):
+                # Only Active-Active is special and this is a write: call() hands it to
+                # the engine (execute() would only repeat the checks made here).
+                client.last_cmd = cmd
+                server.call(client, cmd, argv)
+                if blocking.ready:
+                    blocking.serve_ready()
+            elif server._tracking_active:
+                # Its own invalidations follow its reply; CLIENT CACHING lapses.
+                tracker = server.tracking
+                tracker.begin(client)
+                postponed = server.execute(client, argv)
+                tracker.end(client, argv[0])
+                if postponed:
+                    return i - 1, True
+            elif server.execute(client, argv):
+                return i - 1, True
+            if client.reply_mode > 1:
+                # CLIENT REPLY SKIP silences exactly the command after it.
+                client.reply_mode = 3 if client.reply_mode == 2 and argv[0].lower() == b"client" else 0
+            slow_ns = server.slow_ns
+            latency_on = server.latency_tracking
+            plain = server._plain_client(client)
+        else:
+            # call(), with its rare branches left to the helpers it uses too.
+            client.last_cmd = client.cur_cmd = cmd
+            client.argv = argv
+            dirty = server.dirty
+            start = perf_counter_ns()
+            try:
+                reply = cmd.handler(client, argv)
+            except ReplyError as err:
+                reply = err
+            duration = perf_counter_ns() - start
+            try:
+                st = by_cmd[cmd]
+            except KeyError:
+                st = server.cmdstats.of(cmd)
+            st.nsec += duration
+            # The call is counted as its latency sample (see CommandStats.calls).
+            if latency_on:
+                try:
+                    st.hist[hdr_of[duration]] += 1
+                except IndexError:
+                    record_long(st, duration)
+            else:
+                st.untracked += 1
+            t = type(reply)
+            if t is Raw:
+                client.out.append(reply)
+            elif t is Block or t is ReplyError or reply is NO_REPLY:
+                server._reply(client, cmd, argv, reply)
+                if t is Block and client.blocked is not None:
+                    blocking.sample_when_served(client.blocked, duration, latency_on)
+            else:
+                encode_into(reply, client.out, client.resp3)
+            if duration >= slow_ns:
+                server.slow_command(client, cmd, argv, duration)
+            if server._also or (server.dirty != dirty and (blocking.waiters or server.propagating)):
+                server._after_write(client, cmd, argv, server.dirty != dirty)
+            elif server._rewritten is not None or server._prevent_propagation:
+                server._rewritten = None
+                server._prevent_propagation = False
+            if blocking.ready:
+                blocking.serve_ready()
+            if cmd.flags & NOSCRIPT:
+                plain = server._plain_client(client)
+        if client.blocked is not None or client.close_after_reply or client.kill_requested:
+            return i, False
+    return i, False
