@@ -32,6 +32,13 @@ XSETID_SMALLER = "ERR The ID specified in XSETID is smaller than the target stre
 NO_SUCH_KEY = "ERR no such key"
 
 
+@pytest.fixture
+def cluster(pooled_cluster):
+    """Clusters shared across this module's tests, each handed over clean (conftest's
+    ClusterPool): the tests change keys and CONFIG only."""
+    return pooled_cluster
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
