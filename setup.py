@@ -28,7 +28,7 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 # package -> its folder, and the hot modules compiled in it (paths inside the folder).
 PACKAGES = {"rill.protocol": "protocol", "rill.storage": "storage", "rill.server": "server"}
 HOT = {
-    "rill.protocol": ["parser.py", "reply.py"],
+    "rill.protocol": ["parser.py", "reply.py", "effects.py"],
     "rill.storage": ["listpack.py", "rax.py", "stream/stream.py", "stream/fastread.py", "stream/groups.py"],
     "rill.server": ["fastpath.py", "commandstats.py", "commands/table.py"],
 }

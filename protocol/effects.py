@@ -232,13 +232,16 @@ def decode_apply(argv: list[bytes], start: int = 2) -> list[Effect]:
     """The effects of an APPLY's argv, either format: one bulk of compact records, or one
     record as argv (version 1). ValueError on anything malformed."""
     if len(argv) == start + 1:
-        return decode_records(argv[start])
+        blob = argv[start]
+        # Compiled, decode_records takes bytes only (protocol/effects.pxd).
+        return decode_records(blob if type(blob) is bytes else bytes(blob))
     return [decode_effect(argv, start)]
 
 
 def compact_from_wire(wire: bytes) -> bytes:
     """A backlog record as rill keeps it now (compact), from one in either format: a
     version-1 record is its APPLY command's RESP. ValueError when it is neither."""
+    wire = bytes(wire)
     if wire[:1] != b"*":
         decode_records(wire)  # checked here: a damaged one is refused, not kept
         return wire

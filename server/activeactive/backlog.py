@@ -137,6 +137,8 @@ class Backlog:
         chunks = self._chunks
         c = chunks[-1] if chunks else None
         count = c.count if c is not None else 0
+        if not count and c is not None:
+            c.seq = seq  # the kept empty chunk (_drop) starts where the records do
         if c is None or c.used + n + 16 * (count + 1) > c.size:
             need = n + 16
             c = _Chunk(seq, CHUNK if need <= CHUNK else -(-need // mmap.PAGESIZE) * mmap.PAGESIZE)
@@ -157,7 +159,8 @@ class Backlog:
             self._trim()
 
     def _drop(self, k: int, keep_deletions: bool) -> None:
-        """Drop the ``k`` oldest records (a chunk emptied is unmapped); with
+        """Drop the ``k`` oldest records (a chunk emptied is unmapped, unless it is the
+        only one: that is kept, empty, for the next records); with
         ``keep_deletions`` those that delete go aside."""
         chunks = self._chunks
         self.first_seq += k
@@ -178,8 +181,15 @@ class Backlog:
             self.nbytes -= freed
             k -= take
             if take == live:
-                chunks.popleft()
-                c.close()
+                if len(chunks) == 1 and c.size == CHUNK:
+                    # The newest chunk, emptied (peers that keep up empty it every
+                    # loop iteration): kept for the records to come, not unmapped and
+                    # mapped again each time.
+                    c.seq += c.count
+                    c.count = c.used = c.head = 0
+                else:
+                    chunks.popleft()
+                    c.close()
             else:
                 c.head += take
 
