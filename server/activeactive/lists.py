@@ -278,7 +278,9 @@ class Lists:
                 self.keys[where] = st
             else:
                 self.keys.pop(where, None)
-            if type(value) is ListValue or value is None:
+            if type(value) is ListValue or value is None or kind_of(value) is not None:
+                # A list shows before a string, hash, set or sorted set the key showed
+                # while it had no elements here.
                 if st:
                     self._show(db, key, st)
                 elif value is not None:

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from rill.persistence import rdb
 from rill.protocol.effects import compact_from_wire, decode_records, encode_vc
+from rill.storage.list import ListValue
 from rill.storage.stream import ID_MAX, MASK64, Stream
 from rill.storage.stream.active import ActiveStream
 
@@ -244,9 +245,9 @@ def _merge_key(server: Server, db: Any, key: bytes, a: ActiveStream | None,
     engine = server.active_active
     b = db.data.get(key)
     if b is not None and not isinstance(b, ActiveStream):
-        if kind_of(b) is None and not engine.hlls.has(db.id, key):
+        if kind_of(b) is None and not engine.hlls.has(db.id, key) and type(b) is not ListValue:
             return False
-        b = None  # a string, hash, set or sorted set: a stream shows before them
+        b = None  # a list, HLL, string, hash, set or sorted set: a stream shows before them
     theirs = sender.vc
     ops: list[Op] = []
     a_subs = dict(a.sub_streams()) if a is not None else {}
