@@ -276,11 +276,28 @@ def shared_dot(ts: int, origin: int, seq: int) -> tuple[int, int, int]:
     return d
 
 
+_last_bare: list = [Reg(((0, 0, 0), None))]
+
+
+def reg(ts: int, origin: int, seq: int, value: Any) -> Reg:
+    """The Reg of one assign. Its dot is shared (``shared_dot``), and so is the whole Reg
+    when the value is None (a set member's): a Reg is immutable, and the members one
+    effect added are then one object."""
+    if value is None:
+        r = _last_bare[0]
+        d = r[0]
+        if d[2] == seq and d[1] == origin and d[0] == ts:
+            return r
+        r = _last_bare[0] = Reg((shared_dot(ts, origin, seq), None))
+        return r
+    return Reg((shared_dot(ts, origin, seq), value))
+
+
 def settle(cell: Cell) -> AnyCell:
     """The compact form of ``cell`` when it has one assign and no increments, else itself."""
     if not cell.counters and len(cell.assigns) == 1:
         ts, origin, seq, value = cell.assigns[0]
-        return Reg((shared_dot(ts, origin, seq), value))
+        return reg(ts, origin, seq, value)
     return cell
 
 
@@ -315,4 +332,4 @@ def num_bytes(n: Number) -> bytes:
     return b"%d/%d" % (n.numerator, n.denominator)
 
 
-__all__ = ["AnyCell", "Cell", "Number", "Observed", "Reg", "inflate", "num_bytes", "num_in", "settle", "shared_dot"]
+__all__ = ["AnyCell", "Cell", "Number", "Observed", "Reg", "inflate", "num_bytes", "num_in", "reg", "settle", "shared_dot"]

@@ -36,8 +36,8 @@ from rill.storage.cells import (
     inflate,
     num_bytes,
     num_in,
+    reg,
     settle,
-    shared_dot,
 )
 from rill.storage.hash import HashValue
 from rill.storage.hll import is_hll_value
@@ -355,6 +355,24 @@ class Keyed:
         which case this is; None when the state is not that simple (collect() decides)."""
         where = (db.id, key)
         kinds = self.keys.get(where)
+        if kinds is None and (name not in _COUNTERS or not _deltas(name, argv, kind)):
+            # Created by an assign (the usual SET, HSET, SADD, ZADD of a new key): every
+            # element a new cell of one assign, as _create makes them.
+            engine = self.engine
+            origin, seq = engine.region, engine.seq + 1
+            ts = int(time.time() * 1000)
+            stamp = b"%d" % ts
+            cells: dict[bytes, AnyCell] = {}
+            self.keys[where] = {kind: cells}
+            if kind is STRING:
+                v = bytes(now)
+                cells[b""] = reg(ts, origin, seq, v)
+                return [[b"CSET", key, STRING, b"", stamp, v]]
+            made = []
+            for elem, v in _elements(now, kind):
+                cells[elem] = reg(ts, origin, seq, _stored(kind, v))
+                made.append([b"CSET", key, kind, elem, stamp, _value_arg(kind, v)])
+            return made
         origin, seq, seen = self._local()
         ts = int(time.time() * 1000)
         ops: list[Op] = []
@@ -445,7 +463,7 @@ class Keyed:
         cell = cells.get(elem)
         if cell is None or (type(cell) is Reg and cell.seen_by(seen)):
             # Nothing else in the element: it holds this assign alone.
-            cells[elem] = Reg((shared_dot(ts, origin, seq), _stored(kind, v)))
+            cells[elem] = reg(ts, origin, seq, _stored(kind, v))
             return [b"CSET", key, kind, elem, b"%d" % ts, _value_arg(kind, v)]
         cell = inflate(cell)
         observed = cell.observed()
