@@ -17,6 +17,13 @@ from tests.support import Waiter
 DIGEST = ("DEBUG", "DIGEST")
 
 
+@pytest.fixture
+def cluster(pooled_cluster):
+    """Clusters shared across this module's tests, each handed over clean (conftest's
+    ClusterPool): the tests change keys and CONFIG only."""
+    return pooled_cluster
+
+
 def same_everywhere(c, *cmd):
     """The reply of ``cmd`` at every region, which must all be equal."""
     replies = [n.call(*cmd) for n in c]
