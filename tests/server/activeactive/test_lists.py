@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from rill.server.activeactive.state import dump_state, merge_state
 from rill.storage.activelist import between
 
 from tests.server.activeactive.test_engine import Region, sync
 from tests.support import Waiter
+
+
+@pytest.fixture
+def cluster(pooled_cluster):
+    """Clusters shared across this module's tests, each handed over clean (conftest's
+    ClusterPool): the tests change keys only."""
+    return pooled_cluster
 
 
 def lrange(n):
