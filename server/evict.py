@@ -39,7 +39,16 @@ from rill.storage.keyspace import LFU_INIT_VAL, Database, ScanLog, lfu_decayed
 
 from . import notify as events
 from .commands.values import LAZYFREE_THRESHOLD, free_effort
-from .memory import SAMPLES, TABLE_PER_KEY, MemoryFigure, memory_of
+from .memory import (
+    _3_EMPTY_DICTS,
+    _EXPIRE_PER_KEY,
+    _LFU_PER_KEY,
+    SAMPLES,
+    TABLE_PER_KEY,
+    MemoryFigure,
+    _sizeof,
+    memory_of,
+)
 
 if TYPE_CHECKING:
     from .server import Server
@@ -50,6 +59,7 @@ EVICT_FAIL = 2
 
 POOL_SIZE = 16
 _random = random.random
+_getrandbits = random.getrandbits
 _score = itemgetter(0)  # a pool entry's score
 # What an evicted key's slots in its database's dicts (keys, access stamps) count for
 _KEY_TABLES = 2 * TABLE_PER_KEY
@@ -72,18 +82,20 @@ class Evictor:
         self.server = server
         self.figure = figure
         self.pool: list[tuple[float, int, bytes]] = []  # ascending: the best candidate last
-        # per database: _pick_pooled's snapshot of its keys, and when to take the next
+        # per database: _evict_pooled's snapshot of its keys, and when to take the next
         ndb = len(server.keyspace.dbs)
         self.snaps: list[list[bytes] | None] = [None] * ndb
         self.snap_budget = [0] * ndb
         self.snap_limit = [0] * ndb
         self.snap_empty = [0] * ndb  # samples in a row that found only deleted slots
+        figure.snaps = self.snaps  # the figure's sampling reads them too
         self.next_db = 0
         self.evicted_keys = 0
         self.dirty = -1  # server.dirty at the last call
         self.running = False  # a loop callback is evicting what a call left over
         self.exceeded_since = 0.0  # when the figure last went over maxmemory (0: it is not)
         self.exceeded_total = 0.0
+        self.samples = 0  # maxmemory-samples (_config_changed)
         server.config.listeners.append(self._config_changed)
         self._config_changed("maxmemory-policy")
 
@@ -93,7 +105,11 @@ class Evictor:
         self.policy = policy
         self.volatile = policy.startswith("volatile")
         self.kind = policy.partition("-")[2] if policy != "noeviction" else ""
-        self.samples = c.int("maxmemory-samples")
+        self.lru = self.kind == "lru"
+        samples = c.int("maxmemory-samples")
+        if samples != self.samples:
+            self.snaps[:] = [None] * len(self.snaps)  # their wrap-around pads are that long
+        self.samples = samples
         self.limit_s = time_limit_us(c.int("maxmemory-eviction-tenacity")) / 1e6
         # the cache's policies (all keys, LRU or LFU) take the lean path
         self.evict_down = (self._evict_pooled if self.kind in ("lru", "lfu") and not self.volatile
@@ -133,8 +149,17 @@ class Evictor:
             self.dirty = s.dirty
             if len(db.data) <= SAMPLES or db not in figure.active:
                 figure.after_write(db)
-        used = figure.for_eviction()
-        if used <= maxmemory:
+        # figure.for_eviction(), inline (its float left as it is: int() of a float costs
+        # as much as a line); a change there belongs here too
+        used = figure.evict_base + figure.clients_normal
+        coef = figure.per_key_table
+        for d in figure.active:
+            expires = d.expires
+            used += (len(d.data) * coef[d.id] + _3_EMPTY_DICTS
+                     + len(d.access) * (_LFU_PER_KEY if d.lfu else TABLE_PER_KEY))
+            if expires:
+                used += len(expires) * _EXPIRE_PER_KEY + _sizeof(d.volatile_log)
+        if used < maxmemory + 1:  # int(used) <= maxmemory, as for_eviction() compares
             if self.exceeded_since:
                 self.exceeded_total += time.monotonic() - self.exceeded_since
                 self.exceeded_since = 0.0
@@ -143,6 +168,9 @@ class Evictor:
             self.exceeded_since = time.monotonic()
         if not self.kind:
             return EVICT_FAIL
+        used = int(used)
+        if not s._tracking_active:
+            return self.evict_down(used, maxmemory)
         # Evicting comes before the command runs: the client's own tracking
         # invalidations go out now, ahead of its reply (Redis's processCommand order).
         tracking = s.tracking
@@ -276,7 +304,7 @@ class Evictor:
 
     def _populate(self, db: Database) -> None:
         """evictionPoolPopulate: sample keys of ``db`` into the pool by score (the
-        policies _pick_pooled does not take: volatile-lru, volatile-lfu, volatile-ttl)."""
+        policies _evict_pooled does not take: volatile-lru, volatile-lfu, volatile-ttl)."""
         pool = self.pool
         kind = self.kind
         access = db.access
@@ -304,20 +332,19 @@ class Evictor:
         """performEvictions' loop for allkeys-lru and allkeys-lfu, a cache's policies
         (one eviction per write once full): _pick, _populate and _evict in one frame, the
         same samples, scores, pool and eviction, with the calls and the per-key checks a
-        rejected sample does not need taken out."""
+        rejected sample does not need taken out. Written for the bytecodes it runs (each
+        costs tens of instructions): the usual call evicts one key and returns before
+        the time limit's clock is read at all."""
         s = self.server
-        start = perf_counter()
         pool = self.pool
         dbs = s.keyspace.dbs
-        figure = self.figure
-        per_key = figure.per_key
-        n = self.samples
-        lru = self.kind == "lru"
+        candidates = self.figure.active or dbs  # the databases holding keys (cron's list)
         snaps = self.snaps
-        budget = self.snap_budget
-        candidates = figure.active or dbs  # the databases holding keys (cron's list)
+        n = self.samples
+        lru = self.lru
         freed = 0
-        while used > maxmemory:
+        start = 0.0
+        while True:
             # evictionPoolPopulate, for each database
             populated = False
             for db in candidates:
@@ -326,21 +353,21 @@ class Evictor:
                     continue
                 populated = True
                 db_id = db.id
-                if len(data) <= 64:
-                    slots = self._sample_run(db, n, raw=True)
-                else:
-                    # maxmemory-samples consecutive slots of the database's snapshot from a
-                    # random place, as dictGetSomeKeys reads consecutive buckets; a deleted
-                    # key's slot is skipped below (see _snapshot)
-                    snap = snaps[db_id]
-                    if snap is None or len(data) > self.snap_limit[db_id]:
-                        snap = self._snapshot(db)
-                    i = int(_random() * len(snap))
+                snap = snaps[db_id]
+                if snap is None or len(data) > self.snap_limit[db_id]:
+                    snap = self._snapshot(db)
+                if snap is not None:
+                    # maxmemory-samples consecutive slots of the database's snapshot from
+                    # a random place, as dictGetSomeKeys reads consecutive buckets (the
+                    # snapshot repeats its first slots at its end: the buckets wrap); a
+                    # deleted key's slot is skipped below (see _snapshot)
+                    i = _getrandbits(32) % (len(snap) - n)
                     slots = snap[i:i + n]
-                    if len(slots) < n:  # wrapping around, as the buckets do
-                        slots += snap[:n - len(slots)]
-                if lru and len(db.access) >= len(data):
-                    # every live key has its stamp, so a slot without one is a deleted key's
+                else:
+                    slots = self._sample_run(db, n, raw=True)
+                if lru:
+                    # an LRU stamp is the clock at the last access; a live key without
+                    # one (loaded, never touched since) counts from the base
                     get = db.access.get
                     clock = db.clock
                     dead = 0
@@ -348,32 +375,27 @@ class Evictor:
                     for key in slots:
                         stamp = get(key)
                         if stamp is None:
-                            dead += 1
-                            continue
-                        score = clock - stamp
-                        if score <= worst:
+                            if key not in data:
+                                dead += 1
+                                continue
+                            stamp = db.access_base
+                        if clock - stamp <= worst:
                             continue  # no better than the pool's worst: Redis skips it too
+                        score = clock - stamp
                         k = bisect_left(pool, score, key=_score)
                         if len(pool) >= POOL_SIZE:
                             del pool[0]
                             k -= 1
-                        pool.insert(k, (score, db_id, key))
-                        if len(pool) >= POOL_SIZE:
+                            pool.insert(k, (score, db_id, key))
                             worst = pool[0][0]
+                        else:
+                            pool.insert(k, (score, db_id, key))
+                            if len(pool) >= POOL_SIZE:
+                                worst = pool[0][0]
                 else:
                     dead = self._score_into_pool(db, slots, lru)
-                if dead:
-                    # An eighth of the snapshot gone (evictions, and deletions sampling ran
-                    # into), or eight samples in a row that found nothing: take a new one.
-                    # Evicted keys cluster (LRU takes the oldest, which sit together), so a
-                    # sample of deleted slots alone is no sign that most of it has gone.
-                    budget[db_id] -= dead
-                    if dead == len(slots):
-                        empty = self.snap_empty[db_id] = self.snap_empty[db_id] + 1
-                    else:
-                        empty = self.snap_empty[db_id] = 0
-                    if budget[db_id] <= 0 or empty >= 8:
-                        snaps[db_id] = None
+                if dead and snap is not None:
+                    self._dead_slots(db_id, dead, dead == len(slots))
             if not populated:
                 if candidates is dbs:
                     return EVICT_FAIL
@@ -387,9 +409,9 @@ class Evictor:
                     break
             else:
                 continue
-            budget[db_id] -= 1  # its slot is dead from now on
-            used -= per_key[db_id] + _KEY_TABLES
-            # deleteEvictedKeyAndPropagate (_evict), inline
+            self.snap_budget[db_id] -= 1  # its slot is dead from now on
+            used -= self.figure.per_key[db_id] + _KEY_TABLES
+            # deleteEvictedKeyAndPropagate (_evict), inline: a change there belongs here
             if self.lazy:
                 value = db.data.get(key)
                 if value is not None and free_effort(value, s) > LAZYFREE_THRESHOLD:
@@ -403,18 +425,37 @@ class Evictor:
             watched = db.watched  # db.modified(key), its test inline
             if watched and key in watched:
                 db.keyspace.on_modified(db, key)
-            blocking = s.blocking
-            if blocking.waiters:
-                blocking.signal(db_id, key)
+            if s.blocking.waiters:
+                s.blocking.signal(db_id, key)
             notifier = events.notifier
             if notifier is not None:
                 notifier(db_id, "e", b"evicted", key)
             self.evicted_keys += 1
+            if used <= maxmemory:
+                return EVICT_OK
             freed += 1
-            if not freed & 15 and perf_counter() - start > self.limit_s:
+            if freed == 1:
+                # more than one key to go: the time limit counts from here (the first
+                # eviction, a few microseconds, is left out of it)
+                start = perf_counter()
+            elif not freed & 15 and perf_counter() - start > self.limit_s:
                 self._continue_later()
                 return EVICT_RUNNING
-        return EVICT_OK
+
+    def _dead_slots(self, db_id: int, dead: int, all_dead: bool) -> None:
+        """A sample ran into ``dead`` deleted keys' slots of the snapshot: take a new one
+        once an eighth of it is gone (evictions, and deletions sampling ran into), or
+        after eight samples in a row that found nothing. Evicted keys cluster (LRU takes
+        the oldest, which sit together), so a sample of deleted slots alone is no sign
+        that most of the snapshot has gone."""
+        budget = self.snap_budget
+        budget[db_id] -= dead
+        if all_dead:
+            empty = self.snap_empty[db_id] = self.snap_empty[db_id] + 1
+        else:
+            empty = self.snap_empty[db_id] = 0
+        if budget[db_id] <= 0 or empty >= 8:
+            self.snaps[db_id] = None
 
     def _score_into_pool(self, db: Database, slots: list[bytes], lru: bool) -> int:
         """_evict_pooled's samples scored one by one into the pool (LFU, or LRU while
@@ -444,8 +485,9 @@ class Evictor:
                 worst = pool[0][0]
         return dead
 
-    def _snapshot(self, db: Database) -> list[bytes]:
-        """A new snapshot of ``db``'s keys for _pick_pooled to sample.
+    def _snapshot(self, db: Database) -> list[bytes] | None:
+        """A new snapshot of ``db``'s keys for _evict_pooled to sample (None for a
+        database of at most 64 keys: those are sampled from the keys themselves).
 
         Keeping a log of the keys current costs every write of a new key and every
         delete (SCAN's log does that while an iteration is open); a list of the keys
@@ -454,13 +496,23 @@ class Evictor:
         pointers: about 1 ms for 150k keys, once per 19k evictions). What it gives up:
         keys written since the snapshot (at most an eighth of the database) are not
         sampled until the next one, and they are the newest, which LRU would evict
-        last and LFU spares anyway (a new key counts LFU_INIT_VAL)."""
-        snap = list(db.data)
+        last and LFU spares anyway (a new key counts LFU_INIT_VAL).
+
+        Its first maxmemory-samples slots are repeated at its end, so that a sample
+        starting near the end wraps around without a second slice (the snapshots are
+        dropped when maxmemory-samples changes)."""
+        data = db.data
         db_id = db.id
+        if len(data) <= 64:
+            self.snaps[db_id] = None
+            return None
+        snap = list(data)
+        n = len(snap)
+        snap += snap[:self.samples]
         self.snaps[db_id] = snap
-        eighth = max(len(snap) >> 3, 16)
+        eighth = max(n >> 3, 16)
         self.snap_budget[db_id] = eighth  # evictions and deleted slots seen before the next one
-        self.snap_limit[db_id] = len(snap) + eighth  # ... or the database grown this much
+        self.snap_limit[db_id] = n + eighth  # ... or the database grown this much
         self.snap_empty[db_id] = 0
         return snap
 

@@ -70,6 +70,9 @@ _INT = _sizeof(1 << 40)
 TABLE_PER_KEY = (4 + 16) * 3 * math.log(2)
 _EMPTY_DICT = _sizeof({})
 _3_EMPTY_DICTS = 3 * _EMPTY_DICT  # a database's keys, access stamps and expiry times
+# What an access stamp (an int of its own under LFU) and an expiry time count, table slot included
+_LFU_PER_KEY = TABLE_PER_KEY + _INT
+_EXPIRE_PER_KEY = TABLE_PER_KEY + _INT
 
 
 def dict_table(n: int) -> int:
@@ -146,6 +149,7 @@ class MemoryFigure:
         self.samples = [_DbSample() for _ in server.keyspace.dbs]
         # Per database: the mean heap bytes of a key and its value.
         self.per_key = [0.0] * len(self.samples)
+        self.per_key_table = [TABLE_PER_KEY] * len(self.samples)  # per_key + a table slot
         self.clients_normal = 0  # the sum of the normal clients' ``mem``
         self.clients_replicas = 0
         self.clients_limit = 0  # maxmemory-clients in bytes (0: no client eviction)
@@ -158,6 +162,9 @@ class MemoryFigure:
         # databases that hold keys.
         self.evict_base = self.startup
         self.active: list[Database] = []
+        # The evictor's per-database snapshots of the keys (Evictor.snaps), once there is
+        # one: _refresh_db samples them rather than walking a dict to a random place.
+        self.snaps: list[list[bytes] | None] | None = None
         self.refresh()
         server.config.listeners.append(self._config_changed)
         self.configure()
@@ -272,20 +279,19 @@ class MemoryFigure:
 
         Called before every command while maxmemory is set, so it reads only the
         databases that held keys at the last refresh (their tables and key counts, as
-        INFO does); the buffers are the cron's sum."""
+        INFO does); the buffers are the cron's sum. db_overhead and dataset's sum, in
+        one float expression a database: a key's bytes with its table slot are one
+        coefficient (``per_key_table``), and one int() at the end (an int() of a float
+        costs as much as the rest of a line)."""
         total = self.evict_base + self.clients_normal
-        per_key = self.per_key
+        coef = self.per_key_table
         for db in self.active:
-            # db_overhead(db), inline: this runs before every command
-            data, access, expires = db.data, db.access, db.expires
-            n = len(data)
-            total += (int(n * per_key[db.id]) + _3_EMPTY_DICTS
-                      + int((n + len(access) + len(expires)) * TABLE_PER_KEY))
+            expires = db.expires
+            total += (len(db.data) * coef[db.id] + _3_EMPTY_DICTS
+                      + len(db.access) * (_LFU_PER_KEY if db.lfu else TABLE_PER_KEY))
             if expires:
-                total += len(expires) * _INT + _sizeof(db.volatile_log)
-            if db.lfu:
-                total += len(access) * _INT
-        return total
+                total += len(expires) * _EXPIRE_PER_KEY + _sizeof(db.volatile_log)
+        return int(total)
 
     def after_write(self, db: Database) -> None:
         """After a write in ``db``: if it just got its first keys it joins ``active`` now
@@ -308,6 +314,7 @@ class MemoryFigure:
             n = len(db.data)
             if not n:
                 self.per_key[db.id] = 0.0
+                self.per_key_table[db.id] = TABLE_PER_KEY
                 if db.expires:
                     idle_tables += self.db_overhead(db)
                 continue
@@ -326,16 +333,27 @@ class MemoryFigure:
         sample.at = now
         data = db.data
         n = len(data)
+        keys: list[bytes] = []
         if n <= SAMPLES:
             sample.sizes.clear()
             sample.total = 0
-            keys: list[bytes] = list(data)
+            keys = list(data)
         else:
-            start = random.randrange(n - SAMPLES + 1)
-            keys = list(islice(data, start, start + SAMPLES))
+            snaps = self.snaps
+            snap = snaps[db.id] if snaps is not None else None
+            if snap is not None and len(snap) > 2 * SAMPLES:
+                # the evictor's snapshot of the keys (server/evict.py): a random run of it
+                # costs nothing like walking the dict to a random place (5 ms at 200k
+                # keys, a few times a second under maxmemory)
+                start = random.randrange(len(snap) - SAMPLES + 1)
+                keys = [k for k in snap[start:start + SAMPLES] if k in data]
+            if not keys:
+                start = random.randrange(n - SAMPLES + 1)
+                keys = list(islice(data, start, start + SAMPLES))
         for key in keys:
             sample.add(entry_size(key, data[key]))
         self.per_key[db.id] = pk = sample.mean()
+        self.per_key_table[db.id] = pk + TABLE_PER_KEY
         return pk
 
     def _buffers(self) -> None:
