@@ -31,7 +31,6 @@ from __future__ import annotations
 import random
 import time
 from bisect import bisect_left
-from operator import itemgetter
 from time import perf_counter
 from typing import TYPE_CHECKING
 
@@ -60,7 +59,9 @@ EVICT_FAIL = 2
 POOL_SIZE = 16
 _random = random.random
 _getrandbits = random.getrandbits
-_score = itemgetter(0)  # a pool entry's score
+# The pool (score, db id, key), ascending, is bisected with (score,): a 1-tuple sorts
+# ahead of every entry of the same score, and no key function is called per probe.
+
 # What an evicted key's slots in its database's dicts (keys, access stamps) count for
 _KEY_TABLES = 2 * TABLE_PER_KEY
 _UNBOUNDED = float("-inf")  # the worst score while the pool has room
@@ -85,10 +86,11 @@ class Evictor:
         # per database: _evict_pooled's snapshot of its keys, and when to take the next
         ndb = len(server.keyspace.dbs)
         self.snaps: list[list[bytes] | None] = [None] * ndb
-        self.snap_budget = [0] * ndb
+        self.snap_renew = [0] * ndb
         self.snap_limit = [0] * ndb
         self.snap_empty = [0] * ndb  # samples in a row that found only deleted slots
         figure.snaps = self.snaps  # the figure's sampling reads them too
+        server.cron_hooks.append(self._cron)
         self.next_db = 0
         self.evicted_keys = 0
         self.dirty = -1  # server.dirty at the last call
@@ -123,6 +125,7 @@ class Evictor:
     def reset_stats(self) -> None:
         """CONFIG RESETSTAT."""
         self.evicted_keys = 0
+        self.snaps[:] = [None] * len(self.snaps)  # their snap_renew counts evicted_keys
         self.exceeded_total = 0.0
         if self.exceeded_since:
             self.exceeded_since = time.monotonic()
@@ -354,7 +357,7 @@ class Evictor:
                 populated = True
                 db_id = db.id
                 snap = snaps[db_id]
-                if snap is None or len(data) > self.snap_limit[db_id]:
+                if snap is None or self.evicted_keys >= self.snap_renew[db_id]:
                     snap = self._snapshot(db)
                 if snap is not None:
                     # maxmemory-samples consecutive slots of the database's snapshot from
@@ -382,7 +385,7 @@ class Evictor:
                         if clock - stamp <= worst:
                             continue  # no better than the pool's worst: Redis skips it too
                         score = clock - stamp
-                        k = bisect_left(pool, score, key=_score)
+                        k = bisect_left(pool, (score,))
                         if len(pool) >= POOL_SIZE:
                             del pool[0]
                             k -= 1
@@ -395,7 +398,7 @@ class Evictor:
                 else:
                     dead = self._score_into_pool(db, slots, lru)
                 if dead and snap is not None:
-                    self._dead_slots(db_id, dead, dead == len(slots))
+                    self._dead_slots(db, dead, dead == len(slots))
             if not populated:
                 if candidates is dbs:
                     return EVICT_FAIL
@@ -409,7 +412,6 @@ class Evictor:
                     break
             else:
                 continue
-            self.snap_budget[db_id] -= 1  # its slot is dead from now on
             used -= self.figure.per_key[db_id] + _KEY_TABLES
             # deleteEvictedKeyAndPropagate (_evict), inline: a change there belongs here
             if self.lazy:
@@ -442,20 +444,31 @@ class Evictor:
                 self._continue_later()
                 return EVICT_RUNNING
 
-    def _dead_slots(self, db_id: int, dead: int, all_dead: bool) -> None:
+    def _dead_slots(self, db: Database, dead: int, all_dead: bool) -> None:
         """A sample ran into ``dead`` deleted keys' slots of the snapshot: take a new one
-        once an eighth of it is gone (evictions, and deletions sampling ran into), or
-        after eight samples in a row that found nothing. Evicted keys cluster (LRU takes
-        the oldest, which sit together), so a sample of deleted slots alone is no sign
-        that most of the snapshot has gone."""
-        budget = self.snap_budget
-        budget[db_id] -= dead
+        once an eighth of it is gone (evictions, and deletions sampling ran into: each
+        brings ``snap_renew`` one nearer), or after eight samples in a row that found
+        nothing, or once the database has grown an eighth. Evicted keys cluster (LRU
+        takes the oldest, which sit together), so a sample of deleted slots alone is no
+        sign that most of the snapshot has gone."""
+        db_id = db.id
+        self.snap_renew[db_id] -= dead
         if all_dead:
             empty = self.snap_empty[db_id] = self.snap_empty[db_id] + 1
         else:
             empty = self.snap_empty[db_id] = 0
-        if budget[db_id] <= 0 or empty >= 8:
+        if empty >= 8 or len(db.data) > self.snap_limit[db_id]:
             self.snaps[db_id] = None
+
+    def _cron(self) -> None:
+        """Drop the snapshot of a database grown an eighth since it was taken (its new
+        keys are sampled from the next one); _evict_pooled leaves that check to the
+        cron, as a database at maxmemory does not grow."""
+        snaps = self.snaps
+        dbs = self.server.keyspace.dbs
+        for db_id, snap in enumerate(snaps):
+            if snap is not None and len(dbs[db_id].data) > self.snap_limit[db_id]:
+                snaps[db_id] = None
 
     def _score_into_pool(self, db: Database, slots: list[bytes], lru: bool) -> int:
         """_evict_pooled's samples scored one by one into the pool (LFU, or LRU while
@@ -511,7 +524,8 @@ class Evictor:
         snap += snap[:self.samples]
         self.snaps[db_id] = snap
         eighth = max(n >> 3, 16)
-        self.snap_budget[db_id] = eighth  # evictions and deleted slots seen before the next one
+        # evictions (counted by evicted_keys) and deleted slots seen before the next one
+        self.snap_renew[db_id] = self.evicted_keys + eighth
         self.snap_limit[db_id] = n + eighth  # ... or the database grown this much
         self.snap_empty[db_id] = 0
         return snap
@@ -551,10 +565,10 @@ def _pool_insert(pool: list[tuple[float, int, bytes]], score: float, db_id: int,
     if len(pool) >= POOL_SIZE:
         if score <= pool[0][0]:
             return
-        k = bisect_left(pool, score, key=_score) - 1
+        k = bisect_left(pool, (score,)) - 1
         del pool[0]
     else:
-        k = bisect_left(pool, score, key=_score)
+        k = bisect_left(pool, (score,))
     pool.insert(k, (score, db_id, key))
 
 
