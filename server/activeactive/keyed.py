@@ -355,7 +355,8 @@ class Keyed:
         which case this is; None when the state is not that simple (collect() decides)."""
         where = (db.id, key)
         kinds = self.keys.get(where)
-        if kinds is None and (name not in _COUNTERS or not _deltas(name, argv, kind)):
+        deltas = _deltas(name, argv, kind) if name in _COUNTERS else None
+        if kinds is None and not deltas:
             # Created by an assign (the usual SET, HSET, SADD, ZADD of a new key): every
             # element a new cell of one assign, as _create makes them.
             engine = self.engine
@@ -378,7 +379,7 @@ class Keyed:
         ops: list[Op] = []
         if kinds is None:
             kinds = self.keys[where] = {}
-            self._create(ops, kinds, key, kind, now, name, argv, ts, origin, seq, seen)
+            self._create(ops, kinds, key, kind, now, name, argv, ts, origin, seq, seen, deltas)
             return ops
         if len(kinds) != 1:
             return None
@@ -395,11 +396,14 @@ class Keyed:
         return ops
 
     def _create(self, ops: list[Op], kinds: Kinds, key: bytes, kind: bytes, now: Any, name: str,
-                argv: list[bytes], ts: int, origin: int, seq: int, seen: dict[int, int]) -> None:
+                argv: list[bytes], ts: int, origin: int, seq: int, seen: dict[int, int],
+                deltas: dict[bytes, Number] | None = None) -> None:
         """The ops of a value of ``kind`` that replaced nothing this instance saw of it:
-        every element assigned, or incremented from 0 (a counter its increment created)."""
+        every element assigned, or incremented from 0 (a counter its increment created).
+        ``deltas``: the command's increments, when the caller worked them out already."""
         cells = kinds.setdefault(kind, {})
-        deltas = _deltas(name, argv, kind)
+        if deltas is None:
+            deltas = _deltas(name, argv, kind)
         for elem, v in _elements(now, kind):
             delta = deltas.get(elem)
             if delta is not None and elem not in cells:
