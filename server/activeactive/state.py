@@ -48,7 +48,7 @@ import io
 from typing import TYPE_CHECKING, Any
 
 from rill.persistence import rdb
-from rill.protocol.effects import compact_from_wire, decode_records, encode_vc
+from rill.protocol.effects import MAX_REGION, compact_from_wire, decode_records, encode_vc
 from rill.storage.list import ListValue
 from rill.storage.stream import ID_MAX, MASK64, Stream
 from rill.storage.stream.active import ActiveStream
@@ -265,12 +265,12 @@ def _merge_key(server: Server, db: Any, key: bytes, a: ActiveStream | None,
             for sid, fv in asub.iter_range():
                 if bsub is None or not bsub.exists(sid):
                     ops.append([b"XADD", rb, _fmt(sid), *fv])
-        elif asub is not None and mine.get(r, 0) < theirs.get(r, 0):
+        elif asub is not None and _progress(r, mine) < _progress(r, theirs):
             # Entries above the receiver's last ID in r are the ones it has not seen.
             for sid, fv in asub.iter_range(b_last + 1, ID_MAX):
                 ops.append([b"XADD", rb, _fmt(sid), *fv])
         if bsub is not None and bsub.length:
-            bound = a_last if lost else ID_MAX if theirs.get(r, 0) >= mine.get(r, 0) else a_last
+            bound = a_last if lost else ID_MAX if _progress(r, theirs) >= _progress(r, mine) else a_last
             gone = _missing(bsub, asub, bound)
             if gone:
                 args: list[bytes] = []
@@ -304,6 +304,19 @@ def _merge_key(server: Server, db: Any, key: bytes, a: ActiveStream | None,
         db.delete(key)
         engine.hlls.show(db, key)  # what a hidden other kind holds shows again
     return True
+
+
+def _progress(r: int, clock: dict[int, int]) -> int:
+    """How much of sub-stream ``r`` an instance whose applied clock is ``clock`` has seen:
+    a region's own sub-stream, by its count of that region's effects; one a RENAME moved
+    (a key above MAX_REGION, naming the moving effect: ``seq << 24 | region << 16 | ...``,
+    see ActiveStream.rekey), 1 once that effect is applied, else 0, since it gets no
+    entries after the move. By the moved entries' own regions instead, a side that had
+    deleted them at the old key but not seen the RENAME would delete the moved copies too,
+    which applying every effect never does."""
+    if r <= MAX_REGION:
+        return clock.get(r, 0)
+    return 1 if clock.get((r >> 16) & 0xFF, 0) >= r >> 24 else 0
 
 
 def _missing(bsub: Stream, asub: Stream | None, bound: int) -> list[int]:

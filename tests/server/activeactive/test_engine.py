@@ -507,3 +507,31 @@ def test_an_rdb_backlog_of_the_argv_format_is_converted_and_a_bad_one_refused(tw
     a.engine.backlog = Backlog(1 << 20)
     with pytest.raises(ValueError, match="not an ACTIVEACTIVE APPLY record"):
         restore_backlog(a.engine, bad)
+
+
+def test_a_full_sync_keeps_entries_a_rename_moved_that_the_sender_deleted_before_seeing_it(two):
+    """b RENAMEs a stream while a, concurrently, deletes it: applying every effect leaves
+    the moved entries at the new key (a's DEL saw them at the old one). A full sync must
+    end the same, though a's clock covers the entries' own XADD: what a has seen of the
+    moved sub-stream is whether it applied the RENAME."""
+    from rill.server.activeactive.state import dump_state, merge_state
+
+    a, b = two
+    whole = Region(3)
+    b("XADD", "s1", "*", "f", "v")
+    sync(a, b)
+    a("DEL", "s1")
+    b("RENAME", "s1", "s2")
+    a.send(whole)
+    b.send(whole)
+    assert len(ids(whole, "s2")) == 1 and ids(whole, "s1") == []
+    pa, pb = dump_state(a.server), dump_state(b.server)
+    merge_state(a.server, pb)
+    merge_state(b.server, pa)
+    for r in (a, b):
+        assert xrange(r, "s2") == xrange(whole, "s2") and r("EXISTS", "s1") == b":0\r\n"
+    # Once a has applied the RENAME, an entry it lacks there was deleted there.
+    sync(a, b, whole)
+    a("XDEL", "s2", ids(a, "s2")[0].decode())
+    merge_state(b.server, dump_state(a.server))
+    assert ids(b, "s2") == []
