@@ -171,7 +171,7 @@ class Client(ClientCore):
         self.rbs = REPLY_CHUNK
         self.rbp = 0
         self.rbp_at = time.monotonic() * 1000
-        self.obuf_soft_since = 0.0
+        self.obuf_soft_since = 0  # unixtime (whole seconds) its output first passed the soft limit
         self.in_exec = False
         self.propagate = True
         self.no_evict = False

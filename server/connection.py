@@ -100,16 +100,27 @@ class ReplyBatch:
 
 
 def reply_batch(server: Server) -> ReplyBatch:
-    """The server's one :class:`ReplyBatch`, made on first use."""
+    """The server's one :class:`ReplyBatch`, made on first use (with the cron's check of
+    the output buffer soft limits)."""
     batch = server.reply_batch
     if batch is None:
         batch = server.reply_batch = ReplyBatch(server)
+        server.cron_hooks.append(lambda: check_soft_limits(server))
         server.serve_while_busy = lambda caller: serve_while_busy(server, caller)
     return batch
 
 
 # Every open connection, for serve_while_busy (the event loop cannot be re-entered).
 _LIVE: set[Connection] = set()
+
+
+def check_soft_limits(server: Server) -> None:
+    """clientsCron's output buffer check: a normal or pub/sub client past its soft limit
+    to which nothing more is written would otherwise never be checked again; it is
+    closed once its seconds lapse (while the transport still holds that much)."""
+    for conn in [c for c in _LIVE if c.server is server and c.client is not None
+                 and c.client.obuf_soft_since and not c.closed]:
+        conn._check_output_limits(from_cron=True)
 BIG_ARG = 32 * 1024  # Redis's PROTO_MBULK_BIG_ARG
 
 
@@ -433,10 +444,14 @@ class Connection(asyncio.Protocol):
         elif client.close_after_reply:
             self._close()
 
-    def _check_output_limits(self, pending: int = 0) -> bool:
-        """client-output-buffer-limit: close the client when the output the transport
-        holds, plus ``pending`` bytes about to be written, is past its class's hard
-        limit or past the soft one for long enough. True when it closed."""
+    def _check_output_limits(self, pending: int = 0, from_cron: bool = False) -> bool:
+        """client-output-buffer-limit (checkClientOutputBufferLimits): close the client
+        when the output the transport holds, plus ``pending`` bytes about to be written,
+        is past its class's hard limit, or past the soft one for more than its seconds
+        (whole seconds, as Redis counts them on its unixtime clock). True when it closed.
+        A write that finds it over is logged as Redis's "scheduled to be closed ASAP"; the
+        cron's check ("closed", see check_soft_limits) drops it with its output at once,
+        as Redis's clientsCron frees it."""
         client = self.client
         transport = self.transport
         if client is None or transport is None or client.repl is not None:
@@ -444,19 +459,23 @@ class Connection(asyncio.Protocol):
         kind = "pubsub" if client.subscriptions else "normal"
         hard, soft, soft_secs = self.server.obuf_limits.get(kind, (0, 0, 0))
         size = transport.get_write_buffer_size() + pending
-        now = time.time()
         over = hard and size >= hard
         if soft and size >= soft:
+            now = int(time.time())
             if not client.obuf_soft_since:
-                client.obuf_soft_since = now
-            elif now - client.obuf_soft_since >= soft_secs:
+                client.obuf_soft_since = now  # the first time: its seconds start now
+            elif now - client.obuf_soft_since > soft_secs:
                 over = True
         else:
-            client.obuf_soft_since = 0.0
+            client.obuf_soft_since = 0
         if over:
-            log.warning("Client id=%d addr=%s scheduled to be closed ASAP for overcoming of output buffer limits.",
-                        client.id, client.addr)
-            self._close()
+            log.warning("Client %s %s for overcoming of output buffer limits.",
+                        client.info_line().decode(errors="replace"),
+                        "closed" if from_cron else "scheduled to be closed ASAP")
+            if from_cron:
+                self._drop()
+            else:
+                self._close()
         return bool(over)
 
     def _drop(self) -> None:

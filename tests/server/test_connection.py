@@ -193,6 +193,48 @@ def test_a_reply_past_the_hard_output_limit_closes_the_client(start):
         c.close()
 
 
+@pytest.mark.parametrize("start", [start_rill, start_redis])
+def test_a_client_past_its_soft_output_limit_is_closed_by_the_cron(start):
+    """A client past its soft limit that is written nothing more is still closed once
+    the soft seconds lapse: Redis's clientsCron frees it, logged "closed for overcoming
+    of output buffer limits.". It is not closed before (1 s: at least a second)."""
+    import time
+
+    with start("--client-output-buffer-limit", "normal 0 1mb 1") as server:
+        c = RawClient(server.port)
+        other = RawClient(server.port)
+        assert c.call("SETRANGE", "k", 16_000_000, "v") == b":16000001\r\n"
+        c.send_raw(encode_command([b"GET", b"k"]))  # not read: most of it stays queued
+        time.sleep(0.5)
+        assert other.call("CLIENT", "LIST").count(b"id=") == 2
+        time.sleep(3)
+        assert other.call("CLIENT", "LIST").count(b"id=") == 1
+        assert c.closed_by_peer()
+        assert "closed for overcoming of output buffer limits." in server.log()
+        c.close()
+        other.close()
+
+
+def test_the_soft_output_limit_needs_more_than_its_seconds_in_whole_seconds(monkeypatch):
+    """checkClientOutputBufferLimits counts the soft limit's seconds on the unixtime
+    clock: over only once the whole seconds since it was first passed are more than
+    the configured ones (2 s into a 1 s limit), never at exactly 1."""
+    import rill.server.connection as connection
+
+    server = _loop_server()
+    server.obuf_limits["normal"] = (0, 1000, 1)
+    conn, transport = _connect(server)
+    transport.get_write_buffer_size = lambda: 5000
+    transport.abort = transport.close  # the cron drops it, output and all
+    clock = [100.9]
+    monkeypatch.setattr(connection.time, "time", lambda: clock[0])
+    assert not conn._check_output_limits()  # first passed: at second 100
+    clock[0] = 101.99  # one whole second on: not more than 1
+    assert not conn._check_output_limits(from_cron=True) and not transport.closed
+    clock[0] = 102.0
+    assert conn._check_output_limits(from_cron=True) and conn.closed and transport.closed
+
+
 def test_redis_py_resp2_and_resp3(rill_server):
     for protocol in (2, 3):
         r = redis.Redis(port=rill_server.port, protocol=protocol)
