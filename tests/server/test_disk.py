@@ -17,6 +17,7 @@ from tests.server.persistence_helpers import (
     start_expecting_failure,
     wait_bgsave,
     wait_for,
+    wait_rewrite,
 )
 from tests.support import RawClient
 
@@ -260,4 +261,7 @@ def test_info_persistence_fields(workdir):
         for name in ("aof_current_size", "aof_base_size", "aof_pending_rewrite", "aof_buffer_length",
                      "aof_pending_bio_fsync", "aof_delayed_fsync"):
             assert f"\r\n{name}:" in text
+        # The AOF's first rewrite must end before the with-block's SIGTERM, which a server
+        # still writing its initial AOF refuses (as Redis): the stop then waited 10 s to kill.
+        wait_rewrite(c)
         c.close()
