@@ -43,7 +43,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class _Backoff:
+class Backoff:
     """The pauses between polls of a condition: 5 ms at first, doubling up to 50 ms. Most
     conditions (a server listening, a replica in sync) hold within a few tens of ms, so a
     fixed 50 ms pause lost ~25 ms a wait on average; a long wait still polls at 50 ms."""
@@ -75,7 +75,7 @@ class ServerProcess:
         self.proc = subprocess.Popen(self.argv, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
                                      preexec_fn=self.preexec_fn)
         deadline = time.monotonic() + timeout
-        pause = _Backoff()
+        pause = Backoff()
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited: {self.log()}")
@@ -143,7 +143,7 @@ def wait_until(predicate, timeout: float = 15.0):
     """Poll ``predicate`` until it returns something true, and return that; fail the
     test if it never does within ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
-    pause = _Backoff()
+    pause = Backoff()
     while time.monotonic() < deadline:
         value = predicate()
         if value:

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from hiredis import Reader
 
 from tests.server.activeactive.proxy import ChaosProxy
-from tests.support import RawClient, ServerProcess, free_port, rill_process, scratch_dir
+from tests.support import Backoff, RawClient, ServerProcess, free_port, rill_process, scratch_dir
 
 WAIT_MS = 15000
 # Several interpreters starting at once on a loaded machine can take a while to listen.
@@ -190,6 +190,7 @@ class Cluster:
     def wait_links(self, timeout: float = 20.0) -> None:
         """Until every instance reports every link up."""
         deadline = time.monotonic() + timeout
+        pause = Backoff()
         while True:
             down = [(node.region, p["peer"]) for node in self.nodes for p in node.status()
                     if p["link"] != b"up"]
@@ -197,7 +198,7 @@ class Cluster:
                 return
             if time.monotonic() > deadline:
                 raise AssertionError(f"links still down: {down}\n{self.describe()}")
-            time.sleep(0.05)
+            pause()
 
     def pause_all(self) -> None:
         """Every instance stops sending to every peer (the start of a concurrent step)."""
