@@ -29,7 +29,8 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 PACKAGES = {"rill.protocol": "protocol", "rill.storage": "storage", "rill.server": "server"}
 HOT = {
     "rill.protocol": ["parser.py", "reply.py", "effects.py"],
-    "rill.storage": ["listpack.py", "rax.py", "stream/stream.py", "stream/fastread.py", "stream/groups.py"],
+    "rill.storage": ["listpack.py", "rax.py", "stream/stream.py", "stream/fastread.py", "stream/groups.py",
+                     "stream/active.py"],
     "rill.server": ["fastpath.py", "commandstats.py", "commands/table.py"],
 }
 
