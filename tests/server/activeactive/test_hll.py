@@ -394,6 +394,8 @@ def test_redis_server_replica_follows_hlls():
         a, b = c
         a.call("PFADD", "h", "x")
         c.sync()
+        # The full sync starts at once (by default the master waits 5 s for more replicas).
+        assert a.call("CONFIG", "SET", "repl-diskless-sync-delay", "0") == b"OK"
         replica = start_redis("--replicaof", "127.0.0.1", str(a.port))
         try:
             rc = RawClient(replica.port)

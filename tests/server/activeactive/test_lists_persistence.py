@@ -55,6 +55,8 @@ def test_redis_server_replica_follows_merged_lists():
         r1, r2 = c
         r1.call("RPUSH", "L", *"abcdef")
         c.sync()
+        # The full sync starts at once (by default the master waits 5 s for more replicas).
+        assert r1.call("CONFIG", "SET", "repl-diskless-sync-delay", "0") == b"OK"
         replica = start_redis("--replicaof", "127.0.0.1", str(r1.port))
         try:
             rc = Plain(replica.port)

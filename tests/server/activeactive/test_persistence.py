@@ -134,6 +134,8 @@ def test_redis_server_replica_of_a_single_instance():
         for i in range(100):
             a.call("XADD", "s", "*", "n", str(i))
         a.call("XGROUP", "CREATE", "s", "g", "0")
+        # The full sync starts at once (by default the master waits 5 s for more replicas).
+        assert a.call("CONFIG", "SET", "repl-diskless-sync-delay", "0") == b"OK"
         replica = start_redis("--replicaof", "127.0.0.1", str(a.proc.port))
         rc = RawClient(replica.port)
         wait_until(lambda: b"master_link_status:up" in rc.call("INFO", "replication"))
@@ -232,6 +234,8 @@ def test_redis_server_replica_equals_the_active_active_instance():
             b.call("XADD", "t", "*", "m", str(i))
         a.call("XGROUP", "CREATE", "s", "g", "0")
         c.sync()
+        # The full sync starts at once (by default the master waits 5 s for more replicas).
+        assert a.call("CONFIG", "SET", "repl-diskless-sync-delay", "0") == b"OK"
         replica = start_redis("--replicaof", "127.0.0.1", str(a.port))
         try:
             rc = RawClient(replica.port)

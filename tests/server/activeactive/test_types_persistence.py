@@ -200,6 +200,8 @@ def test_redis_server_replica_equals_the_active_active_instance_under_every_type
         r1, r2 = c
         run(r1, WRITES_1)
         c.sync()
+        # The full sync starts at once (by default the master waits 5 s for more replicas).
+        assert r1.call("CONFIG", "SET", "repl-diskless-sync-delay", "0") == b"OK"
         replica = start_redis("--replicaof", "127.0.0.1", str(r1.port))
         try:
             rc = Plain(replica.port)
@@ -251,6 +253,8 @@ def test_a_replica_holds_the_float_counters_text_the_instance_holds():
     gets the stored text, not the command's."""
     with Cluster(1) as c:
         (r1,) = c
+        # The full sync starts at once (by default the master waits 5 s for more replicas).
+        assert r1.call("CONFIG", "SET", "repl-diskless-sync-delay", "0") == b"OK"
         replica = start_redis("--replicaof", "127.0.0.1", str(r1.port))
         try:
             rc = Plain(replica.port)
