@@ -141,3 +141,23 @@ def test_an_emptied_backlog_answers_every_question():
         assert b.ts_of(seq) is None and not b.holds(seq)
     assert b.records_from(4) == [] and b.wires_from(4) == []
     assert b.records_from(3) is None and b.wires_from(3) is None
+
+
+@pytest.mark.parametrize("limit", [1, len(rec(1)), 3 * len(rec(1)) + 5, 1 << 20])
+def test_wires_from_cuts_runs_at_record_ends_within_the_limit(limit):
+    """A link sends each piece as one APPLY: pieces end at record ends, hold at most
+    ``limit`` bytes (or one larger record), never span chunks, and together are every
+    record from the asked sequence on, in order."""
+    b = Backlog(1 << 30)
+    big = b"x" * (backlog_module.CHUNK + 10)  # a chunk of its own
+    for seq in range(1, 40):
+        b.append(seq, big if seq == 20 else rec(seq), seq)
+    for start in (1, 7, 20, 21, 39):
+        pieces = b.wires_from(start, limit)
+        assert b"".join(p for _last, p in pieces) == b"".join(w for _s, w in b.records_from(start))
+        first = start
+        for last, piece in pieces:
+            assert piece == b"".join(w for s, w in b.records_from(first) if s <= last)
+            assert len(piece) <= limit or last == first
+            first = last + 1
+        assert first == 40
