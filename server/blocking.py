@@ -166,6 +166,7 @@ class BlockingRegistry:
 
     def __init__(self) -> None:
         self.waiters: dict[tuple[int, bytes], dict[Wait, None]] = {}
+        # Emptied in place, never replaced: the dispatcher holds it for a whole batch.
         self.ready: dict[tuple[int, bytes], None] = {}
         self.blocked_clients = 0
         # Waiters retried even when their key is gone (wake None or on_gone), per queue.

@@ -3,9 +3,9 @@ part of a client it reads and writes per command (``ClientCore``).
 
 They live in a module of their own so that the build can compile them typed
 (fastpath.pxd, docs/hot-core.md): the command's facts (``Command``), its counters
-(``CommandStats``) and the client's core are then C fields, and the durations C
-integers. ``Server`` binds this function as its method and ``Client`` subclasses
-``ClientCore``, so under CPython both are what they were.
+(``CommandStats``) and the server's and client's cores are then C fields, and the durations C
+integers. ``Server`` binds this function as its method and subclasses ``ServerCore``,
+``Client`` subclasses ``ClientCore``: under CPython all are what they were.
 """
 
 from __future__ import annotations
@@ -23,6 +23,16 @@ from .outcomes import NO_REPLY, Block
 if TYPE_CHECKING:
     from .client import Client
     from .server import Server
+
+
+class ServerCore:
+    """The server state the dispatcher tests after every command (Server adds the rest):
+    whether it is special at all (Active-Active, maxmemory, a gate), and what a command
+    left to propagate (extra ops, a rewrite, propagation prevented). Set rarely; read
+    per command, as C fields when compiled. A subclass must not give these names class
+    attributes: they would shadow the fields, and the compiled loop reads the fields."""
+
+    __slots__ = ("_special", "_also", "_rewritten", "_prevent_propagation")
 
 
 class ClientCore:
@@ -60,6 +70,7 @@ def execute_all(server: Server, client: Client, commands: list[list[bytes]], i: 
     n = len(commands)
     dispatch = server.dispatch
     blocking = server.blocking
+    ready = blocking.ready  # the keys signalled ready: emptied in place, never replaced
     # Read once per batch, and again after any command that goes through
     # execute(): only those (CONFIG SET, EXEC, ...) can change them.
     slow_ns = server.slow_ns
@@ -89,7 +100,7 @@ def execute_all(server: Server, client: Client, commands: list[list[bytes]], i: 
                 # the engine (execute() would only repeat the checks made here).
                 client.last_cmd = cmd
                 server.call(client, cmd, argv)
-                if blocking.ready:
+                if ready:
                     blocking.serve_ready()
             elif server._tracking_active:
                 # Its own invalidations follow its reply; CLIENT CACHING lapses.
@@ -147,7 +158,7 @@ def execute_all(server: Server, client: Client, commands: list[list[bytes]], i: 
             elif server._rewritten is not None or server._prevent_propagation:
                 server._rewritten = None
                 server._prevent_propagation = False
-            if blocking.ready:
+            if ready:
                 blocking.serve_ready()
             if cmd.flags & NOSCRIPT:
                 plain = server._plain_client(client)

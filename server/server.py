@@ -54,6 +54,7 @@ from .commandstats import CommandStatsTable
 from .config import Config, parse_percentile
 from .disk import Persistence, master_side
 from .evict import EVICT_FAIL, evictor_of
+from .fastpath import ServerCore
 from .fastpath import execute_all as _execute_all
 from .functions import FunctionsEngine
 from .latency import HDR_OF, LatencyMonitor, record_long
@@ -165,10 +166,11 @@ class _GatingState:
         server._update_special()
 
 
-class Server:
+class Server(ServerCore):
     """All shared state of one rill-server process."""
 
     def __init__(self, config: Config | None = None) -> None:
+        self._special = False
         self.config = config or Config()
         self.keyspace = Keyspace(self.config.int("databases"))
         self.keyspace.on_modified = self._key_modified
@@ -282,7 +284,8 @@ class Server:
     # ``_gated`` is that flag for execute() (processCommand's checks); ``_special``
     # adds Active-Active for execute_all(), whose inline call() would bypass the
     # engine: its writes must take call(), but none of the gate's checks concern it.
-    _special = False
+    # ``_special`` is a field of ServerCore (fastpath.py), set in __init__: a class
+    # attribute here would shadow the compiled field, which the dispatcher reads.
     _gated = False
     # maxmemory alone leaves a plain client's commands on execute_all()'s fast path:
     # of the gate's checks only eviction concerns them, and that is one call there.

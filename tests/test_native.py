@@ -81,8 +81,16 @@ def test_the_pxd_files_reach_the_compiled_build():
     from rill.server import commandstats, fastpath
     from rill.server.commands import table
 
-    for cls in (fastpath.ClientCore, table.Command, commandstats.CommandStats):
+    for cls in (fastpath.ServerCore, fastpath.ClientCore, table.Command, commandstats.CommandStats):
         assert bool(cls.__flags__ & (1 << 9)) != server.native.compiled, cls
+    # A class attribute in a subclass would shadow a compiled field: instances would set
+    # the attribute, and the compiled loop would go on reading the field.
+    from rill.server.client import Client
+    from rill.server.server import Server
+
+    for sub, core in ((Server, fastpath.ServerCore), (Client, fastpath.ClientCore)):
+        for name in core.__slots__:
+            assert name not in vars(sub), (sub, name)
     # The class-wide settings stay settable at run time in both modes (CONFIG SET).
     saved = stream.Stream.node_max_entries
     stream.Stream.node_max_entries = 7
