@@ -31,7 +31,8 @@ HOT = {
     "rill.protocol": ["parser.py", "reply.py", "effects.py"],
     "rill.storage": ["listpack.py", "rax.py", "stream/stream.py", "stream/fastread.py", "stream/groups.py",
                      "stream/active.py"],
-    "rill.server": ["fastpath.py", "commandstats.py", "commands/table.py", "evict.py", "commands/strings.py"],
+    "rill.server": ["fastpath.py", "commandstats.py", "commands/table.py", "evict.py", "commands/strings.py",
+                    "commands/lists.py"],
 }
 
 
