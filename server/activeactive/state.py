@@ -286,7 +286,11 @@ def _merge_key(server: Server, db: Any, key: bytes, a: ActiveStream | None,
         if not any(op[0] in (b"XADD", b"GCREATE") for op in ops + group_ops):
             return False
         b = ActiveStream(engine.region)
-        db.set(key, b)
+        # The key's TTL is the key's, not its kind's: a stream showing over another kind
+        # keeps it (as applying the XADD does), else _merge_ttls, finding the register
+        # unchanged, leaves the key without it.
+        db.set(key, b, keep_ttl=key in db.data)
+        engine._settle_ttl(db, key)
     for op in ops:
         b.apply(op)
     for r, last in raise_last.items():

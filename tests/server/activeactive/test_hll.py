@@ -522,3 +522,26 @@ def test_full_sync_between_real_instances_keeps_delete_wins():
         c.restart(1)
         c.wait_links()
         assert b.call("GET", "kept") == kept
+
+
+def _full_sync_both_ways(a: Region, b: Region) -> None:
+    pa, pb = dump_state(a.server), dump_state(b.server)
+    merge_state(a.server, pb)
+    merge_state(b.server, pa)
+
+
+def test_full_sync_keeps_the_ttl_when_a_stream_shows_over_an_hll():
+    """Seed 142 of the full-sync random runs, shrunk: a stream the full sync brings to a key
+    holding an HLL with a TTL keeps that TTL (the key's, not its kind's), as applying the
+    XADD does; the merge used to store the stream dropping it, and found the TTL register
+    unchanged."""
+    a, b, whole = Region(1), Region(2), Region(3)
+    a("PFMERGE", "h2", "h2")
+    a("PEXPIREAT", "h2", "4000000001000")
+    a("RENAME", "h2", "h1")
+    b("XADD", "h1", "*", "f", "v")
+    a.send(whole)
+    b.send(whole)
+    _full_sync_both_ways(a, b)
+    assert _full_view(a) == _full_view(b) == _full_view(whole)
+    assert a("PEXPIRETIME", "h1") == b":4000000001000\r\n"
