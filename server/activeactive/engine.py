@@ -423,8 +423,12 @@ class ActiveActive:
                 continue
             if now is before:
                 expected = ttl_before
+            elif moved:
+                # Where the moved entries land, the key keeps the TTL its register resolves
+                # to: the TTL the RENAME dropped (the target's) must go there too.
+                expected = self._registered_ttl(db.id, key)
             else:
-                expected = None if moved else self._created_ttl(db, key)
+                expected = self._created_ttl(db, key)
             ttl_now = db.expires.get(key)
             if ttl_now != expected:
                 at = PERSIST if ttl_now is None else ttl_now
@@ -500,6 +504,11 @@ class ActiveActive:
             expected = None  # created with one (SETEX, SET ... EX): it is the key's
         if ttl_now != expected:
             ops.append((db.id, [b"EXPIRE", key, b"%d" % (PERSIST if ttl_now is None else ttl_now)]))
+
+    def _registered_ttl(self, db_id: int, key: bytes) -> int | None:
+        """What the key's TTL register resolves to (None: PERSIST, or no register)."""
+        values = [v for v, _o, _s in self.ttl.get((db_id, key), ())]
+        return None if not values or PERSIST in values else max(values)
 
     def _created_ttl(self, db: Any, key: bytes) -> int | None:
         """A stream this instance just created: a TTL registered for the key while it was

@@ -545,3 +545,24 @@ def test_full_sync_keeps_the_ttl_when_a_stream_shows_over_an_hll():
     _full_sync_both_ways(a, b)
     assert _full_view(a) == _full_view(b) == _full_view(whole)
     assert a("PEXPIRETIME", "h1") == b":4000000001000\r\n"
+
+
+def test_rename_of_a_stream_over_a_key_with_a_ttl_drops_it_at_the_peers_too():
+    """Seed 283 of the full-sync random runs, shrunk: RENAME of a stream onto a key (an
+    HLL here) with a TTL drops that TTL, as in Redis; the moved entries' effect carried no
+    TTL op, so the peers, where they land on the key, kept it (and the renamer's register
+    still held it)."""
+    a, b, whole = Region(1), Region(2), Region(3)
+    a("PFADD", "h2", "x")
+    b("XADD", "h1", "*", "f", "v")
+    a.send(b)
+    b("PEXPIREAT", "h2", "4000000008000")
+    assert b("RENAME", "h1", "h2") == b"+OK\r\n"
+    assert b("PEXPIRETIME", "h2") == b":-1\r\n"
+    a.send(whole)
+    b.send(whole)
+    b.send(a)
+    assert whole("PEXPIRETIME", "h2") == a("PEXPIRETIME", "h2") == b":-1\r\n"
+    assert _full_view(a) == _full_view(b) == _full_view(whole)
+    _full_sync_both_ways(a, b)
+    assert _full_view(a) == _full_view(b) == _full_view(whole)
