@@ -408,6 +408,8 @@ class ActiveActive:
                 for g in now.groups():
                     self.server.also_propagate(old_db, ReplicasOnly([b"XGROUP", b"DESTROY", old_key, g.name]))
                 now.drain()
+                if not self.replaying:
+                    self._collect_replaced(ops, db, key, before, name, argv, now)
                 # The moved entries get sub-streams of their own, named after this effect
                 # (its sequence, our region, which move in it): see ActiveStream.rekey.
                 now.rekey(((self.seq + 1) << 8 | self.region) << 8 | self._moves)
@@ -434,6 +436,24 @@ class ActiveActive:
                 at = PERSIST if ttl_now is None else ttl_now
                 ops.append((db.id, [b"EXPIRE", key, b"%d" % at]))
         return ops
+
+    def _collect_replaced(self, ops: Unit, db: Any, key: bytes, before: Any, name: str,
+                          argv: list[bytes], now: ActiveStream) -> None:
+        """RENAME moved a stream onto ``key``: what the key held of other kinds (shown, or
+        hidden under a stream) goes, observed-remove, as in Redis the target is deleted.
+        Without these ops it stayed in the state here and at the peers, and showed again
+        when the stream emptied (here it then showed nothing: the regions diverged)."""
+        where = (db.id, key)
+        made: list[Op] = []
+        if self.keyed.has(*where):
+            made += self.keyed.collect(db, key, name, argv, before)
+        if self.lists.has(*where):
+            made += self.lists.collect(db, key, name, argv)
+        if self.hlls.has(*where):
+            made += self.hlls.collect(db, key, name, now, argv)
+        if made:
+            self.ttl.pop(where, None)  # a local delete saw every TTL
+            ops.extend((db.id, op) for op in made)
 
     def _collect_keyed(self, ops: Unit, db: Any, key: bytes, before: Any, ttl_before: int | None,
                        name: str, argv: list[bytes]) -> None:

@@ -4,6 +4,8 @@ is a divergence the convergence generator found (test_types_fuzz.py), made small
 
 from __future__ import annotations
 
+import pytest
+
 from tests.server.activeactive.test_engine import Region, sync
 
 
@@ -78,3 +80,24 @@ def test_a_list_renamed_over_a_counter_keeps_its_ttl_everywhere():
     sync(a, b, c)
     assert everywhere((a, b, c), "TYPE", "n0") == b"+list\r\n"
     assert everywhere((a, b, c), "PEXPIRETIME", "n0") != b":-1\r\n"
+
+
+@pytest.mark.parametrize("write", [("PFADD", "k", "x"), ("SET", "k", "text"), ("RPUSH", "k", "x"),
+                                   ("HSET", "k", "f", "v"), ("SADD", "k", "m"), ("ZADD", "k", "1", "m")])
+def test_rename_of_a_stream_over_another_kind_deletes_it_everywhere(write):
+    """RENAME of a stream onto a key of another kind made no delete of that kind: it stayed
+    hidden under the stream, here and at the peers, and when the stream emptied the peers
+    showed it again (here nothing, or the HLL again at both, where Redis had deleted it)."""
+    a, b = Region(1), Region(2)
+    a(*write)
+    sid = a("XADD", "s", "*", "f", "v").split(b"\r\n")[1]
+    a("PEXPIREAT", "k", "4000000000000")
+    sync(a, b)
+    assert a("RENAME", "s", "k") == b"+OK\r\n"
+    assert a("PEXPIRETIME", "k") == b":-1\r\n"
+    sync(a, b)
+    assert everywhere((a, b), "TYPE", "k") == b"+stream\r\n"
+    assert everywhere((a, b), "PEXPIRETIME", "k") == b":-1\r\n"
+    a("XDEL", "k", sid)
+    sync(a, b)
+    assert everywhere((a, b), "EXISTS", "k") == b":0\r\n"
