@@ -784,6 +784,9 @@ class ActiveActive:
                 # concurrent HyperLogLog add, as it does where the stream was.
                 self._tombstone(db.id, key, e, None)
                 self.hlls.dropped(db, key)
+                # The TTLs it saw go too, whatever the key holds now (a string a concurrent
+                # SET wrote over the stream keeps none of them, as at the deleter).
+                self._ttl_deleted(db, key, e)
             if name not in (b"XADD", b"GCREATE"):
                 return
             s = self.server.new_stream()

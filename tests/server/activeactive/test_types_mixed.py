@@ -101,3 +101,21 @@ def test_rename_of_a_stream_over_another_kind_deletes_it_everywhere(write):
     a("XDEL", "k", sid)
     sync(a, b)
     assert everywhere((a, b), "EXISTS", "k") == b":0\r\n"
+
+
+def test_a_stream_del_takes_the_ttls_it_saw_where_a_concurrent_set_replaced_the_stream():
+    """Seed 306 of the full-sync random runs (test_hll.py), shrunk: a peer's DEL of a stream
+    that a concurrent SET replaced here found no stream and returned before dropping the
+    TTLs it had seen, so the string took a TTL nobody holds at the deleter."""
+    a, b, c = Region(1), Region(2), Region(3)
+    a("XADD", "k", "*", "f", "v")
+    a.send(b)
+    b("PEXPIREAT", "k", "4000000002000")
+    b("DEL", "k")
+    a("SET", "k", "text")
+    a.send(c)
+    b.send(c)
+    b.send(a)
+    a.send(b)
+    assert everywhere((a, b, c), "GET", "k") == b"$4\r\ntext\r\n"
+    assert everywhere((a, b, c), "PEXPIRETIME", "k") == b":-1\r\n"
