@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -190,6 +191,15 @@ def test_every_parameter_is_implemented_or_refused():
     assert accounted - table == set(), "names that are not parameters"
     assert not set(IMPLEMENTED) & UNSUPPORTED
     assert not PENDING & (set(IMPLEMENTED) | UNSUPPORTED)
+
+
+def test_the_readme_lists_exactly_the_refused_parameters():
+    """The README's list of parameters refused unless at their default is this table."""
+    readme = (pathlib.Path(__file__).parents[2] / "README.md").read_text()
+    start = readme.index("Refused unless at their default:")
+    listed = readme[start:readme.index("tests/server/test_config.py holds", start)]
+    names = set(re.findall(r"`([a-z_-]+)`", listed))
+    assert names == set(UNSUPPORTED)
 
 
 def test_implemented_parameters_are_read_where_the_audit_says():
