@@ -31,7 +31,7 @@ from __future__ import annotations
 import random
 import time
 from bisect import bisect_left
-from time import perf_counter
+from time import perf_counter, perf_counter_ns
 from typing import TYPE_CHECKING
 
 from rill.storage.keyspace import LFU_INIT_VAL, Database, ScanLog, lfu_decayed
@@ -114,8 +114,12 @@ class Evictor:
         self.samples = samples
         self.limit_s = time_limit_us(c.int("maxmemory-eviction-tenacity")) / 1e6
         # the cache's policies (all keys, LRU or LFU) take the lean path
-        self.evict_down = (self._evict_pooled if self.kind in ("lru", "lfu") and not self.volatile
-                           else self._evict_picked)
+        self.untimed_down = (self._evict_pooled if self.kind in ("lru", "lfu") and not self.volatile
+                             else self._evict_picked)
+        # The latency monitor's eviction-cycle and eviction-del events, as Redis records
+        # them: the clock is read for them only while latency-monitor-threshold is set.
+        self.timed = c.int("latency-monitor-threshold") > 0
+        self.evict_down = self._evict_down_timed if self.timed else self.untimed_down
         self.lazy = c.bool("lazyfree-lazy-eviction")
         self.replica_ignores = c.bool("replica-ignore-maxmemory")
         if name == "maxmemory-policy":
@@ -185,6 +189,14 @@ class Evictor:
         finally:
             if current is not None:
                 tracking.current = current
+
+    def _evict_down_timed(self, used: int, maxmemory: int) -> int:
+        """The eviction loop timed as a whole: the latency monitor's eviction-cycle."""
+        start = perf_counter_ns()
+        try:
+            return self.untimed_down(used, maxmemory)
+        finally:
+            self.server.latency_event("eviction-cycle", perf_counter_ns() - start)
 
     def _evict_picked(self, used: int, maxmemory: int) -> int:
         """performEvictions' loop for the random, TTL and volatile policies: pick, evict,
@@ -423,7 +435,12 @@ class Evictor:
                 engine.key_expired(db_id, key, db.data.get(key))
             if s.propagating:
                 s.propagate([(db_id, [b"UNLINK" if self.lazy else b"DEL", key])])
-            db.delete(key)
+            if self.timed:
+                deleting = perf_counter_ns()
+                db.delete(key)
+                s.latency_event("eviction-del", perf_counter_ns() - deleting)
+            else:
+                db.delete(key)
             watched = db.watched  # db.modified(key), its test inline
             if watched and key in watched:
                 db.keyspace.on_modified(db, key)
@@ -545,7 +562,12 @@ class Evictor:
             engine.key_expired(db.id, key, db.data.get(key))
         if s.propagating:
             s.propagate([(db.id, [b"UNLINK" if self.lazy else b"DEL", key])])
-        db.delete(key)
+        if self.timed:  # the latency monitor's eviction-del: the deletion alone
+            deleting = perf_counter_ns()
+            db.delete(key)
+            s.latency_event("eviction-del", perf_counter_ns() - deleting)
+        else:
+            db.delete(key)
         watched = db.watched  # db.modified(key), its test inline
         if watched and key in watched:
             db.keyspace.on_modified(db, key)

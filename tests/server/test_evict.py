@@ -4,12 +4,20 @@ the evicted event, its propagation, and a write flood against a real rill-server
 from __future__ import annotations
 
 import pytest
+import redis
 import rill.server.commands  # noqa: F401  (registers the command families)
 from rill.server.evict import EVICT_OK, evictor_of
 from rill.server.memory import memory_of
 from rill.server.server import Server
 
-from tests.support import RawClient, encode_command, inproc_keyevents, run_inproc, start_rill
+from tests.support import (
+    RawClient,
+    encode_command,
+    inproc_keyevents,
+    run_inproc,
+    start_rill,
+    wait_until,
+)
 
 OOM = b"-OOM command not allowed when used memory > 'maxmemory'.\r\n"
 POLICIES = ["noeviction", "allkeys-lru", "allkeys-lfu", "allkeys-random",
@@ -432,3 +440,36 @@ def test_dict_table_follows_the_key_count_within_a_third_of_real_tables():
     for n in (100, 1000, 5000, 30000, 100000):
         real = sys.getsizeof(dict.fromkeys(range(n)))
         assert 0.66 <= dict_table(n) / real <= 1.5, (n, dict_table(n), real)
+
+
+@pytest.mark.parametrize("policy", ["allkeys-lru", "allkeys-random"])
+def test_evictions_are_latency_events_as_in_redis(oracle_server, policy):
+    """With latency-monitor-threshold set, evicting a key whose deletion takes longer (a
+    set of 300k members) records eviction-del and eviction-cycle, on both servers; with
+    the monitor off, nothing is recorded."""
+    ours = start_rill()
+    try:
+        for port in (ours.port, oracle_server.port):
+            r = redis.Redis(port=port)
+            r.flushall()
+            r.latency_reset()
+            r.config_set("maxmemory-policy", policy)
+            for threshold in (0, 1):
+                r.config_set("latency-monitor-threshold", threshold)
+                with r.pipeline(transaction=False) as p:
+                    for i in range(300):
+                        p.sadd("big", *range(i * 1000, (i + 1) * 1000))
+                    p.execute()
+                r.config_set("maxmemory", 1)  # every key goes, at once
+                wait_until(lambda r=r: r.dbsize() == 0)
+                r.config_set("maxmemory", 0)
+                events = {e[0] for e in r.execute_command("LATENCY", "LATEST")}
+                if threshold:
+                    assert {b"eviction-del", b"eviction-cycle"} <= events
+                else:
+                    assert not events
+            r.config_set("maxmemory-policy", "noeviction")
+            r.config_set("latency-monitor-threshold", 0)
+            r.close()
+    finally:
+        ours.stop()
