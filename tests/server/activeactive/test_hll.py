@@ -477,7 +477,11 @@ def test_random_runs_converge(seed):
     assert views[0] == views[1] == views[2]
 
 
-@pytest.mark.parametrize("seed", range(6))
+# Beside the first six, the seeds (of 400 run by hand) that once diverged: 85, 142 and 188
+# (a stream merged over another kind lost the TTL), 283 (a stream RENAMEd over a key with
+# a TTL), 306 (a stream DEL meeting a concurrent SET); their shrunk cases are named tests
+# below and in test_types_mixed.py.
+@pytest.mark.parametrize("seed", [*range(6), 85, 142, 188, 283, 306])
 def test_random_runs_converge_through_full_syncs(seed):
     import random
 
