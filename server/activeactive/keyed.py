@@ -420,7 +420,9 @@ class Keyed:
         """The ops of the elements ``elems`` of a value of ``kind`` whose state (``cells``)
         is there: each one compared with its cell."""
         counters = None
-        reassert = _reasserts(name, argv)
+        # A command of another kind (an SADD refused with WRONGTYPE on a string) assigns
+        # nothing: re-asserting made an own dot here that no effect carried.
+        reassert = _reasserts(name, argv) and _COMMAND_KIND.get(name, kind) == kind
         for elem in elems:
             cell = cells.get(elem)
             before = _element_rendered(kind, cell)

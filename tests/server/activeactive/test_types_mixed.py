@@ -119,3 +119,22 @@ def test_a_stream_del_takes_the_ttls_it_saw_where_a_concurrent_set_replaced_the_
     a.send(b)
     assert everywhere((a, b, c), "GET", "k") == b"$4\r\ntext\r\n"
     assert everywhere((a, b, c), "PEXPIRETIME", "k") == b":-1\r\n"
+
+
+def test_a_write_refused_for_its_kind_assigns_nothing():
+    """Seed 250 of test_types_fuzz at 600 steps, shrunk: an SADD refused with WRONGTYPE on a
+    string re-asserted the string as this instance's own assign (a dot no effect carried),
+    so a concurrent SET from a third region resolved differently here."""
+    a, b, c = Region(1), Region(2), Region(3)
+    c("MSETNX", "s1", "v545", "f0", "b")
+    c.send(a)
+    b("MSET", "n1", "v598", "f0", "v598")
+    state = a.server.active_active.keyed.keys
+    before = repr(state[(0, b"f0")])
+    assert a("SADD", "f0", "m6").startswith(b"-WRONGTYPE")
+    assert repr(state[(0, b"f0")]) == before
+    for x in (a, b, c):
+        for y in (a, b, c):
+            if x is not y:
+                x.send(y)
+    everywhere((a, b, c), "GET", "f0")
