@@ -492,8 +492,10 @@ class ActiveActive:
                 ops.extend((db.id, op) for op in made)
                 if any(op[0] == b"CDEL" for op in made):
                     self.ttl.pop((db.id, key), None)
-        if type(now) is ListValue or self.lists.has(db.id, key):
-            # A list now (RENAME over an HLL), or one it hides.
+        if type(now) is ListValue or (now is not before and self.lists.has(db.id, key)):
+            # A list now (RENAME over an HLL), or one it hides that the command replaced
+            # (one that left the HLL as it was, a no-op LMOVE, keeps it: its LDEL took
+            # the TTL everywhere, where nothing else changed).
             made = self.lists.collect(db, key, name, argv)
             ops.extend((db.id, op) for op in made)
             if any(op[0] == b"LDEL" for op in made):

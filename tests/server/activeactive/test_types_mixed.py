@@ -138,3 +138,32 @@ def test_a_write_refused_for_its_kind_assigns_nothing():
             if x is not y:
                 x.send(y)
     everywhere((a, b, c), "GET", "f0")
+
+
+def test_a_command_that_leaves_an_hll_as_it_was_keeps_the_list_it_hides_and_the_ttl():
+    """Seed 382 of test_types_fuzz at 800 steps, shrunk: a list pushed concurrently with a
+    RENAME of an HLL (with a TTL) over it stays hidden under the HLL; an LMOVE from a missing
+    source naming the key changed nothing, yet made an LDEL of the hidden list, which took
+    the TTL at every instance."""
+    a, b, c = Region(1), Region(2), Region(3)
+    b("PFADD", "h", "x")
+    b("PEXPIRE", "h", "88471552")
+    c("RPUSH", "l", "1")
+    c.send(a)
+    c.send(b)
+    a("LPUSH", "l", "2")  # concurrent with the RENAME: stays, hidden under the HLL
+    assert b("RENAME", "h", "l") == b"+OK\r\n"
+    ttl = b("PEXPIRETIME", "l")
+    b.send(c)
+    a.send(c)
+    engine = c.server.active_active
+    kept = (engine.lists.has(0, b"l"), engine.ttl.get((0, b"l")))
+    assert kept[0] and kept[1]
+    assert c("LMOVE", "missing", "l", "LEFT", "RIGHT") == b"$-1\r\n"
+    assert (engine.lists.has(0, b"l"), engine.ttl.get((0, b"l"))) == kept
+    for x in (a, b, c):
+        for y in (a, b, c):
+            if x is not y:
+                x.send(y)
+    assert everywhere((a, b, c), "PEXPIRETIME", "l") == ttl != b":-1\r\n"
+    assert everywhere((a, b, c), "TYPE", "l") == b"+string\r\n"
