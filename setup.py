@@ -54,6 +54,13 @@ class OptionalBuildExt(build_ext):
     """Records each built module in its package's manifest; a failed compile leaves
     rill pure Python instead of failing the install."""
 
+    def finalize_options(self) -> None:
+        super().finalize_options()
+        # One compiler per core (build_ext -j): the C of a dozen modules took 2 min 46 s
+        # one after the other, the better part of CI's set-up.
+        if not self.parallel:
+            self.parallel = os.cpu_count() or 1
+
     def run(self) -> None:
         self.built: set[str] = set()
         if not self.inplace:
@@ -122,6 +129,7 @@ def extensions() -> list:
         build_dir="build/cython",
         include_path=[include],
         quiet=True,
+        nthreads=os.cpu_count() or 1,  # Cython's own translation, module by module
     )
 
 
