@@ -6,6 +6,7 @@ A Client knows nothing of sockets: the connection that owns it drains
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections.abc import Callable
@@ -294,3 +295,28 @@ def resize_reply_buffer(client: Client, now_ms: float, peak_reset_ms: int) -> No
     if peak_reset_ms >= 0 and now_ms - client.rbp_at >= peak_reset_ms:
         client.rbp = 0  # Redis's bufpos: rill's replies leave within the loop iteration
         client.rbp_at = now_ms
+
+
+def output_limit_reached(client: Client, size: int, hard: int, soft: int, soft_secs: int) -> bool:
+    """checkClientOutputBufferLimits for ``size`` bytes of output the client has not
+    taken: past the hard limit, or past the soft one for more whole seconds than
+    ``soft_secs`` (Redis's unixtime clock; they start when it first passes it)."""
+    over = bool(hard) and size >= hard
+    if soft and size >= soft:
+        now = int(time.time())
+        if not client.obuf_soft_since:
+            client.obuf_soft_since = now
+        elif now - client.obuf_soft_since > soft_secs:
+            over = True
+    else:
+        client.obuf_soft_since = 0
+    return over
+
+
+def log_output_limit_close(client: Client, from_cron: bool) -> None:
+    """Redis's two log lines: a write found it over ("scheduled to be closed ASAP"), or
+    the clients cron did ("closed")."""
+    logging.getLogger("rill").warning(
+        "Client %s %s for overcoming of output buffer limits.",
+        client.info_line().decode(errors="replace"),
+        "closed" if from_cron else "scheduled to be closed ASAP")

@@ -14,13 +14,13 @@ import asyncio
 import logging
 import os
 import select
-import time
 from time import time as _time
 from typing import TYPE_CHECKING
 
 from rill.protocol.parser import ProtocolError, RequestParser
 from rill.protocol.reply import ReplyError
 
+from .client import log_output_limit_close, output_limit_reached
 from .process import set_keepalive
 
 if TYPE_CHECKING:
@@ -458,20 +458,10 @@ class Connection(asyncio.Protocol):
             return False  # a replica's limits are the master side's (master._check_output_limits)
         kind = "pubsub" if client.subscriptions else "normal"
         hard, soft, soft_secs = self.server.obuf_limits.get(kind, (0, 0, 0))
-        size = transport.get_write_buffer_size() + pending
-        over = hard and size >= hard
-        if soft and size >= soft:
-            now = int(time.time())
-            if not client.obuf_soft_since:
-                client.obuf_soft_since = now  # the first time: its seconds start now
-            elif now - client.obuf_soft_since > soft_secs:
-                over = True
-        else:
-            client.obuf_soft_since = 0
+        over = output_limit_reached(client, transport.get_write_buffer_size() + pending,
+                                    hard, soft, soft_secs)
         if over:
-            log.warning("Client %s %s for overcoming of output buffer limits.",
-                        client.info_line().decode(errors="replace"),
-                        "closed" if from_cron else "scheduled to be closed ASAP")
+            log_output_limit_close(client, from_cron)
             if from_cron:
                 self._drop()
             else:

@@ -24,6 +24,8 @@ from rill.persistence import aof as aofmod
 from rill.persistence import rdb
 from rill.protocol.reply import ReplyError
 
+from ..client import log_output_limit_close, output_limit_reached
+
 if TYPE_CHECKING:
     from ..client import Client
     from ..disk import Persistence
@@ -820,18 +822,7 @@ class MasterSide:
         size = r.output_bytes() + r.repl.held_bytes
         if hard:
             hard = max(hard, self.config.int("repl-backlog-size"))
-        over = bool(hard) and size >= hard
-        if soft and size >= soft:
-            now = int(time.time())
-            if not r.obuf_soft_since:
-                r.obuf_soft_since = now  # the first time: its seconds start now
-            elif now - r.obuf_soft_since > soft_secs:
-                over = True
-        else:
-            r.obuf_soft_since = 0
-        if over:
-            log.warning("Client %s %s for overcoming of output buffer limits.",
-                        r.info_line().decode(errors="replace"),
-                        "closed" if from_cron else "scheduled to be closed ASAP")
+        if output_limit_reached(r, size, hard, soft, soft_secs):
+            log_output_limit_close(r, from_cron)
             r.kill_requested = True
             r.on_output(r)

@@ -219,7 +219,7 @@ def test_the_soft_output_limit_needs_more_than_its_seconds_in_whole_seconds(monk
     """checkClientOutputBufferLimits counts the soft limit's seconds on the unixtime
     clock: over only once the whole seconds since it was first passed are more than
     the configured ones (2 s into a 1 s limit), never at exactly 1."""
-    import rill.server.connection as connection
+    import rill.server.client as client_module
 
     server = _loop_server()
     server.obuf_limits["normal"] = (0, 1000, 1)
@@ -227,7 +227,7 @@ def test_the_soft_output_limit_needs_more_than_its_seconds_in_whole_seconds(monk
     transport.get_write_buffer_size = lambda: 5000
     transport.abort = transport.close  # the cron drops it, output and all
     clock = [100.9]
-    monkeypatch.setattr(connection.time, "time", lambda: clock[0])
+    monkeypatch.setattr(client_module.time, "time", lambda: clock[0])
     assert not conn._check_output_limits()  # first passed: at second 100
     clock[0] = 101.99  # one whole second on: not more than 1
     assert not conn._check_output_limits(from_cron=True) and not transport.closed
