@@ -23,6 +23,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from .parser import ProtocolError, RequestParser
+
 APPLY_PREFIX = (b"ACTIVEACTIVE", b"APPLY")
 
 # Region numbers: 1..MAX_REGION (a generated stream ID carries one in the low byte).
@@ -252,24 +254,10 @@ def compact_from_wire(wire: bytes) -> bytes:
 
 
 def _resp_argv(wire: bytes) -> list[bytes]:
-    """The argv of one RESP multibulk command that fills ``wire``; ValueError otherwise."""
-    try:
-        nl = wire.index(b"\r\n")
-        argc = int(wire[1:nl])
-        i = nl + 2
-        argv = []
-        for _ in range(argc):
-            if wire[i:i + 1] != b"$":
-                raise ValueError("expected a bulk string")
-            nl = wire.index(b"\r\n", i)
-            n = int(wire[i + 1:nl])
-            i = nl + 2
-            if n < 0 or i + n + 2 > len(wire) or wire[i + n:i + n + 2] != b"\r\n":
-                raise ValueError("truncated bulk string")
-            argv.append(wire[i:i + n])
-            i += n + 2
-    except ValueError as exc:
-        raise ValueError(f"malformed version-1 effect record: {exc}") from None
-    if i != len(wire):
-        raise ValueError("malformed version-1 effect record: trailing data")
-    return argv
+    """The argv of the one RESP command that fills ``wire`` (the request parser's reading
+    of it); ValueError otherwise."""
+    parser = RequestParser()
+    commands = parser.feed(wire)
+    if len(commands) != 1 or isinstance(commands[0], ProtocolError) or parser.pending_bytes():
+        raise ValueError("malformed version-1 effect record")
+    return [bytes(a) for a in commands[0]]

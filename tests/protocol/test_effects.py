@@ -55,6 +55,10 @@ def test_compact_round_trip(origin, seq, ts, vc, unit):
     # The argv format decodes to the same effect, and converts to the same bytes.
     v1 = encode_command(encode_effect(_with_own_entry(e)))
     assert compact_from_wire(v1) == wire
+    # a version-1 record cut short, or followed by anything, is refused
+    for damaged in (v1[:-1], v1 + b"*1\r\n$4\r\nPING\r\n", v1 + b"x"):
+        with pytest.raises(ValueError):
+            compact_from_wire(damaged)
 
 
 def test_compact_layout_and_size():
