@@ -114,6 +114,42 @@ def test_a_write_costs_the_figure_nothing_and_a_read_of_it_little():
     assert fig.used() > one  # before any refresh
 
 
+class _NoWalk(dict):
+    """A keyspace dict that fails any walk over its keys."""
+
+    def __iter__(self):
+        raise AssertionError("the keyspace was walked")
+
+
+def test_the_cron_walks_no_dict_while_a_fork_child_shares_the_pages():
+    """A walk to a random offset takes a reference to every key it passes, so while a
+    child shares the parent's pages it copies them: the full sync of a replica stalled
+    every client for the copy. The cron keeps the means it has until the child is gone."""
+    server = Server()
+    c = server.new_client()
+    fig = memory_of(server)
+    for i in range(1000):
+        run_inproc(server, c, "SET", f"key:{i}", "v" * 100)
+    db = server.keyspace.dbs[0]
+    sample = fig.samples[0]
+    sample.at = 0.0
+    fig.refresh()
+    taken, mean = len(sample.sizes), fig.per_key[0]
+    assert taken and mean
+    db.data = _NoWalk(db.data)
+    server.persistence.child_pid = 1 << 22  # a child runs (no process: the cron here reaps nothing)
+    try:
+        sample.at = 0.0
+        fig.refresh()
+        assert len(sample.sizes) == taken and fig.per_key[0] == mean
+    finally:
+        server.persistence.child_pid = None
+    db.data = dict(db.data)
+    sample.at = 0.0
+    fig.refresh()
+    assert len(sample.sizes) > taken  # sampled again once the child is gone
+
+
 def _info(raw: bytes) -> dict[str, str]:
     text = raw.split(b"\r\n", 1)[1].decode()
     return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
