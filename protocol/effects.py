@@ -21,7 +21,6 @@ An op is ``[NAME, key, args...]``. Pure data: no server, no I/O.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
 
 from .parser import ProtocolError, RequestParser
 
@@ -31,22 +30,37 @@ APPLY_PREFIX = (b"ACTIVEACTIVE", b"APPLY")
 MAX_REGION = 255
 
 
-@dataclass(slots=True)
 class Effect:
     """One unit of ops from ``origin``: its ``seq``-th effect, made after the origin had
-    applied ``vc`` (its own entry being ``seq - 1``), at wall-clock ``ts`` ms."""
+    applied ``vc`` (its own entry being ``seq - 1``), at wall-clock ``ts`` ms.
 
-    origin: int
-    seq: int
-    ts: int
-    vc: dict[int, int]
-    ops: list[tuple[int, list[bytes]]] = field(default_factory=list)
-    # The compact record it was read from, when it was (the AOF keeps it as it came).
-    raw: bytes | None = field(default=None, compare=False, repr=False)
+    A plain class rather than a dataclass: compiled, it is an extension type
+    (effects.pxd) that the decoder fills field by field, where a dataclass's
+    ``__init__`` ran as bytecode for every record a peer sent."""
 
-    def dot_seen_by(self, vc: dict[int, int]) -> bool:
-        """Whether a replica whose applied clock is ``vc`` has applied this effect."""
-        return vc.get(self.origin, 0) >= self.seq
+    __slots__ = ("origin", "seq", "ts", "vc", "ops", "raw")
+
+    def __init__(self, origin: int, seq: int, ts: int, vc: dict[int, int],
+                 ops: list[tuple[int, list[bytes]]] | None = None, raw: bytes | None = None) -> None:
+        self.origin = origin
+        self.seq = seq
+        self.ts = ts
+        self.vc = vc
+        self.ops = [] if ops is None else ops
+        # The compact record it was read from, when it was (the AOF keeps it as it came).
+        self.raw = raw
+
+    def __eq__(self, other: object) -> bool:
+        """Field by field, ``raw`` aside (the same effect read from either format)."""
+        if not isinstance(other, Effect):
+            return NotImplemented
+        return (self.origin, self.seq, self.ts, self.vc, self.ops) == (
+            other.origin, other.seq, other.ts, other.vc, other.ops)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return f"Effect(origin={self.origin}, seq={self.seq}, ts={self.ts}, vc={self.vc}, ops={self.ops})"
 
 
 def encode_vc(vc: dict[int, int]) -> bytes:
@@ -121,7 +135,6 @@ _ENTRY = struct.Struct("<BQ")  # a clock entry: region, count
 _U32 = struct.Struct("<I")
 # A small number's byte, by value (0..254); 255 and more take 255 and a u32.
 _BYTE = tuple(bytes((n,)) for n in range(255))
-_CLOCKS: dict[int, struct.Struct] = {}  # clock entries -> the Struct of that many entries
 
 
 def _small(n: int) -> bytes:
@@ -159,72 +172,119 @@ def encode_effect_compact(e: Effect) -> bytes:
     return encode_compact(e.origin, e.seq, e.ts, encode_clock(e.vc, e.origin), e.ops)
 
 
+def _probe() -> None:
+    """Only its type matters: see _COMPILED."""
+
+
+# Whether this module runs compiled (as protocol/parser.py tells it): the fixed-width
+# numbers of a record are C loads compiled and int.from_bytes in the interpreter.
+_COMPILED = type(_probe).__name__ != "function"
+
+
+def _uint(p: bytes, i: int, width: int) -> int:
+    """The little-endian unsigned ``width``-byte number at ``p[i]`` (the caller checked
+    that it is all there)."""
+    if not _COMPILED:
+        return int.from_bytes(p[i:i + width], "little")
+    v = 0
+    k = i + width
+    while k > i:
+        k -= 1
+        v = v << 8 | p[k]
+    return v
+
+
 def decode_records(blob: bytes) -> list[Effect]:
     """The compact records of one APPLY, in order; ValueError on anything malformed, so a
-    damaged batch is refused whole (nothing of it applied)."""
+    damaged batch is refused whole (nothing of it applied).
+
+    Compiled, ``p`` is a C pointer into ``blob`` (effects.pxd): a field is a load and an
+    argument one PyBytes_FromStringAndSize, with no slice object between; so every read
+    is bounds-checked here, not by an IndexError."""
     out: list[Effect] = []
+    p = blob
     end = len(blob)
     i = 0
-    header, u32 = _HEADER, _U32
-    try:
-        while i < end:
-            start = i
-            version, origin, seq, ts, n = header.unpack_from(blob, i)
-            if version != RECORD_VERSION:
-                raise ValueError(f"unknown effect record version {version}")
-            if not 1 <= origin <= MAX_REGION or seq < 1:
-                raise ValueError("malformed effect header")
-            i += 19  # _HEADER.size
-            vc: dict[int, int] = {}
-            if n:
-                st = _CLOCKS.get(n)
-                if st is None:
-                    st = _CLOCKS[n] = struct.Struct("<" + "BQ" * n)
-                flat = st.unpack_from(blob, i)
-                i += 9 * n
-                for k in range(0, 2 * n, 2):
-                    r = flat[k]
-                    if not 1 <= r <= MAX_REGION or r == origin or r in vc:
-                        raise ValueError("malformed vector clock")
-                    vc[r] = flat[k + 1]
-            if seq > 1:
-                vc[origin] = seq - 1
-            nops = blob[i]
+    while i < end:
+        start = i
+        if i + 19 > end:  # version, origin, seq, ts, clock entries
+            raise ValueError("truncated effect record")
+        version = p[i]
+        if version != RECORD_VERSION:
+            raise ValueError(f"unknown effect record version {version}")
+        origin = p[i + 1]
+        seq = _uint(p, i + 2, 8)
+        ts = _uint(p, i + 10, 8)
+        n = p[i + 18]
+        if origin < 1 or seq < 1:  # origin <= MAX_REGION: it is one byte
+            raise ValueError("malformed effect header")
+        i += 19
+        vc: dict[int, int] = {}
+        if i + 9 * n > end:
+            raise ValueError("truncated effect record")
+        for _ in range(n):
+            r = p[i]
+            if r < 1 or r == origin or r in vc:
+                raise ValueError("malformed vector clock")
+            vc[r] = _uint(p, i + 1, 8)
+            i += 9
+        if seq > 1:
+            vc[origin] = seq - 1
+        if i >= end:
+            raise ValueError("truncated effect record")
+        nops = p[i]
+        i += 1
+        if nops == 255:
+            if i + 4 > end:
+                raise ValueError("truncated effect record")
+            nops = _uint(p, i, 4)
+            i += 4
+        ops: list[tuple[int, list[bytes]]] = []
+        for _ in range(nops):
+            if i >= end:
+                raise ValueError("truncated effect record")
+            db = p[i]
             i += 1
-            if nops == 255:
-                (nops,) = u32.unpack_from(blob, i)
+            if db == 255:
+                if i + 4 > end:
+                    raise ValueError("truncated effect record")
+                db = _uint(p, i, 4)
                 i += 4
-            ops: list[tuple[int, list[bytes]]] = []
-            for _ in range(nops):
-                db = blob[i]
-                argc = blob[i + 1]
-                i += 2
-                if db == 255:
-                    i -= 1
-                    (db,) = u32.unpack_from(blob, i)
-                    i += 4
-                    argc = blob[i]
-                    i += 1
-                if argc == 255:
-                    (argc,) = u32.unpack_from(blob, i)
-                    i += 4
-                if argc < 2:
-                    raise ValueError("malformed op")
-                op = []
-                for _ in range(argc):
-                    k = blob[i]
-                    i += 1
-                    if k == 255:
-                        (k,) = u32.unpack_from(blob, i)
-                        i += 4
-                    if i + k > end:
+            if i >= end:
+                raise ValueError("truncated effect record")
+            argc = p[i]
+            i += 1
+            if argc == 255:
+                if i + 4 > end:
+                    raise ValueError("truncated effect record")
+                argc = _uint(p, i, 4)
+                i += 4
+            if argc < 2:
+                raise ValueError("malformed op")
+            op = []
+            for _ in range(argc):
+                if i >= end:
+                    raise ValueError("truncated effect record")
+                k = p[i]
+                i += 1
+                if k == 255:
+                    if i + 4 > end:
                         raise ValueError("truncated effect record")
-                    op.append(blob[i:i + k])
-                    i += k
-                ops.append((db, op))
-            out.append(Effect(origin, seq, ts, vc, ops, blob[start:i]))
-    except (IndexError, struct.error) as exc:
-        raise ValueError("truncated effect record") from exc
+                    k = _uint(p, i, 4)
+                    i += 4
+                if k > end - i:
+                    raise ValueError("truncated effect record")
+                op.append(p[i:i + k])
+                i += k
+            ops.append((db, op))
+        e = Effect.__new__(Effect)
+        e.origin = origin
+        e.seq = seq
+        e.ts = ts
+        e.vc = vc
+        e.ops = ops
+        e.raw = blob if start == 0 and i == end else p[start:i]
+        out.append(e)
     if not out:
         raise ValueError("no effect record")
     return out
