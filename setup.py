@@ -32,7 +32,7 @@ HOT = {
     "rill.storage": ["listpack.py", "rax.py", "stream/stream.py", "stream/fastread.py", "stream/groups.py",
                      "stream/active.py"],
     "rill.server": ["fastpath.py", "commandstats.py", "commands/table.py", "evict.py", "commands/strings.py",
-                    "commands/lists.py"],
+                    "commands/lists.py", "commands/streams.py"],
 }
 
 

@@ -162,19 +162,22 @@ def auto_iid(fields_values: list[bytes]) -> bytes:
 # -- XADD ------------------------------------------------------------------------------------
 
 
-@command("xadd")
 def xadd(c: Client, argv: list[bytes]):
+    """XADD. The common form (``XADD key * f v ...``) is served here; streams.pxd types it
+    for the compiled build (a ``.pxd`` cannot type a decorated def, so the handler is
+    registered below rather than by ``@command``)."""
     argc = len(argv)
     if argv[2] == b"*" and argc & 1:
         # The common form, XADD key * f v [f v ...]: no options to parse.
         db = c.db
         key = argv[1]
-        s = db.lookup(key)
-        if s is None:
-            s = c.server.new_stream()
-            db.set(key, s)
-        elif type(s) is not Stream and not isinstance(s, Stream):
+        v = db.lookup(key)
+        if v is None:
+            v = c.server.new_stream()
+            db.set(key, v)
+        elif type(v) is not Stream and not isinstance(v, Stream):
             raise WRONGTYPE
+        s = v  # typed (the stream's core) when compiled: its fields are C reads
         server = c.server
         if Stream.node_max_bytes != server.stream_node_max_bytes or (
             Stream.node_max_entries != server.stream_node_max_entries
@@ -202,6 +205,9 @@ def xadd(c: Client, argv: list[bytes]):
             server.rewrite_propagation(new)
         return idb
     return _xadd_general(c, argv)
+
+
+command("xadd")(xadd)
 
 
 def _xadd_general(c: Client, argv: list[bytes]):
