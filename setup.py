@@ -26,11 +26,13 @@ from setuptools.command.build_ext import build_ext
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
 # package -> its folder, and the hot modules compiled in it (paths inside the folder).
-PACKAGES = {"rill.protocol": "protocol", "rill.storage": "storage", "rill.server": "server"}
+PACKAGES = {"rill.protocol": "protocol", "rill.storage": "storage", "rill.persistence": "persistence",
+            "rill.server": "server"}
 HOT = {
     "rill.protocol": ["parser.py", "reply.py", "effects.py"],
     "rill.storage": ["listpack.py", "rax.py", "stream/stream.py", "stream/fastread.py", "stream/groups.py",
                      "stream/active.py"],
+    "rill.persistence": ["nodes.py"],
     "rill.server": ["fastpath.py", "commandstats.py", "commands/table.py", "evict.py", "commands/strings.py",
                     "commands/lists.py", "commands/streams.py"],
 }

@@ -61,6 +61,7 @@ from rill.storage.stream import MASK64, IdmpState, Stream, validate_node
 from rill.storage.stream.active import ActiveStream, _GroupState
 
 from . import lzf
+from . import nodes as _nodes
 from .crc64 import crc64
 
 __all__ = [
@@ -1406,7 +1407,18 @@ def _read_stream(r: RdbReader, t: int) -> Stream:
     deep = r.deep
     prev = -1
     rax = s._rax  # bulk load: nodes arrive in key order, appended verbatim
-    for _ in range(nodes):
+    left = nodes
+    if not deep and _nodes.COMPILED and type(r.buf) is bytes and nodes:
+        # The common run of nodes in one compiled loop (persistence/nodes.py); it stops
+        # before any node it does not take, and the loop below reads (or refuses) the rest.
+        keys: list[int] = []
+        lps: list[bytes] = []
+        r.pos = _nodes.read_nodes(r.buf, r.pos, nodes, prev, keys, lps)
+        if keys:
+            rax.extend(keys, lps)
+            prev = keys[-1]
+            left -= len(keys)
+    for _ in range(left):
         at = r.pos
         nodekey = r.string()
         if len(nodekey) != 16:

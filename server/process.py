@@ -16,7 +16,7 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from rill import protocol, server, storage
+from rill import persistence, protocol, server, storage
 
 log = logging.getLogger("rill")
 
@@ -29,7 +29,7 @@ def hot_core() -> tuple[str, list[str], list[str]]:
     """(mode, modules running compiled, problems): the mode is ``compiled`` when every
     package's hot modules run compiled, ``pure`` when none do (RILL_PURE=1, no build,
     or a stale one: see protocol/_native.py), and ``partial`` in between."""
-    natives = [protocol.native, storage.native, server.native]
+    natives = [protocol.native, storage.native, persistence.native, server.native]
     modes = {n.mode for n in natives}
     mode = modes.pop() if len(modes) == 1 else "partial"
     return (mode, [m for n in natives for m in n.compiled_modules()],

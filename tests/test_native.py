@@ -17,13 +17,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from rill import protocol, server, storage
+from rill import persistence, protocol, server, storage
 from rill.server.process import hot_core
 
 from tests.support import RawClient, start_rill
 
 ROOT = Path(__file__).resolve().parent.parent
-NATIVES = [protocol.native, storage.native, server.native]
+NATIVES = [protocol.native, storage.native, persistence.native, server.native]
 SO = importlib.machinery.EXTENSION_SUFFIXES[0]
 
 
@@ -184,7 +184,8 @@ def test_unit_tests_pass_in_the_other_mode():
     env = _other_mode_env()
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-x",
-         "tests/protocol", "tests/storage/test_listpack.py", "tests/storage/stream/test_stream.py"],
+         "tests/protocol", "tests/storage/test_listpack.py", "tests/storage/stream/test_stream.py",
+         "tests/persistence/test_nodes.py"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert " passed" in out.stdout
