@@ -46,7 +46,7 @@ from .backlog import Backlog
 from .hll import OPS as _HLL_OPS
 from .hll import Hlls, is_hll_value
 from .hll import plain_ops as hll_plain_ops
-from .keyed import HASH, SET, STRING, ZSET, Keyed, kind_of
+from .keyed import HASH, SET, STRING, ZSET, Keyed, Packed, kind_of
 from .lists import OPS as _LIST_OPS
 from .lists import Lists
 from .plain import keyed_plain_ops, list_plain_ops, plain_ops
@@ -282,7 +282,7 @@ class ActiveActive:
                 if held is None or (kind is not None and held is not kind):
                     return self._run_generic(client, cmd, argv, _KEYS)
                 kinds = keyed.get(where)
-                if kinds is None or len(kinds) != 1:
+                if kinds is None or (type(kinds) is not Packed and len(kinds) != 1):
                     return self._run_generic(client, cmd, argv, _KEYS)
             ttl_before = db.expires.get(key)
             if ttl_before is not None and db.is_expired(key):

@@ -56,6 +56,7 @@ Kinds = dict[bytes, dict[bytes, AnyCell]]
 Event = tuple[str, bytes]  # (notify-keyspace-events class letter, event name)
 
 STRING, HASH, SET, ZSET = b"string", b"hash", b"set", b"zset"
+_KIND_NAMES = {k.decode(): k for k in (STRING, HASH, SET, ZSET)}  # the states' spelling
 # Which kind a key shows when several have live state (a stream shows before any).
 PRECEDENCE = (HASH, ZSET, SET, STRING)
 
@@ -275,18 +276,76 @@ def _empty(value: Any) -> bool:
 
 # -- the state ---------------------------------------------------------------------------
 
+class Packed(tuple):
+    """A key's state while one assign made every element of its one kind (a key written
+    once, the most common key): ``(kind, ts, origin, seq, elem, value, elem, value, ...)``,
+    a set's members without values ``(kind, ts, origin, seq, member, ...)``. One tuple per
+    key where the full form (:meth:`kinds`) is a dict of kinds, a dict of elements and a
+    ``Reg`` per element: most of what Active-Active added to a small hash, set or sorted
+    set. Only writes to it (a second effect on the key, a peer's op, a full sync) need the
+    full form, and :meth:`Keyed._kinds_at` makes it then; reads print it as the full form,
+    so states compare alike whichever form a key is in."""
+
+    __slots__ = ()
+
+    def kinds(self) -> Kinds:
+        kind = self[0]
+        dot = (self[1], self[2], self[3])
+        if kind == SET:
+            r = Reg((dot, None))
+            return {kind: dict.fromkeys(self[4:], r)}
+        return {kind: {elem: Reg((dot, v)) for elem, v in zip(self[4::2], self[5::2], strict=True)}}
+
+    def __repr__(self) -> str:
+        return repr(self.kinds())
+
+
+def _pack(kinds: Kinds) -> Kinds | Packed:
+    """``kinds`` as a :class:`Packed` when it can be one (one kind, every element a Reg of
+    one dot), else itself."""
+    if len(kinds) != 1:
+        return kinds
+    ((kind, cells),) = kinds.items()
+    out: list[Any] = [kind, 0, 0, 0]
+    dot = None
+    bare = kind == SET
+    for elem, cell in cells.items():
+        if type(cell) is not Reg:
+            return kinds
+        d = cell[0]
+        if dot is None:
+            dot = d
+        elif d != dot:
+            return kinds
+        out.append(elem)
+        if not bare:
+            out.append(cell[1])
+    if dot is None:
+        return kinds
+    out[1], out[2], out[3] = dot
+    return Packed(out)
+
+
 class Keyed:
     """The merge state of every non-stream key (see the module docstring)."""
 
     def __init__(self, engine: ActiveActive) -> None:
         self.engine = engine
-        self.keys: dict[tuple[int, bytes], Kinds] = {}
+        self.keys: dict[tuple[int, bytes], Kinds | Packed] = {}
         # The effect whose events apply() is firing, and the (db, key, event)s it fired.
         self._fired_by: tuple[int, int] | None = None
         self._fired: set[tuple[int, bytes, Event]] = set()
 
     def has(self, db_id: int, key: bytes) -> bool:
         return (db_id, key) in self.keys
+
+    def _kinds_at(self, where: tuple[int, bytes]) -> Kinds | None:
+        """The state of a key in its full form (a Packed one is unpacked for good: the
+        caller writes to it), or None."""
+        kinds = self.keys.get(where)
+        if type(kinds) is Packed:
+            kinds = self.keys[where] = kinds.kinds()
+        return kinds
 
     # -- local writes ----------------------------------------------------------------
 
@@ -306,7 +365,7 @@ class Keyed:
         now = db.data.get(key)
         kind = kind_of(now)
         where = (db.id, key)
-        kinds = self.keys.get(where)
+        kinds = self._kinds_at(where)
         if kinds is None and kind is None:
             return []
         if kind is None and now is not None and now is before:
@@ -354,7 +413,7 @@ class Keyed:
         state of that kind before. The same ops collect() makes, without working out
         which case this is; None when the state is not that simple (collect() decides)."""
         where = (db.id, key)
-        kinds = self.keys.get(where)
+        kinds = self._kinds_at(where)
         deltas = _deltas(name, argv, kind) if name in _COUNTERS else None
         if kinds is None and not deltas:
             # Created by an assign (the usual SET, HSET, SADD, ZADD of a new key): every
@@ -363,16 +422,21 @@ class Keyed:
             origin, seq = engine.region, engine.seq + 1
             ts = int(time.time() * 1000)
             stamp = b"%d" % ts
-            cells: dict[bytes, AnyCell] = {}
-            self.keys[where] = {kind: cells}
             if kind is STRING:
                 v = bytes(now)
-                cells[b""] = reg(ts, origin, seq, v)
+                self.keys[where] = Packed((STRING, ts, origin, seq, b"", v))
                 return [[b"CSET", key, STRING, b"", stamp, v]]
+            packed: list[Any] = [kind, ts, origin, seq]
             made = []
-            for elem, v in _elements(now, kind):
-                cells[elem] = reg(ts, origin, seq, _stored(kind, v))
-                made.append([b"CSET", key, kind, elem, stamp, _value_arg(kind, v)])
+            if kind is SET:
+                for elem in now:
+                    packed.append(elem)
+                    made.append([b"CSET", key, SET, elem, stamp, b""])
+            else:
+                for elem, v in _elements(now, kind):
+                    packed += (elem, v)
+                    made.append([b"CSET", key, kind, elem, stamp, _value_arg(kind, v)])
+            self.keys[where] = Packed(packed)
             return made
         origin, seq, seen = self._local()
         ts = int(time.time() * 1000)
@@ -497,7 +561,7 @@ class Keyed:
 
     def expired(self, db_id: int, key: bytes) -> Op | None:
         """The key's TTL passed here: a CDEL of what this instance saw (applied now)."""
-        kinds = self.keys.get((db_id, key))
+        kinds = self._kinds_at((db_id, key))
         if not kinds:
             return None
         _origin, _seq, seen = self._local()
@@ -519,7 +583,7 @@ class Keyed:
         seen = dict(vc)
         seen[origin] = seq
         where = (db.id, key)
-        kinds = self.keys.get(where)
+        kinds = self._kinds_at(where)
         if name == b"CDEL":
             if not kinds:
                 return ()
@@ -578,7 +642,7 @@ class Keyed:
         value = db.data.get(key)
         if value is not None and kind_of(value) is None:
             return  # a stream: it shows before any other kind
-        kinds = self.keys.get((db.id, key))
+        kinds = self._kinds_at((db.id, key))
         now = visible(kinds) if kinds else None
         if now is None:
             if value is not None:
@@ -616,8 +680,10 @@ class Keyed:
         wanted = {k for (d, k) in self.keys if d == db.id} | {k for (d, k) in theirs if d == db.id}
         for key in wanted:
             where = (db.id, key)
-            mine = self.keys.get(where) or {}
+            mine = self._kinds_at(where) or {}
             other = theirs.get(where) or {}
+            if type(other) is Packed:
+                other = other.kinds()
             before = _fingerprint(mine)
             merged: Kinds = {}
             for kind in {*mine, *other}:
@@ -632,9 +698,11 @@ class Keyed:
                 if out:
                     merged[kind] = out
             if _fingerprint(merged) == before:
+                if mine:
+                    self.keys[where] = _pack(mine)
                 continue
             if merged:
-                self.keys[where] = merged
+                self.keys[where] = _pack(merged)
             else:
                 self.keys.pop(where, None)
             self._render(db, key, None, None)
@@ -647,16 +715,17 @@ class Keyed:
         return [
             [db_id, key.hex(), [[kind.decode(), [[e.hex(), c.to_state(_state_out)] for e, c in cells.items()]]
                                 for kind, cells in kinds.items()]]
-            for (db_id, key), kinds in self.keys.items()
+            for (db_id, key), kinds in ((w, k.kinds() if type(k) is Packed else k) for w, k in self.keys.items())
         ]
 
     def load(self, doc: list) -> None:
         keys: dict[tuple[int, bytes], Kinds] = {}
         for db_id, key, kinds in doc:
-            keys[(int(db_id), bytes.fromhex(key))] = {
-                kind.encode(): {bytes.fromhex(e): settle(Cell.from_state(s, _state_in)) for e, s in cells}
+            keys[(int(db_id), bytes.fromhex(key))] = _pack({
+                _KIND_NAMES.get(kind, kind.encode()): {
+                    bytes.fromhex(e): settle(Cell.from_state(s, _state_in)) for e, s in cells}
                 for kind, cells in kinds
-            }
+            })
         self.keys = keys
 
 
@@ -779,4 +848,4 @@ def _state_in(v: Any) -> Any:
     return v
 
 
-__all__ = ["HASH", "PRECEDENCE", "SET", "STRING", "ZSET", "Keyed", "kind_of", "visible"]
+__all__ = ["HASH", "PRECEDENCE", "SET", "STRING", "ZSET", "Keyed", "Packed", "kind_of", "visible"]

@@ -5,6 +5,7 @@ round trip through the engine's saved form."""
 from __future__ import annotations
 
 import pytest
+from rill.server.activeactive.keyed import Packed
 from rill.server.activeactive.state import dump_state, merge_state
 
 from tests.server.activeactive.test_engine import Region, sync
@@ -267,3 +268,64 @@ def test_a_full_sync_leaving_two_kinds_shows_the_one_effects_would(mine, theirs)
     for v in views:
         v.pop("digest")
     assert views[0] == views[1] == views[2]
+
+
+PACKED_WRITES = [
+    ("HSET", "h", "f1", "v1", "f2", "v2", "f3", "v3"), ("SADD", "set", "a", "b", "c"),
+    ("ZADD", "z", "1", "a", "2", "b"), ("SET", "s", "a"),
+]
+
+
+def test_a_key_one_effect_wrote_keeps_one_stamp_until_another_touches_it():
+    """A key written whole by one effect is one Packed tuple (the memory rows of the
+    issue), printed as the full form; the next write to it, a peer's op, a removal or
+    another kind taking it over gives each element its cell, and every path still merges
+    as the full form does (the same writes then run from the full form: same views)."""
+    a, b = Region(1), Region(2)
+    for w in PACKED_WRITES:
+        a(*w)
+    state = a.engine.keyed.keys
+    assert all(type(state[(0, k.encode())]) is Packed for k in ("h", "set", "z", "s"))
+    assert repr(state[(0, b"set")]) == repr(Packed(state[(0, b"set")]).kinds())
+    sync(a, b)
+    # Concurrent: a's second writes over its packed keys, b's writes arriving at them.
+    a("HSET", "h", "f1", "again")
+    a("SREM", "set", "b")
+    a("SET", "z", "now a string")  # another kind takes the sorted set over
+    b("HDEL", "h", "f2")
+    b("SADD", "set", "b", "d")
+    b("ZADD", "z", "5", "c")
+    b("LPUSH", "s", "x")
+    assert type(state[(0, b"h")]) is not Packed
+    sync(a, b)
+    assert view(a) == view(b)
+    assert a("SMEMBERS", "set").count(b"\r\nb\r\n") == 1  # b's concurrent SADD re-added b
+    assert a("TYPE", "z") == b"+zset\r\n"  # a sorted set shows before a string
+    assert a("ZRANGE", "z", "0", "-1") == b"*1\r\n$1\r\nc\r\n"  # the SET saw a and b
+
+
+def test_packed_keys_through_the_saved_form_and_full_sync():
+    """A packed key is saved as the full form (the aa-state keeps its format) and loads
+    packed again; a full sync between instances holding packed keys gives what applying
+    every effect gives."""
+    a, b, whole = (Region(i, enable_debug_command="yes") for i in (1, 2, 3))
+    for w in PACKED_WRITES:
+        a(*w)
+    b("HSET", "h", "f1", "concurrent")  # h is two effects' at whole: not packed there
+    b("SADD", "other", "x", "y")
+    saved = a.engine.export_state()
+    again = Region(1)
+    for key, value in a.server.keyspace[0].data.items():
+        again.server.keyspace[0].set(key, value)
+    again.engine.import_state(saved)
+    assert {k: repr(v) for k, v in again.engine.keyed.keys.items()} == {
+        k: repr(v) for k, v in a.engine.keyed.keys.items()}
+    assert all(type(v) is Packed for v in again.engine.keyed.keys.values())
+    a.send(whole)
+    b.send(whole)
+    pa, pb = dump_state(a.server), dump_state(b.server)
+    merge_state(a.server, pb)
+    merge_state(b.server, pa)
+    assert view(a) == view(b) == view(whole)
+    assert fuzz_view(a) == fuzz_view(b) == fuzz_view(whole)
+    assert type(a.engine.keyed.keys[(0, b"set")]) is Packed  # unchanged by the merge
