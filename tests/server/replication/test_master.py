@@ -553,6 +553,54 @@ def _replica_of(kind: str, master_port: int, *args: str):
     return replica
 
 
+@pytest.mark.parametrize("diskless", ["yes", "no"])
+def test_clients_are_answered_throughout_a_full_sync(diskless):
+    """The snapshot for a replica is written by a fork, never in the event loop: with
+    its writing slowed to at least 2 s (rdb-key-save-delay), a client PINGing back to
+    back all along is answered every time well within that (a loop that encoded the
+    snapshot itself would hold a PING for the whole 2 s). The bound, a second, is far
+    above a fork's few milliseconds, so a loaded machine does not fail the test."""
+    keys = 2000
+    with start_rill("--repl-diskless-sync", diskless, "--repl-diskless-sync-delay", "0") as master:
+        m = redis.Redis(port=master.port)
+        m.mset({f"k{i}": i for i in range(keys)})
+        m.config_set("rdb-key-save-delay", 1000)  # 1 ms a key: the snapshot takes >= 2 s
+        stop = threading.Event()
+        waits: list[float] = []
+        errors: list[BaseException] = []
+
+        def probe() -> None:
+            try:
+                with redis.Redis(port=master.port, socket_timeout=60) as p:
+                    while not stop.is_set():
+                        t = time.monotonic()
+                        assert p.ping()
+                        waits.append(time.monotonic() - t)
+            except BaseException as e:  # noqa: BLE001 - reported by the test's thread
+                errors.append(e)
+
+        thread = threading.Thread(target=probe, daemon=True)
+        thread.start()
+        started = time.monotonic()
+        replica = start_redis("--replicaof", "127.0.0.1", str(master.port))
+        r = redis.Redis(port=replica.port)
+        try:
+            wait_until(lambda: r.info("replication")["master_link_status"] == "up", timeout=120)
+            took = time.monotonic() - started
+            stop.set()
+            thread.join(60)
+            assert not errors
+            assert r.dbsize() == keys
+            assert m.info("stats")["total_forks"] == 1
+            assert took >= 2.0  # the snapshot was slow to write, so the bound below means something
+            assert len(waits) > 10 and max(waits) < 1.0
+        finally:
+            stop.set()
+            r.close()
+            m.close()
+            replica.stop()
+
+
 @pytest.mark.parametrize("kind", ["redis", "rill"])
 def test_an_idle_replica_keeps_its_link_through_the_masters_pings(kind):
     """With nothing written, the master PINGs its replicas every repl-ping-replica-period
