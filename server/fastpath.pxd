@@ -6,7 +6,7 @@ from rill.server.commands.table cimport Command
 from rill.server.commandstats cimport CommandStats
 
 cdef class ServerCore:
-    cdef public object _special, _also, _rewritten, _prevent_propagation
+    cdef public object _special, propagating, _also, _rewritten, _prevent_propagation
 
 cdef class ClientCore:
     cdef public object out, resp3, blocked, close_after_reply, kill_requested, last_cmd, cur_cmd, argv
@@ -15,5 +15,5 @@ cdef class ClientCore:
 # threshold they are compared with as C integers (slow_ns is at most 2**63 - 1).
 @cython.locals(n=Py_ssize_t, cmd=Command, st=CommandStats, start="long long",
                duration="long long", slow_ns="long long", latency_on=bint, plain=bint,
-               dirty=object, ready=dict)
-cpdef tuple execute_all(ServerCore server, ClientCore client, commands, Py_ssize_t i=*)
+               dirty=object, ready=dict, waiters=dict)
+cpdef tuple execute_all(ServerCore server, ClientCore client, list commands, Py_ssize_t i=*)

@@ -27,12 +27,13 @@ if TYPE_CHECKING:
 
 class ServerCore:
     """The server state the dispatcher tests after every command (Server adds the rest):
-    whether it is special at all (Active-Active, maxmemory, a gate), and what a command
-    left to propagate (extra ops, a rewrite, propagation prevented). Set rarely; read
-    per command, as C fields when compiled. A subclass must not give these names class
+    whether it is special at all (Active-Active, maxmemory, a gate), whether writes are
+    propagated at all (AOF, replicas, Active-Active), and what a command left to
+    propagate (extra ops, a rewrite, propagation prevented). Set rarely; read per
+    command, as C fields when compiled. A subclass must not give these names class
     attributes: they would shadow the fields, and the compiled loop reads the fields."""
 
-    __slots__ = ("_special", "_also", "_rewritten", "_prevent_propagation")
+    __slots__ = ("_special", "propagating", "_also", "_rewritten", "_prevent_propagation")
 
 
 class ClientCore:
@@ -71,6 +72,7 @@ def execute_all(server: Server, client: Client, commands: list[list[bytes]], i: 
     dispatch = server.dispatch
     blocking = server.blocking
     ready = blocking.ready  # the keys signalled ready: emptied in place, never replaced
+    waiters = blocking.waiters  # the blocked clients by key: likewise never replaced
     # Read once per batch, and again after any command that goes through
     # execute(): only those (CONFIG SET, EXEC, ...) can change them.
     slow_ns = server.slow_ns
@@ -153,7 +155,9 @@ def execute_all(server: Server, client: Client, commands: list[list[bytes]], i: 
                 encode_into(reply, client.out, client.resp3)
             if duration >= slow_ns:
                 server.slow_command(client, cmd, argv, duration)
-            if server._also or (server.dirty != dirty and (blocking.waiters or server.propagating)):
+            # Whether anyone waits or records comes first: without either, what the
+            # command changed needs nothing more (and dirty is not read again).
+            if server._also or ((waiters or server.propagating) and server.dirty != dirty):
                 server._after_write(client, cmd, argv, server.dirty != dirty)
             elif server._rewritten is not None or server._prevent_propagation:
                 server._rewritten = None
