@@ -5,5 +5,8 @@ cimport cython
 from rill.storage.stream.stream cimport _StreamCore
 
 # XADD's common form: the stream as its typed core (last_id and add() are C-level).
-@cython.locals(argc=Py_ssize_t, s=_StreamCore)
+# The new ID's halves are C integers, formatted without a str per number.
+@cython.locals(argc=Py_ssize_t, s=_StreamCore, ms="unsigned long long", seq="unsigned long long")
 cpdef xadd(c, argv)
+
+cdef bint _COMPILED

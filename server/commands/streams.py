@@ -76,6 +76,15 @@ XADD_ARITY = ReplyError("ERR wrong number of arguments for 'xadd' command")
 IDMP_EXPLICIT_ID = ReplyError("ERR IDMP and IDMPAUTO can be used only with the auto-generated ID '*'")
 
 
+def _probe() -> None:
+    """Only its type matters: see _COMPILED."""
+
+
+# Whether this module runs compiled (what ``cython.compiled`` says, without importing
+# Cython): where the fastest form differs between the modes, this picks it.
+_COMPILED = type(_probe).__name__ != "function"
+
+
 # -- small helpers ---------------------------------------------------------------------------
 
 
@@ -191,7 +200,13 @@ def xadd(c: Client, argv: list[bytes]):
             raise ID_TOO_SMALL from None
         except StreamSizeError:
             raise TOO_LARGE from None
-        idb = b"%d-%d" % (sid >> 64, sid & MASK64)
+        if _COMPILED:
+            # Formatted from C integers: bytes' %d goes through a str per number.
+            ms = sid >> 64
+            seq = sid & MASK64
+            idb = f"{ms}-{seq}".encode()
+        else:
+            idb = b"%d-%d" % (sid >> 64, sid & MASK64)
         if db.watched and key in db.watched:
             db.modified(key)
         if server.blocking.waiters:  # XADD wakes its key's waiters (see BlockingRegistry.signal_command)
