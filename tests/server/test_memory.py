@@ -10,7 +10,7 @@ import tracemalloc
 
 import pytest
 import rill.server.commands  # noqa: F401  (registers the command families)
-from rill.server.memory import memory_of
+from rill.server.memory import SAMPLES, WALK_MAX, memory_of
 from rill.server.server import Server
 
 from tests.support import RawClient, encode_command, run_inproc, start_redis, start_rill, wait_until
@@ -148,6 +148,33 @@ def test_the_cron_walks_no_dict_while_a_fork_child_shares_the_pages():
     sample.at = 0.0
     fig.refresh()
     assert len(sample.sizes) > taken  # sampled again once the child is gone
+
+
+def test_a_refresh_walks_a_bounded_part_of_a_big_dict():
+    """Sampling walked from the start of the keys to a random place, half the keyspace on
+    average, inside one cron turn; now each walk passes under 2 * WALK_MAX keys and goes on
+    where the last one stopped, so the whole of a dict is still sampled."""
+    server = Server()
+    fig = memory_of(server)
+    counted: list[bytes] = []
+
+    class Counting(dict):
+        def __iter__(self):
+            for k in dict.__iter__(self):
+                counted.append(k)
+                yield k
+
+    n = 4 * WALK_MAX
+    server.keyspace.dbs[0].data = Counting((b"key:%d" % i, b"v" * 10) for i in range(n))
+    reached = 0
+    for _ in range(40):
+        before = len(counted)
+        fig.samples[0].at = 0.0
+        fig.refresh()
+        assert 0 < len(counted) - before <= 2 * WALK_MAX + SAMPLES  # the end of a round, a new one
+        reached = max(reached, int(counted[-1][4:]))
+    assert reached > 2 * WALK_MAX  # later walks went on where earlier ones stopped
+    assert fig.per_key[0] > 0
 
 
 def _info(raw: bytes) -> dict[str, str]:
