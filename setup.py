@@ -31,10 +31,11 @@ PACKAGES = {"rill.protocol": "protocol", "rill.storage": "storage", "rill.persis
 HOT = {
     "rill.protocol": ["parser.py", "reply.py", "effects.py"],
     "rill.storage": ["listpack.py", "rax.py", "stream/stream.py", "stream/fastread.py", "stream/groups.py",
-                     "stream/active.py"],
+                     "stream/active.py", "cells.py"],
     "rill.persistence": ["nodes.py"],
     "rill.server": ["fastpath.py", "commandstats.py", "commands/table.py", "evict.py", "commands/strings.py",
-                    "commands/lists.py", "commands/streams.py"],
+                    "commands/lists.py", "commands/streams.py", "activeactive/keyed.py",
+                    "activeactive/engine.py"],
 }
 
 
