@@ -201,12 +201,14 @@ class ActiveActive:
     def _run_generic(self, client: Client, cmd: Command, argv: list[bytes], kind: object) -> Any:
         """run() for every write: snapshot what the command names, run it, collect."""
         snap = self._snapshot(client, cmd, argv, kind)
+        dirty = self.server.dirty
         try:
             reply = cmd.handler(client, argv)
         finally:
             ops = self._collect(snap, cmd.fullname, argv)
             if ops and not self.replaying:
                 self.unit.extend(ops)
+                self._sealed_now(dirty)
         if self.reply_override is not None:
             # A float increment stored its exactly summed value (keyed.collect): the reply
             # is that value, as GET reads it, not the command's own sum.
@@ -287,6 +289,7 @@ class ActiveActive:
             ttl_before = db.expires.get(key)
             if ttl_before is not None and db.is_expired(key):
                 return self._run_generic(client, cmd, argv, _KEYS)
+        dirty = self.server.dirty
         try:
             reply = cmd.handler(client, argv)
         finally:
@@ -295,9 +298,21 @@ class ActiveActive:
                 ops = self._collect([(db, key, before, ttl_before)], cmd.fullname, argv)
             if ops:
                 self.unit.extend(ops)
+                self._sealed_now(dirty)
         if self.reply_override is not None:
             reply, self.reply_override = self.reply_override, None
         return reply
+
+    def _sealed_now(self, dirty: int) -> None:
+        """A write made ops but changed no value (``server.dirty`` still ``dirty``): SADD
+        of a member that is there, HSET of a field to its own value, re-assert it. Redis
+        counts no change, so nothing sealed the unit: its ops stayed in the state under a
+        dot no effect carried, and rode with the next write's effect (or with none: the
+        regions diverged, full-sync random runs). Counting it as a change seals it now,
+        and replicas and the AOF get the (idempotent) command."""
+        server = self.server
+        if server.dirty == dirty:
+            server.dirty += 1
 
     def _collect_fast(self, db: Any, key: bytes, before: Any, ttl_before: int | None, name: str,
                       argv: list[bytes], kind: bytes | None) -> Unit | None:

@@ -329,3 +329,27 @@ def test_packed_keys_through_the_saved_form_and_full_sync():
     assert view(a) == view(b) == view(whole)
     assert fuzz_view(a) == fuzz_view(b) == fuzz_view(whole)
     assert type(a.engine.keyed.keys[(0, b"set")]) is Packed  # unchanged by the merge
+
+
+def test_a_re_assert_that_changes_no_value_is_an_effect_of_its_own():
+    """Full-sync random seed 292, shrunk: SADD of a member that is there changes no value
+    (Redis counts no change) but re-asserts the member. Its op went into the state under a
+    dot no effect carried and was never sent (or rode with the next write's effect): the
+    instance kept the member while one that applied every effect had it removed by a
+    concurrent SPOP."""
+    a, b, whole = Region(1), Region(2), Region(3)
+    a("SADD", "s", "m5", "m1")
+    a.send(b)
+    a("SPOP", "s", "3")
+    assert b("SADD", "s", "m1", "m1") == b":0\r\n"
+    assert b("HSET", "h", "f", "v") == b":1\r\n"
+    assert b("HSET", "h", "f", "v") == b":0\r\n"
+    seqs = [r[3] for r in b.records()]
+    assert seqs == [b"1", b"2", b"3"]  # one effect each, sealed as it ran
+    a.send(whole)
+    b.send(whole)
+    pa, pb = dump_state(a.server), dump_state(b.server)
+    merge_state(a.server, pb)
+    merge_state(b.server, pa)
+    assert view(a) == view(b) == view(whole)
+    assert whole("SMEMBERS", "s") == b"*1\r\n$2\r\nm1\r\n"  # the re-assert beat the SPOP
