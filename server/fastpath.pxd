@@ -12,8 +12,10 @@ cdef class ClientCore:
     cdef public object out, resp3, blocked, close_after_reply, kill_requested, last_cmd, cur_cmd, argv
 
 # The client's core, the command and its counters typed (their fields are C reads), the durations and the
-# threshold they are compared with as C integers (slow_ns is at most 2**63 - 1).
+# threshold they are compared with as C integers (slow_ns is at most 2**63 - 1). The batch, each argv
+# (the parser makes lists), the command table, the counters by command and the histogram's bucket
+# table are typed containers: their lookups are C calls, not the generic protocol.
 @cython.locals(n=Py_ssize_t, cmd=Command, st=CommandStats, start="long long",
                duration="long long", slow_ns="long long", latency_on=bint, plain=bint,
-               dirty=object, ready=dict, waiters=dict)
+               dirty=object, ready=dict, waiters=dict, argv=list, dispatch=dict, by_cmd=dict, hdr_of=list)
 cpdef tuple execute_all(ServerCore server, ClientCore client, list commands, Py_ssize_t i=*)
