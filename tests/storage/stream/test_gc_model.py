@@ -5,6 +5,8 @@ visible state must agree, and every node must stay a valid Redis stream node."""
 
 from __future__ import annotations
 
+import sys
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from rill.storage.stream import (
@@ -119,13 +121,16 @@ ops = st.lists(
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 120), ops, st.booleans())
-def test_random_sequences_agree_with_model_gc_on_and_off(n, seq, same_fields):
+@given(st.integers(1, 120), ops, st.booleans(), st.booleans())
+def test_random_sequences_agree_with_model_gc_on_and_off(n, seq, same_fields, big):
+    # ``big`` values make nodes larger than the size below which a compacted node moves to
+    # a new exact copy, so compaction also runs inside the node's own buffer.
     m = Model()
     streams = [NoGC(), WithGC()]
     for s in streams:
         s.create_group(b"g", 0, 0)
-    adds = [("add", make_id(i, 0), [b"f", b"%d" % i] if same_fields or i % 3 else [b"x%d" % i, b"v"])
+    pad = b"." * 60 if big else b""
+    adds = [("add", make_id(i, 0), [b"f", b"%d" % i + pad] if same_fields or i % 3 else [b"x%d" % i, b"v"])
             for i in range(1, n + 1)]
     for op in adds + seq:
         want = apply_model(m, op)
@@ -162,3 +167,43 @@ def test_gc_after_random_90_percent_deletion_is_much_smaller():
     for s in (a, b):
         s.add([b"f", b"new"], make_id(6000, 0))
     assert a.range() == b.range()
+
+
+def test_compaction_keeps_a_big_node_in_its_buffer_until_it_is_small():
+    """A node bigger than _GC_MOVE_BYTES compacts inside its own bytearray (no new block for
+    each halving); once compacted to that size or less it moves into an exact ``bytes``. At
+    every step the node is a valid Redis node holding exactly the live entries and its two
+    edges, and MEMORY USAGE counts the buffer the node really holds."""
+    from rill.storage.stream.stream import _GC_MOVE_BYTES
+
+    s = WithGC()
+    s.node_max_entries = 100
+    for i in range(1, 201):  # two nodes of 100; the first is closed
+        s.add([b"f", b"v%03d" % i], make_id(i, 0))
+    key = make_id(1, 0)
+    live = set(range(1, 101))
+    buffers = []
+    moved = False
+    for i in range(2, 100):  # the edges stay: compaction keeps them anyway
+        before = s._rax.get(key)
+        assert s.delete(make_id(i, 0))
+        live.discard(i)
+        lp = s._rax.get(key)
+        assert validate_node(lp, deep=True)
+        if not moved:
+            if type(lp) is bytes:
+                # The move: a compaction at or under the threshold, from a bigger buffer.
+                moved = True
+                assert len(lp) <= _GC_MOVE_BYTES < len(before)
+            else:
+                buffers.append((lp, len(lp)))
+        got = [sid for sid, _ in s.range(make_id(1, 0), make_id(100, 0))]
+        assert got == [make_id(j, 0) for j in sorted(live)]
+    # One buffer from the first XDEL to the last compaction inside it (several ran: the
+    # node shrank at least twice before it moved).
+    assert moved and all(b is buffers[0][0] for b, _n in buffers)
+    sizes = [n for _b, n in buffers]
+    assert sum(1 for a, b in zip(sizes, sizes[1:], strict=False) if b < a) >= 2
+    assert s.range(make_id(1, 0), make_id(100, 0)) == [(make_id(1, 0), [b"f", b"v001"]),
+                                                       (make_id(100, 0), [b"f", b"v100"])]
+    assert s.memory_usage(0) >= sum(sys.getsizeof(n) for _k, n in s.raw_nodes())
