@@ -34,7 +34,8 @@ HOT = {
                      "stream/active.py", "cells.py"],
     "rill.persistence": ["nodes.py"],
     "rill.server": ["fastpath.py", "commandstats.py", "commands/table.py", "evict.py", "commands/strings.py",
-                    "commands/lists.py", "commands/streams.py", "activeactive/keyed.py",
+                    "commands/lists.py", "commands/streams.py", "commands/stream_groups.py",
+                    "commands/stream_args.py", "commands/stream_replies.py", "activeactive/keyed.py",
                     "activeactive/engine.py"],
 }
 
