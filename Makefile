@@ -52,9 +52,12 @@ $(BIN)/python:
 # wheel first: Debian 12's venv pip (23.0) installs an sdist without a pyproject.toml
 # (python-lzf) by the deprecated `setup.py install` unless wheel is there; with it, pip
 # builds a wheel and caches it for the next venv.
+# The compiled modules are built once, in place, after the install: pip's editable build
+# would compile them in a temporary directory that the in-place build cannot see (setup.py).
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet wheel
-	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	RILL_BUILD_NATIVE=0 $(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	$(BIN)/python setup.py --quiet build_ext --inplace
 	@touch $@
 
 # The compiled hot core (setup.py): Cython's and the compiler's own timestamps rebuild
@@ -89,8 +92,8 @@ lint: $(STAMP)
 
 clean:
 	rm -rf build dist .pytest_cache .ruff_cache .hypothesis
-	find protocol storage server -name '*.so' -delete
-	rm -f protocol/_native.json storage/_native.json server/_native.json
+	find protocol storage persistence server -name '*.so' -delete
+	rm -f protocol/_native.json storage/_native.json persistence/_native.json server/_native.json
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -exec rm -rf {} +
 
 distclean: clean
