@@ -223,6 +223,22 @@ class Backlog:
                 return c, seq - c.seq
         raise KeyError(seq)
 
+    def released_deletions(self) -> list[tuple[int, bytes]]:
+        """``(seq, wire)`` of the released records that delete, kept aside, oldest first
+        (what a file keeps of them: state.py's ``aa-backlog``)."""
+        return list(self._deletions)
+
+    def keep_aside(self, seq: int, wire: bytes) -> None:
+        """Put back a released deletion record read from a file (older than every record
+        held, and than those already put back), within the byte limit like the others."""
+        dels = self._deletions
+        if (dels and seq <= dels[-1][0]) or (self._count and seq >= self.first_seq):
+            raise ValueError(f"deletion record {seq} out of order")
+        dels.append((seq, wire))
+        self.nbytes += len(wire)
+        if self.nbytes > self.limit:
+            self._trim()
+
     def deletion_records(self) -> list[tuple[int, bytes]]:
         """``(seq, wire)`` of every record that may delete, released or held, oldest first."""
         held = [(seq, w) for seq, w in self.records_from(self.first_seq) or () if deletes(w)]

@@ -86,30 +86,67 @@ def dump_state(server: Server) -> bytes:
     return buf.getvalue()
 
 
+# The ``aa-backlog`` AUX value's layout version. Version 1 (files from before versions) has
+# no header: its records back to back, each its sequence, time and wire bytes. Later ones
+# start with a zero byte (a version 1 value never does: its first length is a sequence, at
+# least 1) and the version byte.
+BACKLOG_VERSION = 2
+
+
 def backlog_blob(engine: Any) -> bytes:
-    """The engine's backlog of own records as an RDB AUX value (``aa-backlog``): per record
-    its sequence, time and wire bytes. Kept in files so that a restart from an RDB, or from
-    an AOF whose base was rewritten, still resumes its peers partially."""
+    """The engine's backlog of own records as an RDB AUX value (``aa-backlog``), kept in
+    files so that a restart from an RDB, or from an AOF whose base was rewritten, still
+    resumes its peers partially and still re-applies its deletions in a full sync.
+
+    Version 2: ``00 02``, the number of records held then per record its sequence, time and
+    wire bytes, then the number of released deletion records kept aside (backlog.py) and
+    per record its sequence and wire bytes (lengths and strings as RDB encodes them)."""
     backlog = engine.backlog
-    out = bytearray()
-    for seq, wire in backlog.records_from(backlog.first_seq) or []:
+    held = backlog.records_from(backlog.first_seq) or []
+    out = bytearray(b"\x00%c" % BACKLOG_VERSION)
+    out += rdb.encode_len(len(held))
+    for seq, wire in held:
         out += rdb.encode_len(seq) + rdb.encode_len(backlog.ts_of(seq) or 0) + rdb.encode_string(wire)
+    aside = backlog.released_deletions()
+    out += rdb.encode_len(len(aside))
+    for seq, wire in aside:
+        out += rdb.encode_len(seq) + rdb.encode_string(wire)
     return bytes(out)
 
 
 def restore_backlog(engine: Any, blob: bytes) -> None:
     """Refill the engine's backlog from :func:`backlog_blob` (after its state was imported):
-    the records up to its sequence, in order; a malformed value is ValueError."""
+    the records up to its sequence, in order, and the deletions kept aside. A malformed
+    value, or one of a version this build does not know, is ValueError."""
     r = rdb.RdbReader(blob)
+    backlog = engine.backlog
     try:
-        while r.pos < r.end:
-            seq, ts, wire = r.length(), r.length(), r.string()
-            if seq <= engine.seq and (not len(engine.backlog) or seq == engine.backlog.last_seq + 1):
-                # A record in the argv format (an RDB from before the compact one) is
-                # converted: the links send compact records only.
-                engine.backlog.append(seq, compact_from_wire(wire), ts)
+        if blob[:1] != b"\x00":  # version 1: records only, to the end
+            while r.pos < r.end:
+                _restore_record(engine, r.length(), r.length(), r.string())
+            return
+        r.byte()
+        version = r.byte()
+        if version != BACKLOG_VERSION:
+            raise ValueError(f"unknown Active-Active backlog version {version} (this build reads 1 and {BACKLOG_VERSION})")
+        for _ in range(r.length()):
+            _restore_record(engine, r.length(), r.length(), r.string())
+        aside = [(r.length(), r.string()) for _ in range(r.length())]
+        if r.pos != r.end:
+            raise ValueError("corrupt Active-Active backlog: trailing bytes")
+        for seq, wire in aside:
+            if seq <= engine.seq:
+                backlog.keep_aside(seq, compact_from_wire(wire))
     except rdb.RdbError as e:
         raise ValueError(f"corrupt Active-Active backlog: {e}") from None
+
+
+def _restore_record(engine: Any, seq: int, ts: int, wire: bytes) -> None:
+    backlog = engine.backlog
+    if seq <= engine.seq and (not len(backlog) or seq == backlog.last_seq + 1):
+        # A record in the argv format (an RDB from before the compact one) is
+        # converted: the links send compact records only.
+        backlog.append(seq, compact_from_wire(wire), ts)
 
 
 def _active_dbs(server: Server) -> Any:

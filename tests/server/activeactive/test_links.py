@@ -772,6 +772,52 @@ def test_a_peer_restarted_from_an_older_rdb_than_its_acks_gets_a_full_sync_and_c
         b.stop()
 
 
+def test_a_deletion_every_peer_had_survives_a_restart_from_rdb_and_reaches_a_full_sync():
+    """Region 1 deletes a stream whole; region 2 acknowledges it (region 1 frees the record
+    and keeps it aside) but comes back from an RDB saved before it, holding an entry region
+    1 never got. Region 1, restarted from its own RDB meanwhile, still has the deletion
+    (AUX aa-backlog) and the full sync re-applies it: only region 2's last entry is left."""
+    ports = [free_port(), free_port()]
+    a = start_region(1, ports[0], [ports[1]])
+    b = start_region(2, ports[1], [ports[0]])
+    ca, cb = redis.Redis(port=ports[0]), redis.Redis(port=ports[1])
+    try:
+        wait_until(lambda: status(ca)[0]["link"] == b"up" and status(cb)[0]["link"] == b"up")
+        cb.xadd("s", {"n": 1})
+        cb.xadd("s", {"n": 2})
+        assert cb.execute_command("ACTIVEACTIVE", "WAIT", 5000) == 1
+        assert cb.execute_command("ACTIVEACTIVE", "PAUSE") == b"OK"
+        last = cb.xadd("s", {"n": 3})  # region 1 never gets it
+        assert cb.save() is True
+        ca.delete("s")
+        assert ca.execute_command("ACTIVEACTIVE", "WAIT", 5000) == 1
+        wait_until(lambda: status(ca)[0]["backlog-bytes"] == 0)
+        kept = aa_info(ca)["active_active_backlog_bytes"]
+        assert kept > 0  # the DEL, kept aside
+        assert [e[0] for e in cb.xrange("s")] == [last]
+        cb.close()
+        b.stop()
+        assert ca.save() is True
+        ca.close()
+        a.stop()
+        a.start()
+        ca = redis.Redis(port=ports[0])
+        assert aa_info(ca)["active_active_backlog_bytes"] == kept
+        # Region 2 comes back from its RDB (entries 1-3, without the DEL), linked to no
+        # one: region 1 has not seen entry 3 when it syncs it.
+        b.argv[b.argv.index("--active-active-peers") + 1] = ""
+        b.start()
+        cb = redis.Redis(port=ports[1])
+        wait_until(lambda: (status(ca)[0]["link"], status(ca)[0]["sync"]) == (b"up", b"full"))
+        assert ca.execute_command("ACTIVEACTIVE", "WAIT", 10000) == 1
+        assert [e[0] for e in cb.xrange("s")] == [last]
+    finally:
+        ca.close()
+        cb.close()
+        a.stop()
+        b.stop()
+
+
 def test_config_set_peers_removes_and_adds_links(pair):
     ports, _, (a, b) = pair
     assert a.config_set("active-active-peers", "") is True

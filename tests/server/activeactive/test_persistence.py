@@ -127,6 +127,25 @@ def test_active_active_files_are_refused_without_the_mode(tmp_path):
         proc.stop()
 
 
+def test_an_rdb_whose_backlog_has_an_unknown_version_is_refused(tmp_path):
+    """An ``aa-backlog`` of a layout this build does not know (a newer rill's) stops the
+    start with a clear error, rather than lose the records or misread them."""
+    from rill.persistence import rdb
+    from rill.server.activeactive import enable
+    from rill.server.commands import load_all
+    from rill.server.server import Server
+
+    load_all()
+    state = enable(Server(), 1).export_state()
+    options = rdb.SaveOptions(extra_aux=[(rdb.AA_STATE_AUX, state), (rdb.AA_BACKLOG_AUX, b"\x00\x09\x00\x00")])
+    with open(tmp_path / "dump.rdb", "wb") as f:
+        rdb.save_file(f, [], options)
+    proc = rill_process("--active-active-id", "1", workdir=str(tmp_path))
+    with pytest.raises(RuntimeError, match="Bad Active-Active state in the RDB: unknown Active-Active backlog version 9"):
+        proc.start()
+    proc.stop()
+
+
 def test_redis_server_replica_of_a_single_instance():
     a = Single("--aof-use-rdb-preamble", "no")
     replica = None
