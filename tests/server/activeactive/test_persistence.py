@@ -142,7 +142,7 @@ def test_an_rdb_whose_backlog_has_an_unknown_version_is_refused(tmp_path):
         rdb.save_file(f, [], options)
     proc = rill_process("--active-active-id", "1", workdir=str(tmp_path))
     with pytest.raises(RuntimeError, match="Bad Active-Active state in the RDB: unknown Active-Active backlog version 9"):
-        proc.start()
+        proc.start(timeout=60)  # it exits as soon as it reads the file
     proc.stop()
 
 
