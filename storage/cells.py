@@ -136,6 +136,28 @@ class Cell:
                 total = (c[_TOTAL] - c[_RTOTAL]) if total is None else total + (c[_TOTAL] - c[_RTOTAL])
         return total
 
+    def removals(self) -> dict[int, tuple[int, Number]]:
+        """What removals took of each origin's increments: origin -> (the latest sequence
+        a removal had seen, the origin's total there). Kept aside when the cell goes
+        (keyed.py ``Keyed.removed``): a full sync needs it (:meth:`take`)."""
+        if not self.counters:
+            return {}
+        return {o: (c[_RSEQ], c[_RTOTAL]) for o, c in self.counters.items() if c[_RSEQ] > 0}
+
+    def take(self, marks: dict[int, tuple[int, Number]]) -> None:
+        """Apply removal marks kept aside (see :meth:`removals`) in a full sync: per
+        origin, a later removal than this cell knows of takes what it saw. A cell that
+        went on one side keeps no counters, so without them a full sync brought back the
+        increments its removal took while the other side had applied more."""
+        counters = self.counters
+        if not counters:
+            return
+        for origin, (seq, total) in marks.items():
+            c = counters.get(origin)
+            if c is not None and seq > c[_RSEQ]:
+                c[_RSEQ] = seq
+                c[_RTOTAL] = total
+
     def observed(self) -> list[Observed]:
         """The increments this instance has applied, as a removal made here reports them."""
         if not self.counters:
@@ -149,9 +171,8 @@ class Cell:
         ``theirs`` are the two instances' applied clocks: an assign one side holds and the
         other lacks although its clock covers it was removed there, so it goes.
 
-        Limitation: increments one side removed after applying only some of them, while
-        the other applied more, come back whole (the total at the removal's sequence is
-        not known to the other side)."""
+        A side whose cell went keeps no counters: what its removal took comes from the
+        marks it kept aside (:meth:`take`, after this)."""
         keep = [a for a in self.assigns if a in other.assigns or theirs.get(a[1], 0) < a[2]]
         for a in other.assigns:
             if a not in keep and mine.get(a[1], 0) < a[2]:

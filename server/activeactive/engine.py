@@ -94,6 +94,10 @@ _FAST = {
     "rpush": _LIST, "del": None,
 }
 
+# The aa-state document's version (export_state): 2 added "cell_removals" (keyed.py
+# ``Keyed.removed``); a version 1 document loads with none.
+AA_STATE_VERSION = 2
+
 # The TTL register's value for PERSIST.
 PERSIST = -1
 
@@ -970,10 +974,10 @@ class ActiveActive:
                 self.tombstones[where] = keep
             else:
                 del self.tombstones[where]
-        return dropped
+        return dropped + self.keyed.collect_removals(known, others, self.vc)
 
     def tombstone_count(self) -> int:
-        return sum(len(t) for t in self.tombstones.values())
+        return sum(len(t) for t in self.tombstones.values()) + sum(len(r) for r in self.keyed.removed.values())
 
     # ------------------------------------------------------------------ restarts
 
@@ -1010,6 +1014,7 @@ class ActiveActive:
         """The engine's state for the RDB's ``aa-state`` AUX field: sequence, clocks,
         tombstones and TTL registers (the backlog is not kept: the AOF refills it)."""
         doc = {
+            "version": AA_STATE_VERSION,
             "region": self.region,
             "seq": self.seq,
             "vc": _pairs(self.vc),
@@ -1020,6 +1025,7 @@ class ActiveActive:
             ],
             "ttl": [[db, key.hex(), [list(t) for t in reg]] for (db, key), reg in self.ttl.items()],
             "cells": self.keyed.export(),
+            "cell_removals": self.keyed.export_removals(),
             "hll": self.hlls.export(),
             "lists": self.lists.export(),
         }
@@ -1030,6 +1036,8 @@ class ActiveActive:
         blob is malformed or belongs to another region."""
         try:
             doc = json.loads(blob)
+            if int(doc.get("version", 1)) > AA_STATE_VERSION:
+                raise ValueError(f"Active-Active state version {doc['version']} is newer than this rill reads")
             if doc["region"] != self.region:
                 raise ValueError(
                     f"the dataset belongs to Active-Active region {doc['region']}, not {self.region}"
@@ -1050,6 +1058,7 @@ class ActiveActive:
                 for db, key, reg in doc["ttl"]
             }
             self.keyed.load(doc.get("cells", []))
+            self.keyed.load_removals(doc.get("cell_removals", []))
             self.hlls.load(doc.get("hll", []))
             self.lists.load(doc.get("lists", []))
         except (KeyError, TypeError, AttributeError, json.JSONDecodeError) as exc:

@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 
 Op = list[bytes]
 Kinds = dict[bytes, dict[bytes, AnyCell]]
+# Removal marks kept aside for a cell that went: (seen clock, origin -> (seq, total)).
+Removal = tuple[dict[int, int], dict[int, tuple[int, Number]]]
 Event = tuple[str, bytes]  # (notify-keyspace-events class letter, event name)
 
 STRING, HASH, SET, ZSET = b"string", b"hash", b"set", b"zset"
@@ -335,6 +337,36 @@ class Keyed:
         # The effect whose events apply() is firing, and the (db, key, event)s it fired.
         self._fired_by: tuple[int, int] | None = None
         self._fired: set[tuple[int, bytes, Event]] = set()
+        # What removals took of increments, for cells that went (Cell.removals): per key,
+        # (kind, element) -> (the removing effect's seen clock, the marks). Only a full
+        # sync reads them (merge); they go once every instance has seen that clock.
+        self.removed: dict[tuple[int, bytes], dict[tuple[bytes, bytes], Removal]] = {}
+
+    def _keep_removal(self, where: tuple[int, bytes], kind: bytes, elem: bytes, cell: AnyCell,
+                      clock: dict[int, int]) -> None:
+        """``cell`` went: keep what removals took of its increments (if any), with the
+        clock of the effect that made it go."""
+        if type(cell) is not Cell or not cell.counters:
+            return
+        marks = cell.removals()
+        if marks:
+            _add_removal(self.removed.setdefault(where, {}), (kind, elem), (dict(clock), marks))
+
+    def collect_removals(self, known: dict[int, dict[int, int]], others: set[int], vc: dict[int, int]) -> int:
+        """Drop the removal marks every instance has seen (cron, with the tombstones):
+        each one's cell then holds the removal, or went with it. Returns how many went."""
+        dropped = 0
+        for where in list(self.removed):
+            recs = self.removed[where]
+            for at in list(recs):
+                clock = recs[at][0]
+                if all(vc.get(r, 0) >= n and all(known.get(p, {}).get(r, 0) >= n for p in others if p != r)
+                       for r, n in clock.items()):
+                    del recs[at]
+                    dropped += 1
+            if not recs:
+                del self.removed[where]
+        return dropped
 
     def has(self, db_id: int, key: bytes) -> bool:
         return (db_id, key) in self.keys
@@ -385,7 +417,7 @@ class Keyed:
             if kinds:
                 op = [b"CDEL", key, *_observations(kinds)]
                 ops.append(op)
-                self._delete(kinds, seen, op[2:])
+                self._delete(where, kinds, seen, op[2:])
                 if not any(kinds.values()):
                     del self.keys[where]
                     kinds = None
@@ -502,6 +534,7 @@ class Keyed:
                     cells[elem] = settle(cell)
                 else:
                     del cells[elem]
+                    self._keep_removal((db.id, key), kind, elem, cell, seen)
                 continue
             if counters is None:
                 counters = _deltas(name, argv, kind)
@@ -541,7 +574,7 @@ class Keyed:
         cells[elem] = settle(cell)
         return [b"CSET", key, kind, elem, b"%d" % ts, _value_arg(kind, v), *_obs_args(observed)]
 
-    def _delete(self, kinds: Kinds, seen: dict[int, int], args: list[bytes]) -> None:
+    def _delete(self, where: tuple[int, bytes], kinds: Kinds, seen: dict[int, int], args: list[bytes]) -> None:
         """A CDEL: every element's assigns the deleter saw, and the increments it reports."""
         reported = _read_cdel(args)
         for kind, cells in list(kinds.items()):
@@ -554,6 +587,7 @@ class Keyed:
                 cell.remove(seen, reported.get((kind, elem), ()))
                 if not cell.live():
                     del cells[elem]
+                    self._keep_removal(where, kind, elem, cell, seen)
                 else:
                     cells[elem] = settle(cell)
             if not cells:
@@ -566,7 +600,7 @@ class Keyed:
             return None
         _origin, _seq, seen = self._local()
         op = [b"CDEL", key, *_observations(kinds)]
-        self._delete(kinds, seen, op[2:])
+        self._delete((db_id, key), kinds, seen, op[2:])
         if not kinds:
             del self.keys[(db_id, key)]
         return op
@@ -588,7 +622,7 @@ class Keyed:
             if not kinds:
                 return ()
             shown = visible(kinds)
-            self._delete(kinds, seen, op[2:])
+            self._delete(where, kinds, seen, op[2:])
             if not kinds:
                 del self.keys[where]
             self._render(db, key, shown, None)
@@ -613,6 +647,7 @@ class Keyed:
             cells[elem] = settle(cell)
         else:
             cells.pop(elem, None)
+            self._keep_removal(where, kind, elem, cell, seen)
         if not cells:
             del kinds[kind]
             if not kinds:
@@ -673,10 +708,18 @@ class Keyed:
     # -- full sync -------------------------------------------------------------------
 
     def merge(self, db: Any, theirs: dict[tuple[int, bytes], Kinds], mine_vc: dict[int, int],
-              their_vc: dict[int, int]) -> list[bytes]:
+              their_vc: dict[int, int],
+              their_removed: dict[tuple[int, bytes], dict[tuple[bytes, bytes], Removal]] | None = None,
+              ) -> list[bytes]:
         """Merge a peer's state of ``db``'s keys (a full sync, state.py); renders each key
-        that changed and returns them."""
+        that changed and returns them. ``their_removed``: the peer's removal marks (see
+        ``removed``): each side's apply to the merged cells, and the receiver keeps both."""
         changed = []
+        their_removed = their_removed or {}
+        both_vc = dict(mine_vc)
+        for r, n in their_vc.items():
+            if n > both_vc.get(r, 0):
+                both_vc[r] = n
         wanted = {k for (d, k) in self.keys if d == db.id} | {k for (d, k) in theirs if d == db.id}
         for key in wanted:
             where = (db.id, key)
@@ -685,6 +728,8 @@ class Keyed:
             if type(other) is Packed:
                 other = other.kinds()
             before = _fingerprint(mine)
+            my_marks = self.removed.get(where)
+            their_marks = their_removed.get(where)
             merged: Kinds = {}
             for kind in {*mine, *other}:
                 cells = mine.get(kind, {})
@@ -693,8 +738,13 @@ class Keyed:
                 for elem in {*cells, *their_cells}:
                     cell = inflate(cells.get(elem))
                     cell.merge(their_cells.get(elem) or Cell(), mine_vc, their_vc)
+                    for marks in (my_marks, their_marks):
+                        if marks and (kind, elem) in marks:
+                            cell.take(marks[(kind, elem)][1])
                     if cell.live():
                         out[elem] = settle(cell)
+                    else:
+                        self._keep_removal(where, kind, elem, cell, both_vc)
                 if out:
                     merged[kind] = out
             if _fingerprint(merged) == before:
@@ -707,6 +757,11 @@ class Keyed:
                 self.keys.pop(where, None)
             self._render(db, key, None, None)
             changed.append(key)
+        for where, recs in their_removed.items():
+            if where[0] == db.id:
+                mine_recs = self.removed.setdefault(where, {})
+                for at, rec in recs.items():
+                    _add_removal(mine_recs, at, (dict(rec[0]), dict(rec[1])))
         return changed
 
     # -- persistence -----------------------------------------------------------------
@@ -717,6 +772,25 @@ class Keyed:
                                 for kind, cells in kinds.items()]]
             for (db_id, key), kinds in ((w, k.kinds() if type(k) is Packed else k) for w, k in self.keys.items())
         ]
+
+    def export_removals(self) -> list:
+        return [
+            [db_id, key.hex(), [[kind.decode(), elem.hex(), _pairs(clock),
+                                 [[o, seq, num_bytes(total).decode()] for o, (seq, total) in sorted(marks.items())]]
+                                for (kind, elem), (clock, marks) in recs.items()]]
+            for (db_id, key), recs in self.removed.items()
+        ]
+
+    def load_removals(self, doc: list) -> None:
+        removed: dict[tuple[int, bytes], dict[tuple[bytes, bytes], Removal]] = {}
+        for db_id, key, recs in doc:
+            removed[(int(db_id), bytes.fromhex(key))] = {
+                (_KIND_NAMES.get(kind, kind.encode()), bytes.fromhex(elem)): (
+                    {int(r): int(n) for r, n in clock},
+                    {int(o): (int(seq), num_in(total)) for o, seq, total in marks})
+                for kind, elem, clock, marks in recs
+            }
+        self.removed = removed
 
     def load(self, doc: list) -> None:
         keys: dict[tuple[int, bytes], Kinds] = {}
@@ -745,6 +819,26 @@ def _canonical_write(kind: bytes, key: bytes, elem: bytes, v: Any) -> list[bytes
     if kind == HASH:
         return [b"HSET", key, elem, v]
     return [b"ZADD", key, repr(v).encode(), elem]
+
+
+def _add_removal(recs: dict[tuple[bytes, bytes], Removal], at: tuple[bytes, bytes], rec: Removal) -> None:
+    """Fold a removal record into an element's: per origin the later mark, the clocks by
+    maximum (the record goes once every instance saw all of them)."""
+    have = recs.get(at)
+    if have is None:
+        recs[at] = rec
+        return
+    clock, marks = have
+    for r, n in rec[0].items():
+        if n > clock.get(r, 0):
+            clock[r] = n
+    for o, mark in rec[1].items():
+        if o not in marks or mark[0] > marks[o][0]:
+            marks[o] = mark
+
+
+def _pairs(clock: dict[int, int]) -> list[list[int]]:
+    return [[r, n] for r, n in sorted(clock.items())]
 
 
 def _fingerprint(kinds: Kinds) -> Any:

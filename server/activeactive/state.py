@@ -27,7 +27,8 @@ region ``r``'s entries, applied at both in ``r``'s order):
   else the longest wins);
 - strings, hashes, sets and sorted sets: each element's cell merges (storage/cells.py,
   ``Cell.merge``): a dot one side holds and the other lacks though its clock covers it was
-  removed there; the keys are rendered again from the merged cells;
+  removed there, and each side's removal marks for cells that went (``Keyed.removed``)
+  take what those removals saw; the keys are rendered again from the merged cells;
 - HyperLogLogs: a side's registers count unless a delete (a tombstone, either side's) is
   one that side had not applied (delete-wins); those that count merge by maximum (hll.py);
 - lists: an element one side holds and the other lacks though its clock covers the insert
@@ -173,6 +174,7 @@ class _Sender:
         self.tombstones: dict[tuple[int, bytes], list[tuple[int, int, bytes | None]]] = scratch.tombstones
         self.ttl: dict[tuple[int, bytes], list[tuple[int, int, int]]] = scratch.ttl
         self.cells = scratch.keyed.keys  # strings, hashes, sets and sorted sets (keyed.py)
+        self.cell_removals = scratch.keyed.removed  # what removals took of cells that went
         self.lists = scratch.lists.keys  # lists (lists.py)
         self.hlls = scratch.hlls.values  # HyperLogLogs (hll.py)
         self.hll_dense = scratch.hlls.dense
@@ -208,7 +210,8 @@ def merge_state(server: Server, payload: bytes, own_deletions: bytes | None = No
             if _merge_key(server, db, key, a if isinstance(a, ActiveStream) else None, mine, sender):
                 changed.append((db.id, key))
         changed.extend((db.id, key) for key in engine.lists.merge(db, sender.lists, mine, sender.vc))
-        changed.extend((db.id, key) for key in engine.keyed.merge(db, sender.cells, mine, sender.vc))
+        changed.extend((db.id, key) for key in engine.keyed.merge(db, sender.cells, mine, sender.vc,
+                                                                           sender.cell_removals))
         changed.extend((db.id, key) for key in engine.hlls.merge(db, sender.hlls, sender.hll_dense, sender.tombstones, mine, sender.vc)
                        if (db.id, key) not in changed)
         _merge_ttls(engine, db, theirs, mine, sender)

@@ -353,3 +353,51 @@ def test_a_re_assert_that_changes_no_value_is_an_effect_of_its_own():
     merge_state(b.server, pa)
     assert view(a) == view(b) == view(whole)
     assert whole("SMEMBERS", "s") == b"*1\r\n$2\r\nm1\r\n"  # the re-assert beat the SPOP
+
+
+@pytest.mark.parametrize("removal", [("DEL", "n"), ("HDEL", "h", "c")])
+def test_a_removal_after_some_increments_holds_through_a_full_sync(removal):
+    """b applied the first of a's three increments, then removed the counter: the removal
+    took that one, and the two it never saw stay. b's cell went with it, so only a record
+    kept aside says what it took; without it a full sync brought back all three (both
+    sides read 3, where applying every effect reads 2). The record also passes on: c,
+    which never applied b's removal, learns it from a's merged state."""
+    a, b, c, whole = Region(1), Region(2), Region(3), Region(4)
+    incr = ("INCR", "n") if removal[0] == "DEL" else ("HINCRBY", "h", "c", "1")
+    read = ("GET", "n") if removal[0] == "DEL" else ("HGET", "h", "c")
+    a(*incr)
+    sync(a, b, c, whole)
+    a(*incr)
+    a(*incr)
+    a.send(c)
+    a.send(whole)
+    b(*removal)
+    b.send(whole)
+    saved = b.engine.export_state()
+    pa, pb = dump_state(a.server), dump_state(b.server)
+    merge_state(a.server, pb)
+    merge_state(b.server, pa)
+    merge_state(c.server, dump_state(a.server))
+    assert whole(*read) == b"$1\r\n2\r\n"
+    assert [r(*read) for r in (a, b, c)] == [b"$1\r\n2\r\n"] * 3
+    # The record survives the saved form: b restarted from it still passes the removal on.
+    again = Region(2)
+    again.engine.import_state(saved)
+    other_a, d = Region(1), Region(3)
+    for _ in range(3):
+        other_a(*incr)
+    merge_state(d.server, dump_state(other_a.server))
+    merge_state(d.server, dump_state(again.server))
+    assert d(*read) == b"$1\r\n2\r\n"
+
+
+def test_removal_records_go_once_every_instance_saw_the_removal():
+    a, b = Region(1), Region(2)
+    a("INCR", "n")
+    sync(a, b)
+    a("INCR", "n")
+    b("DEL", "n")
+    assert b.engine.tombstone_count() == 1  # the record of what the DEL took
+    assert b.engine.keyed.collect_removals({1: {1: 2, 2: 0}}, {1}, b.engine.vc) == 0  # a has not seen it
+    assert b.engine.keyed.collect_removals({1: {1: 2, 2: 1}}, {1}, b.engine.vc) == 1
+    assert b.engine.tombstone_count() == 0
