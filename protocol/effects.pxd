@@ -17,4 +17,4 @@ cdef unsigned long long _uint(const unsigned char* p, Py_ssize_t i, Py_ssize_t w
                version=int, origin=int, n=Py_ssize_t, r=int, seq=cython.ulonglong, ts=cython.ulonglong,
                nops=Py_ssize_t, db=Py_ssize_t, argc=Py_ssize_t, k=Py_ssize_t,
                op=list, ops=list, vc=dict, e=Effect)
-cpdef list decode_records(bytes blob)
+cpdef list decode_records(bytes blob, bint keep_raw=*)

@@ -194,9 +194,11 @@ def _uint(p: bytes, i: int, width: int) -> int:
     return v
 
 
-def decode_records(blob: bytes) -> list[Effect]:
+def decode_records(blob: bytes, keep_raw: bool = True) -> list[Effect]:
     """The compact records of one APPLY, in order; ValueError on anything malformed, so a
-    damaged batch is refused whole (nothing of it applied).
+    damaged batch is refused whole (nothing of it applied). ``keep_raw``: each effect's
+    ``raw`` is its record's bytes (what an AOF keeps of it), else None: a peer without an
+    AOF has no use for them, and a record of a batch is a copy.
 
     Compiled, ``p`` is a C pointer into ``blob`` (effects.pxd): a field is a load and an
     argument one PyBytes_FromStringAndSize, with no slice object between; so every read
@@ -283,20 +285,26 @@ def decode_records(blob: bytes) -> list[Effect]:
         e.ts = ts
         e.vc = vc
         e.ops = ops
-        e.raw = blob if start == 0 and i == end else p[start:i]
+        if not keep_raw:
+            e.raw = None
+        elif start == 0 and i == end:
+            e.raw = blob
+        else:
+            e.raw = p[start:i]
         out.append(e)
     if not out:
         raise ValueError("no effect record")
     return out
 
 
-def decode_apply(argv: list[bytes], start: int = 2) -> list[Effect]:
+def decode_apply(argv: list[bytes], start: int = 2, keep_raw: bool = True) -> list[Effect]:
     """The effects of an APPLY's argv, either format: one bulk of compact records, or one
-    record as argv (version 1). ValueError on anything malformed."""
+    record as argv (version 1). ValueError on anything malformed. ``keep_raw``: as for
+    :func:`decode_records` (a version 1 record has no compact bytes to keep)."""
     if len(argv) == start + 1:
         blob = argv[start]
         # Compiled, decode_records takes bytes only (protocol/effects.pxd).
-        return decode_records(blob if type(blob) is bytes else bytes(blob))
+        return decode_records(blob if type(blob) is bytes else bytes(blob), keep_raw)
     return [decode_effect(argv, start)]
 
 

@@ -128,7 +128,8 @@ def aa_apply(c: Client, argv: list[bytes]):
     if engine is None:
         raise NOT_ENABLED
     try:
-        effects = decode_apply(argv)
+        # Each effect's record bytes only when an AOF will keep them (engine._apply).
+        effects = decode_apply(argv, 2, server._loading or server.propagation.aof is not None)
     except ValueError as exc:
         raise ReplyError(f"ERR invalid Active-Active effect: {exc}") from None
     if server._loading:
