@@ -1,7 +1,8 @@
 """One client connection: bytes in, commands dispatched, replies out once per loop turn.
 
-The hot path: ``data_received`` -> parser yields every complete command ->
-each is dispatched synchronously -> replies accumulate in ``client.out``. The
+The hot path: ``data_received`` -> parser yields every complete command (of at
+most READ_BATCH bytes at a time) -> each is dispatched synchronously -> replies
+accumulate in ``client.out``. The
 connection then joins the server's :class:`ReplyBatch`, which writes every
 waiting client's replies after all the clients that were ready in this loop
 iteration have run, as Redis's beforeSleep does. A client that blocks keeps its
@@ -122,6 +123,7 @@ def check_soft_limits(server: Server) -> None:
                  and c.client.obuf_soft_since and not c.closed]:
         conn._check_output_limits(from_cron=True)
 BIG_ARG = 32 * 1024  # Redis's PROTO_MBULK_BIG_ARG
+READ_BATCH = 16 * 1024  # the most of one read parsed before its commands run (Redis's PROTO_IOBUF_LEN)
 
 
 def serve_while_busy(server: Server, caller: Client) -> None:
@@ -300,6 +302,9 @@ class Connection(asyncio.Protocol):
         if client is None or self.closed:
             return
         n = len(data)
+        if n > READ_BATCH:
+            self._received_in_batches(data)
+            return
         server = self.server
         server.stats.net_input_bytes += n
         # One clock reading per read, as Redis samples it once per event.
@@ -353,6 +358,24 @@ class Connection(asyncio.Protocol):
                 if pending >= server.obuf_floor and self._check_output_limits(pending):
                     return
             figure.track(client)
+
+    def _received_in_batches(self, data: bytes) -> None:
+        """A big read, taken as consecutive reads of at most READ_BATCH bytes.
+
+        The event loop reads up to 256 KB at a time, and the parser turns all it is
+        given into argument objects before the first command runs: a read of 100-ID
+        XDELs was ~23k objects at once, a megabyte that the stream's nodes,
+        allocated meanwhile, then kept pymalloc from returning. Redis reads 16 KB
+        at a time. Any split of the byte stream is one a peer's writes could have
+        made, so each slice goes through data_received as a read of its own:
+        replies, MULTI, blocking, CLIENT PAUSE and protocol errors behave exactly
+        as for reads that size. Nothing else runs between the slices, as nothing
+        did within the one read.
+        """
+        for start in range(0, len(data), READ_BATCH):
+            if self.closed:
+                return
+            self.data_received(data[start:start + READ_BATCH])
 
     # -- processing ------------------------------------------------------------
     def _run(self, commands: list) -> None:

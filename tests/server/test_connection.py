@@ -352,3 +352,84 @@ def test_eof_drops_commands_queued_behind_a_wait_and_sends_what_ran():
     other.data_received(encode_command(["GET", "k"]))
     server.loop.run_iteration()
     assert other_t.written == [b"$1\r\nv\r\n"]
+
+
+# -- a big read runs in bounded batches (READ_BATCH), with the semantics of one read ---------------
+def _spy_parser(conn):
+    """Swap in a parser that records the size of every chunk it is fed."""
+    from rill.protocol.parser import RequestParser
+
+    class Spy(RequestParser):
+        def feed(self, data):
+            fed.append(len(data))
+            return super().feed(data)
+
+    fed: list[int] = []
+    conn.parser = Spy(conn.server.proto_max_bulk_len)
+    return fed
+
+
+def _replies(transport) -> bytes:
+    return b"".join(transport.written)
+
+
+def test_a_huge_read_is_parsed_in_bounded_batches_and_answered_in_order():
+    from rill.server.connection import READ_BATCH
+
+    server = _loop_server()
+    conn, transport = _connect(server)
+    fed = _spy_parser(conn)
+    n = 4000
+    data = b"".join(encode_command(["INCR", "n"]) for _ in range(n))
+    data += encode_command(["ECHO", "x" * (3 * READ_BATCH)]) + encode_command(["GET", "n"])
+    assert len(data) > 8 * READ_BATCH
+    conn.data_received(data)
+    server.loop.run_iteration()
+    assert max(fed) <= READ_BATCH and sum(fed) == len(data)
+    expected = b"".join(b":%d\r\n" % i for i in range(1, n + 1))
+    expected += b"$%d\r\n%s\r\n" % (3 * READ_BATCH, b"x" * (3 * READ_BATCH)) + b"$4\r\n4000\r\n"
+    assert _replies(transport) == expected
+
+
+def test_a_multi_spanning_a_batch_boundary_runs_as_one_transaction():
+    from rill.server.connection import READ_BATCH
+
+    server = _loop_server()
+    conn, transport = _connect(server)
+    fed = _spy_parser(conn)
+    queued = 2000
+    data = (encode_command(["MULTI"]) + b"".join(encode_command(["RPUSH", "l", str(i)]) for i in range(queued))
+            + encode_command(["EXEC"]) + encode_command(["LLEN", "l"]))
+    assert len(data) > 3 * READ_BATCH
+    conn.data_received(data)
+    server.loop.run_iteration()
+    assert len(fed) > 3
+    expected = (b"+OK\r\n" + b"+QUEUED\r\n" * queued
+                + b"*%d\r\n" % queued + b"".join(b":%d\r\n" % i for i in range(1, queued + 1))
+                + b":%d\r\n" % queued)
+    assert _replies(transport) == expected
+
+
+def test_a_blocking_command_in_the_middle_of_a_big_read_holds_the_rest_until_served():
+    from rill.server.connection import READ_BATCH
+
+    server = _loop_server()
+    conn, transport = _connect(server)
+    _spy_parser(conn)
+    before, after = 500, 1500
+    data = (b"".join(encode_command(["INCR", "a"]) for _ in range(before)) + encode_command(["BLPOP", "q", "0"])
+            + b"".join(encode_command(["INCR", "b"]) for _ in range(after)))
+    assert len(data) > 2 * READ_BATCH
+    conn.data_received(data)
+    server.loop.run_iteration()
+    assert server.blocking.blocked_clients == 1
+    assert _replies(transport) == b"".join(b":%d\r\n" % i for i in range(1, before + 1))
+    pusher, pusher_t = _connect(server)
+    pusher.data_received(encode_command(["GET", "b"]))  # nothing after the BLPOP ran
+    server.loop.run_iteration()
+    assert pusher_t.written == [b"$-1\r\n"]
+    del transport.written[:]
+    pusher.data_received(encode_command(["RPUSH", "q", "x"]))
+    server.loop.run_iteration()
+    server.loop.run_iteration()
+    assert _replies(transport) == b"*2\r\n$1\r\nq\r\n$1\r\nx\r\n" + b"".join(b":%d\r\n" % i for i in range(1, after + 1))
