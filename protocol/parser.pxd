@@ -17,7 +17,7 @@ cdef class RequestParser:
 
     @cython.locals(buf=bytearray, pos=Py_ssize_t, n=Py_ssize_t, nl=Py_ssize_t,
                    end=Py_ssize_t, bulklen=Py_ssize_t, argv=list, ll=cython.longlong)
-    cpdef _parse(self, list out)
+    cpdef _parse(self, list out, bint one=*)
 
 @cython.locals(n=Py_ssize_t, i=Py_ssize_t, c=int, neg=bint, v=cython.ulonglong)
 cdef long long _header_int(bytearray buf, Py_ssize_t start, Py_ssize_t end)

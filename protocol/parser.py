@@ -41,6 +41,9 @@ UNAUTH_MAX_BULK = 16384
 
 
 _JOIN_CHECK_MAX = 64 * 1024
+# A chunk bigger than this that continues a command goes back to hiredis after that command
+# (below it, parsing the rest in place costs less than the copy and the second pass).
+_RESUME_MIN = 4096
 
 
 def _probe() -> None:
@@ -291,6 +294,24 @@ class RequestParser:
                 del out[:]
             else:
                 data = self._fallback(data, out)
+        if (
+            len(data) > _RESUME_MIN and (self._buf or self._argv is not None)
+            and reader is not None and not self.auth_required
+        ):
+            # A big chunk continuing a command (a read that split one): the reference
+            # parser completes that command, and hiredis takes the rest from the next
+            # boundary on, as it would have had the split fallen between commands.
+            # (The rest starts no command in progress, so this does not recurse again.)
+            self._buf += data
+            self._parse(out, True)
+            buf = self._buf
+            if self._argv is None and buf[:1] == b"*":
+                rest = bytes(buf)
+                buf.clear()
+                out += self.feed(rest)
+                return out
+            self._parse(out)
+            return out
         self._buf += data
         self._parse(out)
         return out
@@ -310,7 +331,8 @@ class RequestParser:
         self._buf.clear()
         self._argv_bytes = 0
 
-    def _parse(self, out: list) -> None:
+    def _parse(self, out: list, one: bool = False) -> None:
+        """Parse the buffer into ``out``; ``one``: stop after the first complete command."""
         buf = self._buf
         pos = 0
         n = len(buf)
@@ -353,6 +375,8 @@ class RequestParser:
                     pos = nl + 1
                     if args:
                         out.append(args)
+                        if one:
+                            break
                     continue
             argv = self._argv
             while self._remaining:
@@ -386,5 +410,7 @@ class RequestParser:
             out.append(argv)
             self._argv = None
             self._argv_bytes = 0
+            if one:
+                break
         if pos:
             del buf[:pos]

@@ -68,6 +68,30 @@ def test_any_chunking_gives_the_same_commands(cmds, sizes):
     assert feed_all(RequestParser(), chunks) == cmds
 
 
+@given(st.lists(st.lists(st.binary(max_size=3000), min_size=1, max_size=6), min_size=1, max_size=40),
+       st.lists(st.integers(min_value=4097, max_value=12000), min_size=1, max_size=10), st.integers(1, 4096))
+@settings(max_examples=100, deadline=None)
+def test_big_chunks_continuing_a_command_give_the_same_commands(cmds, sizes, first):
+    # Past _RESUME_MIN a chunk that continues a command goes back to hiredis after it.
+    data = b"".join(enc(*c) for c in cmds)
+    chunks, i, k = [data[:first]], first, 0
+    while i < len(data):
+        n = sizes[k % len(sizes)]
+        chunks.append(data[i : i + n])
+        i += n
+        k += 1
+    assert feed_all(RequestParser(), chunks) == cmds
+
+
+def test_a_big_chunk_continuing_a_command_keeps_inline_commands_and_errors_in_place():
+    cmds = [[b"SET", b"k%d" % i, b"v" * 200] for i in range(60)]
+    data = b"".join(enc(*c) for c in cmds) + b"PING x\r\n" + enc(b"GET", b"k") + b"*1\r\n:5\r\n" + enc(b"GET", b"z")
+    p = RequestParser()
+    out = p.feed(data[:100]) + p.feed(data[100:])
+    assert out[:-1] == cmds + [[b"PING", b"x"], [b"GET", b"k"]]
+    assert type(out[-1]) is ProtocolError and out[-1].message == b"ERR Protocol error: expected '$', got ':'"
+
+
 @pytest.mark.parametrize(
     "data,message",
     [

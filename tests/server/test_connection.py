@@ -356,15 +356,22 @@ def test_eof_drops_commands_queued_behind_a_wait_and_sends_what_ran():
 
 # -- a big read runs in bounded batches (READ_BATCH), with the semantics of one read ---------------
 def _spy_parser(conn):
-    """Swap in a parser that records the size of every chunk it is fed."""
+    """Swap in a parser that records the size of every chunk the connection feeds it
+    (not the parser's own feeds of a chunk's rest)."""
     from rill.protocol.parser import RequestParser
 
     class Spy(RequestParser):
         def feed(self, data):
-            fed.append(len(data))
-            return super().feed(data)
+            if not depth:
+                fed.append(len(data))
+            depth.append(1)
+            try:
+                return super().feed(data)
+            finally:
+                depth.pop()
 
     fed: list[int] = []
+    depth: list[int] = []
     conn.parser = Spy(conn.server.proto_max_bulk_len)
     return fed
 
