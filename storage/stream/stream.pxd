@@ -21,6 +21,14 @@ cdef class _StreamCore:
                    me="long long", same=bint, tf=list)
     cpdef add(self, fields_values, sid=*, now_ms=*)
 
+# The common appended entry in one pre-sized write: C offsets, the bytes read and written
+# through pointers.
+@cython.locals(need=Py_ssize_t, i=Py_ssize_t, n=Py_ssize_t, start=Py_ssize_t, p=Py_ssize_t,
+               k=Py_ssize_t, dst=cython.p_uchar, sp=cython.p_uchar, v=bytes, e1=bytes, e2=bytes,
+               e3=bytes, src=bytes)
+cdef Py_ssize_t _append_same(bytearray lp, list fv, Py_ssize_t nfv, Py_ssize_t nf, long long dms,
+                             long long dseq) except -1
+
 # Module globals read on every append, as C-level variables (no dictionary lookup). Not
 # visible as module attributes when compiled: only names no other module reads from here.
 cdef bint _COMPILED

@@ -124,6 +124,59 @@ def _probe() -> None:
 _COMPILED = type(_probe).__name__ != "function"
 
 
+def _append_same(lp: bytearray, fv: list, nfv: int, nf: int, dms: int, dseq: int) -> int:
+    """Compiled only: a SAMEFIELDS entry appended in one write, its size known first (a
+    pre-sized write through a C pointer, where the general path appends about ten pieces);
+    the listpack's new total size, or 0 when the entry is not the common kind (deltas and
+    field count in the one-element small-int range, every value a plain 1..63-byte
+    ``bytes`` that does not start like a number), which the general path then writes.
+    ``lp`` ends with its EOF byte, which the entry's flags overwrite; the count in the
+    header is the caller's. ``dms``/``dseq`` are the ID's deltas from the master ID."""
+    if not (-4096 <= dms <= 4095 and -4096 <= dseq <= 4095 and nf < 4000):
+        return 0
+    e1 = _SMALL_INT_ELEM[dms + 4096]
+    e2 = _SMALL_INT_ELEM[dseq + 4096]
+    e3 = _SMALL_INT_ELEM[nf + 4099]
+    need = len(_E_FLAGS_SAME) + len(e1) + len(e2) + len(e3)
+    for i in range(1, nfv, 2):
+        x = fv[i]
+        if type(x) is not bytes:
+            return 0
+        v = x
+        n = len(v)
+        if not 0 < n < 64 or _NUMSTART[v[0]]:
+            return 0
+        need += n + 2
+    start = len(lp) - 1  # the EOF byte
+    lp += bytes(need)  # need + 1 bytes from start: the entry, then EOF
+    dst = lp
+    p = start
+    for src in (_E_FLAGS_SAME, e1, e2):
+        n = len(src)
+        sp = src
+        for k in range(n):
+            dst[p + k] = sp[k]
+        p += n
+    for i in range(1, nfv, 2):
+        v = fv[i]
+        n = len(v)
+        sp = v
+        dst[p] = 0x80 | n
+        p += 1
+        for k in range(n):
+            dst[p + k] = sp[k]
+        p += n
+        dst[p] = n + 1
+        p += 1
+    n = len(e3)
+    sp = e3
+    for k in range(n):
+        dst[p + k] = sp[k]
+    p += n
+    dst[p] = 0xFF
+    return p + 1
+
+
 class _StreamCore:
     """What :class:`Stream` is made of, apart from its class-wide settings.
 
@@ -396,11 +449,34 @@ class _StreamCore:
                         if fv[i + i] != tf[i]:
                             same = False
                             break
+                if same:
+                    # The common entry, written in one piece (see _append_same).
+                    n = _append_same(lp, fv, nfv, nf, ms - self._t_ms, seq - self._t_seq)
+                    if n:
+                        nele = self._t_nele + nf + 4
+                        self._t_nele = nele
+                        if nele >= LP_HDR_NUMELE_UNKNOWN:
+                            nele = 0xFFFF
+                        lp[0] = n & 255
+                        lp[1] = (n >> 8) & 255
+                        lp[2] = (n >> 16) & 255
+                        lp[3] = n >> 24
+                        lp[4] = nele & 255
+                        lp[5] = nele >> 8
+                        if _NC:
+                            _nc_extend(lp, sid, fv)
+                        self.length += 1
+                        self.entries_added += 1
+                        self.last_id = sid
+                        if self.length == 1:  # the stream was emptied by XDEL
+                            self.first_id = sid
+                        return sid
                 lp[-1:] = _E_FLAGS_SAME if same else _E_FLAGS_NONE  # over the EOF byte
             else:
                 del lp[-1]  # EOF
                 same = nf == self._t_nf and fv[0::2] == self._t_fields
                 lp += _E_FLAGS_SAME if same else _E_FLAGS_NONE
+            nele = self._t_nele
             # The deltas from the master ID, as the int64 Redis stores (_to_int64): typed,
             # the halves' difference wraps to exactly that. -4096..4095 is _SMALL_MIN..MAX.
             d = ms - self._t_ms
@@ -413,7 +489,6 @@ class _StreamCore:
                 lp += _SMALL_INT_ELEM[d + 4096]
             else:
                 lp += int_element(_to_int64(d))
-            nele = self._t_nele
         if same:
             # SAMEFIELDS entry: values only.
             for i in range(1, nfv, 2):
