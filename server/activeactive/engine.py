@@ -721,6 +721,8 @@ class ActiveActive:
                 plain.extend((db_id, p) for p in plain_ops(db, key, last, op))
             else:
                 self._apply_op(db, e, op)
+        if self.keyed.created:
+            self.keyed.pack_created()
         origin, seq = e.origin, e.seq
         self.vc[origin] = seq
         self._clock_parts = None
@@ -999,6 +1001,8 @@ class ActiveActive:
                     seen = dict(e.vc)
                     seen[e.origin] = e.seq
                     self.lists.replay_own(self.server.keyspace[db_id], seen, e.origin, op)
+            if self.keyed.created:
+                self.keyed.pack_created()
             self.seq = e.seq
             self.vc[self.region] = e.seq
             self._bookkeep(e)

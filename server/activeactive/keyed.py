@@ -341,6 +341,8 @@ class Keyed:
         # (kind, element) -> (the removing effect's seen clock, the marks). Only a full
         # sync reads them (merge); they go once every instance has seen that clock.
         self.removed: dict[tuple[int, bytes], dict[tuple[bytes, bytes], Removal]] = {}
+        # Keys a peer's effect created while it is applied: packed once it is (pack_created).
+        self.created: list[tuple[int, bytes]] = []
 
     def _keep_removal(self, where: tuple[int, bytes], kind: bytes, elem: bytes, cell: AnyCell,
                       clock: dict[int, int]) -> None:
@@ -630,6 +632,7 @@ class Keyed:
         kind, elem = op[2], op[3]
         if kinds is None:
             kinds = self.keys[where] = {}
+            self.created.append(where)
         shown = visible(kinds)
         cells = kinds.setdefault(kind, {})
         cell = inflate(cells.get(elem))
@@ -658,6 +661,19 @@ class Keyed:
             # Redis fires "del" after the HDEL, SREM or ZREM that removed the last element.
             return self._once(origin, seq, db.id, key, event) + self._once(origin, seq, db.id, key, _DEL)
         return self._once(origin, seq, db.id, key, event)
+
+    def pack_created(self) -> None:
+        """The keys the effect just applied created, each as one :class:`Packed` tuple
+        when it can be one (every element one assign of that effect), as a local creation
+        is: a peer's keys took the per-element form's memory otherwise. Called by the
+        engine once all of the effect's ops are applied (a key's later ops in the same
+        effect write to the full form)."""
+        keys = self.keys
+        for where in self.created:
+            kinds = keys.get(where)
+            if type(kinds) is dict:
+                keys[where] = _pack(kinds)
+        self.created = []
 
     def _once(self, origin: int, seq: int, db_id: int, key: bytes, event: Event) -> tuple[Event, ...]:
         """``(event,)``, unless this effect fired it for this key already: an HSET of

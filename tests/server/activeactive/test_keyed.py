@@ -401,3 +401,22 @@ def test_removal_records_go_once_every_instance_saw_the_removal():
     assert b.engine.keyed.collect_removals({1: {1: 2, 2: 0}}, {1}, b.engine.vc) == 0  # a has not seen it
     assert b.engine.keyed.collect_removals({1: {1: 2, 2: 1}}, {1}, b.engine.vc) == 1
     assert b.engine.tombstone_count() == 0
+
+
+def test_a_key_a_peers_effect_created_keeps_one_stamp_there_too():
+    a, b = Region(1, enable_debug_command="yes"), Region(2, enable_debug_command="yes")
+    a("HSET", "h", "f", "1", "g", "2")
+    a("SADD", "s", "x", "y")
+    a("ZADD", "z", "1", "m")
+    a("SET", "k", "v")
+    a("HINCRBY", "c", "f", "1")  # an increment is no assign: it stays a cell
+    sync(a, b)
+    for key in (b"h", b"s", b"z", b"k"):
+        assert type(b.engine.keyed.keys[(0, key)]) is Packed
+        assert repr(b.engine.keyed.keys[(0, key)]) == repr(a.engine.keyed.keys[(0, key)])
+    assert type(b.engine.keyed.keys[(0, b"c")]) is dict
+    # Later writes at either side still merge as before.
+    b("HSET", "h", "f", "b")
+    a("HDEL", "h", "g")
+    sync(a, b)
+    assert fuzz_view(a) == fuzz_view(b)
