@@ -4,6 +4,12 @@ cimport cython
 
 cdef bint _COMPILED
 
+@cython.locals(size=Py_ssize_t, n=Py_ssize_t, cmd=list)
+cdef Py_ssize_t _wire_size(list commands) except -1
+
+@cython.locals(d=Py_ssize_t)
+cdef inline Py_ssize_t _digits(Py_ssize_t n)
+
 cdef class RequestParser:
     cdef public bytearray _buf
     cdef public list _argv

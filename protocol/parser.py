@@ -61,10 +61,21 @@ def _wire_size(commands: list) -> int:
     this size unless some element was a simple string, which is shorter."""
     size = 0
     for cmd in commands:
-        size += 3 + len(str(len(cmd)))
+        size += 3 + _digits(len(cmd))
         for arg in cmd:
-            size += 5 + len(str(len(arg))) + len(arg)
+            n = len(arg)
+            size += 5 + _digits(n) + n
     return size
+
+
+def _digits(n: int) -> int:
+    """The decimal digits of ``n`` >= 0: len(str(n)) without the string (compiled, a C
+    loop; it runs for every argument of a chunk that hiredis parsed only in part)."""
+    d = 1
+    while n >= 10:
+        n //= 10
+        d += 1
+    return d
 
 
 def _join_by_type(cmd: list) -> None:
