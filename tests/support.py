@@ -71,9 +71,9 @@ class ServerProcess:
     def start(self, timeout: float = 15.0, loading_ok: bool = False) -> ServerProcess:
         """Start and wait until it answers; ``loading_ok``: an answer of -LOADING will do
         (for tests of what a loading server says)."""
-        log = open(self.logfile, "ab")
-        self.proc = subprocess.Popen(self.argv, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
-                                     preexec_fn=self.preexec_fn)
+        with open(self.logfile, "ab") as log:  # the child keeps its own descriptor
+            self.proc = subprocess.Popen(self.argv, cwd=self.workdir, stdout=log, stderr=subprocess.STDOUT,
+                                         preexec_fn=self.preexec_fn)
         deadline = time.monotonic() + timeout
         pause = Backoff()
         while time.monotonic() < deadline:
@@ -90,6 +90,9 @@ class ServerProcess:
                     pause()
             except OSError:
                 pause()
+        # The test fails here and never reaches its stop(): a server left running would
+        # hold its port and CPU for the rest of the session.
+        self.kill()
         raise RuntimeError(f"server did not start: {self.log()}")
 
     def log(self) -> str:
