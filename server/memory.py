@@ -323,8 +323,7 @@ class MemoryFigure:
         # and it was the longest stall of the loop during a replica's full sync. The
         # means already taken stand in until the child is gone (Redis likewise stops
         # resizing its dicts while a child runs).
-        p = self.server.__dict__.get("persistence")
-        forked = getattr(p, "child_pid", None) is not None
+        forked = child_running(self.server)
         for db in self.server.keyspace.dbs:
             n = len(db.data)
             if not n:
@@ -412,6 +411,15 @@ class MemoryFigure:
         writer = getattr(p, "writer", None) if p is not None else None
         buf = getattr(writer, "buf", None) if writer is not None else None
         self.aof_buffer = len(buf) if buf is not None else 0
+
+
+def child_running(server: Server) -> bool:
+    """Whether a fork child (a snapshot, a replica's full sync, an AOF rewrite) shares the
+    server's pages now: persistence.child_pid, which disk.py and the master's diskless
+    fork both set. A pass over a big dict's keys then copies every page it writes a
+    reference count on (the cron's sampling walk, the evictor's snapshot)."""
+    p = server.__dict__.get("persistence")
+    return getattr(p, "child_pid", None) is not None
 
 
 def memory_of(server: Server) -> MemoryFigure:

@@ -473,3 +473,43 @@ def test_evictions_are_latency_events_as_in_redis(oracle_server, policy):
             r.close()
     finally:
         ours.stop()
+
+
+class _NoWalk(dict):
+    """A keyspace dict that fails any pass over its keys (list(), iteration)."""
+
+    def __iter__(self):
+        raise AssertionError("the keyspace was walked")
+
+
+def test_no_snapshot_of_the_keys_is_taken_while_a_fork_child_shares_the_pages():
+    """A new snapshot writes a reference count on every key (and dropping the old one
+    another), so while a child shares the parent's pages it copies each page holding
+    keys. The one due for renewal is kept until the child is gone, and eviction goes on
+    from it; the cron does not drop it either."""
+    server, c = _server("allkeys-lru")
+    _fill(server, c, 2000)
+    _limit_here(server, c, 0)
+    db = server.keyspace.dbs[0]
+    ev = server.evictor
+    _over_the_limit_by_new_keys(server, c, 50, "a")  # evicting: a snapshot is taken
+    snap = ev.snaps[0]
+    assert snap is not None
+    db.data = _NoWalk(db.data)
+    server.persistence.child_pid = 1 << 22  # a child runs (no process: nothing reaps it)
+    try:
+        evicted = ev.evicted_keys
+        _over_the_limit_by_new_keys(server, c, 1000, "b")  # past the eighth that renews it
+        assert ev.evicted_keys - evicted >= 900
+        assert ev.snaps[0] is snap
+        assert memory_of(server).for_eviction() <= server.maxmemory
+        for hook in server.cron_hooks:
+            if hook in (ev._cron, memory_of(server).refresh):
+                hook()  # (a refresh may re-size the keys: the figure is judged above)
+        assert ev.snaps[0] is snap
+    finally:
+        server.persistence.child_pid = None
+    db.data = dict(db.data)
+    _over_the_limit_by_new_keys(server, c, 1100, "c")  # RENEW_RECHECK evictions on
+    assert ev.snaps[0] is not snap  # renewed once the child is gone
+    assert any(k.startswith(b"b") for k in ev.snaps[0])
