@@ -6,7 +6,12 @@ from rill.storage.stream.stream cimport _StreamCore
 
 # XADD's common form: the stream as its typed core (last_id and add() are C-level).
 # The new ID's halves are C integers, formatted without a str per number.
-@cython.locals(argc=Py_ssize_t, s=_StreamCore, ms="unsigned long long", seq="unsigned long long")
+@cython.locals(argc=Py_ssize_t, s=_StreamCore)
 cpdef xadd(c, argv)
+
+# The reply's ID, its digits written through a pointer into a new bytes.
+@cython.locals(n1=Py_ssize_t, n2=Py_ssize_t, a="unsigned long long", out=bytes, dst=cython.p_uchar,
+               p=Py_ssize_t, _k=Py_ssize_t)
+cdef bytes _id_bytes(unsigned long long ms, unsigned long long seq)
 
 cdef bint _COMPILED
