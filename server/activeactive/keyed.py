@@ -142,6 +142,8 @@ _COMMAND_KIND = {
 # member that is there re-adds it (a concurrent SREM elsewhere did not see this add).
 _ASSIGNS = frozenset({"sadd", "hset", "hmset", "set", "setex", "psetex", "mset", "getset"})
 _CONDITIONS = frozenset({b"nx", b"xx", b"gt", b"lt", b"incr"})
+_NO_DELTAS: dict[bytes, Number] = {}  # an assign's increments: none (never written to)
+_NO_SEEN: dict[int, int] = {}  # a seen clock nothing reads (never written to)
 
 
 def _reasserts(name: str, argv: list[bytes]) -> bool:
@@ -447,7 +449,9 @@ class Keyed:
         state of that kind before. The same ops collect() makes, without working out
         which case this is; None when the state is not that simple (collect() decides)."""
         where = (db.id, key)
-        kinds = self._kinds_at(where)
+        kinds = self.keys.get(where)
+        if type(kinds) is Packed:
+            kinds = self.keys[where] = kinds.kinds()
         deltas = _deltas(name, argv, kind) if name in _COUNTERS else None
         if kinds is None and not deltas:
             # Created by an assign (the usual SET, HSET, SADD, ZADD of a new key): every
@@ -472,21 +476,25 @@ class Keyed:
                     made.append([b"CSET", key, kind, elem, stamp, _value_arg(kind, v)])
             self.keys[where] = Packed(packed)
             return made
-        origin, seq, seen = self._local()
+        if kinds is not None and (len(kinds) != 1 or not kinds.get(kind)):
+            return None
+        engine = self.engine
+        origin, seq = engine.region, engine.seq + 1
         ts = int(time.time() * 1000)
         ops: list[Op] = []
         if kinds is None:
+            # A counter its increment created: the new cells hold no dot a seen clock
+            # could take, so none is made (_create reads it only for cells that were there).
             kinds = self.keys[where] = {}
-            self._create(ops, kinds, key, kind, now, name, argv, ts, origin, seq, seen, deltas)
+            self._create(ops, kinds, key, kind, now, name, argv, ts, origin, seq, _NO_SEEN, deltas)
             return ops
-        if len(kinds) != 1:
-            return None
-        cells = kinds.get(kind)
-        if not cells:
-            return None
+        cells = kinds[kind]
         hint = _HINTS.get(name)
         elems = hint(argv) if hint is not None else list({*cells, *_keys_of(now, kind)})
-        self._compare(ops, db, key, kind, cells, now, elems, name, argv, ts, origin, seq, seen)
+        # The seen clock is made when an element that was there needs it (most writes of
+        # a new field or member do not).
+        self._compare(ops, db, key, kind, cells, now, elems, name, argv, ts, origin, seq, None,
+                      deltas if deltas is not None else _NO_DELTAS)
         if not cells:
             del kinds[kind]
             if not kinds:
@@ -514,10 +522,10 @@ class Keyed:
 
     def _compare(self, ops: list[Op], db: Any, key: bytes, kind: bytes, cells: dict[bytes, AnyCell], now: Any,
                  elems: Any, name: str, argv: list[bytes], ts: int, origin: int, seq: int,
-                 seen: dict[int, int]) -> None:
+                 seen: dict[int, int] | None, counters: dict[bytes, Number] | None = None) -> None:
         """The ops of the elements ``elems`` of a value of ``kind`` whose state (``cells``)
-        is there: each one compared with its cell."""
-        counters = None
+        is there: each one compared with its cell. ``counters``: the command's increments
+        (``_deltas``), when the caller worked them out already."""
         # A command of another kind (an SADD refused with WRONGTYPE on a string) assigns
         # nothing: re-asserting made an own dot here that no effect carried.
         reassert = _reasserts(name, argv) and _COMMAND_KIND.get(name, kind) == kind
@@ -528,6 +536,8 @@ class Keyed:
             if after == before and (after is None or not reassert):
                 continue
             if after is None:
+                if seen is None:
+                    seen = self._local()[2]
                 op = [b"CREM", key, kind, elem, *_obs_args(cell.observed())]
                 ops.append(op)
                 cell = inflate(cell)
@@ -564,8 +574,12 @@ class Keyed:
             ops.append(self._assign_op(cells, key, kind, elem, after, ts, origin, seq, seen))
 
     def _assign_op(self, cells: dict[bytes, AnyCell], key: bytes, kind: bytes, elem: bytes, v: Any,
-                   ts: int, origin: int, seq: int, seen: dict[int, int]) -> Op:
+                   ts: int, origin: int, seq: int, seen: dict[int, int] | None) -> Op:
+        """An assign's op, applied (``seen`` None: the effect's seen clock, made here
+        when the element was there)."""
         cell = cells.get(elem)
+        if cell is not None and seen is None:
+            seen = self._local()[2]
         if cell is None or (type(cell) is Reg and cell.seen_by(seen)):
             # Nothing else in the element: it holds this assign alone.
             cells[elem] = reg(ts, origin, seq, _stored(kind, v))
