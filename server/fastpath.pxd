@@ -1,6 +1,7 @@
 # Cython declarations for fastpath.py (its "augmenting" .pxd): types for the compiled
 # build; the .py stays the reference and runs unchanged without them. See docs/hot-core.md.
 cimport cython
+from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 from rill.server.commands.table cimport Command
 from rill.server.commandstats cimport CommandStats
@@ -17,5 +18,14 @@ cdef class ClientCore:
 # table are typed containers: their lookups are C calls, not the generic protocol.
 @cython.locals(n=Py_ssize_t, cmd=Command, st=CommandStats, start="long long",
                duration="long long", slow_ns="long long", latency_on=bint, plain=bint,
-               dirty=object, ready=dict, waiters=dict, argv=list, dispatch=dict, by_cmd=dict, hdr_of=list)
+               c_clock=bint, dirty=object, ready=dict, waiters=dict, argv=list, dispatch=dict, by_cmd=dict, hdr_of=list)
 cpdef tuple execute_all(ServerCore server, ClientCore client, list commands, Py_ssize_t i=*)
+
+# Whether this module runs compiled, and the clock the loop reads when it does: CLOCK_MONOTONIC
+# (what perf_counter_ns reads on Linux) read in C, with no int object made and unboxed per reading.
+cdef bint _COMPILED
+
+cdef inline long long _c_monotonic_ns() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec
