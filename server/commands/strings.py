@@ -468,6 +468,18 @@ def setrange(c: Client, argv: list[bytes]):
 _INTS: dict[bytes, int] = {}
 
 
+def _probe() -> None:
+    """Only its type matters: see _COMPILED."""
+
+
+# Whether this module runs compiled (what ``cython.compiled`` says, without importing
+# Cython): where the fastest form differs between the modes, this picks it.
+_COMPILED = type(_probe).__name__ != "function"
+# Compiled, a counter's new value is written by strings.pxd's ``_c_counter_bytes``, its
+# digits into a C buffer (bytes' ``%d`` makes a str first). The name exists only in the
+# compiled module; ``_COMPILED`` guards it.
+
+
 def _incr(c: Client, key: bytes, incr: int) -> int:
     db = c.db
     data = db.data
@@ -499,7 +511,8 @@ def _incr(c: Client, key: bytes, incr: int) -> int:
         result = current + incr
         if result > INT64_MAX or result < INT64_MIN:
             raise OVERFLOW
-        data[key] = new = b"%d" % result  # dbOverwrite: TTL kept
+        new = _c_counter_bytes(result) if _COMPILED else b"%d" % result  # noqa: F821 (see _COMPILED)
+        data[key] = new  # dbOverwrite: TTL kept
         if db.unshared:  # a new integer object, shared or not by its value alone
             db.unshared.pop(key, None)
         if len(_INTS) >= 4096:
@@ -524,7 +537,7 @@ def incr(c: Client, argv: list[bytes]):
     if current is None or current == INT64_MAX or (db.expires and key in db.expires):
         return _incr(c, key, 1)
     result = current + 1
-    data[key] = new = b"%d" % result
+    data[key] = new = _c_counter_bytes(result) if _COMPILED else b"%d" % result  # noqa: F821
     if db.unshared:
         db.unshared.pop(key, None)
     if db.lfu:
