@@ -8,7 +8,7 @@ cdef bint _COMPILED
 cdef Py_ssize_t _wire_size(list commands) except -1
 
 @cython.locals(d=Py_ssize_t)
-cdef inline Py_ssize_t _digits(Py_ssize_t n)
+cdef Py_ssize_t _digits(Py_ssize_t n)
 
 cdef class RequestParser:
     cdef public bytearray _buf
