@@ -853,7 +853,7 @@ class ActiveActive:
         """The key's TTL register without the values effect ``e`` had seen."""
         return [
             (v, o, s) for v, o, s in self.ttl.get((db_id, key), ())
-            if e.vc.get(o, 0) < s and not (o == e.origin and s < e.seq)
+            if e.vc.get(o, 0) < s and not (o == e.origin and s <= e.seq)
         ]
 
     def _apply_ttl(self, db: Any, key: bytes, e: Effect, value: int) -> None:

@@ -119,6 +119,24 @@ def test_del_takes_the_ttls_it_saw(pair, kind):
 
 
 @pytest.mark.parametrize("kind", list(TYPES))
+def test_a_del_takes_the_ttl_its_own_transaction_set(pair, kind):
+    """An EXPIRE then a DEL in one MULTI are one effect: the DEL saw that TTL, so a key made
+    again afterwards has none at the peer either. (Found by a full-sync random run: the
+    peer kept the TTL, as if set concurrently, and put it on the new key.)"""
+    r1, r2 = pair
+    key = fresh(pair, kind)
+    r1.call("MULTI")
+    r1.call("EXPIRE", key, 9794)
+    r1.call("DEL", key)
+    r1.call("EXEC")
+    r1.call(*fill(TYPES[kind][0], key))
+    pair.sync()
+    assert r2.call("EXISTS", key) == 1
+    assert pexpiretime(pair, key) == -1
+    equal(pair)
+
+
+@pytest.mark.parametrize("kind", list(TYPES))
 def test_a_ttl_set_concurrently_with_a_del_stays(pair, kind):
     r1, r2 = pair
     key = fresh(pair, kind)
