@@ -880,6 +880,29 @@ def test_links_use_tls_when_tls_replication_is_on(request):
         b.stop()
 
 
+async def test_effects_made_in_one_loop_iteration_go_out_as_one_apply_per_peer_and_a_lone_one_goes_alone():
+    """The links flush once per loop iteration (as Redis writes its replicas' buffers before
+    sleeping): the effects of many clients' writes in one iteration travel as one APPLY to
+    each peer, not one write each; and one effect made with nothing after it still goes."""
+    engine = FakeEngine()
+    a, b = await FakePeer(region=2).start(), await FakePeer(region=3).start()
+    links = linked(engine, a, b)
+    try:
+        await until(lambda: all(r["link"] == b"up" for r in links.status()))
+        for _ in range(50):  # one iteration: nothing yields to the loop in between
+            engine.seal(b"k", b"1", b"1-1", b"f", b"v")
+        await until(lambda: a.applied == b.applied == 50)
+        assert (a.batches, b.batches) == (1, 1)
+        assert a.applies == b.applies == list(range(1, 51))
+        engine.seal(b"k", b"1", b"2-1", b"f", b"v")  # alone: no later write pushes it out
+        await until(lambda: a.applied == b.applied == 51)
+        assert (a.batches, b.batches) == (2, 2)
+    finally:
+        links.close()
+        await a.stop()
+        await b.stop()
+
+
 async def test_records_go_out_as_the_backlog_holds_them_never_encoded_again(monkeypatch):
     """The engine encodes a record once, when the effect is made; links write those bytes."""
     from rill.server.activeactive import links as links_module
