@@ -1,6 +1,8 @@
 # Cython declarations for effects.py (its "augmenting" .pxd): types for the compiled
 # build; the .py stays the reference and runs unchanged without them. See docs/hot-core.md.
 cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.string cimport memcpy
 
 cdef bint _COMPILED
 
@@ -18,3 +20,71 @@ cdef unsigned long long _uint(const unsigned char* p, Py_ssize_t i, Py_ssize_t w
                nops=Py_ssize_t, db=Py_ssize_t, argc=Py_ssize_t, k=Py_ssize_t,
                op=list, ops=list, vc=dict, e=Effect)
 cpdef list decode_records(bytes blob, bint keep_raw=*)
+
+# encode_compact's usual record, compiled: the size worked out first, then the header, the
+# clock and every op written into one new bytes (no parts list, no join). None when anything
+# is unusual (a count or length of 255 or more, a number out of the header's range, an op
+# that is not a (db, list of bytes) pair): the .py's general form then makes it, or raises
+# what struct raises.
+cdef inline object _c_encode_compact(object origin, object seq, object ts, object clock, object ops):
+    cdef Py_ssize_t size, nops, argc, n, clen
+    cdef object pair, op, a, db
+    cdef unsigned long long s, t
+    cdef unsigned char* dst
+    cdef bytes out
+    cdef int k
+    if (type(clock) is not bytes or type(ops) is not list or type(origin) is not int
+            or type(seq) is not int or type(ts) is not int):
+        return None
+    if not (0 <= origin < 256 and 0 <= seq <= 0xFFFFFFFFFFFFFFFF and 0 <= ts <= 0xFFFFFFFFFFFFFFFF):
+        return None
+    clen = PyBytes_GET_SIZE(clock)
+    nops = len(<list>ops)
+    if clen // 9 >= 256 or nops >= 255:
+        return None
+    size = 19 + clen + 1
+    for pair in <list>ops:
+        if type(pair) is not tuple or len(<tuple>pair) != 2:
+            return None
+        db = (<tuple>pair)[0]
+        op = (<tuple>pair)[1]
+        if type(op) is not list or type(db) is not int or not 0 <= db < 255:
+            return None
+        argc = len(<list>op)
+        if argc >= 255:
+            return None
+        size += 2
+        for a in <list>op:
+            if type(a) is not bytes:
+                return None
+            n = PyBytes_GET_SIZE(a)
+            if n >= 255:
+                return None
+            size += 1 + n
+    s = seq
+    t = ts
+    out = PyBytes_FromStringAndSize(NULL, size)
+    dst = <unsigned char*>PyBytes_AS_STRING(out)
+    dst[0] = 2  # RECORD_VERSION
+    dst[1] = <unsigned char>(<int>origin)
+    for k in range(8):
+        dst[2 + k] = <unsigned char>(s & 0xFF)
+        s >>= 8
+        dst[10 + k] = <unsigned char>(t & 0xFF)
+        t >>= 8
+    dst[18] = <unsigned char>(clen // 9)
+    memcpy(dst + 19, PyBytes_AS_STRING(clock), clen)
+    dst += 19 + clen
+    dst[0] = <unsigned char>nops
+    dst += 1
+    for pair in <list>ops:
+        op = (<tuple>pair)[1]
+        dst[0] = <unsigned char>(<int>(<tuple>pair)[0])
+        dst[1] = <unsigned char>len(<list>op)
+        dst += 2
+        for a in <list>op:
+            n = PyBytes_GET_SIZE(a)
+            dst[0] = <unsigned char>n
+            memcpy(dst + 1, PyBytes_AS_STRING(a), n)
+            dst += 1 + n
+    return out

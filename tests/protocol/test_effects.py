@@ -87,6 +87,42 @@ def test_compact_records_past_the_small_numbers():
     assert back == e
 
 
+def _reference_record(origin, seq, ts, clock, unit):
+    """The compact layout of protocol/effects.py's docstring, written out with struct."""
+    import struct
+
+    def small(n):
+        return bytes((n,)) if n < 255 else b"\xff" + struct.pack("<I", n)
+
+    out = [struct.pack("<BBQQB", 2, origin, seq, ts, len(clock) // 9), clock, small(len(unit))]
+    for db, op in unit:
+        out += [small(db), small(len(op))]
+        for a in op:
+            out += [small(len(a)), a]
+    return b"".join(out)
+
+
+@pytest.mark.parametrize("unit", [
+    [],
+    [(0, [b"XADD", b"k", b"1", b"1-1", b"f", b"v"])],
+    [(254, [b"a" * 254, b""])],  # the largest one-byte db and length
+    [(255, [b"DEL", b"k"])],  # db 255 takes a u32
+    [(0, [b"a" * 255, b"k"])],  # so does a length of 255
+    [(0, [b"x"] * 254)],
+    [(0, [b"x"] * 255)],
+    [(1, [b"DEL", b"k"])] * 254,
+    [(1, [b"DEL", b"k"])] * 255,
+])
+@pytest.mark.parametrize("seq,ts", [(1, 0), (2**64 - 1, 2**64 - 1), (2**40 + 3, 1_700_000_000_123)])
+def test_compact_record_bytes_at_the_edges_of_the_one_byte_numbers(unit, seq, ts):
+    """The compiled encoder (one bytes written in place) and the general one agree byte for
+    byte with the documented layout, on both sides of every one-byte limit."""
+    from rill.protocol.effects import encode_clock, encode_compact
+
+    clock = encode_clock({1: 5, 3: 2**63, 200: 1}, 3)
+    assert encode_compact(3, seq, ts, clock, unit) == _reference_record(3, seq, ts, clock, unit)
+
+
 def test_damaged_compact_batches_refused_whole():
     es = [Effect(1, n, 5, {}, [(0, [b"XDEL", b"k", b"1", b"1-1"]), (1, [b"DEL", b"x"])]) for n in (1, 2)]
     blob = b"".join(encode_effect_compact(e) for e in es)
