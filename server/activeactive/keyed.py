@@ -630,9 +630,13 @@ class Keyed:
         although the effect carries an op per field or member, and ``del`` after the
         removal that emptied the key."""
         name, key = op[0], op[1]
+        where = (db.id, key)
+        if name == b"CSET" and len(op) == 6:
+            fired = self._assign_plain(db, origin, seq, vc, op, where)
+            if fired is not None:
+                return fired
         seen = dict(vc)
         seen[origin] = seq
-        where = (db.id, key)
         kinds = self._kinds_at(where)
         if name == b"CDEL":
             if not kinds:
@@ -675,6 +679,69 @@ class Keyed:
             # Redis fires "del" after the HDEL, SREM or ZREM that removed the last element.
             return self._once(origin, seq, db.id, key, event) + self._once(origin, seq, db.id, key, _DEL)
         return self._once(origin, seq, db.id, key, event)
+
+    def _assign_plain(self, db: Any, origin: int, seq: int, vc: dict[int, int], op: Op,
+                      where: tuple[int, bytes]) -> tuple[Event, ...] | None:
+        """apply() of the usual peer's op, a CSET carrying no observations onto an element
+        that holds nothing or one assign the effect had seen, of the kind the key shows
+        (or of a key that holds nothing at all): the element then holds this assign
+        alone, as the writer's ``_assign_op`` made it, so the cell, its merge and the
+        whole-key rendering are skipped. None when the op is not that simple (apply()'s
+        general path decides)."""
+        kind, elem, key = op[2], op[3], op[1]
+        raw = op[5]
+        if kind == ZSET:
+            stored: Any = float(raw)
+            shown: Any = stored
+        elif kind == SET:
+            stored = None
+            shown = b""
+        else:
+            stored = shown = raw if type(raw) is bytes else bytes(raw)
+        ts = int(op[4])
+        value = db.data.get(key)
+        kinds = self.keys.get(where)
+        if kinds is None:
+            if value is not None:
+                return None  # a stream, list or HLL without this state: apply() decides
+            self.keys[where] = Packed((kind, ts, origin, seq, elem) if stored is None
+                                      else (kind, ts, origin, seq, elem, stored))
+            self.created.append(where)  # repacked if a later op of the effect unpacks it
+            db.set(key, _put(_new_value(kind), kind, elem, shown), keep_ttl=True)
+            self.engine._settle_ttl(db, key)
+            return self._once(origin, seq, db.id, key, _SET_EVENT[kind])
+        if value is None or kind_of(value) != kind:
+            return None
+        if type(kinds) is Packed:
+            if kinds[0] != kind:
+                return None
+            if len(kinds) == (5 if stored is None else 6) and kinds[4] == elem:
+                # The key's one element, and that one assign: seen by this effect?
+                o, s = kinds[2], kinds[3]
+                if not (s <= seq if o == origin else vc.get(o, 0) >= s):
+                    return None
+                self.keys[where] = Packed((kind, ts, origin, seq, elem) if stored is None
+                                          else (kind, ts, origin, seq, elem, stored))
+                new = _put(value, kind, elem, shown)
+                if new is not value:
+                    db.data[key] = new
+                return self._once(origin, seq, db.id, key, _SET_EVENT[kind])
+            kinds = self._kinds_at(where)
+        if visible(kinds) != kind:
+            return None
+        cells = kinds[kind]
+        cell = cells.get(elem)
+        if cell is not None:
+            if type(cell) is not Reg:
+                return None
+            o, s = cell[0][1], cell[0][2]
+            if not (s <= seq if o == origin else vc.get(o, 0) >= s):
+                return None
+        cells[elem] = reg(ts, origin, seq, stored)
+        new = _put(value, kind, elem, shown)
+        if new is not value:
+            db.data[key] = new
+        return self._once(origin, seq, db.id, key, _SET_EVENT[kind])
 
     def pack_created(self) -> None:
         """The keys the effect just applied created, each as one :class:`Packed` tuple
