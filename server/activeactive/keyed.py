@@ -450,9 +450,13 @@ class Keyed:
         which case this is; None when the state is not that simple (collect() decides)."""
         where = (db.id, key)
         kinds = self.keys.get(where)
-        if type(kinds) is Packed:
-            kinds = self.keys[where] = kinds.kinds()
         deltas = _deltas(name, argv, kind) if name in _COUNTERS else None
+        if type(kinds) is Packed:
+            if not deltas and len(kinds) == (5 if kind is SET else 6) and kinds[0] == kind:
+                made = self._reassign_packed(key, where, kinds, kind, name, argv, now)
+                if made is not None:
+                    return made
+            kinds = self.keys[where] = kinds.kinds()
         if kinds is None and not deltas:
             # Created by an assign (the usual SET, HSET, SADD, ZADD of a new key): every
             # element a new cell of one assign, as _create makes them.
@@ -500,6 +504,39 @@ class Keyed:
             if not kinds:
                 del self.keys[where]
         return ops
+
+    def _reassign_packed(self, key: bytes, where: tuple[int, bytes], packed: Packed, kind: bytes,
+                         name: str, argv: list[bytes], now: Any) -> list[Op] | None:
+        """collect_known() for an assign to the one element of a key held as a
+        :class:`Packed` of that kind (a SET over a string, an HSET of a one-field hash's
+        field): what _compare and _assign_op make, the state staying one Packed tuple
+        instead of unpacked for good. None when the command names another element or the
+        element holds an assign this effect had not seen (collect_known decides)."""
+        elem = packed[4]
+        hint = _HINTS.get(name)
+        if hint is None:
+            if kind is not STRING:
+                return None
+        else:
+            elems = hint(argv)
+            if len(elems) != 1 or elems[0] != elem:
+                return None
+        after = _element_now(now, kind, elem)
+        if after is None:
+            return None
+        if after == (b"" if kind is SET else packed[5]) and not (
+                _reasserts(name, argv) and _COMMAND_KIND.get(name, kind) == kind):
+            return []
+        engine = self.engine
+        origin, seq = engine.region, engine.seq + 1
+        o, s = packed[2], packed[3]
+        if not (s <= seq if o == origin else engine.vc.get(o, 0) >= s):
+            return None
+        ts = int(time.time() * 1000)
+        stored = _stored(kind, after)
+        self.keys[where] = Packed((kind, ts, origin, seq, elem) if stored is None
+                                  else (kind, ts, origin, seq, elem, stored))
+        return [[b"CSET", key, kind, elem, b"%d" % ts, _value_arg(kind, after)]]
 
     def _create(self, ops: list[Op], kinds: Kinds, key: bytes, kind: bytes, now: Any, name: str,
                 argv: list[bytes], ts: int, origin: int, seq: int, seen: dict[int, int],

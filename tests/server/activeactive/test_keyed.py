@@ -420,3 +420,31 @@ def test_a_key_a_peers_effect_created_keeps_one_stamp_there_too():
     a("HDEL", "h", "g")
     sync(a, b)
     assert fuzz_view(a) == fuzz_view(b)
+
+
+def test_a_one_element_key_written_over_keeps_one_stamp_at_writer_and_peer():
+    """A write over the one element a packed key holds (a SET over a string, an HSET of
+    a one-field hash's field, a ZADD or SADD of its one member) leaves it one Packed tuple
+    at the writer and at the peer applying it: the assign saw the one before it. A
+    concurrent write (one that had not) still leaves both assigns to merge."""
+    a, b = Region(1, enable_debug_command="yes"), Region(2, enable_debug_command="yes")
+    for r, value in ((a, "1"), (a, "2"), (b, "3")):
+        r("SET", "s", value)
+        r("HSET", "h", "f", value)
+        r("ZADD", "z", value, "m")
+        r("SADD", "set", "m")
+        sync(a, b)
+        for x in (a, b):
+            for key in (b"s", b"h", b"z", b"set"):
+                assert type(x.engine.keyed.keys[(0, key)]) is Packed
+        assert fuzz_view(a) == fuzz_view(b)
+    assert b("GET", "s") == a("GET", "s") == b"$1\r\n3\r\n"
+    assert a("ZSCORE", "z", "m") == b"$1\r\n3\r\n"
+    a("SET", "s", "a")
+    b("SET", "s", "b")
+    a("HSET", "h", "f", "a")
+    b("HSET", "h", "f", "b")
+    sync(a, b)
+    assert type(a.engine.keyed.keys[(0, b"s")]) is not Packed  # both assigns, concurrent
+    assert fuzz_view(a) == fuzz_view(b)
+    assert a("GET", "s") == b("GET", "s")
