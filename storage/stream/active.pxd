@@ -2,6 +2,9 @@
 # build; the .py stays the reference and runs unchanged without them. See docs/hot-core.md.
 # Only the numbers of a peer's ops are typed; the classes stay ordinary (untyped) ones.
 cimport cython
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
+
+from rill.storage.stream.stream cimport _StreamCore
 
 cdef bint _COMPILED
 
@@ -14,3 +17,33 @@ cdef object _num(object b)
 @cython.locals(p=cython.p_const_uchar, n=Py_ssize_t, i=Py_ssize_t, a=cython.longlong, z=cython.longlong,
                hi=object)
 cpdef object _pid(object b)
+
+# A local XADD (ActiveStream.add's body): the stream's and the sub-stream's cores typed
+# (C fields, a C call to the sub-stream's add), the last ID's sequence half a C integer.
+@cython.locals(core=_StreamCore, sub=_StreamCore, ls="unsigned long long", r="unsigned long long", op=list,
+               idb=bytes)
+cdef object _add_own(object s, list fv, object sid, object now_ms)
+
+cdef unsigned long long _SEQ_ROOM
+
+# The journal's ID, ``<ms>-<seq>``, its digits written into one new bytes from the two
+# 64-bit halves (bytes' %d makes a str per number). The same digit loop as XADD's reply ID
+# (server/commands/streams.pxd's _id_bytes), which storage/ cannot import from server/.
+cdef inline bytes _c_id_bytes(unsigned long long ms, unsigned long long seq):
+    cdef char buf[41]
+    cdef Py_ssize_t pos = 41
+    while True:
+        pos -= 1
+        buf[pos] = <char>(48 + seq % 10)
+        seq = seq // 10
+        if seq == 0:
+            break
+    pos -= 1
+    buf[pos] = 45
+    while True:
+        pos -= 1
+        buf[pos] = <char>(48 + ms % 10)
+        ms = ms // 10
+        if ms == 0:
+            break
+    return PyBytes_FromStringAndSize(buf + pos, 41 - pos)

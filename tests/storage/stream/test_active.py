@@ -58,6 +58,27 @@ def test_sequence_overflow_moves_to_the_next_ms():
     assert a.auto_seq_id(7) == I(7, 3)
 
 
+@pytest.mark.parametrize("ms", [0, 5, (1 << 64) - 1])
+@pytest.mark.parametrize("seq", [0, 2, 3, 4, 258, 259, (1 << 64) - 769, (1 << 64) - 513, (1 << 64) - 512,
+                                 (1 << 64) - 511, (1 << 64) - 254, (1 << 64) - 253, (1 << 64) - 2, (1 << 64) - 1])
+@pytest.mark.parametrize("now", [-1, 0, 4, 5, 6])
+def test_add_makes_the_id_next_id_names_at_every_edge(ms, seq, now):
+    """add() works out XADD *'s ID itself (compiled: on the ID's halves as C integers);
+    it must be next_id's, on both sides of every overflow, or refuse as add always did."""
+    a = ActiveStream(3)
+    a.set_id(I(ms, seq))
+    a.journal = []  # (set_id's own op)
+    want = a.next_id(now)
+    if want <= a.last_id:  # the IDs are exhausted
+        with pytest.raises(StreamIDError):
+            a.add([b"f", b"v"], None, now)
+        assert a.length == 0 and a.journal == []
+        return
+    assert a.add([b"f", b"v"], None, now) == want
+    assert a.last_id == want and a.length == 1 and a.first_id == want
+    assert a.journal == [[b"XADD", b"3", b"%d-%d" % (want >> 64, want & ((1 << 64) - 1)), b"f", b"v"]]
+
+
 def test_strict_mode():
     a = ActiveStream(1)
     with pytest.raises(StreamIDError, match="strict XADD ID mode"):
