@@ -18,6 +18,7 @@ from tests.support import (
     require_tool,
     start_redis,
     start_rill,
+    wait_until,
 )
 
 
@@ -453,22 +454,45 @@ def _held_by_pause_write(port: int) -> list:
     a.call("PFADD", "h", "x")
     a.call("CLIENT", "PAUSE", "10000", "WRITE")
     held = []
+    waiting: list[RawClient] = []  # the held ones, open until the pause ends
     for args in [("GET", "h"), ("PFCOUNT", "h"), ("PUBLISH", "ch", "m"), ("SPUBLISH", "ch", "m"),
                  ("EVAL", "return 1", "0"), ("EVAL", "#!lua\nreturn 1", "0"),
                  ("EVAL", "#!lua flags=no-writes\nreturn 1", "0"), ("SET", "k", "v")]:
         b = RawClient(port)
         b.send_raw(encode_command(list(args)))
-        b.sock.settimeout(0.5)  # a command not held answers at once; a held one never does
-        try:
+        # A command not held is answered; a held one makes b a postponed client, which
+        # INFO counts as blocked, and has no answer. Whichever shows first decides: no
+        # timeout stands in for "never answers".
+        wait_until(lambda b=b: _has_reply(b)
+                   or _info_field(a, "clients", "blocked_clients") == len(waiting) + 1)
+        if _has_reply(b):
             b.read_reply()
             held.append((args[0], False))
-        except TimeoutError:
-            held.append((args[0], True))
-        finally:
             b.close()
+        else:
+            held.append((args[0], True))
+            waiting.append(b)
     a.call("CLIENT", "UNPAUSE")
+    for b in waiting:  # each held command runs once the pause ends
+        b.read_reply()
+        b.close()
     a.close()
     return held
+
+
+def _has_reply(c: RawClient) -> bool:
+    """Whether any reply bytes have reached ``c``, without waiting for them."""
+    if c.buf:
+        return True
+    c.sock.settimeout(0)
+    try:
+        data = c.sock.recv(65536)
+    except BlockingIOError:
+        return False
+    finally:
+        c.sock.settimeout(10)
+    c.buf += data
+    return True
 
 
 def test_client_pause_write_holds_what_may_replicate_side_by_side(rill_server, oracle_server):
