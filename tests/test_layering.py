@@ -8,6 +8,7 @@ sees an import inside a function as any other.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import subprocess
 import sys
@@ -44,6 +45,18 @@ def _function_level_imports(sources: Iterable[tuple[str, str]]) -> list[tuple[st
 
 
 def _imports_in_functions(name: str, text: str) -> list[tuple[str, bool]]:
+    lines: list[int] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)) and in_function:
+                lines.append(child.lineno)
+            visit(child, in_function or isinstance(
+                child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(ast.parse(text, name), False)
+    if not lines:  # most files: no need to tokenize (pure Python, most of this test's time)
+        return []
     comments = {}  # line -> (comment, whether the line holds nothing else)
     for tok in tokenize.generate_tokens(io.StringIO(text).readline):
         if tok.type == tokenize.COMMENT:
@@ -54,17 +67,7 @@ def _imports_in_functions(name: str, text: str) -> list[tuple[str, bool]]:
         return (own is not None and not own[0].startswith(("# noqa", "# type:"))
                 or above is not None and above[1])
 
-    found: list[tuple[str, bool]] = []
-
-    def visit(node: ast.AST, in_function: bool) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.Import, ast.ImportFrom)) and in_function:
-                found.append((f"{name}:{child.lineno}", says_why(child.lineno)))
-            visit(child, in_function or isinstance(
-                child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
-
-    visit(ast.parse(text, name), False)
-    return found
+    return [(f"{name}:{line}", says_why(line)) for line in lines]
 
 
 def _package_sources() -> Iterator[tuple[str, str]]:
@@ -73,13 +76,20 @@ def _package_sources() -> Iterator[tuple[str, str]]:
             yield py.relative_to(ROOT).as_posix(), py.read_text()
 
 
+@functools.cache
+def _package_function_level_imports() -> tuple[tuple[str, bool], ...]:
+    """The sources' function-level imports, found once for the tests that read them (the
+    parse of every source is most of their time); sources do not change during a run."""
+    return tuple(_function_level_imports(_package_sources()))
+
+
 def test_function_level_imports_stay_under_the_ceiling():
-    found = [where for where, _ in _function_level_imports(_package_sources())]
+    found = [where for where, _ in _package_function_level_imports()]
     assert len(found) <= FUNCTION_LEVEL_IMPORTS_MAX, "\n".join(found)
 
 
 def test_each_function_level_import_says_why():
-    unexplained = [where for where, why in _function_level_imports(_package_sources()) if not why]
+    unexplained = [where for where, why in _package_function_level_imports() if not why]
     assert not unexplained, "a comment on or just above each says why it is deferred:\n" + "\n".join(unexplained)
 
 
