@@ -10,7 +10,7 @@ from hypothesis import settings
 
 from tests.support import (
     RawClient,
-    in_ci,
+    hypothesis_profile,
     require_module,
     require_tool,
     scratch_dir,
@@ -34,14 +34,16 @@ if not os.environ.get("PYTHONPYCACHEPREFIX"):
 # "dev" (local runs): random draws, failures remembered in .hypothesis/. No profile has a
 # deadline: timings belong in benchmarks, and a loaded machine is no failure. "fuzz": random
 # draws and more of them (for tests that don't fix max_examples themselves), each failure
-# printed as a reproduction blob. HYPOTHESIS_PROFILE overrides the choice.
+# printed as a reproduction blob. HYPOTHESIS_PROFILE overrides the choice. A property whose
+# large count is there to explore takes it from tests.support.examples: the full count in
+# "dev" and "fuzz", a smaller one in "ci", whose fixed draws gain little from the rest.
 _hypothesis_default = settings.get_profile("default")  # not hypothesis's own CI profile
 settings.register_profile("ci", _hypothesis_default, derandomize=True, database=None,
                           deadline=None, print_blob=True)
 settings.register_profile("dev", _hypothesis_default, deadline=None)
 settings.register_profile("fuzz", _hypothesis_default, max_examples=1000, database=None, deadline=None,
                           print_blob=True)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if in_ci() else "dev"))
+settings.load_profile(hypothesis_profile())
 
 
 def pytest_configure(config):

@@ -186,6 +186,20 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
+def hypothesis_profile() -> str:
+    """The hypothesis profile a run loads (tests/conftest.py): ``HYPOTHESIS_PROFILE``, else
+    "ci" under CI, else "dev"."""
+    return os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if in_ci() else "dev")
+
+
+def examples(full: int, ci: int) -> int:
+    """``max_examples`` for a property whose large count is there to explore: ``full`` in
+    the "dev" (local, random draws) and "fuzz" profiles, ``ci`` in the derandomised "ci"
+    profile, which draws the same examples every run, so that the rest of a large count
+    re-checks the same fixed cases at a cost on every CI run."""
+    return ci if hypothesis_profile() == "ci" else full
+
+
 def unavailable(what: str, source: str) -> NoReturn:
     """``what`` is missing, so the calling test cannot run: a skip locally, a failure
     under CI, where a skipped oracle test would pass without having checked anything."""

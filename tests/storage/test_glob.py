@@ -13,6 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rill.storage.glob import compile_glob, glob_match
 
+from tests.support import examples
+
 
 def _sc(b: int) -> int:
     return b - 256 if b >= 128 else b
@@ -123,7 +125,7 @@ patterns = st.lists(st.sampled_from(list(PATTERN_BYTES)), max_size=10).map(bytes
 strings = st.lists(st.sampled_from(list(STRING_BYTES)), max_size=8).map(bytes)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500, ci=500), deadline=None)
 @given(patterns, strings, st.booleans())
 def test_matches_stringmatchlen(pattern: bytes, s: bytes, nocase: bool) -> None:
     assert glob_match(pattern, s, nocase) == reference_match(pattern, s, nocase), (pattern, s, nocase)

@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 from rill.protocol.stream_entries import RESP_ENTRIES
 from rill.storage.stream import ID_MAX, MASK64, Stream, clear_node_cache, make_id, split_id
 
+from tests.support import examples
+
 INT64_MAX = (1 << 63) - 1
 
 
@@ -116,7 +118,7 @@ def bound(draw, ids: list[int]) -> int:
     return min(ID_MAX, max(0, sid + draw(st.integers(-1, 1))))
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400, ci=150), deadline=None)
 @given(st.data())
 def test_resp_path_matches_the_general_decoder(data):
     s, ids = data.draw(streams())
@@ -278,7 +280,7 @@ def page_read(s: Stream, start: int, count: int) -> tuple[list[int], bytes]:
     return sids, b"".join(parts)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300, ci=100), deadline=None)
 @given(st.data())
 def test_pages_resume_where_the_last_one_stopped_across_changes(data):
     """Consecutive pages (each from the ID after the last one served) take the recorded
