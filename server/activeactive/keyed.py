@@ -672,6 +672,10 @@ class Keyed:
             fired = self._assign_plain(db, origin, seq, vc, op, where)
             if fired is not None:
                 return fired
+        elif name == b"CINC":
+            fired = self._incr_plain(db, origin, seq, op, where)
+            if fired is not None:
+                return fired
         seen = dict(vc)
         seen[origin] = seq
         kinds = self._kinds_at(where)
@@ -779,6 +783,43 @@ class Keyed:
         if new is not value:
             db.data[key] = new
         return self._once(origin, seq, db.id, key, _SET_EVENT[kind])
+
+    def _incr_plain(self, db: Any, origin: int, seq: int, op: Op,
+                    where: tuple[int, bytes]) -> tuple[Event, ...] | None:
+        """apply() of a peer's increment to a key that holds nothing at all, or to an
+        element (a Cell, or none yet) of the kind the key shows: the increment goes to the
+        cell, which stays live, and that one element is written into the keyspace, without
+        apply()'s general bookkeeping. None when the key is not that simple (a packed key,
+        another kind shown or hidden there: apply()'s general path decides)."""
+        key, kind, elem = op[1], op[2], op[3]
+        value = db.data.get(key)
+        kinds = self.keys.get(where)
+        delta = num_in(op[4])
+        base = num_in(op[5]) if len(op) > 5 else None
+        if kinds is None:
+            if value is not None:
+                return None
+            cell = Cell()
+            cell.incr(delta, 0, origin, seq, base)
+            self.keys[where] = {kind: {elem: cell}}
+            self.created.append(where)
+            db.set(key, _put(_new_value(kind), kind, elem, _element_rendered(kind, cell)), keep_ttl=True)
+            self.engine._settle_ttl(db, key)
+        else:
+            if type(kinds) is Packed or value is None or kind_of(value) != kind or visible(kinds) != kind:
+                return None
+            cells = kinds[kind]
+            cell = cells.get(elem)
+            if cell is None:
+                cell = cells[elem] = Cell()
+            elif type(cell) is not Cell:
+                return None
+            cell.incr(delta, 0, origin, seq, base)
+            new = _put(value, kind, elem, _element_rendered(kind, cell))
+            if new is not value:
+                db.data[key] = new
+        return self._once(origin, seq, db.id, key,
+                          (_INCR_EVENT if type(delta) is int else _INCRFLOAT_EVENT)[kind])
 
     def pack_created(self) -> None:
         """The keys the effect just applied created, each as one :class:`Packed` tuple
