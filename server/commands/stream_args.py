@@ -60,6 +60,17 @@ def subcommand_error(argv: list[bytes]) -> ReplyError:
 _SPACES = b" \t\n\v\f\r"
 
 
+def _probe() -> None:
+    """Only its type matters: see _COMPILED."""
+
+
+# Whether this module runs compiled (what ``cython.compiled`` says, without importing
+# Cython). Compiled, parse_id's common case is stream_args.pxd's ``_c_parse_id``, one C loop
+# over the argument's bytes (the partition, two isdigit and two int() calls cost ~3.5k
+# instructions an ID). The name exists only in the compiled module; ``_COMPILED`` guards it.
+_COMPILED = type(_probe).__name__ != "function"
+
+
 def _u64(s: bytes) -> int | None:
     """Redis's string2ull: string2ll when it parses (negatives rejected), else strtoull
     (leading spaces, one sign, leading zeros; a '-' wraps modulo 2**64)."""
@@ -109,6 +120,11 @@ def _parse_id_slow(arg: bytes, missing_seq: int, strict: bool, auto_seq: bool) -
 def parse_id(arg: bytes, missing_seq: int = 0, strict: bool = True) -> int:
     """A stream ID argument: ``ms-seq`` or ``ms`` (seq = ``missing_seq``); ``-`` and ``+``
     only when not ``strict``."""
+    if _COMPILED and type(arg) is bytes:
+        v = _c_parse_id(arg, missing_seq)  # noqa: F821 (see _COMPILED)
+        if v is not None:
+            return v
+        return _parse_id_slow(arg, missing_seq, strict, False)[0]
     ms, dash, seq = arg.partition(b"-")
     if ms.isdigit() and len(arg) < 128:
         if dash:
