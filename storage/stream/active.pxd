@@ -26,6 +26,10 @@ cdef object _add_own(object s, list fv, object sid, object now_ms)
 
 cdef unsigned long long _SEQ_ROOM
 
+# A peer's XADD op appended to its sub-stream (ActiveStream.insert_op's body): the cores typed.
+@cython.locals(core=_StreamCore, sub=_StreamCore, fv=list)
+cdef object _insert_op(object s, list op)
+
 # The journal's ID, ``<ms>-<seq>``, its digits written into one new bytes from the two
 # 64-bit halves (bytes' %d makes a str per number). The same digit loop as XADD's reply ID
 # (server/commands/streams.pxd's _id_bytes), which storage/ cannot import from server/.

@@ -153,6 +153,28 @@ def _add_own(s: ActiveStream, fv: list[bytes], sid: int | None, now_ms: int) -> 
     return sid
 
 
+def _insert_op(s: ActiveStream, op: list[bytes]) -> None:
+    """ActiveStream.insert_op, once per entry a peer sends: the usual case, an entry above
+    its sub-stream's last ID, appended with the cores' fields as C reads and writes (what
+    _insert does for it); anything else (no such sub-stream yet, or an entry RENAME moved
+    below its sub-stream's last ID) goes to _insert."""
+    r = _num(op[2])
+    sid = _pid(op[3])
+    fv = op[4:]
+    sub = s.subs.get(r)
+    if sub is None or sid <= sub.last_id:
+        s._insert(r, sid, fv)
+        return
+    core = s
+    sub.add(fv, sid)
+    core.entries_added += 1
+    if not core.length or sid < core.first_id:
+        core.first_id = sid
+    core.length += 1
+    if sid > core.last_id:
+        core.last_id = sid
+
+
 # The largest sequence half whose next one in a region's form (n * 256 + region) is
 # worked out without leaving 64 bits; above it, next_id decides (the next ms, or none).
 _SEQ_ROOM = MASK64 - 512
@@ -852,8 +874,9 @@ class ActiveStream(Stream):
     def insert_op(self, op: list[bytes]) -> None:
         """A remote ``XADD`` op with its key, ``[XADD, key, region, id, f, v, ...]``, whose
         shape the caller checked (an even length of at least 6): :meth:`apply`'s usual
-        case, without the copy of the op that drops the key."""
-        self._insert(_num(op[2]), _pid(op[3]), op[4:])
+        case, without the copy of the op that drops the key. The body is the module
+        function ``_insert_op``, which active.pxd types."""
+        _insert_op(self, op)
 
     def apply(self, op: list[bytes]) -> None:
         """Run a remote op (keyless, see the module docstring); records nothing. Raises
