@@ -26,6 +26,7 @@ from tests.support import (
     require_tool,
     start_redis,
     start_rill,
+    wait_until,
 )
 from tests.support import run_inproc as _run
 
@@ -490,6 +491,13 @@ _SPIN = lib(
 )
 
 
+def _until_busy(c: RawClient) -> None:
+    """Until the script another client started is past busy-reply-threshold, which the
+    server shows by answering ``c`` -BUSY (a PING read before the script's command gets
+    +PONG, and is asked again); no fixed sleep has to outlast the threshold."""
+    wait_until(lambda: c.call("PING").startswith(b"-BUSY"))
+
+
 def _busy_transcript(port: int) -> list[bytes]:
     """A function past busy-reply-threshold: BUSY naming FUNCTION KILL, FUNCTION STATS
     showing it, SCRIPT KILL refused, FUNCTION KILL stopping it; then an EVAL that
@@ -497,16 +505,16 @@ def _busy_transcript(port: int) -> list[bytes]:
     a, b = RawClient(port), RawClient(port)
     t = [b.call("CONFIG", "SET", "busy-reply-threshold", "100"), b.call("FUNCTION", "LOAD", "REPLACE", _SPIN)]
     a.send_raw(encode_command(["FCALL", "spin", "0"]))
-    time.sleep(0.4)
+    _until_busy(b)
     stats = re.sub(rb"duration_ms\r\n:\d+", b"duration_ms\r\n:N", b.call("FUNCTION", "STATS"))
     t += [b.call("PING"), stats, b.call("SCRIPT", "KILL"), b.call("SHUTDOWN"), b.call("MULTI"),
           b.call("GET", "k"), b.call("EXEC"), b.call("FUNCTION", "KILL"), a.read_reply(), b.call("PING"),
           b.call("FUNCTION", "KILL")]
     a.send_raw(encode_command(["EVAL", "while true do end", "0"]))
-    time.sleep(0.4)
+    _until_busy(b)
     t += [b.call("FUNCTION", "KILL"), b.call("FUNCTION", "STATS"), b.call("SCRIPT", "KILL"), a.read_reply()]
     a.send_raw(encode_command(["FCALL", "wspin", "1", "x"]))
-    time.sleep(0.4)
+    _until_busy(b)
     t += [b.call("FUNCTION", "KILL"), b.call("SCRIPT", "KILL"), b.call("GET", "x")]
     b.send_raw(b"SHUTDOWN NOSAVE\r\n")
     t.append(b.closed_by_peer(5))

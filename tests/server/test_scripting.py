@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 
 import pytest
 
@@ -15,6 +14,7 @@ from tests.support import (
     require_tool,
     start_redis,
     start_rill,
+    wait_until,
 )
 from tests.support import run_inproc as _run
 
@@ -486,6 +486,13 @@ def test_info_memory_fields(r):
     assert info["used_memory_scripts"] > 0
 
 
+def _until_busy(c: RawClient) -> None:
+    """Until the script another client started is past busy-reply-threshold, which the
+    server shows by answering ``c`` -BUSY (a PING read before the script's command gets
+    +PONG, and is asked again); no fixed sleep has to outlast the threshold."""
+    wait_until(lambda: c.call("PING").startswith(b"-BUSY"))
+
+
 def _busy_transcript(port: int) -> list[bytes]:
     """A script past busy-reply-threshold, seen by another client: BUSY for what is not
     allowed, MULTI aborted by it, SCRIPT KILL (refused once the script wrote),
@@ -493,15 +500,15 @@ def _busy_transcript(port: int) -> list[bytes]:
     a, b = RawClient(port), RawClient(port)
     t = [b.call("CONFIG", "SET", "busy-reply-threshold", "100"), b.call("SET", "k", "v")]
     a.send_raw(encode_command(["EVAL", "local n = 0 while true do n = n + 1 end", "0"]))
-    time.sleep(0.4)
+    _until_busy(b)
     t += [b.call("PING"), b.call("GET", "k"), b.call("MULTI"), b.call("GET", "k"), b.call("EXEC"),
           b.call("SHUTDOWN"), b.call("SCRIPT", "KILL"), a.read_reply(), b.call("PING"), b.call("SCRIPT", "KILL")]
     # pcall cannot swallow the kill
     a.send_raw(encode_command(["EVAL", "while true do pcall(function() while true do end end) end", "0"]))
-    time.sleep(0.4)
+    _until_busy(b)
     t += [b.call("SCRIPT", "KILL"), a.read_reply()]
     a.send_raw(encode_command(["EVAL", "redis.call('set', 'x', '1') while true do end", "0"]))
-    time.sleep(0.4)
+    _until_busy(b)
     t += [b.call("SCRIPT", "KILL"), b.call("GET", "x")]
     b.send_raw(b"SHUTDOWN NOSAVE\r\n")
     t.append(b.closed_by_peer(5))
