@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from itertools import islice
 
-from rill.protocol.reply import EMPTY_ARRAY, NULL_ARRAY, OK, Raw, ReplyError
+from rill.protocol.reply import C_ARRAYS, EMPTY_ARRAY, NULL_ARRAY, OK, Raw, ReplyError, bulk_array
 from rill.storage.list import ListValue
 
 from .. import notify as events
@@ -87,6 +87,10 @@ def _bulk_array(items: list[bytes]) -> Raw:
     n = len(items)
     if not n:
         return EMPTY_ARRAY
+    if C_ARRAYS:  # compiled: written into one buffer in C (reply.bulk_array)
+        reply = bulk_array(items)
+        if reply is not None:
+            return reply
     try:
         heads = list(map(_bulk_header, map(len, items)))
     except IndexError:  # an element of 4 kB or more

@@ -15,7 +15,15 @@ import math
 import random
 from operator import itemgetter
 
-from rill.protocol.reply import EMPTY_ARRAY, NULL_ARRAY, Double, Raw, ReplyError
+from rill.protocol.reply import (
+    C_ARRAYS,
+    EMPTY_ARRAY,
+    NULL_ARRAY,
+    Double,
+    Raw,
+    ReplyError,
+    ranged_array,
+)
 from rill.storage import zset as _zset
 from rill.storage.glob import compile_glob
 from rill.storage.ranges import index_span
@@ -260,6 +268,10 @@ def _scored(items: list[tuple[float, bytes]], withscores: bool, resp3: bool) -> 
     n = len(items)
     if not n:
         return EMPTY_ARRAY
+    if C_ARRAYS and not (withscores and resp3):  # compiled: written into one buffer in C
+        reply = ranged_array(items, withscores, _format)
+        if reply is not None:
+            return reply
     members = list(map(_member_of, items))
     if not withscores:
         return _join_bulks(b"*%d\r\n" % n, members)

@@ -67,3 +67,58 @@ def test_encodings(value, resp2, resp3):
 
 def test_error_text_never_breaks_framing():
     assert encode(ReplyError("ERR a\r\nb")) == b"-ERR a  b\r\n"
+
+
+# The array writers: compiled, reply.pxd writes the whole reply into one buffer in C; pure,
+# they return None and the callers join as before. Either way the bytes must be the generic
+# encoder's (bulk strings, scores as format_double: Redis's %.17g).
+_VALUES = [b"", b"x", b"xxx", b"a\r\nb", b"\x00" * 9, b"y" * 10, b"z" * 99, b"w" * 100, b"v" * 4095,
+           b"u" * 4096, b"t" * 10000]
+_SCORES = [1.0, -1.0, 0.0, -0.0, 0.5, -2.25, 1e16, 1e16 + 2, 2.0**53 - 1, -(2.0**53 - 1), 2.0**53, -(2.0**53),
+           2.0**60, 1e17, 123456789.0, 1e300, 5e-324, float("inf"), float("-inf"), 3.0e-5, 7.0, 10.0, 99.0]
+
+
+def test_bulk_array_is_the_generic_encoding():
+    from rill.protocol import reply
+
+    for values in ([b"only"], _VALUES, [b"xxx"] * 100, [b"m:%d" % i for i in range(1000)]):
+        got = reply.bulk_array(list(values))
+        if not reply.C_ARRAYS:
+            assert got is None
+            continue
+        assert type(got) is reply.Raw
+        assert got == encode(list(values))
+    if reply.C_ARRAYS:
+        assert reply.bulk_array([]) == b"*0\r\n"
+        # anything but bytes is left to the caller's general path
+        assert reply.bulk_array([b"a", bytearray(b"b")]) is None
+        assert reply.bulk_array([b"a", "b"]) is None
+
+
+def test_ranged_array_is_the_generic_encoding():
+    from rill.protocol import reply
+
+    calls = []
+
+    def fmt(score):
+        calls.append(score)
+        return reply.format_double(score)
+
+    members = [_VALUES[i % len(_VALUES)] for i in range(len(_SCORES))]
+    items = list(zip(_SCORES, members, strict=True))
+    for withscores in (False, True):
+        got = reply.ranged_array(items, withscores, fmt)
+        if not reply.C_ARRAYS:
+            assert got is None
+            continue
+        flat = [x for s, m in items for x in ((m, reply.format_double(s)) if withscores else (m,))]
+        assert type(got) is reply.Raw
+        assert got == encode(flat)
+    if reply.C_ARRAYS:
+        # integral scores under 2**53 (but zero, which may be -0.0) are written as digits, no call
+        assert sorted(map(repr, calls)) == sorted(
+            repr(s) for s in _SCORES if s == 0 or not abs(s) < 2.0**53 or s != int(s))
+        assert reply.ranged_array([], True, fmt) == b"*0\r\n"
+        assert reply.ranged_array([(1.0, bytearray(b"m"))], True, fmt) is None
+        assert reply.ranged_array([(1.0, b"m", 0)], False, fmt) is None
+        assert reply.ranged_array([[1.0, b"m"]], False, fmt) is None

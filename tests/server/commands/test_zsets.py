@@ -163,6 +163,23 @@ def test_ranges(oracle):
     ])
 
 
+def test_range_replies_spell_every_score_as_redis(oracle):
+    # Compiled, range replies write integral scores under 2**53 as digits in C and take the
+    # %.17g path for the rest: both sides of that line, -0, and a set big enough to leave
+    # listpack (the skiplist's replies take the same writer), against Redis byte for byte.
+    scores = ["1", "-1", "0", "-0", "0.5", "-2.25", "7", "10", "99", "100", "1e15", "9007199254740991",
+              "-9007199254740991", "9007199254740992", "9007199254740993", "1e16", "1e17", "1e300", "5e-324",
+              "3e-5", "123456789", "-123456789.5", "inf", "-inf"]
+    _fill(oracle, "z", [(sc, f"m{i}") for i, sc in enumerate(scores)])
+    _fill(oracle, "big", [(sc, f"m{i}:{j}") for j in range(8) for i, sc in enumerate(scores)])
+    oracle.run([
+        ("ZRANGE", key, *opts) for key in ("z", "big")
+        for opts in (("0", "-1"), ("0", "-1", "WITHSCORES"), ("0", "-1", "REV", "WITHSCORES"),
+                     ("-inf", "+inf", "BYSCORE", "WITHSCORES"), ("3", "9", "WITHSCORES"))
+    ] + [("OBJECT", "ENCODING", "z"), ("OBJECT", "ENCODING", "big"),
+         ("ZRANGEBYSCORE", "big", "-inf", "+inf", "WITHSCORES", "LIMIT", "5", "100")])
+
+
 def test_zrangestore(oracle):
     _fill(oracle)
     oracle.run([
