@@ -116,7 +116,6 @@ def test_sigkill_keeps_what_the_fsync_policy_promises(tmp_path, policy, rounds):
     history: list[tuple[int, int]] = []
     start = 0
     port = None
-    t0 = time.monotonic()
     for _ in range(rounds):
         srv = rill_in(workdir, "--appendonly", "yes", "--appendfsync", policy, port=port)
         port = srv.port
@@ -145,7 +144,6 @@ def test_sigkill_keeps_what_the_fsync_policy_promises(tmp_path, policy, rounds):
     assert sum(a for _, a in history) > rounds * 10
     c.close()
     srv.stop()
-    assert time.monotonic() - t0 < 90
     # The repaired files still parse for Redis's own checker (required in CI).
     import subprocess
 
