@@ -118,8 +118,8 @@ class Evictor:
         self.samples = samples
         self.limit_s = time_limit_us(c.int("maxmemory-eviction-tenacity")) / 1e6
         # the cache's policies (all keys, LRU or LFU) take the lean path
-        self.untimed_down = (self._evict_pooled if self.kind in ("lru", "lfu") and not self.volatile
-                             else self._evict_picked)
+        self.pooled = self.kind in ("lru", "lfu") and not self.volatile
+        self.untimed_down = self._evict_pooled if self.pooled else self._evict_picked
         # The latency monitor's eviction-cycle and eviction-del events, as Redis records
         # them: the clock is read for them only while latency-monitor-threshold is set.
         self.timed = c.int("latency-monitor-threshold") > 0
@@ -181,6 +181,8 @@ class Evictor:
             return EVICT_FAIL
         used = int(used)
         if not s._tracking_active:
+            if self.pooled and not self.timed:  # a full cache's usual call: no bound method made
+                return self._evict_pooled(used, maxmemory)
             return self.evict_down(used, maxmemory)
         # Evicting comes before the command runs: the client's own tracking
         # invalidations go out now, ahead of its reply (Redis's processCommand order).
