@@ -35,7 +35,7 @@ HOT = {
                      "stream/active.py", "cells.py"],
     "rill.persistence": ["nodes.py"],
     "rill.server": ["fastpath.py", "commandstats.py", "commands/table.py", "evict.py", "commands/strings.py",
-                    "commands/lists.py", "commands/streams.py", "commands/stream_groups.py",
+                    "commands/lists.py", "commands/hashes.py", "commands/sets.py", "commands/zsets.py", "commands/keys.py", "commands/streams.py", "commands/stream_groups.py",
                     "commands/stream_args.py", "commands/stream_replies.py", "activeactive/keyed.py",
                     "activeactive/engine.py", "activeactive/backlog.py"],
 }
@@ -48,7 +48,8 @@ HOT = {
 # groups and their replies (groups, stream_groups, stream_replies) came out 0.2-0.7% dearer
 # at -O1, so they keep -O2.
 FAST_COMPILE = {"rill.storage.listpack", "rill.storage.rax", "rill.server.evict", "rill.server.commands.strings",
-                "rill.server.commands.lists", "rill.server.commands.stream_args"}
+                "rill.server.commands.lists", "rill.server.commands.stream_args", "rill.server.commands.hashes",
+                "rill.server.commands.sets", "rill.server.commands.zsets", "rill.server.commands.keys"}
 
 
 def source_hash(py_path: str) -> str:
