@@ -34,7 +34,7 @@ HOT = {
     "rill.storage": ["listpack.py", "rax.py", "stream/stream.py", "stream/fastread.py", "stream/groups.py",
                      "stream/active.py", "cells.py"],
     "rill.persistence": ["nodes.py"],
-    "rill.server": ["fastpath.py", "commandstats.py", "commands/table.py", "evict.py", "commands/strings.py",
+    "rill.server": ["fastpath.py", "connection.py", "commandstats.py", "commands/table.py", "evict.py", "commands/strings.py",
                     "commands/lists.py", "commands/hashes.py", "commands/sets.py", "commands/zsets.py", "commands/keys.py", "commands/streams.py", "commands/stream_groups.py",
                     "commands/stream_args.py", "commands/stream_replies.py", "activeactive/keyed.py",
                     "activeactive/engine.py", "activeactive/backlog.py"],
@@ -49,7 +49,8 @@ HOT = {
 # at -O1, so they keep -O2.
 FAST_COMPILE = {"rill.storage.listpack", "rill.storage.rax", "rill.server.evict", "rill.server.commands.strings",
                 "rill.server.commands.lists", "rill.server.commands.stream_args", "rill.server.commands.hashes",
-                "rill.server.commands.sets", "rill.server.commands.zsets", "rill.server.commands.keys"}
+                "rill.server.commands.sets", "rill.server.commands.zsets", "rill.server.commands.keys",
+                "rill.server.connection"}
 
 
 def source_hash(py_path: str) -> str:
