@@ -41,6 +41,8 @@ FUZZ_AA_OPS ?= 3000
 # make tcl / tcl-tls: a writable Redis 7.0.15 source tree, and the units to run (default: all).
 TREE ?= redis-7.0.15
 UNITS ?=
+# extra arguments for tools/run_tcl_units.py: --spawn (the suite starts its servers), --timeout N
+TCL_ARGS ?=
 
 .PHONY: run test bench lint native fuzz tcl tcl-tls venv clean distclean which-python
 
@@ -81,10 +83,10 @@ fuzz: $(STAMP)
 	$(BIN)/python -m tests.server.activeactive.convergence --types --seeds $(FUZZ_SEEDS) --ops $(FUZZ_AA_OPS)
 
 tcl: $(STAMP)
-	$(BIN)/python tools/run_tcl_units.py --tree $(TREE) $(UNITS)
+	$(BIN)/python tools/run_tcl_units.py --tree $(TREE) $(TCL_ARGS) $(UNITS)
 
 tcl-tls: $(STAMP)
-	$(BIN)/python tools/run_tcl_units.py --tls --tree $(TREE) $(UNITS)
+	$(BIN)/python tools/run_tcl_units.py --tls --tree $(TREE) $(TCL_ARGS) $(UNITS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

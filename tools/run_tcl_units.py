@@ -6,7 +6,17 @@ no save points) and ``./runtest --host 127.0.0.1 --port N --single UNIT --client
 which tests real Redis passes as an external server (many are tagged to skip there).
 Units run serially: the suite's timing tests are sensitive to a loaded machine.
 
-    python tools/run_tcl_units.py --tree ~/redis-7.0.15 [--tls] [--timeout 900] [unit/other ...]
+    python tools/run_tcl_units.py --tree ~/redis-7.0.15 [--spawn] [--tls] [--timeout 900] [unit/other ...]
+
+``--spawn`` lets the suite start its own servers instead, as Redis's CI does: every test
+that external mode skips ("Not supported on external server": unit/maxmemory is one) then
+runs. The tree's ``src/`` gets ``redis-server`` (the binary for redis's run; for rill's, a
+small script that execs rill-server), and ``redis-cli``, ``redis-benchmark`` and
+``redis-check-aof``/``-rdb`` from the machine (redis-tools). The suite's
+``tests/assets/default.conf`` sets two parameters rill refuses at those values
+(``always-show-logo yes``, ``propagation-error-behavior panic``: README's list of parameters
+accepted only at their default); the script drops those two lines from each config file
+the suite writes, and nothing else.
 
 ``--tls`` runs the same in TLS mode: each server listens on a TLS port only (``--port 0
 --tls-port N``) with the tree's test certificates (``tests/tls``, made first by the tree's
@@ -25,6 +35,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -85,6 +96,66 @@ def default_units(tree: Path) -> list[str]:
     found = sorted(tests.glob("unit/*.tcl")) + sorted(tests.glob("unit/type/*.tcl"))
     # list-common.tcl is a helper sourced by the list units, not a unit
     return [str(p.relative_to(tests).with_suffix("")) for p in found if p.stem != "list-common"]
+
+
+# The first line marks a script this tool wrote (it may replace it, and nothing else).
+_WRAPPER = """#!/bin/sh
+# rill in the place of src/redis-server (tools/run_tcl_units.py --spawn)
+if [ -f "$1" ]; then
+    sed -i -e '/^always-show-logo /d' -e '/^propagation-error-behavior /d' "$1"
+fi
+exec {rill} "$@"
+"""
+_MARK = _WRAPPER.splitlines()[1]
+_TOOLS = ("redis-cli", "redis-benchmark", "redis-check-aof", "redis-check-rdb")
+
+
+def _replaceable(path: Path) -> bool:
+    """Missing, a link, or a script of ours: a tree's own built binary is never overwritten."""
+    if path.is_symlink() or not path.exists():
+        return True
+    with open(path, "rb") as f:
+        return _MARK.encode() in f.read(200)
+
+
+def spawn_setup(tree: Path, server: str, rill: bool) -> None:
+    """Point the tree's src/redis-server at ``server`` (through the wrapper for rill) and
+    its tools at the machine's, for the suite's own start_server."""
+    src = tree / "src"
+    names = [("redis-server", None)] + [(t, shutil.which(t)) for t in _TOOLS]
+    for name, _ in names:
+        if not _replaceable(src / name):
+            raise SystemExit(f"{src / name} is a built binary: --spawn wants a tree without one")
+    for name, found in names:
+        path = src / name
+        path.unlink(missing_ok=True)
+        if name == "redis-server" and rill:
+            path.write_text(_WRAPPER.format(rill=shlex.quote(server)))
+            path.chmod(0o755)
+        elif name == "redis-server":
+            path.symlink_to(shutil.which(server) or server)
+        elif found is not None:
+            path.symlink_to(found)
+
+
+def run_spawned(tree: Path, unit: str, log: Path, timeout: float, tls: bool) -> None:
+    """One runtest that starts its own servers from src/ (spawn_setup); output to ``log``."""
+    base = 21111 + (os.getpid() % 250) * 40  # as run_unit's
+    cmd = ["./runtest", "--single", unit, "--clients", "1", "--durable", "--baseport", str(base),
+           *(["--tls"] if tls else [])]
+    with open(log, "wb") as out:
+        harness = subprocess.Popen(cmd, cwd=tree, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            code = harness.wait(timeout)
+        except subprocess.TimeoutExpired:
+            code = "timeout"
+        # the harness's servers and test clients share its session: none outlives it
+        try:
+            os.killpg(harness.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        harness.wait()
+        out.write(f"\nEXIT {code}\n".encode())
 
 
 def run_unit(server_argv: list[str], tree: Path, unit: str, log: Path, timeout: float,
@@ -152,13 +223,15 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds per unit and server")
     ap.add_argument("--logs", type=Path, default=None)
     ap.add_argument("--tls", action="store_true", help="TLS mode: TLS-only servers, runtest --tls")
+    ap.add_argument("--spawn", action="store_true",
+                    help="the suite starts its own servers from the tree's src/ (see above)")
     ap.add_argument("units", nargs="*", help="e.g. unit/other unit/type/stream (default: all)")
     args = ap.parse_args()
     tree = args.tree.resolve()
     logs = args.logs or Path(tempfile.mkdtemp(prefix="tcl-logs-"))
     logs.mkdir(parents=True, exist_ok=True)
     units = args.units or default_units(tree)
-    tls = tls_setup(tree) if args.tls else None
+    tls = tls_setup(tree) if args.tls else None  # spawned servers: the suite's own TLS set-up
     print(f"logs: {logs}", file=sys.stderr)
     rows = []
     for unit in units:
@@ -167,7 +240,11 @@ def main() -> int:
         for label, argv in (("redis", [args.redis]), ("rill", [args.rill])):
             print(f"{time.strftime('%H:%M:%S')} {unit} on {label}", file=sys.stderr)
             log = logs / f"{name}.{label}.log"
-            run_unit(argv, tree, unit, log, args.timeout, tls)
+            if args.spawn:
+                spawn_setup(tree, argv[0], label == "rill")
+                run_spawned(tree, unit, log, args.timeout, args.tls)
+            else:
+                run_unit(argv, tree, unit, log, args.timeout, tls)
             results[label] = parse(log)
         rows.append(row(unit, results["redis"], results["rill"]))
     print("| unit | redis ok/err | rill ok/err | rill fails, redis passes |")

@@ -83,3 +83,41 @@ def test_tls_mode_serves_a_tls_port_with_the_suites_settings(tmp_path):
     finally:
         server.terminate()
         server.wait(15)
+
+
+def test_spawn_points_the_trees_src_at_the_server_and_drops_only_the_two_refused_lines(tmp_path):
+    """--spawn: for rill's run, src/redis-server is a script that drops the suite's two
+    refused settings from the config file it is given and execs rill-server with the
+    same arguments; for redis's, a link to the binary. The tools link to the machine's."""
+    import subprocess
+
+    (tmp_path / "src").mkdir()
+    fake = tmp_path / "fake-rill"
+    fake.write_text('#!/bin/sh\necho "args: $*"\ncat "$1"\n')
+    fake.chmod(0o755)
+    tool.spawn_setup(tmp_path, str(fake), rill=True)
+    conf = tmp_path / "test.conf"
+    conf.write_text("always-show-logo yes\nport 21111\npropagation-error-behavior panic\n"
+                    "notify-keyspace-events KEA\n")
+    out = subprocess.run([str(tmp_path / "src" / "redis-server"), str(conf), "--loglevel", "debug"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out == f"args: {conf} --loglevel debug\nport 21111\nnotify-keyspace-events KEA\n"
+    for name in tool._TOOLS:
+        link = tmp_path / "src" / name
+        assert not link.exists() or link.is_symlink()
+    # redis's run replaces the script with a link, and rill's the link with the script
+    tool.spawn_setup(tmp_path, "/bin/true", rill=False)
+    assert (tmp_path / "src" / "redis-server").resolve() == Path("/bin/true").resolve()
+    tool.spawn_setup(tmp_path, str(fake), rill=True)
+    assert not (tmp_path / "src" / "redis-server").is_symlink()
+
+
+def test_spawn_never_overwrites_a_built_binary(tmp_path):
+    import pytest
+
+    (tmp_path / "src").mkdir()
+    built = tmp_path / "src" / "redis-server"
+    built.write_bytes(b"\x7fELF built by make")
+    with pytest.raises(SystemExit, match="built binary"):
+        tool.spawn_setup(tmp_path, "/bin/true", rill=True)
+    assert built.read_bytes() == b"\x7fELF built by make"
