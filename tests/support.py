@@ -340,6 +340,18 @@ class RawClient:
         except TimeoutError:
             return False
 
+    def silent(self, wait: float = 0.1) -> bool:
+        """Nothing arrives for ``wait`` seconds (0: nothing has arrived yet, without waiting)."""
+        self.sock.settimeout(wait)
+        try:
+            data = self.sock.recv(65536)
+        except (TimeoutError, BlockingIOError):  # the latter when wait is 0: a non-blocking read
+            return True
+        finally:
+            self.sock.settimeout(10.0)
+        self.buf += data
+        return False
+
 
 def decoded_reply(port: int, *args: bytes | str | int):
     """One command's reply as hiredis decodes it, without a client library's reply
@@ -367,18 +379,6 @@ class Waiter(RawClient):
             return self.read_reply()
         finally:
             self.sock.settimeout(10.0)
-
-    def silent(self, wait: float = 0.1) -> bool:
-        """Nothing arrives for ``wait`` seconds."""
-        self.sock.settimeout(wait)
-        try:
-            data = self.sock.recv(65536)
-        except TimeoutError:
-            return True
-        finally:
-            self.sock.settimeout(10.0)
-        self.buf += data
-        return False
 
 
 def keyevents(port: int, script: Iterable[tuple], classes: str = "KEA", flush: bool = True,
