@@ -466,7 +466,7 @@ UNSUPPORTED: frozenset[str] = frozenset({
     "replica-ignore-disk-write-errors", "replica-announce-ip", "replica-announce-port",
     "bind-source-addr", "propagation-error-behavior",
     # logging, process title, crash reports, sockets
-    "always-show-logo", "set-proc-title",
+    "set-proc-title",
     "proc-title-template", "crash-log-enabled", "crash-memcheck-enabled", "ignore-warnings",
     "socket-mark-id",
 })

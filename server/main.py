@@ -53,6 +53,8 @@ class RedisLogFormatter(logging.Formatter):
     _LEVEL_CHARS = {logging.DEBUG: ".", logging.INFO: "-", logging.WARNING: "#", logging.ERROR: "#"}
 
     def format(self, record: logging.LogRecord) -> str:
+        if getattr(record, "raw", False):  # the logo: written as it is, as Redis's LL_RAW
+            return record.getMessage()
         t = time.localtime(record.created)
         ms = int(record.msecs)
         stamp = time.strftime("%d %b %Y %H:%M:%S", t) + f".{ms:03d}"
@@ -103,6 +105,32 @@ def setup_logging(config: Config, syslog_address: str = "/dev/log") -> None:
 
 def notice(msg: str, *args: object) -> None:
     log.log(NOTICE, msg, *args)
+
+
+# rill's own start-up banner (a rill: a small stream). What it tells is what Redis's
+# logo tells; Redis's test suite waits for its " PID: <pid>" to know a server it
+# spawned is up.
+LOGO = """
+       ~~~~~~~~
+    ~~~~~~~~~~~~~~~~       rill %(version)s (Redis %(redis_version)s compatible) 64 bit
+  ~~~~~~~    ~~~~~~~~~
+ ~~~~~~  ~~~~~~  ~~~~~~    Running in %(mode)s mode
+  ~~~~~~~~~    ~~~~~~~     Port: %(port)d
+    ~~~~~~~~~~~~~~~~       PID: %(pid)d
+       ~~~~~~~~
+"""
+
+
+def announce_mode(config: Config, port: int) -> None:
+    """The logo, or the one line that stands for it, as Redis decides: the logo when
+    always-show-logo is set, or when the log is a terminal (stdout, no syslog)."""
+    tty = not config["logfile"] and not config.bool("syslog-enabled") and sys.stdout.isatty()
+    if config.bool("always-show-logo") or tty:
+        log.log(NOTICE, "%s", LOGO % {"version": __version__, "redis_version": REDIS_VERSION,
+                                      "mode": "standalone", "port": port, "pid": os.getpid()},
+                extra={"raw": True})
+    else:
+        notice("Running mode=standalone, port=%d.", port)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -291,6 +319,7 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
     if pidfile:
         write_pidfile(pidfile)
     _setup_oom_score_adj(server, config)
+    announce_mode(config, server.tcp_port or server.tls_port)
     notice("Server initialized")
     for hook in server.startup_hooks:
         hook()
@@ -302,7 +331,6 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
         server.cron_hooks.append(lambda: shutdown_check(server))  # shutdown-timeout's wait
         set_cpu_affinity(config["server_cpulist"])  # last, as Redis: earlier threads keep theirs
         cron = loop.create_task(_cron(server))
-        notice("Running mode=standalone, port=%d.", server.tcp_port or server.tls_port)
         if port:
             notice("Ready to accept connections tcp")
         if tls_port:

@@ -13,10 +13,11 @@ that external mode skips ("Not supported on external server": unit/maxmemory is 
 runs. The tree's ``src/`` gets ``redis-server`` (the binary for redis's run; for rill's, a
 small script that execs rill-server), and ``redis-cli``, ``redis-benchmark`` and
 ``redis-check-aof``/``-rdb`` from the machine (redis-tools). The suite's
-``tests/assets/default.conf`` sets two parameters rill refuses at those values
-(``always-show-logo yes``, ``propagation-error-behavior panic``: README's list of parameters
-accepted only at their default); the script drops those two lines from each config file
-the suite writes, and nothing else.
+``tests/assets/default.conf`` sets one parameter rill refuses at that value
+(``propagation-error-behavior panic``: README's list of parameters accepted only at their
+default); the script drops that line from each config file the suite writes, and nothing
+else. (``always-show-logo yes`` stays: the suite knows a server it spawned is up when the
+logo's ``PID:`` line appears in its log.)
 
 ``--tls`` runs the same in TLS mode: each server listens on a TLS port only (``--port 0
 --tls-port N``) with the tree's test certificates (``tests/tls``, made first by the tree's
@@ -102,7 +103,7 @@ def default_units(tree: Path) -> list[str]:
 _WRAPPER = """#!/bin/sh
 # rill in the place of src/redis-server (tools/run_tcl_units.py --spawn)
 if [ -f "$1" ]; then
-    sed -i -e '/^always-show-logo /d' -e '/^propagation-error-behavior /d' "$1"
+    sed -i -e '/^propagation-error-behavior /d' "$1"
 fi
 exec {rill} "$@"
 """

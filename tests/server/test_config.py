@@ -49,6 +49,7 @@ IMPLEMENTED: dict[str, str] = {
     "appendfilename": "server/disk.py",
     "appenddirname": "server/disk.py",
     "logfile": "server/main.py",
+    "always-show-logo": "server/main.py",
     "masterauth": "server/replication/replica.py",
     "requirepass": "server/acl.py",
     "supervised": "server/main.py",

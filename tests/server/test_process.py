@@ -331,3 +331,34 @@ def test_server_cpulist_pins_the_server():
     cpu = min(os.sched_getaffinity(0))
     with start_rill("--server_cpulist", str(cpu)) as srv:
         assert os.sched_getaffinity(srv.proc.pid) == {cpu}
+
+
+@pytest.mark.parametrize("show", ["yes", "no"])
+def test_the_logo_or_its_line_says_mode_port_and_pid(show):
+    """always-show-logo yes: the logo, written raw (no log prefix) before "Server
+    initialized", with the port and a " PID: <pid>" Redis's test suite waits for; no (and
+    a log that is not a terminal): Redis's one line instead."""
+    workdir = scratch_dir("rill-logo-")
+    log = os.path.join(workdir, "log")
+    port = free_port()
+    argv = [sys.executable, "-m", "rill.server.main", "--port", str(port), "--save", "",
+            "--always-show-logo", show, "--logfile", log]
+    proc = subprocess.Popen(argv, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: os.path.exists(log) and "Ready to accept connections" in open(log).read())
+        text = open(log).read()
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    lines = text.splitlines()
+    initialized = next(i for i, line in enumerate(lines) if line.endswith("* Server initialized"))
+    if show == "yes":
+        assert "Running mode=" not in text
+        before = "\n".join(lines[:initialized])
+        assert f" PID: {proc.pid}\n" in before + "\n" and f" Port: {port}\n" in before + "\n"
+        assert "Running in standalone mode" in before
+        pid_line = next(line for line in lines if " PID: " in line)
+        assert not pid_line.startswith(f"{proc.pid}:M")  # raw, as Redis writes its logo
+    else:
+        assert " PID: " not in text
+        assert lines[initialized - 1].endswith(f"* Running mode=standalone, port={port}.")

@@ -32,16 +32,18 @@ while [ $# -gt 0 ]; do
     shift
 done
 if [ -z "$port" ]; then
-    # --spawn: start a server from src/ with a config file, as the suite's start_server does;
+    # --spawn: start a server from src/ with a config file, as the suite's start_server
+    # does, and wait for its logo's PID line as the suite's wait_server_started does;
     # the suite's default.conf has a line rill refuses, which the tool's script must drop
     port=$base
     mkdir -p tests/tmp
-    printf 'always-show-logo yes\nport %s\nsave ""\nenable-debug-command yes\ndir %s\n' \
-        "$port" "$PWD/tests/tmp" > tests/tmp/stand-in.conf
+    printf 'always-show-logo yes\npropagation-error-behavior panic\nport %s\nsave ""\n' "$port" \
+        > tests/tmp/stand-in.conf
+    printf 'enable-debug-command yes\ndir %s\n' "$PWD/tests/tmp" >> tests/tmp/stand-in.conf
     src/redis-server tests/tmp/stand-in.conf > tests/tmp/stand-in.log 2>&1 &
     spawned=$!
     for _ in $(seq 300); do
-        [ "$(redis-cli -p "$port" PING 2>/dev/null)" = PONG ] && break
+        grep -q " PID: $spawned" tests/tmp/stand-in.log && break
         sleep 0.1
     done
 fi

@@ -85,9 +85,9 @@ def test_tls_mode_serves_a_tls_port_with_the_suites_settings(tmp_path):
         server.wait(15)
 
 
-def test_spawn_points_the_trees_src_at_the_server_and_drops_only_the_two_refused_lines(tmp_path):
-    """--spawn: for rill's run, src/redis-server is a script that drops the suite's two
-    refused settings from the config file it is given and execs rill-server with the
+def test_spawn_points_the_trees_src_at_the_server_and_drops_only_the_refused_line(tmp_path):
+    """--spawn: for rill's run, src/redis-server is a script that drops the suite's one
+    refused setting from the config file it is given and execs rill-server with the
     same arguments; for redis's, a link to the binary. The tools link to the machine's."""
     import subprocess
 
@@ -101,7 +101,7 @@ def test_spawn_points_the_trees_src_at_the_server_and_drops_only_the_two_refused
                     "notify-keyspace-events KEA\n")
     out = subprocess.run([str(tmp_path / "src" / "redis-server"), str(conf), "--loglevel", "debug"],
                          capture_output=True, text=True, check=True).stdout
-    assert out == f"args: {conf} --loglevel debug\nport 21111\nnotify-keyspace-events KEA\n"
+    assert out == f"args: {conf} --loglevel debug\nalways-show-logo yes\nport 21111\nnotify-keyspace-events KEA\n"
     for name in tool._TOOLS:
         link = tmp_path / "src" / name
         assert not link.exists() or link.is_symlink()
