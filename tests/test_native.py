@@ -83,10 +83,11 @@ def test_the_pxd_files_reach_the_compiled_build():
     assert bool(effects.Effect.__flags__ & (1 << 9)) != protocol.native.compiled
     # The dispatcher's typed classes (server/fastpath.pxd cimports the other two).
     from rill.server import commandstats, evict, fastpath
+    from rill.server.activeactive import keyed
     from rill.server.commands import table
 
     for cls in (fastpath.ServerCore, fastpath.ClientCore, table.Command, commandstats.CommandStats,
-                evict.Evictor):
+                evict.Evictor, keyed.Keyed):
         assert bool(cls.__flags__ & (1 << 9)) != server.native.compiled, cls
     # A class attribute in a subclass would shadow a compiled field: instances would set
     # the attribute, and the compiled loop would go on reading the field.
