@@ -539,7 +539,9 @@ class ActiveActive:
             expected = ttl_before
         elif ttl_now is None:
             # Created without a TTL: one registered while the key was away holds, as it
-            # does where the creation lands.
+            # does where the creation lands (none was, for most new keys: nothing to do).
+            if (db.id, key) not in self.ttl:
+                return
             expected = ttl_now = self._created_ttl(db, key)
         else:
             expected = None  # created with one (SETEX, SET ... EX): it is the key's
