@@ -81,6 +81,11 @@ def test_the_pxd_files_reach_the_compiled_build():
     from rill.protocol import effects
 
     assert bool(effects.Effect.__flags__ & (1 << 9)) != protocol.native.compiled
+    # The Active-Active engine (server/activeactive/engine.pxd cimports backlog.pxd).
+    from rill.server.activeactive import backlog, engine
+
+    for cls in (engine.ActiveActive, backlog.Backlog):
+        assert bool(cls.__flags__ & (1 << 9)) != server.native.compiled, cls
     # The dispatcher's typed classes (server/fastpath.pxd cimports the other two).
     from rill.server import commandstats, evict, fastpath
     from rill.server.activeactive import keyed

@@ -1,0 +1,19 @@
+# Cython declarations for engine.py (its "augmenting" .pxd): types for the compiled
+# build; the .py stays the reference and runs unchanged without them. See docs/hot-core.md.
+# ActiveActive becomes an extension type: its fields are C reads and writes in its own
+# methods, not generic attribute lookups in an instance dict (a tenth of a writer's
+# instructions per XADD with two peers, most of them the engine's self.<field> reads in
+# run, seal and a peer's receive/_apply). It keeps a __dict__, so an attribute not
+# declared here still works (slower), and its methods stay ``def``: a test or a caller
+# may replace one on an instance. Fields the engine always holds as dicts or lists are
+# typed so; the rest stay objects (a typed int would make a new int at every read by
+# the links and INFO).
+from rill.server.activeactive.backlog cimport Backlog
+
+cdef class ActiveActive:
+    cdef dict __dict__
+    cdef public object server, region, seq, links, recovering, replaying, applied_effects
+    cdef public object keyed, hlls, lists, reply_override, _moves, _clock_parts, want_full_sync
+    cdef public dict vc, known, pending, _deferred_known, tombstones, ttl, _kinds
+    cdef public list unit, on_sealed
+    cdef public Backlog backlog
