@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TextIO
 
 from rill.protocol.numbers import string2ll
 from rill.protocol.parser import split_args
@@ -24,6 +26,13 @@ from .latency import format_percentile
 
 class ConfigError(Exception):
     """A value a parameter refuses; the message is Redis's reason text."""
+
+
+class ConfigLineError(ConfigError):
+    """A start-up directive refused: Redis's report names the line and then the reason."""
+
+    def __init__(self, reason: str, lineno: int, line: str) -> None:
+        super().__init__(f"Reading the configuration file, at line {lineno}\n>>> '{line}'\n{reason}")
 
 
 @dataclass
@@ -133,8 +142,10 @@ PARAMS: list[Param] = [
     P('enable-module-command', 'enum', 'no', immutable=True, choices=('no', 'yes', 'local')),
     P('cluster-preferred-endpoint-type', 'enum', 'ip', choices=('ip', 'hostname', 'unknown-endpoint')),
     P('propagation-error-behavior', 'enum', 'ignore', choices=('ignore', 'panic', 'panic-on-replicas')),
-    P('shutdown-on-sigint', 'enum', 'default', choices=('default', 'save', 'nosave', 'now', 'force')),
-    P('shutdown-on-sigterm', 'enum', 'default', choices=('default', 'save', 'nosave', 'now', 'force')),
+    P('shutdown-on-sigint', 'enum', 'default', multi_arg=True,
+      choices=('default', 'save', 'nosave', 'now', 'force')),
+    P('shutdown-on-sigterm', 'enum', 'default', multi_arg=True,
+      choices=('default', 'save', 'nosave', 'now', 'force')),
     P('databases', 'int', '16', immutable=True, lo=1, hi=2147483647),
     P('port', 'int', '6379', lo=0, hi=65535),
     P('io-threads', 'int', '1', immutable=True, lo=1, hi=128),
@@ -534,8 +545,8 @@ class Config:
                 raise ConfigError("argument must be 'yes' or 'no'")
             return v
         if p.kind == "enum":
-            words = value.lower().split() if p.name.startswith("shutdown-on-") else [value.lower()]
-            for w in words:
+            words = value.lower().split() if p.multi_arg else [value.lower()]
+            for w in words or [""]:  # no word at all is refused too
                 if w not in p.choices:
                     raise ConfigError("argument(s) must be one of the following: " + ", ".join(p.choices))
             return " ".join(words)
@@ -644,15 +655,17 @@ class Config:
         return out
 
     # -- files and the command line ----------------------------------------
-    def load_lines(self, lines: Iterable[str], source: str = "config file") -> None:
-        """Apply redis.conf-style lines; ConfigError names the bad line as Redis does."""
-        for lineno, raw in enumerate(lines, 1):
+    def load_lines(self, lines: Iterable[str], first_line: int = 1) -> None:
+        """Apply redis.conf-style lines; a ConfigLineError names the bad line as Redis does.
+        ``first_line`` numbers them after what came before (the command line's options
+        follow the file's lines in Redis's count)."""
+        for lineno, raw in enumerate(lines, first_line):
             line = raw.strip()
             if not line or line.startswith("#"):
                 continue
-            args = split_args(line.encode())
+            args = split_args(line.encode(errors="surrogateescape"))
             if args is None:
-                raise ConfigError(f"Unbalanced quotes in configuration line {lineno}: {line}")
+                raise ConfigLineError("Unbalanced quotes in configuration line", lineno, line)
             if not args:
                 continue
             name = args[0].decode(errors="replace").lower()
@@ -660,7 +673,7 @@ class Config:
             if name == "include":
                 for path in values:
                     with open(path) as f:
-                        self.load_lines(f.read().splitlines(), path)
+                        self.load_lines(f.read().splitlines())
                 continue
             if name == "user" and len(args) >= 2:
                 self._add_user(args[1:], lineno, line)
@@ -669,16 +682,16 @@ class Config:
             if canon is None:
                 if name in _IGNORED_DIRECTIVES:
                     continue
-                raise ConfigError(f"Bad directive or wrong number of arguments at line {lineno}: {line}")
+                raise ConfigLineError("Bad directive or wrong number of arguments", lineno, line)
             p = self.params[canon]
             if canon == "save" and values == [""]:
                 values = []
             if not p.multi_arg and len(values) != 1:
-                raise ConfigError(f"wrong number of arguments at line {lineno}: {line}")
+                raise ConfigLineError("wrong number of arguments", lineno, line)
             try:
                 self.set(canon, " ".join(values), startup=True)
             except ConfigError as e:
-                raise ConfigError(f"{e} at line {lineno}: {line}") from None
+                raise ConfigLineError(str(e), lineno, line) from None
 
     def _add_user(self, args: list[bytes], lineno: int, line: str) -> None:
         """ACLAppendUserForLoading: one definition per user, rules checked for syntax."""
@@ -688,28 +701,23 @@ class Config:
             idx, reason = problem
             # Redis names argv[idx] of the whole line ("user" is argv[0]).
             what = (b"user", *args)[idx].decode(errors="replace") if idx <= len(args) else ""
-            raise ConfigError(f"Error in user declaration '{what}': {reason} at line {lineno}: {line}")
+            raise ConfigLineError(f"Error in user declaration '{what}': {reason}", lineno, line)
         self.user_directives.append(args)
 
-    def load_argv(self, argv: list[str]) -> None:
-        """Parse ``rill-server [configfile] [--name value ...]`` like redis-server."""
+    def load_argv(self, argv: list[str], stdin: TextIO | None = None) -> None:
+        """``rill-server [configfile] [-] [--name value ...]`` as redis-server reads it: the
+        file's lines, then stdin's (``-`` first or last), then the options, as one count."""
         args = list(argv)
-        if args and not args[0].startswith("--"):
+        text = ""
+        if args and not args[0].startswith("-"):
             self.config_file = os.path.abspath(args.pop(0))
             with open(self.config_file) as f:
-                self.load_lines(f.read().splitlines())
-        lines: list[str] = []
-        current: list[str] = []
-        for a in args:
-            if a.startswith("--") and len(a) > 2:
-                if current:
-                    lines.append(" ".join(current))
-                current = [a[2:]]
-            else:
-                current.append(_quote(a))
-        if current:
-            lines.append(" ".join(current))
-        self.load_lines(lines, "command line")
+                text = f.read()
+        options, from_stdin = options_from_argv(args, first=not self.config_file)
+        if from_stdin:
+            text += (stdin or sys.stdin).read()
+        # One text, as Redis joins it: a newline, then the options, one per line.
+        self.load_lines((text + "\n" + "\n".join(options)).split("\n"))
 
     def rewrite(self) -> None:
         """CONFIG REWRITE: keep the file's comments and order, update changed values."""
@@ -762,6 +770,57 @@ class Config:
         if p.multi_arg:
             return f"{name} {value}" if value else f'{name} ""'
         return f"{name} {_quote(value)}"
+
+
+def options_from_argv(args: list[str], first: bool = True) -> tuple[list[str], bool]:
+    """redis-server's options after the config file, as config lines; and whether ``-``
+    asked for config on stdin (``first``: whether ``args[0]`` is argv's first argument).
+
+    ``--name`` starts a directive unless the one before still waits for its value, so
+    a value may itself begin with ``--`` (``--proc-title-template --my--title``). A value
+    is written quoted (``port "6379" "6380"``) and an argument holding a name and its
+    value (``"--maxmemory 700mb"``) as given. ``--save`` followed by another option or
+    nothing means ``save ""``, as before Redis 7.0.1 broke and restored it.
+    """
+    options: list[str] = []
+    from_stdin = False
+    has_value = True  # the last directive has at least one argument
+    for i, a in enumerate(args):
+        last = i == len(args) - 1
+        if a == "-" and ((first and i == 0) or last):
+            from_stdin = True
+        elif has_value and a.startswith("--"):
+            words = split_args(a.encode(errors="surrogateescape"))
+            options.append(a[2:] + " ")
+            has_value = words is not None and len(words) > 1
+            if not has_value and a.lower() == "--save" and (last or args[i + 1].startswith("--")):
+                options[-1] += '""'
+                has_value = True
+        else:
+            options[-1:] = [(options[-1] if options else "") + _repr(a) + " "]
+            has_value = True
+    return options, from_stdin
+
+
+def _repr(value: str) -> str:
+    """An argument as Redis quotes it into a config line: always in double quotes, the
+    quote, backslash and control characters escaped, other bytes outside ASCII as \\xHH."""
+    out = ['"']
+    for b in value.encode(errors="surrogateescape"):
+        c = chr(b)
+        if c in '\\"':
+            out.append("\\" + c)
+        elif c in _REPR_ESCAPES:
+            out.append(_REPR_ESCAPES[c])
+        elif 32 <= b < 127:
+            out.append(c)
+        else:
+            out.append(f"\\x{b:02x}")
+    out.append('"')
+    return "".join(out)
+
+
+_REPR_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\a": "\\a", "\b": "\\b"}
 
 
 def _quote(value: str) -> str:

@@ -364,11 +364,14 @@ def test_startup_refuses_an_unsupported_value(how):
         argv += ["--port", str(free_port()), "--activedefrag", "yes"]
     proc = subprocess.run(argv, cwd=workdir, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
-    line = 2 if how == "config file" else 2  # --port is line 1 of the command line's directives
+    # Redis's count: the options follow the file's text after a newline, so with no
+    # file the first option is line 2
+    line = 2 if how == "config file" else 3
+    written = "activedefrag yes" if how == "config file" else 'activedefrag "yes"'
     assert proc.stderr == (
         f"\n*** FATAL CONFIG FILE ERROR (rill {_version()}) ***\n"
-        f"rill does not support 'activedefrag' (only its default, no, is accepted) "
-        f"at line {line}: activedefrag yes\n")
+        f"Reading the configuration file, at line {line}\n>>> '{written}'\n"
+        f"rill does not support 'activedefrag' (only its default, no, is accepted)\n")
 
 
 def test_dynamic_hz_doubles_the_rate_with_many_clients():
@@ -415,3 +418,85 @@ def test_protected_configs_side_by_side(setting, allowed):
     if not allowed:
         assert replies[0][0] == (b"-ERR CONFIG SET failed (possibly related to argument 'dbfilename') - "
                                  b"can't set protected config\r\n")
+
+
+# The command lines Redis's own unit/introspection tries ("redis-server command line
+# arguments"), and a few more around the same rules.
+BAD_COMMAND_LINES = [
+    ["--port"],
+    ["--port", "6380", "--loglevel"],
+    ["--port", "6379", "6380"],
+    ["--port", "--loglevel", "verbose"],
+    ["--port", "--bla", "--loglevel", "verbose"],
+    ["--logfile", "--my--log--file", "--loglevel", "--bla"],
+    ["--shutdown-on-sigint"],
+    ["--shutdown-on-sigint", "now force", "--shutdown-on-sigterm"],
+    ["--maxmemory", 'a "quoted"\tword\x01'],
+    ["--port", "1", "--nosuchdirective", "x"],
+]
+
+
+@pytest.mark.parametrize("argv", BAD_COMMAND_LINES, ids=" ".join)
+def test_a_bad_command_line_is_reported_as_redis_reports_it(argv, tmp_path):
+    """Which line, written how, and why: byte for byte redis-server's report, but for the
+    name and version in its first line."""
+    from tests.support import require_tool
+
+    def report(server: list[str]) -> list[str]:
+        done = subprocess.run([*server, *argv], cwd=tmp_path, capture_output=True, timeout=60)
+        assert done.returncode == 1
+        lines = done.stderr.decode(errors="replace").splitlines()
+        assert lines[1].startswith("*** FATAL CONFIG FILE ERROR (")
+        return lines[2:]
+
+    assert report([sys.executable, "-m", "rill.server.main"]) == report([require_tool("redis-server")])
+
+
+def test_a_bad_line_is_counted_after_the_files_lines(tmp_path):
+    conf = tmp_path / "rill.conf"
+    conf.write_text("port 0\n\n# a comment\n")
+    c = Config()
+    with pytest.raises(ConfigError) as e:
+        c.load_argv([str(conf), "--save", "--databases"])
+    # the file's three lines, the newline Redis puts before the options, then --save ""
+    assert str(e.value) == "Reading the configuration file, at line 6\n>>> 'databases'\nwrong number of arguments"
+
+
+@pytest.mark.parametrize("argv, expected", [
+    # a value may begin with -- when the directive still waits for its value
+    (["--logfile", "--my--log", "--loglevel", "verbose"], {"logfile": "--my--log", "loglevel": "verbose"}),
+    # a name and its value in one argument, quotes as a config file has them
+    (["--maxmemory 700mb", "--maxmemory-policy 'volatile-lru'"],
+     {"maxmemory": "734003200", "maxmemory-policy": "volatile-lru"}),
+    (["loglevel", "verbose", "--maxmemory '700mb'"], None),  # a first word not an option: the file
+    # --save with no value before another option, or last: save ""
+    (["--save", "--loglevel", "verbose"], {"save": "", "loglevel": "verbose"}),
+    (["--loglevel", "verbose", "--save"], {"save": "", "loglevel": "verbose"}),
+    (["--save", "", "--loglevel", "verbose"], {"save": "", "loglevel": "verbose"}),
+    (["--logfile", "--save", "--save", "", "--loglevel", "verbose"],
+     {"logfile": "--save", "save": "", "loglevel": "verbose"}),
+    (["--shutdown-on-sigint", "now force"], {"shutdown-on-sigint": "now force"}),
+    (["--shutdown-on-sigint", "now", "force"], {"shutdown-on-sigint": "now force"}),
+])
+def test_command_line_options_read_as_redis_reads_them(argv, expected):
+    c = Config()
+    if expected is None:
+        with pytest.raises(FileNotFoundError):
+            c.load_argv(argv)
+        return
+    c.load_argv(argv)
+    assert {name: c[name] for name in expected} == expected
+
+
+def test_a_lone_dash_reads_config_from_stdin_before_the_options(tmp_path):
+    import io
+
+    c = Config()
+    c.load_argv(["-", "--loglevel", "verbose"], stdin=io.StringIO("loglevel warning\nmaxmemory 1mb\n"))
+    assert (c["loglevel"], c["maxmemory"]) == ("verbose", "1048576")
+    c = Config()
+    c.load_argv(["--loglevel", "verbose", "-"], stdin=io.StringIO("loglevel warning\n"))
+    assert c["loglevel"] == "verbose"
+    c = Config()
+    with pytest.raises(ConfigError, match="at line 2\n>>> 'maxmemory \"-\"'"):
+        c.load_argv(["--maxmemory", "-", "--port", "0"], stdin=io.StringIO(""))
