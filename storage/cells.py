@@ -127,8 +127,12 @@ class Cell:
         increments were all removed adds nothing, as where the cell went meanwhile and came
         back without them: the value then renders as the assign's own text ("007" stays
         "007", not 7 plus nothing)."""
-        if not self.counters:
+        counters = self.counters
+        if not counters:
             return None
+        if len(counters) == 1:  # one origin's increments (most counters): no order to sort
+            for c in counters.values():
+                return (c[_TOTAL] - c[_RTOTAL]) if c[_SEQ] > c[_RSEQ] else None
         total: Number | None = None
         for origin in sorted(self.counters):
             c = self.counters[origin]
@@ -336,8 +340,11 @@ def _num_out(n: Number) -> str | int:
 
 def num_in(raw: Any) -> Number:
     """An exact number as ops and states carry it: an int, or ``"n/d"`` text for a Fraction."""
-    if type(raw) is int:
+    t = type(raw)
+    if t is int:
         return raw
+    if t is bytes and 47 not in raw:  # 47: b"/" (a byte's test, not a substring search)
+        return int(raw)  # the usual op argument: int() reads the bytes as it reads text
     if isinstance(raw, bytes):
         raw = raw.decode()
     if isinstance(raw, str) and "/" in raw:

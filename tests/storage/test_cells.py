@@ -44,6 +44,21 @@ def test_increments_accumulate_and_removals_take_only_what_they_saw():
     assert not c.live() and c.counter() is None  # nothing left to add
 
 
+def test_one_origins_increments_read_as_several_origins_do():
+    """counter()'s one-origin shortcut: the running total less what removals took, None
+    once a removal saw every increment."""
+    c = Cell()
+    c.incr(7, 1, 2, 1)
+    c.incr(-2, 1, 2, 2)
+    assert c.counter() == 5
+    c.remove({2: 1}, [(2, 1, 7)])  # saw only the first increment
+    assert c.live() and c.counter() == -2
+    c.remove({2: 2}, c.observed())
+    assert not c.live() and c.counter() is None
+    c.incr(Fraction(1, 2), 1, 2, 3)
+    assert c.counter() == Fraction(1, 2)
+
+
 def test_an_older_removal_arriving_late_takes_nothing_more():
     c = Cell()
     c.incr(1, 0, 1, 1)
@@ -100,6 +115,7 @@ def test_state_round_trip_and_number_text():
     assert back.assigns == c.assigns and back.counters == c.counters
     for n in (0, -5, 10**30, Fraction(-7, 3)):
         assert num_in(num_bytes(n)) == n
+        assert num_in(num_bytes(n).decode()) == n  # the states' text reads alike
 
 
 # -- convergence --------------------------------------------------------------------------
