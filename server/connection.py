@@ -22,6 +22,7 @@ from rill.protocol.parser import ProtocolError, RequestParser
 from rill.protocol.reply import ReplyError
 
 from .client import log_output_limit_close, output_limit_reached
+from .fastpath import execute_all
 from .process import set_keepalive
 
 if TYPE_CHECKING:
@@ -192,7 +193,11 @@ def serve_while_busy(server: Server, caller: Client) -> None:
         conn.write_out()
 
 
-class Connection(asyncio.Protocol):
+class Connection:
+    """An asyncio protocol (``connection_made``, ``data_received``, ``eof_received``,
+    ``connection_lost``, ``pause_writing``, ``resume_writing``: every method of
+    ``asyncio.Protocol``, which it does not subclass so that the build can make it an
+    extension type, connection.pxd; the event loops ask for the methods, not the base)."""
 
     def __init__(self, server: Server, unix: bool = False) -> None:
         self.server = server
@@ -208,7 +213,7 @@ class Connection(asyncio.Protocol):
         self.tls: TLSLayer | None = None  # the TLS layer it runs over (its transport), if any
 
     # -- asyncio callbacks ---------------------------------------------------
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.Transport) -> None:
         self.transport = transport
         _LIVE.add(self)
         server = self.server
@@ -312,7 +317,7 @@ class Connection(asyncio.Protocol):
         parser = self.parser
         held = client.querybuf_len  # a partial command kept from earlier reads
         commands = parser.feed(data)
-        qlen = parser.pending_bytes()
+        qlen = len(parser._buf)  # parser.pending_bytes(), without a method call per read
         if qlen:
             # A big argument under way (PROTO_MBULK_BIG_ARG): Redis makes room for all of
             # it as soon as its length is read, and weighs the client by that room.
@@ -385,7 +390,8 @@ class Connection(asyncio.Protocol):
         # The parser stops at a protocol error, so one can only come last.
         failed = commands[-1] if commands and type(commands[-1]) is ProtocolError else None
         n = len(commands) - (failed is not None)
-        i, postponed = server.execute_all(client, commands[:n] if failed is not None else commands)
+        # Server.execute_all, called as the function it is (compiled: a C call).
+        i, postponed = execute_all(server, client, commands[:n] if failed is not None else commands)
         if postponed or client.blocked is not None or client.close_after_reply or client.kill_requested:
             # Postponed by CLIENT PAUSE (it runs again when the pause ends), or the
             # client blocked or is to be closed: the rest waits (or is dropped).
