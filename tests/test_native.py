@@ -87,12 +87,12 @@ def test_the_pxd_files_reach_the_compiled_build():
     for cls in (engine.ActiveActive, backlog.Backlog):
         assert bool(cls.__flags__ & (1 << 9)) != server.native.compiled, cls
     # The dispatcher's typed classes (server/fastpath.pxd cimports the other two).
-    from rill.server import commandstats, evict, fastpath
+    from rill.server import commandstats, connection, evict, fastpath
     from rill.server.activeactive import keyed
     from rill.server.commands import table
 
     for cls in (fastpath.ServerCore, fastpath.ClientCore, table.Command, commandstats.CommandStats,
-                evict.Evictor, keyed.Keyed):
+                evict.Evictor, keyed.Keyed, connection.Connection, connection.ReplyBatch):
         assert bool(cls.__flags__ & (1 << 9)) != server.native.compiled, cls
     # A class attribute in a subclass would shadow a compiled field: instances would set
     # the attribute, and the compiled loop would go on reading the field.
