@@ -549,7 +549,13 @@ class Config:
             for w in words or [""]:  # no word at all is refused too
                 if w not in p.choices:
                     raise ConfigError("argument(s) must be one of the following: " + ", ".join(p.choices))
-            return " ".join(words)
+            if not p.multi_arg:
+                return words[0]
+            # Flags (shutdown-on-sig*): a set, shown in the table's order; the first
+            # choice is no flag at all.
+            if "save" in words and "nosave" in words:
+                raise ConfigError("shutdown options SAVE and NOSAVE can't be used simultaneously")
+            return " ".join(c for c in p.choices[1:] if c in words) or p.choices[0]
         if p.kind == "string":
             return value
         if p.kind == "special":

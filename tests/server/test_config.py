@@ -500,3 +500,14 @@ def test_a_lone_dash_reads_config_from_stdin_before_the_options(tmp_path):
     c = Config()
     with pytest.raises(ConfigError, match="at line 2\n>>> 'maxmemory \"-\"'"):
         c.load_argv(["--maxmemory", "-", "--port", "0"], stdin=io.StringIO(""))
+
+
+@pytest.mark.parametrize("value", ["nosave force now", "force now save", "now now", "default now", "default",
+                                   "save nosave", "", "now bogus"])
+def test_shutdown_flags_are_a_set_shown_in_redis_order(sbs, value):
+    """shutdown-on-sigint takes flags in any order and repeats, shows them as Redis does,
+    and refuses SAVE with NOSAVE; the refusal leaves the old value."""
+    sbs.check("CONFIG", "SET", "shutdown-on-sigint", "default")
+    sbs.check("CONFIG", "SET", "shutdown-on-sigint", value)
+    sbs.check("CONFIG", "GET", "shutdown-on-sigint")
+    sbs.check("CONFIG", "SET", "shutdown-on-sigint", "default")
