@@ -368,7 +368,7 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
 
 def _setup_oom_score_adj(server: Any, config: Config) -> None:
     """oom-score-adj: the master's or replica's score now and whenever the role changes
-    (checked by the cron), the child's in every BGSAVE/BGREWRITEAOF child, and CONFIG
+    (at once, as REPLICAOF changes it, as Redis does), the child's in every BGSAVE/BGREWRITEAOF child, and CONFIG
     SET of either parameter applied at once (refused, and rolled back, if it cannot be)."""
     oom = OomScoreAdj()
     state = {"class": -1}
@@ -384,12 +384,12 @@ def _setup_oom_score_adj(server: Any, config: Config) -> None:
             raise ConfigError("Failed to set current oom_score_adj. Check server logs.") from None
         state["class"] = process_class
 
-    def on_cron() -> None:
+    def on_role() -> None:
         if config["oom-score-adj"] != "no" and state["class"] != role_class():
             try:
                 apply(config["oom-score-adj"], config["oom-score-adj-values"], role_class())
             except ConfigError:
-                state["class"] = role_class()  # warned once; not retried every tick
+                state["class"] = role_class()  # warned; the next role change tries again
 
     def in_child() -> None:
         if config["oom-score-adj"] != "no":
@@ -400,7 +400,7 @@ def _setup_oom_score_adj(server: Any, config: Config) -> None:
 
     config.appliers["oom-score-adj"] = lambda v: apply(v, config["oom-score-adj-values"], role_class())
     config.appliers["oom-score-adj-values"] = lambda v: apply(config["oom-score-adj"], v, role_class())
-    server.cron_hooks.append(on_cron)
+    server.role_hooks.append(on_role)
     at_fork_child(in_child)
     if config["oom-score-adj"] != "no":
         try:

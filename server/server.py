@@ -235,6 +235,9 @@ class Server(ServerCore):
         self.shutdown_hooks: list[Callable[[], None]] = []
         # Periodic duties of other subsystems (persistence: children, save points, fsync).
         self.cron_hooks: list[Callable[[], None]] = []
+        # Run as this server starts or stops following a master (REPLICAOF), before the
+        # command's reply: what depends on the role (oom-score-adj) follows at once.
+        self.role_hooks: list[Callable[[], None]] = []
         # DEBUG REPLYBUFFER: the reply buffers' resizing and how often their peak restarts
         self.reply_buffer_resizing = True
         self.reply_buffer_peak_reset_ms = REPLY_PEAK_RESET_MS

@@ -129,6 +129,8 @@ class ReplicaSide:
         self.offset = -1
         self.down_since = time.time()
         server.replica_of = (host, port)
+        for hook in server.role_hooks:
+            hook()
         log.warning("Connecting to MASTER %s:%d", host, port)
         self.connect()
 
@@ -141,6 +143,8 @@ class ReplicaSide:
         self.host = None
         self.port = 0
         self.server.replica_of = None
+        for hook in self.server.role_hooks:
+            hook()
         self.state = CONNECT
         log.warning("MASTER MODE enabled (user request)")
 
