@@ -207,7 +207,7 @@ class ConsumerGroup:
         owner = None
         mine: list[int] = []
         acked = 0
-        for sid, nack in zip(sids, nacks, strict=True):
+        for i, nack in enumerate(nacks):
             if nack is None:
                 continue
             acked += 1
@@ -219,9 +219,9 @@ class ConsumerGroup:
             if owner is None:
                 owner = c
             if c is owner:
-                mine.append(sid)
+                mine.append(sids[i])
             else:
-                c.pel.discard(sid)
+                c.pel.discard(sids[i])
         if owner is not None:
             owner.pel.pop_many(mine)
         if acked and self.nacked:
