@@ -33,6 +33,7 @@ from .args import NOT_INT, SYNTAX_ERR, help_reply, string2ll
 from .stream_args import (
     XREAD_BLOCKED_DEFAULT_COUNT,
     parse_id,
+    parse_ids,
     parse_ids_block,
     parse_policy_and_ids,
     parse_range,
@@ -301,7 +302,7 @@ def xack(c: Client, argv: list[bytes]):
     g = s.get_group(argv[2]) if s is not None else None
     if g is None:
         return 0
-    acked = g.ack_many([parse_id(a) for a in argv[3:]])
+    acked = g.ack_many(parse_ids(argv[3:]))
     if acked:
         c.server.dirty += acked
     return acked

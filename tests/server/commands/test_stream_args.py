@@ -1,4 +1,4 @@
-"""stream_args.parse_id, whichever mode runs (CI runs both): compiled, its common case is
+"""stream_args.parse_id (and parse_ids, its batch form), whichever mode runs (CI runs both): compiled, its common case is
 stream_args.pxd's C loop, which must accept and refuse exactly what the interpreted form
 does (partition, isdigit, int, then the general parser for anything else)."""
 
@@ -8,7 +8,7 @@ import random
 
 import pytest
 from rill.protocol.reply import ReplyError
-from rill.server.commands.stream_args import _parse_id_slow, parse_id
+from rill.server.commands.stream_args import _parse_id_slow, parse_id, parse_ids
 
 M = (1 << 64) - 1
 
@@ -66,3 +66,15 @@ def test_parse_id_random() -> None:
     for arg in args:
         for missing_seq in (0, M):
             assert _outcome(parse_id, arg, missing_seq, True) == _outcome(_reference, arg, missing_seq, True)
+
+
+def test_parse_ids_is_parse_id_of_each() -> None:
+    """XACK's batch form: each ID as parse_id reads it (strict, missing seq 0), and the
+    first bad one in argument order raises parse_id's error."""
+    good = [e for e in EDGES if not isinstance(_outcome(_reference, e, 0, True), str)]
+    assert parse_ids(good) == [parse_id(e) for e in good]
+    assert parse_ids([]) == []
+    for bad in (e for e in EDGES if isinstance(_outcome(_reference, e, 0, True), str)):
+        with pytest.raises(ReplyError) as got:
+            parse_ids([b"1-1", bad, b"x"])
+        assert str(got.value) == _outcome(_reference, bad, 0, True)
