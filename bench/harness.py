@@ -224,7 +224,9 @@ def python_env() -> dict[str, str]:
             _PYC_DIR.append(tempfile.mkdtemp(prefix="rill-bench-pyc-"))
             atexit.register(shutil.rmtree, _PYC_DIR[0], True)
         env["PYTHONPYCACHEPREFIX"] = _PYC_DIR[0]
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    # Also with a prefix of the caller's own: left set, nothing is cached there and every
+    # start compiles from source (the reuse row then read ~2 MB less growth for rill).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 

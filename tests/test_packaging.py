@@ -294,6 +294,20 @@ def test_readme_github_actions_snippet_is_yaml():
 # -- the benchmark harness (no timings asserted) -----------------------------------------
 
 
+def test_bench_python_env_caches_bytecode(monkeypatch):
+    """rill under the bench writes its bytecode whether or not the caller names its own
+    cache directory, and a caller's directory is kept."""
+    from bench.harness import python_env
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    env = python_env()
+    assert "PYTHONDONTWRITEBYTECODE" not in env and env["PYTHONPYCACHEPREFIX"]
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", "/tmp/callers-own-pyc")
+    env = python_env()
+    assert "PYTHONDONTWRITEBYTECODE" not in env
+    assert env["PYTHONPYCACHEPREFIX"] == "/tmp/callers-own-pyc"
+
+
 def test_bench_csv_parsing():
     from bench.harness import parse_csv
 
