@@ -1361,6 +1361,12 @@ class Persistence:
             log.warning("AOF was enabled but there is already another background operation. "
                         "An AOF background was scheduled to start when possible.")
             return True
+        if getattr(self.server, "in_exec", False):
+            # A fork now would snapshot half a transaction; the cron starts it after EXEC.
+            self.aof_rewrite_scheduled = True
+            log.warning("AOF was enabled during a transaction. "
+                        "An AOF background was scheduled to start when possible.")
+            return True
         if self.child_type == "aof":
             log.warning("AOF was enabled but there is already an AOF rewriting in background. "
                         "Stopping background AOF and starting a rewrite now.")

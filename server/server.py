@@ -852,6 +852,9 @@ class Server(ServerCore):
             feeds.observer(ops)
 
     _exec_ops: list[tuple[int, list[bytes]]] | None = None
+    # True while EXEC runs its queue (Redis's server.in_exec): what must not fork in the
+    # middle of a transaction (CONFIG SET appendonly yes) waits for the cron instead.
+    in_exec = False
 
     def begin_exec_propagation(self) -> bool:
         """Collect effects until end_exec_propagation() hands them on as one unit.

@@ -43,7 +43,7 @@ def exec_(c: Client, argv: list[bytes]):
     queued = c.multi
     server.discard_transaction(c)  # unwatch first: our own writes must not dirty us
     c.reply(Raw(b"*%d\r\n" % len(queued)))
-    c.in_exec = True
+    c.in_exec = server.in_exec = True
     server.begin_exec_propagation()
     clock = freeze_expiry_clock()
     try:
@@ -58,7 +58,7 @@ def exec_(c: Client, argv: list[bytes]):
             server.call(c, cmd, args)
     finally:
         release_expiry_clock(clock)
-        c.in_exec = False
+        c.in_exec = server.in_exec = False
         server.end_exec_propagation()
     return NO_REPLY
 

@@ -12,6 +12,7 @@ from tests.server.persistence_helpers import (
     files,
     info_field,
     populate,
+    redis_in,
     rill_in,
     snapshot,
     start_expecting_failure,
@@ -87,6 +88,24 @@ def test_config_set_appendonly_then_restart(workdir):
     with rill_in(workdir, "--appendonly", "yes") as srv:
         c = RawClient(srv.port)
         assert c.call("EXISTS", "not") == b":0\r\n"
+        c.close()
+
+
+@pytest.mark.parametrize("server", ["rill", "redis"])
+def test_config_set_appendonly_inside_exec_schedules_the_rewrite(workdir, server):
+    # Redis forks no rewrite in the middle of a transaction: EXEC's CONFIG SET
+    # appendonly yes only schedules it, says so in the log, and the cron starts it.
+    with (rill_in if server == "rill" else redis_in)(workdir) as srv:
+        c = RawClient(srv.port)
+        assert c.call("MULTI") == b"+OK\r\n"
+        assert c.call("SET", "foo", "bar") == b"+QUEUED\r\n"
+        assert c.call("CONFIG", "SET", "appendonly", "yes") == b"+QUEUED\r\n"
+        assert c.call("EXEC") == b"*2\r\n+OK\r\n+OK\r\n"
+        with open(srv.logfile) as f:
+            assert "AOF was enabled during a transaction. An AOF background was scheduled to start when possible." in f.read()
+        wait_rewrite(c)
+        assert info_field(c, "aof_enabled") == "1"
+        assert wait_for(lambda: info_field(c, "aof_rewrites") == "1")
         c.close()
 
 
