@@ -725,8 +725,9 @@ class Config:
         # One text, as Redis joins it: a newline, then the options, one per line.
         self.load_lines((text + "\n" + "\n".join(options)).split("\n"))
 
-    def rewrite(self) -> None:
-        """CONFIG REWRITE: keep the file's comments and order, update changed values."""
+    def rewrite(self, force_all: bool = False) -> None:
+        """CONFIG REWRITE: keep the file's comments and order, update changed values;
+        ``force_all`` (DEBUG CONFIG-REWRITE-FORCE-ALL) writes defaults too."""
         if not self.config_file:
             raise ConfigError("The server is running without a config file")
         try:
@@ -755,10 +756,10 @@ class Config:
                     out.append(raw)
                 continue
             written.add(canon)
-            if self.values[canon] != self.params[canon].default:
+            if force_all or self.values[canon] != self.params[canon].default:
                 out.append(self._render(canon))
         for name, p in self.params.items():
-            if name not in written and self.values[name] != p.default and name != "dir":
+            if name not in written and (force_all or (self.values[name] != p.default and name != "dir")):
                 out.append(self._render(name))
         for directive, extra in generated.items():
             if extra and directive not in written:

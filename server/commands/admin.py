@@ -17,7 +17,15 @@ from ..config import ConfigError, memtoull
 from ..memory import STARTUP_RSS, dict_table, memory_of, rss
 from ..outcomes import NO_REPLY, Block
 from ..scripting import busy_error, running
-from .args import NO_SUCH_KEY, SYNTAX_ERR, get_int, help_reply, redact, string2ll
+from .args import (
+    NO_SUCH_KEY,
+    SYNTAX_ERR,
+    get_int,
+    get_positive,
+    help_reply,
+    redact,
+    string2ll,
+)
 from .table import PROTECTED, command
 from .values import digest_dataset, digest_value, key_encoding, key_refcount, memory_usage
 
@@ -469,6 +477,15 @@ def debug(c: Client, argv: list[bytes]):
         return OK
     if sub == b"protocol" and len(argv) == 3:
         return _debug_protocol(c, argv[2].lower())
+    if sub == b"populate" and 3 <= len(argv) <= 5:
+        return _debug_populate(c, argv)
+    if sub == b"config-rewrite-force-all" and len(argv) == 2:
+        try:
+            server.config.rewrite(force_all=True)
+        except (ConfigError, OSError) as e:
+            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            raise ReplyError(f"ERR CONFIG-REWRITE-FORCE-ALL failed: {reason}") from None
+        return OK
     if sub == b"replybuffer" and len(argv) == 4:
         what, arg = argv[2].lower(), argv[3]
         if what == b"peak-reset-time":
@@ -491,6 +508,9 @@ def debug(c: Client, argv: list[bytes]):
     if sub == b"help":
         return help_reply([
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "CONFIG-REWRITE-FORCE-ALL",
+            "    Like CONFIG REWRITE but writes all configuration options, including",
+            "    keywords not listed in original configuration file or default values.",
             "DIGEST",
             "DIGEST-VALUE <key> [<key> ...]",
             "ERROR <string>",
@@ -500,6 +520,10 @@ def debug(c: Client, argv: list[bytes]):
             "OBJECT <key>",
             "PAUSE-CRON <0|1>",
             "    Stop periodic cron job processing.",
+            "POPULATE <count> [<prefix>] [<size>]",
+            "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+            "    it is used instead of the 'key' prefix. These are not propagated to",
+            "    replicas.",
             "PROTOCOL <type>",
             "REPLYBUFFER PEAK-RESET-TIME <NEVER||RESET|time>",
             "    Sets the time (in milliseconds) to wait between client reply buffer peak resets.",
@@ -519,6 +543,26 @@ def debug(c: Client, argv: list[bytes]):
     raise ReplyError(
         b"ERR unknown subcommand or wrong number of arguments for '%s'. Try DEBUG HELP." % argv[1][:128]
     )
+
+
+def _debug_populate(c: Client, argv: list[bytes]):
+    """DEBUG POPULATE count [prefix] [size]: keys prefix:0.. holding "value:N" (cut or
+    zero-padded to ``size`` bytes when given); a key that exists is left as it is. A
+    debugging aid, as in Redis: no notification, nothing propagated, no dirty count."""
+    count = get_positive(argv[2])
+    size = get_positive(argv[4]) if len(argv) == 5 else 0
+    prefix = argv[3] if len(argv) >= 4 else b"key"
+    db = c.db
+    for j in range(count):
+        key = b"%s:%d" % (prefix, j)
+        if db.lookup(key) is not None:
+            continue
+        value = b"value:%d" % j
+        if size:
+            value = value[:size].ljust(size, b"\0")
+        db.set(key, value)
+        db.modified(key)
+    return OK
 
 
 def _serialized_length(value) -> int:

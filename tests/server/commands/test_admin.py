@@ -722,3 +722,54 @@ def test_info_keyspace_avg_ttl_follows_active_expiry(rill_server, oracle_server)
 
     for port in (rill_server.port, oracle_server.port):
         assert 90_000 < avg_ttl(port) <= 100_000
+
+
+def test_debug_populate_as_in_redis(sbs):
+    """count, prefix and size as Redis takes them; an existing key is left alone; the
+    errors for a bad count or size are Redis's."""
+    sbs.check("SET", "key:1", "mine")
+    sbs.check("DEBUG", "POPULATE", "3")
+    for key in (b"key:0", b"key:1", b"key:2"):
+        sbs.check("GET", key)
+    sbs.check("DEBUG", "POPULATE", "2", "p", "12")
+    sbs.check("GET", "p:0")
+    sbs.check("DEBUG", "POPULATE", "2", "q", "3")
+    sbs.check("GET", "q:1")
+    sbs.check("DEBUG", "POPULATE", "2", "r", "0")
+    sbs.check("GET", "r:1")
+    sbs.check("DBSIZE")
+    for bad in (["x"], ["-1"], ["1", "k", "x"], ["1", "k", "-1"], ["1", "k", "1", "extra"]):
+        sbs.check("DEBUG", "POPULATE", *bad)
+
+
+def test_debug_config_rewrite_force_all_writes_every_parameter(tmp_path):
+    """Every parameter lands in the file, defaults too, and a server started from it
+    reads back the same CONFIG GET *."""
+    from tests.support import start_rill
+
+    conf = tmp_path / "rill.conf"
+    conf.write_text("# kept\nmaxmemory-policy allkeys-lru\n")
+    srv = start_rill("--enable-debug-command", "yes", config_file=str(conf), workdir=str(tmp_path))
+    try:
+        c = RawClient(srv.port)
+        before = c.call("CONFIG", "GET", "*")
+        assert c.call("DEBUG", "CONFIG-REWRITE-FORCE-ALL") == b"+OK\r\n"
+        c.close()
+    finally:
+        srv.stop()
+    text = conf.read_text()
+    assert text.startswith("# kept\nmaxmemory-policy allkeys-lru\n")
+    assert "\nhz 10\n" in text and "\nappendonly no\n" in text  # defaults, written
+    srv = start_rill(config_file=str(conf), workdir=str(tmp_path))
+    try:
+        c = RawClient(srv.port)
+        after = c.call("CONFIG", "GET", "*")
+        c.close()
+    finally:
+        srv.stop()
+    def pairs(reply: bytes) -> dict[bytes, bytes]:
+        words = reply.split(b"\r\n")[2::2]  # the bulk strings, past each $len
+        return dict(zip(words[::2], words[1::2], strict=True))
+
+    # each start gets a free port on its command line, which overrides the file's
+    assert {**pairs(after), b"port": b""} == {**pairs(before), b"port": b""}
