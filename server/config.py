@@ -510,6 +510,9 @@ class Config:
         self._save_loaded = False
         # ``user <name> <rules...>`` lines, checked here and loaded by the ACL at start-up.
         self.user_directives: list[list[bytes]] = []
+        # rename-command lines, in order, with where they stand for the error report:
+        # (old name, new name or b"" to remove, line number, line)
+        self.renames: list[tuple[bytes, bytes, int, str]] = []
         # Directives CONFIG REWRITE writes from live state: name -> its lines, or None to leave them.
         self.rewrite_hooks: dict[str, Callable[[], list[str] | None]] = {}
 
@@ -684,6 +687,9 @@ class Config:
             if name == "user" and len(args) >= 2:
                 self._add_user(args[1:], lineno, line)
                 continue
+            if name == "rename-command" and len(args) == 3:
+                self.renames.append((args[1].lower(), args[2].lower(), lineno, line))
+                continue
             canon = self.canonical(name)
             if canon is None:
                 if name in _IGNORED_DIRECTIVES:
@@ -837,4 +843,4 @@ def _quote(value: str) -> str:
 
 
 # Directives a redis.conf may carry that configure features rill does not have.
-_IGNORED_DIRECTIVES = {"rename-command", "user", "loadmodule", "sentinel"}
+_IGNORED_DIRECTIVES = {"user", "loadmodule", "sentinel"}

@@ -18,7 +18,8 @@ from rill.protocol.reply import ReplyError
 
 from . import REDIS_VERSION, __version__
 from .commands import load_all
-from .config import Config, ConfigError
+from .commands.table import TABLE
+from .config import Config, ConfigError, ConfigLineError
 from .connection import Connection
 from .disk import LoadAborted
 from .process import (
@@ -146,6 +147,8 @@ def main(argv: list[str] | None = None) -> None:
     config = Config()
     try:
         config.load_argv(args)
+        load_all()
+        TABLE.renamed(config.renames, ConfigLineError)  # a bad rename-command fails here, before any log
     except (ConfigError, OSError) as e:
         sys.stderr.write(f"\n*** FATAL CONFIG FILE ERROR (rill {__version__}) ***\n{e}\n")
         sys.exit(1)

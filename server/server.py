@@ -51,7 +51,7 @@ from .commands.table import (
     Command,
 )
 from .commandstats import CommandStatsTable
-from .config import Config, parse_percentile
+from .config import Config, ConfigLineError, parse_percentile
 from .disk import Persistence, master_side
 from .evict import EVICT_FAIL, evictor_of
 from .fastpath import ServerCore
@@ -175,9 +175,9 @@ class Server(ServerCore):
         self.keyspace = Keyspace(self.config.int("databases"))
         self.keyspace.on_modified = self._key_modified
         self.keyspace.on_expired = self._expired
-        self.table = TABLE
-        self.commands = TABLE.commands
-        self.dispatch = TABLE.dispatch
+        self.table = TABLE.renamed(self.config.renames, ConfigLineError)
+        self.commands = self.table.commands
+        self.dispatch = self.table.dispatch
         self.clients: dict[int, Client] = {}
         self.next_client_id = 1
         # Each command's calls, time, rejections, failures and latency histogram on

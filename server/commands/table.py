@@ -487,6 +487,29 @@ class CommandTable:
             return cmd.subcommands.get(sub)
         return cmd
 
+    def renamed(self, renames: list[tuple[bytes, bytes, int, str]],
+                error: Callable[[str, int, str], Exception]) -> CommandTable:
+        """rename-command, applied in order to a copy of this table: a command answers
+        to its new name only, or to none when the new name is empty. Its facts (the
+        name COMMAND INFO and error messages give) stay the original's, as in Redis.
+        A bad line raises ``error(reason, line number, line)``."""
+        if not renames:
+            return self
+        table = CommandTable()
+        table.commands = dict(self.commands)
+        table.dispatch = dict(self.dispatch)
+        for old, new, lineno, line in renames:
+            cmd = table.commands.pop(old, None)
+            if cmd is None:
+                raise error("No such command in rename-command", lineno, line)
+            table.dispatch.pop(old, None)
+            table.dispatch.pop(old.upper(), None)
+            if new:
+                if new in table.commands:
+                    raise error("Target command name already exists", lineno, line)
+                table._set_top(new, cmd)
+        return table
+
     def all(self) -> list[Command]:
         out = []
         for cmd in self.commands.values():

@@ -511,3 +511,53 @@ def test_shutdown_flags_are_a_set_shown_in_redis_order(sbs, value):
     sbs.check("CONFIG", "SET", "shutdown-on-sigint", value)
     sbs.check("CONFIG", "GET", "shutdown-on-sigint")
     sbs.check("CONFIG", "SET", "shutdown-on-sigint", "default")
+
+
+RENAMES = ["--rename-command", "flushdb", "badger", "--rename-command", "flushall", "",
+           "--rename-command", "badger", "Otter"]
+
+
+def test_rename_command_side_by_side():
+    """A renamed command answers to its new name only (chains follow the order), one
+    renamed to "" to none; its facts keep the original name."""
+    rill, redis = start_rill(*RENAMES), start_redis(*RENAMES)
+    try:
+        a, b = RawClient(rill.port), RawClient(redis.port)
+        for args in (["SET", "k", "v"], ["FLUSHDB"], ["BADGER"], ["flushall"], ["DBSIZE"], ["otter", "x"],
+                     ["OTTER"], ["DBSIZE"], ["COMMAND", "INFO", "otter"], ["COMMAND", "INFO", "flushdb"],
+                     ["MULTI"], ["otter"], ["flushdb"], ["EXEC"]):
+            assert a.call(*args) == b.call(*args), args
+    finally:
+        rill.stop()
+        redis.stop()
+
+
+@pytest.mark.parametrize("argv", [["--rename-command", "nosuch", "x"], ["--rename-command", "get", "set"],
+                                  ["--rename-command", "get"]], ids=" ".join)
+def test_a_bad_rename_command_is_reported_as_redis_reports_it(argv, tmp_path):
+    from tests.support import require_tool
+
+    def report(server: list[str]) -> list[str]:
+        done = subprocess.run([*server, *argv], cwd=tmp_path, capture_output=True, timeout=60)
+        assert done.returncode == 1
+        return done.stderr.decode(errors="replace").splitlines()[2:]
+
+    assert report([sys.executable, "-m", "rill.server.main"]) == report([require_tool("redis-server")])
+
+
+def test_config_rewrite_keeps_rename_command(tmp_path):
+    conf = tmp_path / "rill.conf"
+    conf.write_text("rename-command flushdb badger\n")
+    srv = start_rill(config_file=str(conf), workdir=str(tmp_path))
+    try:
+        c = RawClient(srv.port)
+        assert c.call("CONFIG", "REWRITE") == b"+OK\r\n"
+    finally:
+        srv.stop()
+    srv = start_rill(config_file=str(conf), workdir=str(tmp_path))
+    try:
+        c = RawClient(srv.port)
+        assert c.call("FLUSHDB").startswith(b"-ERR unknown command 'FLUSHDB'")
+        assert c.call("BADGER") == b"+OK\r\n"
+    finally:
+        srv.stop()
