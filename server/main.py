@@ -214,8 +214,10 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
     server.shutdown_event = asyncio.Event()
     # Before any listener exists: a client can be served as soon as the first
     # one does, and a SIGTERM from then on must shut down cleanly.
+    # A plain handler, not the loop's: a second SIGINT must act even while a foreground
+    # save holds the loop (Redis exits from its handler then).
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, _on_signal, server, sig)
+        signal.signal(sig, lambda sig, _frame: _on_signal(server, sig))
     server.executable = os.path.abspath(sys.argv[0])
     server.tcp_port = config.int("port")
     if tls_wanted(config):
@@ -331,6 +333,7 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
         await load_while_serving(server, server.startup_load())
     cron = None
     if not server.shutdown_event.is_set():  # else a shutdown came while loading
+        server.cron_hooks.append(lambda: server.shutdown_asap and start_signalled_shutdown(server))
         server.cron_hooks.append(lambda: shutdown_check(server))  # shutdown-timeout's wait
         set_cpu_affinity(config["server_cpulist"])  # last, as Redis: earlier threads keep theirs
         cron = loop.create_task(_cron(server))
@@ -492,18 +495,40 @@ async def load_while_serving(server: Server, steps: Any) -> None:
 
 
 def _on_signal(server, sig: int) -> None:
-    name = "SIGINT" if sig == signal.SIGINT else "SIGTERM"
+    """SIGTERM/SIGINT, as Redis's handler: only note the request (the cron starts the
+    shutdown, so SHUTDOWN ABORT can cancel it first); a SIGINT while one is pending
+    means "now": remove this process's temp RDB and exit at once, unclean."""
+    if server.shutdown_asap and sig == signal.SIGINT:
+        log.warning("You insist... exiting now.")
+        try:
+            os.unlink(os.path.join(server.config["dir"], f"temp-{os.getpid()}.rdb"))
+        except OSError:
+            pass
+        os._exit(1)
     if server.loading:
         log.warning("Received shutdown signal during loading, scheduling shutdown.")
     else:
-        log.warning("Received %s scheduling shutdown...", name)
-    # shutdown-on-sigterm / shutdown-on-sigint: flags as SHUTDOWN takes them.
+        log.warning("Received %s scheduling shutdown...", "SIGINT" if sig == signal.SIGINT else "SIGTERM")
+    server.shutdown_asap = sig
+    if server.loading:
+        # No cron runs while loading: the loop stops the load now (nothing is saved).
+        server.loop.call_soon_threadsafe(start_signalled_shutdown, server)
+
+
+def start_signalled_shutdown(server) -> None:
+    """The cron's part of a signal (and the loader's): the shutdown it asked for, with
+    shutdown-on-sigterm / shutdown-on-sigint's flags as SHUTDOWN takes them. The request
+    stays noted until the shutdown fails or is aborted, so a SIGINT during the final
+    save still means "now"."""
+    sig = server.shutdown_asap
+    if not sig or server.pending_shutdown is not None or server.shutdown_event.is_set():
+        return  # aborted meanwhile, or already under way
     flags = server.config["shutdown-on-sigint" if sig == signal.SIGINT else "shutdown-on-sigterm"].split()
     save = True if "save" in flags else False if "nosave" in flags else None
     try:
         server.shutdown(save, force="force" in flags, now="now" in flags)
     except ReplyError:
-        pass  # the final save failed and is logged; Redis keeps serving, and so does rill
+        server.shutdown_asap = 0  # the final save failed and is logged; Redis keeps serving, and so does rill
 
 
 def effective_hz(configured: int, dynamic: bool, clients: int) -> int:

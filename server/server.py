@@ -244,6 +244,9 @@ class Server(ServerCore):
         self.write_denied = None
         self.shutdown_event: Any = None
         self.pending_shutdown: Any = None  # a shutdown waiting for replicas (shutdown.py)
+        # The signal (SIGTERM/SIGINT) whose shutdown the cron has yet to start (Redis's
+        # shutdown_asap), 0 when none: SHUTDOWN ABORT can still cancel it.
+        self.shutdown_asap = 0
         # Pub/Sub's subscriptions, which keyspace events publish through (notify.py).
         self.pubsub = PubSub()
         # Both Lua interpreters, EVAL's and FUNCTION's, each adding itself here

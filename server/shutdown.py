@@ -109,14 +109,18 @@ def check(server: Any) -> None:
 def abort(server: Any) -> bool:
     """SHUTDOWN ABORT: cancel a waiting shutdown; False if none is under way."""
     if server.pending_shutdown is None:
-        return False
-    _cancel(server)
+        if not getattr(server, "shutdown_asap", 0):
+            return False
+        server.shutdown_asap = 0  # a signal's shutdown the cron has not started yet
+    else:
+        _cancel(server)
     log.log(25, "Shutdown manually aborted.")
     return True
 
 
 def _cancel(server: Any) -> None:
     pending, server.pending_shutdown = server.pending_shutdown, None
+    server.shutdown_asap = 0  # a signal's request ends with the shutdown it started
     server.end_pause()
     for client in pending.clients:
         if client.blocked is not None:

@@ -168,3 +168,40 @@ def test_sigterm_while_the_first_aof_is_written_keeps_serving(kind):
         assert srv.proc.wait(15) == 0
         c.close()
     assert "Writing initial AOF. Exit anyway." in messages(srv)
+
+
+@pytest.mark.parametrize("kind", ["rill", "redis"])
+def test_shutdown_abort_cancels_a_signal_the_cron_has_not_acted_on(kind):
+    # The signal only asks; the cron starts the shutdown. With the cron paused, SHUTDOWN
+    # ABORT finds the request and cancels it, and nothing is left to abort after.
+    with start(kind, scratch_dir(f"shutdown-abort-{kind}-")) as srv:
+        c = RawClient(srv.port)
+        assert c.call("DEBUG", "PAUSE-CRON", "1") == b"+OK\r\n"
+        srv.proc.send_signal(signal.SIGTERM)
+        wait_until(lambda: "Received SIGTERM scheduling shutdown..." in messages(srv))
+        assert c.call("SHUTDOWN", "ABORT") == b"+OK\r\n"
+        assert "Shutdown manually aborted." in messages(srv)
+        assert c.call("DEBUG", "PAUSE-CRON", "0") == b"+OK\r\n"
+        assert c.call("PING") == b"+PONG\r\n"
+        assert c.call("SHUTDOWN", "ABORT") == b"-ERR No shutdown in progress.\r\n"
+        assert srv.proc.poll() is None
+        c.close()
+
+
+@pytest.mark.parametrize("kind", ["rill", "redis"])
+def test_a_second_sigint_during_the_final_save_exits_and_removes_the_temp_rdb(kind):
+    with start(kind, scratch_dir(f"shutdown-insist-{kind}-")) as srv:
+        c = RawClient(srv.port)
+        for i in range(20):
+            c.call("SET", str(i), str(i))
+        # A second per key: the final save is still writing when the second SIGINT comes.
+        assert c.call("CONFIG", "SET", "rdb-key-save-delay", "1000000") == b"+OK\r\n"
+        temp = os.path.join(srv.workdir, f"temp-{srv.proc.pid}.rdb")
+        srv.proc.send_signal(signal.SIGINT)
+        wait_until(lambda: os.path.exists(temp))
+        srv.proc.send_signal(signal.SIGINT)
+        assert srv.proc.wait(15) == 1
+        assert not os.path.exists(temp)
+        assert "You insist... exiting now." in messages(srv)
+        assert not os.path.exists(os.path.join(srv.workdir, "dump.rdb"))
+        c.close()
