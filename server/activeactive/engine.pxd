@@ -17,3 +17,6 @@ cdef class ActiveActive:
     cdef public dict vc, known, pending, _deferred_known, tombstones, ttl, _kinds
     cdef public list unit, on_sealed
     cdef public Backlog backlog
+
+# A received effect's causal check (receive, _ready): dict iteration and lookups in C.
+cdef bint _causes_here(dict vc, dict seen, object origin) except -1

@@ -136,9 +136,7 @@ def aa_apply(c: Client, argv: list[bytes]):
         for e in effects:
             engine.replay(e)
     else:
-        receive = engine.receive
-        for e in effects:
-            receive(e)
+        return engine.receive_all(effects)
     return engine.applied(effects[-1].origin)
 
 
