@@ -236,13 +236,14 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
         except OSError as e:
             log.warning("Warning: Could not create server TCP listening socket %s", e)
             socks = []
-        if not socks:
+        if not socks and config["bind"].split():  # bind "": no TCP listener, as Redis
             # Redis's words: Redis's test harness looks for them to retry on another port.
             log.warning("Failed listening on port %d (TCP), aborting.", port)
             return 1
         tcp = [await _serve(loop, server, sock) for sock in socks]
         listeners.extend(tcp)
-        server.tcp_port = socks[0].getsockname()[1]
+        if socks:
+            server.tcp_port = socks[0].getsockname()[1]
 
     def rebind(group: list, new_port: int, tls: bool, error: str) -> None:
         """Move one group of listeners (plain or TLS) to ``new_port`` (0: none), binding
@@ -251,6 +252,10 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
             socks = _bind_tcp(config, new_port) if new_port else []
         except OSError as e:
             raise ConfigError(error) from e
+        swap(group, socks, tls)
+
+    def swap(group: list, socks: list, tls: bool) -> None:
+        """Replace one group's listeners by servers on the bound ``socks``."""
         old = list(group)
         group.clear()
         for old_srv in old:
@@ -282,12 +287,12 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
         except OSError as e:
             log.warning("Warning: Could not create server TCP listening socket %s", e)
             socks = []
-        if not socks:
+        if not socks and config["bind"].split():
             log.warning("Failed listening on port %d (TLS), aborting.", tls_port)
             return 1
         tls = [await _serve(loop, server, sock, tls=True) for sock in socks]
         listeners.extend(tls)
-        server.tls_port = socks[0].getsockname()[1]
+        server.tls_port = socks[0].getsockname()[1] if socks else tls_port
 
     def change_tls_port(new: str) -> None:
         """CONFIG SET tls-port: configure TLS if it was not, then move the TLS listener
@@ -304,6 +309,41 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
         server.tls_port = new_port
 
     config.appliers["tls-port"] = change_tls_port
+
+    bound_to = [config["bind"]]  # the addresses the listeners are on now
+
+    def listen_on(bind: str) -> None:
+        """The TCP and TLS listeners, on every address of ``bind`` (none for "")."""
+        bound: list[list[socket.socket]] = []
+        try:
+            for group_port in (server.tcp_port, server.tls_port):
+                bound.append(_bind_tcp(config, group_port, bind) if group_port else [])
+        except OSError:
+            for socks in bound:
+                for sock in socks:
+                    sock.close()
+            raise
+        swap(tcp, bound[0], False)
+        swap(tls, bound[1], True)
+        bound_to[0] = bind
+
+    def change_bind(new: str) -> None:
+        """CONFIG SET bind (Redis's changeBindAddr): the old listeners close, the new
+        ones open; if any address cannot be bound, the old addresses are bound again."""
+        for group in (tcp, tls):
+            swap(group, [], False)  # closes the listening sockets now, freeing their ports
+        try:
+            listen_on(new)
+        except OSError as e:
+            log.warning("Warning: Could not create server TCP listening socket %s", e)
+            log.warning("Failed to bind")
+            try:
+                listen_on(bound_to[0])
+            except OSError as again:
+                log.warning("Warning: Could not create server TCP listening socket %s", again)
+            raise ConfigError("Failed to bind to specified addresses.") from None
+
+    config.appliers["bind"] = change_bind
     unixsocket = config["unixsocket"]
     if unixsocket:
         try:
@@ -415,15 +455,16 @@ def _setup_oom_score_adj(server: Any, config: Config) -> None:
             pass  # warned; Redis starts anyway
 
 
-def _bind_tcp(config: Config, port: int) -> list[socket.socket]:
-    """Bound, listening sockets for every ``bind`` address on ``port`` (Redis's listenToPort).
+def _bind_tcp(config: Config, port: int, bind: str | None = None) -> list[socket.socket]:
+    """Bound, listening sockets for every ``bind`` address (the config's unless given)
+    on ``port`` (Redis's listenToPort); none for an empty ``bind``.
 
     An address marked optional (``-::*``) that cannot be bound is skipped; any other
     failure closes what was bound and raises OSError naming the address.
     """
     socks: list[socket.socket] = []
     try:
-        for addr in config["bind"].split() or ["*", "-::*"]:
+        for addr in (config["bind"] if bind is None else bind).split():
             optional = addr.startswith("-")
             host = addr.lstrip("-")
             if host in ("*", "0.0.0.0"):

@@ -631,14 +631,12 @@ class Server(ServerCore):
             client.on_output(client)
 
     def protected_mode_refuses(self, unix: bool, transport: Any) -> bool:
-        """Protected mode: no password and not bound explicitly -> loopback clients only."""
+        """Protected mode: no password for the default user -> only clients from 127.0.0.1,
+        ::1 or the unix socket, whatever ``bind`` says (Redis 7.0's islocalClient)."""
         if unix or not self.config.bool("protected-mode") or not self.acl.default.nopass:
             return False
-        if self.config["bind"] not in ("* -::*", ""):
-            return False
         peer = transport.get_extra_info("peername") or ("",)
-        host = peer[0]
-        return not (host.startswith("127.") or host in ("::1", "localhost"))
+        return peer[0] not in ("127.0.0.1", "::1")
 
     def _reject(self, client: Client, cmd: Command | None, err: ReplyError) -> bool:
         if client.multi is not None:

@@ -75,6 +75,59 @@ def test_rdb_key_save_delay_slows_a_background_save(rill_server):
         r.flushall()
 
 
+def _pings(port: int) -> bool:
+    """Whether a new connection to ``port`` is accepted and answered."""
+    try:
+        c = RawClient(port)
+    except ConnectionRefusedError:
+        return False
+    try:
+        return c.call("PING") == b"+PONG\r\n"
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("start", [start_rill, start_redis], ids=["rill", "redis"])
+def test_config_set_bind_moves_the_listeners_or_keeps_them(start):
+    # Redis's changeBindAddr: an address that cannot be bound is refused and the old
+    # listeners stay; "" closes every TCP listener; a new address opens them again.
+    with start() as srv:
+        c = RawClient(srv.port)
+        assert c.call("CONFIG", "SET", "bind", "999.999.999.999") == (
+            b"-ERR CONFIG SET failed (possibly related to argument 'bind') - "
+            b"Failed to bind to specified addresses.\r\n")
+        assert c.call("CONFIG", "GET", "bind") == b"*2\r\n$4\r\nbind\r\n$6\r\n* -::*\r\n"
+        assert _pings(srv.port)
+        assert c.call("CONFIG", "SET", "bind", "") == b"+OK\r\n"
+        assert not _pings(srv.port)
+        assert c.call("PING") == b"+PONG\r\n"  # connections made before stay
+        assert c.call("CONFIG", "SET", "bind", "127.0.0.1") == b"+OK\r\n"
+        assert _pings(srv.port)
+        c.close()
+
+
+def test_protected_mode_ignores_bind_and_trusts_only_127_0_0_1_and_ipv6_loopback():
+    # Redis 7.0 dropped bind from the rule: with protected mode on and no password,
+    # only 127.0.0.1, ::1 and the unix socket are local, whatever bind lists.
+    from rill.server.server import Server
+
+    class Peer:
+        def __init__(self, host: str) -> None:
+            self.host = host
+
+        def get_extra_info(self, name: str):
+            return (self.host, 1234) if name == "peername" else None
+
+    server = Server()
+    for bind in ("* -::*", "*", "0.0.0.0", ""):
+        server.config.values["bind"] = bind
+        assert server.protected_mode_refuses(False, Peer("192.0.2.2"))
+        assert server.protected_mode_refuses(False, Peer("127.0.0.2"))
+        assert not server.protected_mode_refuses(False, Peer("127.0.0.1"))
+        assert not server.protected_mode_refuses(False, Peer("::1"))
+        assert not server.protected_mode_refuses(True, Peer(""))
+
+
 def test_config_set_port_moves_the_listener_or_rolls_everything_back():
     srv = start_rill()
     busy = socket.socket()
