@@ -1,13 +1,32 @@
 # Cython declarations for evict.py (its "augmenting" .pxd): types for the compiled
 # build; the .py stays the reference and runs unchanged without them. See docs/hot-core.md.
 
+cimport cython
+
 cdef class Evictor:
     # The evictor's state as C fields: perform runs before every command while maxmemory
     # is set, and _evict_pooled once per write of a full cache; each self.<field> they
     # read is then a struct read, not the generic attribute lookup (~100 instructions).
-    cdef public object server, figure, dirty, policy, kind, untimed_down, evict_down
+    # suspended, maxmemory and tracking are perform's copies of Server states
+    # (gates_changed keeps them).
+    cdef public object server, figure, dirty, policy, kind, untimed_down, evict_down, maxmemory
     cdef public list pool, snaps, snap_renew, snap_limit, snap_empty
     cdef public Py_ssize_t next_db, samples
     cdef public long long evicted_keys
-    cdef public bint running, volatile, lru, timed, lazy, replica_ignores, pooled
+    cdef public bint running, volatile, lru, timed, lazy, replica_ignores, pooled, suspended, tracking
     cdef public double exceeded_since, exceeded_total, limit_s
+
+    # perform: before every command while maxmemory is set. cpdef, so that _time_proc's
+    # call is a C call; the memory figure it adds up is C doubles (the Python floats'
+    # operations, in the same order; maxmemory stays a Python int: it goes up to 2**64 - 1).
+    @cython.locals(used=double, coef=list, per_key=double, per_stamp=double, empty=double)
+    cpdef int perform(self, db=*) except? -1
+
+    # _evict_pooled: cpdef, so that perform calls it in C. Its containers typed, so that
+    # the samples' lookups (access.get, the pool's and the snapshot's indexing and
+    # slices) are C calls, and its counters C integers. A database's data stays untyped:
+    # a dict subclass is allowed there (a typed dict must be exactly one).
+    @cython.locals(pool=list, dbs=list, candidates=list, snaps=list, snap=list, slots=list,
+                   access=dict, n=Py_ssize_t, i=Py_ssize_t, freed=Py_ssize_t,
+                   dead=Py_ssize_t, db_id=Py_ssize_t, k=Py_ssize_t, lru=bint, populated=bint)
+    cpdef int _evict_pooled(self, used, maxmemory) except? -1

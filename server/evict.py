@@ -128,6 +128,17 @@ class Evictor:
         self.replica_ignores = c.bool("replica-ignore-maxmemory")
         if name == "maxmemory-policy":
             self.pool.clear()
+        self.gates_changed()
+
+    def gates_changed(self) -> None:
+        """The server's gating states changed (Server._update_special calls this, as
+        does a change of replica-ignore-maxmemory): perform reads these copies, C fields
+        when compiled, instead of the Server's attributes before every command.
+        """
+        s = self.server
+        self.suspended = bool(s._loading or s._pause_until or (s._replica_of is not None and self.replica_ignores))
+        self.maxmemory = s._maxmemory
+        self.tracking = bool(s._tracking_active)
 
     # -- INFO ----------------------------------------------------------------------
     def reset_stats(self) -> None:
@@ -149,25 +160,29 @@ class Evictor:
         EVICT_RUNNING when the time limit left work for later, EVICT_FAIL when over the
         limit with nothing left to evict (or noeviction). ``db``: the database the
         calling client writes to."""
-        s = self.server
-        # The states themselves, not Server's gating descriptors: this runs before every
-        # command while maxmemory is set.
-        if s._loading or s._pause_until or (s._replica_of is not None and self.replica_ignores):
+        # loading, a client pause, or following a master (with replica-ignore-maxmemory),
+        # as gates_changed keeps it: this runs before every command while maxmemory is set
+        if self.suspended:
             return EVICT_OK
-        maxmemory = s._maxmemory
+        s = self.server
+        maxmemory = self.maxmemory
         figure = self.figure
-        if s.dirty != self.dirty and db is not None:  # written to since the last call
-            self.dirty = s.dirty
+        dirty = s.dirty
+        if dirty != self.dirty and db is not None:  # written to since the last call
+            self.dirty = dirty
             if len(db.data) <= SAMPLES or db not in figure.active:
                 figure.after_write(db)
         # figure.for_eviction(), inline (its float left as it is: int() of a float costs
-        # as much as a line); a change there belongs here too
+        # as much as a line); a change there belongs here too. Compiled, ``used`` is a C
+        # double: the same additions in the same order as the Python float they make.
         used = figure.evict_base + figure.clients_normal
         coef = figure.per_key_table
+        empty = _3_EMPTY_DICTS
         for d in figure.active:
             expires = d.expires
-            used += (len(d.data) * coef[d.id] + _3_EMPTY_DICTS
-                     + len(d.access) * (_LFU_PER_KEY if d.lfu else TABLE_PER_KEY))
+            per_key = coef[d.id]
+            per_stamp = _LFU_PER_KEY if d.lfu else TABLE_PER_KEY
+            used += len(d.data) * per_key + empty + len(d.access) * per_stamp
             if expires:
                 used += len(expires) * _EXPIRE_PER_KEY + _sizeof(d.volatile_log)
         if used < maxmemory + 1:  # int(used) <= maxmemory, as for_eviction() compares
@@ -179,11 +194,10 @@ class Evictor:
             self.exceeded_since = time.monotonic()
         if not self.kind:
             return EVICT_FAIL
-        used = int(used)
-        if not s._tracking_active:
+        if not self.tracking:
             if self.pooled and not self.timed:  # a full cache's usual call: no bound method made
-                return self._evict_pooled(used, maxmemory)
-            return self.evict_down(used, maxmemory)
+                return self._evict_pooled(int(used), maxmemory)
+            return self.evict_down(int(used), maxmemory)
         # Evicting comes before the command runs: the client's own tracking
         # invalidations go out now, ahead of its reply (Redis's processCommand order).
         tracking = s.tracking
@@ -191,7 +205,7 @@ class Evictor:
         if current is not None:
             tracking.current = None
         try:
-            return self.evict_down(used, maxmemory)
+            return self.evict_down(int(used), maxmemory)
         finally:
             if current is not None:
                 tracking.current = current
@@ -389,12 +403,12 @@ class Evictor:
                 if lru:
                     # an LRU stamp is the clock at the last access; a live key without
                     # one (loaded, never touched since) counts from the base
-                    get = db.access.get
+                    access = db.access
                     clock = db.clock
                     dead = 0
                     worst = pool[0][0] if len(pool) >= POOL_SIZE else _UNBOUNDED
                     for key in slots:
-                        stamp = get(key)
+                        stamp = access.get(key)
                         if stamp is None:
                             if key not in data:
                                 dead += 1
@@ -446,7 +460,19 @@ class Evictor:
                 db.delete(key)
                 s.latency_event("eviction-del", perf_counter_ns() - deleting)
             else:
-                db.delete(key)
+                # db.delete(key), inline (Database is interpreted: its call and frame
+                # cost more than the deletion); a change there belongs here
+                data = db.data
+                if data.pop(key, None) is not None:
+                    scan = db.scan_log
+                    if scan is not None and scan.removed(key, data):
+                        db.scan_log = None
+                    access = db.access
+                    access.pop(key, None)
+                    if db.expires:
+                        db.expires.pop(key, None)
+                    if db.unshared:
+                        db.unshared.pop(key, None)
             watched = db.watched  # db.modified(key), its test inline
             if watched and key in watched:
                 db.keyspace.on_modified(db, key)

@@ -315,6 +315,9 @@ class Server(ServerCore):
         # A pause holds expiry still (Redis keeps the dataset constant while paused), and
         # so does following a master, whose DELs decide when keys go.
         self.keyspace.expire_paused = bool(self._pause_until) or self._replica_of is not None
+        evictor = self.__dict__.get("evictor")
+        if evictor is not None:  # it keeps its own copies of the states it reads per command
+            evictor.gates_changed()
 
     loading = _GatingState()
     maxmemory = _GatingState()
