@@ -616,8 +616,8 @@ class Server(ServerCore):
         if time.monotonic() >= self.pause_until:
             self.end_pause()
             return False
-        if client.kind in ("replica", "master") or client.id < 0:
-            return False
+        if client.kind == "replica" or client.id < 0:
+            return False  # replicas never pause; the master's stream does, as in Redis
         if self.pause_writes_only:
             flags |= client.multi_flags if cmd.fullname == "exec" else 0
             if not flags & (WRITE | MAY_REPLICATE):

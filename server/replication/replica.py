@@ -108,6 +108,8 @@ class ReplicaSide:
         self.sync_read = 0
         self.sync_total = -1
         self._last_ack = 0.0
+        # CLIENT PAUSE held the master's next command: the pause's end resumes the stream.
+        self._postponed = False
         self.generation = 0  # bumped by every REPLICAOF: a link dialled before is stale
 
     # -- REPLICAOF ------------------------------------------------------------------
@@ -351,9 +353,16 @@ class ReplicaSide:
         self.send_ack()
 
     def _master_output(self, master: Client) -> None:
-        """CLIENT KILL of the master client drops the link (it is retried, as in Redis)."""
-        if master.kill_requested and self.link is not None:
-            self.link.close()
+        """CLIENT KILL of the master client drops the link (it is retried, as in Redis);
+        the end of a CLIENT PAUSE that held the stream runs what arrived meanwhile."""
+        link = self.link
+        if link is None:
+            return
+        if master.kill_requested:
+            link.close()
+        elif self._postponed and master is self.master:
+            self._postponed = False
+            self._commands(link)
 
     def _commands(self, link: MasterLink) -> None:
         master = self.master
@@ -375,13 +384,15 @@ class ReplicaSide:
                 if argv is None:
                     break
                 argv = [bytes(a) for a in argv]
-                size = parser.pos - consumed
-                consumed = parser.pos
                 # The master's commands see keys past their time as still there: the
                 # master decides when they go, and its DEL follows.
                 keyspace.expire_allowed = False
                 try:
-                    server.execute(master, argv)
+                    if server.execute(master, argv):
+                        # CLIENT PAUSE postponed it (Redis pauses the master client too):
+                        # it and the rest wait, read but not applied, until the pause ends.
+                        self._postponed = True
+                        break
                 except Exception:
                     # A bug must not leave this replica quietly diverged: drop the link
                     # and start again from a full sync.
@@ -391,7 +402,8 @@ class ReplicaSide:
                 finally:
                     keyspace.expire_allowed = True
                 master.out.clear()
-                self.offset += size
+                self.offset += parser.pos - consumed
+                consumed = parser.pos
                 if link is not self.link:
                     return  # REPLICAOF inside the stream ended this link
         finally:
@@ -433,7 +445,8 @@ class ReplicaSide:
             ("master_link_status", "up" if up else "down"),
             ("master_last_io_seconds_ago", int(now - self.last_io) if up else -1),
             ("master_sync_in_progress", 1 if self.state == SYNC else 0),
-            ("slave_read_repl_offset", self.offset),
+            # Read includes what a pause holds unapplied in the link's buffer.
+            ("slave_read_repl_offset", self.offset + (len(self.link.buf) if up and self.link else 0)),
             ("slave_repl_offset", self.offset),
         ]
         if self.state == SYNC:

@@ -407,3 +407,29 @@ def test_a_large_value_in_the_stream_arrives_whole(redis_master):
         assert r.get("big") == big and r.get("after") == b"1"
         r.close()
     m.close()
+
+
+@pytest.mark.parametrize("kind", ["rill", "redis"])
+def test_client_pause_write_holds_the_masters_stream_read_but_unapplied(redis_master, kind):
+    # Redis pauses the master client too: what it sends meanwhile is read
+    # (slave_read_repl_offset) but not applied (slave_repl_offset) until CLIENT UNPAUSE.
+    m = redis.Redis(port=redis_master.port)
+    m.config_set("repl-ping-replica-period", 3600)  # no PING moves the offsets meanwhile
+    with (start_redis() if kind == "redis" else start_rill()) as replica:
+        r = redis.Redis(port=replica.port)
+        r.replicaof("127.0.0.1", redis_master.port)
+        wait_until(lambda: _linked(r))
+        m.set("foo", "bar")
+        wait_until(lambda: _caught_up(m, r))
+        applied = r.info("replication")["slave_repl_offset"]
+        assert r.execute_command("CLIENT", "PAUSE", 100000, "WRITE")
+        m.set("foo2", "bar2")
+        sent = m.info("replication")["master_repl_offset"]
+        wait_until(lambda: r.info("replication")["slave_read_repl_offset"] == sent)
+        assert r.info("replication")["slave_repl_offset"] == applied
+        assert r.get("foo2") is None
+        assert r.execute_command("CLIENT", "UNPAUSE")
+        wait_until(lambda: r.info("replication")["slave_repl_offset"] == sent)
+        assert r.get("foo2") == b"bar2"
+        r.close()
+    m.close()
