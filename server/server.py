@@ -315,6 +315,39 @@ class Server(ServerCore):
         # A pause holds expiry still (Redis keeps the dataset constant while paused), and
         # so does following a master, whose DELs decide when keys go.
         self.keyspace.expire_paused = bool(self._pause_until) or self._replica_of is not None
+        self.keyspace.on_set_expire = None if self._replica_of is None else self._replica_key_expire
+
+    # Keys a writable replica's own clients gave a TTL (Redis's slaveKeysWithExpire): key ->
+    # bitmap of the databases (0-63) it may be in. No master will DEL them, so the cron does.
+    replica_keys_with_expire: dict[bytes, int] = {}
+
+    def _replica_key_expire(self, db: Any, key: bytes) -> None:
+        # The master's stream (and loading) runs with expiry disallowed: its keys are its own.
+        if self.keyspace.expire_allowed and db.id < 64:
+            if not self.replica_keys_with_expire:
+                self.replica_keys_with_expire = {}
+            self.replica_keys_with_expire[key] = self.replica_keys_with_expire.get(key, 0) | 1 << db.id
+
+    def _expire_replica_keys(self) -> None:
+        """Redis's expireSlaveKeys: delete the tracked keys whose time has passed, and stop
+        tracking those that no longer have a TTL in any of their databases."""
+        tracked = self.replica_keys_with_expire
+        dbs = self.keyspace.dbs
+        for key, bits in list(tracked.items()):
+            left = 0
+            for dbid in range(min(64, len(dbs))):
+                if bits >> dbid & 1:
+                    db = dbs[dbid]
+                    if key in db.expires and not db.expire_if_due(key):
+                        left |= 1 << dbid
+            if left:
+                tracked[key] = left
+            else:
+                del tracked[key]
+        if self._also:
+            ops, self._also = self._also, []
+            for op in ops:
+                self.propagate([op])
         evictor = self.__dict__.get("evictor")
         if evictor is not None:  # it keeps its own copies of the states it reads per command
             evictor.gates_changed()
@@ -1030,6 +1063,8 @@ class Server(ServerCore):
             (time.monotonic(), st.total_commands_processed, st.net_input_bytes, st.net_output_bytes)
         )
         self.keyspace.tick()
+        if self._replica_of is not None and self.replica_keys_with_expire:
+            self._expire_replica_keys()
         if self.active_expire_enabled and self.keyspace.expire_allowed:
             start = perf_counter_ns()
             for db in self.keyspace.dbs:

@@ -488,6 +488,18 @@ class Database:
         if key not in expires:
             self.volatile_log.append(key)
         expires[key] = when_ms
+        hook = self.keyspace.on_set_expire
+        if hook is not None:
+            hook(self, key)
+
+    def expire_if_due(self, key: bytes) -> bool:
+        """Delete ``key`` if its time has passed, even while expiry is held (a writable
+        replica's own keys, which no master will ever DEL); True if it went."""
+        when = self.expires.get(key)
+        if when is None or when >= expiry_now():
+            return False
+        self._expire(key)
+        return True
 
     def persist(self, key: bytes) -> bool:
         return self.expires.pop(key, None) is not None
@@ -661,6 +673,9 @@ class Keyspace:
         # to install: "new" when a key is created (dbAdd), "keymiss" when a read
         # lookup finds nothing. None (the default) costs one test.
         self.on_new: Callable[[Database, bytes], None] | None = None
+        # Called after every set_expire while installed (a replica: the keys its own
+        # clients give a TTL, which it must expire itself). None costs one test.
+        self.on_set_expire: Callable[[Database, bytes], None] | None = None
         self.on_miss: Callable[[Database, bytes], None] | None = None
 
     # The LRU clock (seconds) every access is stamped with, advanced by ``tick``;

@@ -433,3 +433,26 @@ def test_client_pause_write_holds_the_masters_stream_read_but_unapplied(redis_ma
         assert r.get("foo2") == b"bar2"
         r.close()
     m.close()
+
+
+@pytest.mark.parametrize("kind", ["rill", "redis"])
+def test_a_writable_replica_expires_the_keys_its_own_clients_gave_a_ttl(redis_master, kind):
+    # No master will ever DEL them, so the replica's cron deletes them itself
+    # (counted in expired_keys); the master's own volatile keys still wait for its DEL.
+    m = redis.Redis(port=redis_master.port)
+    m.execute_command("DEBUG", "SET-ACTIVE-EXPIRE", "0")
+    with (start_redis() if kind == "redis" else start_rill()) as replica:
+        r = redis.Redis(port=replica.port)
+        r.replicaof("127.0.0.1", redis_master.port)
+        wait_until(lambda: _linked(r))
+        m.set("from-master", "v", px=1)
+        m.set("marker", "x")
+        wait_until(lambda: r.get("marker") == b"x")
+        assert r.config_set("replica-read-only", "no")
+        before = r.info("stats")["expired_keys"]
+        assert r.set("foo", "bar", px=1)
+        wait_until(lambda: r.info("stats")["expired_keys"] == before + 1)
+        assert r.get("foo") is None
+        assert r.dbsize() == 2  # from-master (past its time) and marker remain
+        r.close()
+    m.close()
