@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from rill.protocol.parser import repr_body
 from rill.storage.stream import Stream, format_sid
 
 __all__ = [
@@ -93,27 +94,7 @@ def _needs_quoting(name: str) -> bool:
 
 def _repr_name(name: str) -> str:
     """sdscatrepr: double-quoted with C escapes."""
-    out = ['"']
-    for ch in name.encode("utf-8", "surrogateescape"):
-        c = chr(ch)
-        if c in '\\"':
-            out.append("\\" + c)
-        elif c == "\n":
-            out.append("\\n")
-        elif c == "\r":
-            out.append("\\r")
-        elif c == "\t":
-            out.append("\\t")
-        elif c == "\a":
-            out.append("\\a")
-        elif c == "\b":
-            out.append("\\b")
-        elif 32 <= ch < 127:
-            out.append(c)
-        else:
-            out.append(f"\\x{ch:02x}")
-    out.append('"')
-    return "".join(out)
+    return '"' + repr_body(name.encode("utf-8", "surrogateescape")).decode("ascii") + '"'
 
 
 def split_args(line: str) -> list[str] | None:

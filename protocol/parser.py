@@ -106,6 +106,26 @@ _HEX = b"0123456789abcdefABCDEF"
 _ESCAPES = {ord("n"): 10, ord("r"): 13, ord("t"): 9, ord("b"): 8, ord("a"): 7}
 
 
+def repr_body(data: bytes) -> bytes:
+    """The inside of Redis's quoted form of ``data`` (sdscatrepr, split_args's inverse):
+    quote and backslash escaped, \\n \\r \\t \\a \\b, printable ASCII as is, any other
+    byte as \\xHH. MONITOR lines, AOF manifest names and config lines use it."""
+    out = bytearray()
+    for c in data:
+        if c == 92 or c == 34:
+            out += b"\\" + bytes((c,))
+        elif c in _REPR_ESCAPES:
+            out += _REPR_ESCAPES[c]
+        elif 32 <= c < 127:
+            out.append(c)
+        else:
+            out += b"\\x%02x" % c
+    return bytes(out)
+
+
+_REPR_ESCAPES = {10: b"\\n", 13: b"\\r", 9: b"\\t", 7: b"\\a", 8: b"\\b"}
+
+
 def split_args(line: bytes) -> list[bytes] | None:
     """Split an inline command line like Redis's sdssplitargs; None on unbalanced quotes."""
     args: list[bytes] = []

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from rill.protocol.numbers import string2ll
-from rill.protocol.parser import split_args
+from rill.protocol.parser import repr_body, split_args
 from rill.storage.glob import compile_glob
 
 from .acl import E_DUPLICATE, validate_user_directive
@@ -818,22 +818,7 @@ def options_from_argv(args: list[str], first: bool = True) -> tuple[list[str], b
 def _repr(value: str) -> str:
     """An argument as Redis quotes it into a config line: always in double quotes, the
     quote, backslash and control characters escaped, other bytes outside ASCII as \\xHH."""
-    out = ['"']
-    for b in value.encode(errors="surrogateescape"):
-        c = chr(b)
-        if c in '\\"':
-            out.append("\\" + c)
-        elif c in _REPR_ESCAPES:
-            out.append(_REPR_ESCAPES[c])
-        elif 32 <= b < 127:
-            out.append(c)
-        else:
-            out.append(f"\\x{b:02x}")
-    out.append('"')
-    return "".join(out)
-
-
-_REPR_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\a": "\\a", "\b": "\\b"}
+    return '"' + repr_body(value.encode(errors="surrogateescape")).decode("ascii") + '"'
 
 
 def _quote(value: str) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from time import perf_counter_ns
 from typing import Any
 
+from rill.protocol.parser import repr_body
 from rill.protocol.reply import QUEUED, Raw, ReplyError, encode_into
 from rill.storage import hash as _hash
 from rill.storage import set as _set
@@ -1043,7 +1044,7 @@ class Server(ServerCore):
         origin = "unix:" + client.addr if client.kind == "unix" else client.addr
         if client.id < 0:
             origin = "lua" if client.kind == "lua" else "AOF"
-        parts = [b'"' + _repr_arg(a) + b'"' for a in argv]
+        parts = [b'"' + repr_body(a) + b'"' for a in argv]
         line = b"+%.6f [%d %s] %s\r\n" % (now, client.db.id, origin.encode(), b" ".join(parts))
         for m in self.monitors:
             if m is not client:
@@ -1138,27 +1139,4 @@ def _unknown_command(table: Any, argv: list[bytes]) -> bytes:
             break
         args += b"'" + a[: 128 - len(args)] + b"' "
     return b"ERR unknown command '%s', with args beginning with: %s" % (name[:128], args)
-
-
-def _repr_arg(a: bytes) -> bytes:
-    """Redis's sdscatrepr body, used by MONITOR."""
-    out = bytearray()
-    for c in a:
-        if c == 92 or c == 34:
-            out += b"\\" + bytes([c])
-        elif c == 10:
-            out += b"\\n"
-        elif c == 13:
-            out += b"\\r"
-        elif c == 9:
-            out += b"\\t"
-        elif c == 7:
-            out += b"\\a"
-        elif c == 8:
-            out += b"\\b"
-        elif 32 <= c < 127:
-            out.append(c)
-        else:
-            out += b"\\x%02x" % c
-    return bytes(out)
 
