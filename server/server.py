@@ -317,6 +317,9 @@ class Server(ServerCore):
         # so does following a master, whose DELs decide when keys go.
         self.keyspace.expire_paused = bool(self._pause_until) or self._replica_of is not None
         self.keyspace.on_set_expire = None if self._replica_of is None else self._replica_key_expire
+        evictor = self.__dict__.get("evictor")
+        if evictor is not None:  # it keeps its own copies of the states it reads per command
+            evictor.gates_changed()
 
     # Keys a writable replica's own clients gave a TTL (Redis's slaveKeysWithExpire): key ->
     # bitmap of the databases (0-63) it may be in. No master will DEL them, so the cron does.
@@ -349,9 +352,6 @@ class Server(ServerCore):
             ops, self._also = self._also, []
             for op in ops:
                 self.propagate([op])
-        evictor = self.__dict__.get("evictor")
-        if evictor is not None:  # it keeps its own copies of the states it reads per command
-            evictor.gates_changed()
 
     loading = _GatingState()
     maxmemory = _GatingState()

@@ -513,3 +513,28 @@ def test_no_snapshot_of_the_keys_is_taken_while_a_fork_child_shares_the_pages():
     _over_the_limit_by_new_keys(server, c, 1100, "c")  # RENEW_RECHECK evictions on
     assert ev.snaps[0] is not snap  # renewed once the child is gone
     assert any(k.startswith(b"b") for k in ev.snaps[0])
+
+
+def test_the_evictors_copies_of_the_gating_states_follow_every_change():
+    """perform reads its own copies of maxmemory and of the states that suspend eviction
+    (loading, a pause, following a master that says to ignore maxmemory); each change
+    must reach them, or a CONFIG SET maxmemory or a CLIENT PAUSE would go unseen."""
+    server, c = _server("allkeys-lru")
+    evictor = evictor_of(server)
+
+    def copies() -> tuple:
+        return evictor.suspended, evictor.maxmemory, evictor.tracking
+
+    def fresh() -> tuple:
+        evictor.gates_changed()
+        return copies()
+
+    for args in (["CONFIG", "SET", "maxmemory", "10mb"], ["CLIENT", "PAUSE", "100000", "ALL"],
+                 ["CLIENT", "UNPAUSE"], ["CONFIG", "SET", "maxmemory", "20mb"],
+                 ["CLIENT", "TRACKING", "ON"], ["CONFIG", "SET", "maxmemory", "0"]):
+        run_inproc(server, c, *args)
+        seen = copies()
+        assert seen == fresh(), args
+    server.loading = True
+    seen = copies()
+    assert seen == fresh() and seen[0]
