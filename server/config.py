@@ -323,6 +323,23 @@ def _norm_any(value: str) -> str:
     return " ".join(value.split())
 
 
+def _norm_replicaof(value: str) -> str:
+    """replicaof as Redis loads it: a host and a port (0-65535, all digits bar a sign),
+    or "no one"; nothing at all (the default) follows no master either."""
+    words = value.split()
+    if not words:
+        return ""
+    if len(words) != 2:
+        raise ConfigError("wrong number of arguments")
+    if words[0].lower() == "no" and words[1].lower() == "one":
+        return ""
+    port = words[1]
+    digits = port[1:] if port[:1] in "+-" else port
+    if not (digits.isascii() and digits.isdigit()) or not 0 <= int(port) <= 65535:
+        raise ConfigError("Invalid master port")
+    return " ".join(words)
+
+
 def parse_percentile(text: str) -> float:
     """Redis's string2d (strtod, the whole string, no leading space, no NaN, no overflow)."""
     if not text or text[0].isspace() or text[-1].isspace() or "_" in text:
@@ -395,7 +412,7 @@ PARAMS += [
       multi_arg=True, normalize=_norm_obuf),
     P("notify-keyspace-events", "special", "", normalize=_norm_notify),
     P("oom-score-adj-values", "special", "0 200 800", multi_arg=True, normalize=_norm_oom),
-    P("replicaof", "special", "", alias="slaveof", immutable=True, multi_arg=True, normalize=_norm_any),
+    P("replicaof", "special", "", alias="slaveof", immutable=True, multi_arg=True, normalize=_norm_replicaof),
     P("latency-tracking-info-percentiles", "special", "50 99 99.9", multi_arg=True, normalize=_norm_percentiles),
 ]
 

@@ -433,6 +433,11 @@ BAD_COMMAND_LINES = [
     ["--shutdown-on-sigint", "now force", "--shutdown-on-sigterm"],
     ["--maxmemory", 'a "quoted"\tword\x01'],
     ["--port", "1", "--nosuchdirective", "x"],
+    ["--replicaof", "127.0.0.1", "abc"],
+    ["--replicaof", "--127.0.0.1", "abc"],
+    ["--replicaof", "--127.0.0.1", "--abc"],
+    ["--replicaof", "h", "70000"],
+    ["--replicaof", "h", "-1"],
 ]
 
 
