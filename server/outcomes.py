@@ -20,7 +20,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rill.protocol.reply import NULL_ARRAY
+from rill.protocol.reply import NULL_ARRAY, ReplyError
+
+# The dispatcher's refusal of a command while the dataset loads, and CONFIG SET's of a
+# parameter a load depends on (Redis answers both with its shared loading error).
+LOADING_ERR = ReplyError("LOADING Redis is loading the dataset in memory")
 
 
 class Block:

@@ -60,7 +60,7 @@ from .fastpath import execute_all as _execute_all
 from .functions import FunctionsEngine
 from .latency import HDR_OF, LatencyMonitor, record_long
 from .memory import memory_of
-from .outcomes import NO_REPLY, Block
+from .outcomes import LOADING_ERR, NO_REPLY, Block
 from .propagation import Propagation
 from .pubsub import PubSub
 from .replication.master import MasterSide
@@ -72,7 +72,6 @@ from .tracking import Tracking
 log = logging.getLogger("rill")
 
 NOAUTH = ReplyError("NOAUTH Authentication required.")
-LOADING_ERR = ReplyError("LOADING Redis is loading the dataset in memory")
 OOM_ERR = ReplyError("OOM command not allowed when used memory > 'maxmemory'.")
 # A queued command's (command, argv) pair and its list slot, beside its argument bytes
 # (CLIENT LIST multi-mem).

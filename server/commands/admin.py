@@ -15,7 +15,7 @@ from .. import shutdown as shutdown_seq
 from ..client import REPLY_PEAK_RESET_MS, Client
 from ..config import ConfigError, memtoull
 from ..memory import STARTUP_RSS, dict_table, memory_of, rss
-from ..outcomes import NO_REPLY, Block
+from ..outcomes import LOADING_ERR, NO_REPLY, Block
 from ..scripting import busy_error, running
 from .args import (
     NO_SUCH_KEY,
@@ -128,6 +128,8 @@ def config_set(c: Client, argv: list[bytes]):
             raise ReplyError(
                 f"ERR CONFIG SET failed (possibly related to argument '{name}') - can't set protected config"
             )
+        if canon in _DENY_LOADING_CONFIGS and c.server.loading:
+            raise LOADING_ERR  # as Redis: this error, not an -ERR, so clients retry later
         if canon in seen:
             raise ReplyError(
                 f"ERR CONFIG SET failed (possibly related to argument '{name}') - duplicate parameter"
@@ -144,6 +146,8 @@ def config_set(c: Client, argv: list[bytes]):
 
 # Where files go: CONFIG SET may change them only as enable-protected-configs allows.
 _PROTECTED_CONFIGS = frozenset({"dir", "dbfilename"})
+# What a load in progress depends on: refused until it ends (Redis's DENY_LOADING_CONFIG).
+_DENY_LOADING_CONFIGS = frozenset({"dir", "appendonly", "repl-diskless-load"})
 
 
 def _protected_allowed(c: Client, setting: str) -> bool:

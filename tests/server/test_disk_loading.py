@@ -63,6 +63,10 @@ def _while_loading(kind: str, dump: str) -> dict:
             "set": c.call("SET", "a", "b"),
             "echo": c.call("ECHO", "x"),
             "config": c.call("CONFIG", "GET", "appendonly"),
+            # what a load depends on is refused with the loading error; the rest is set
+            "config_set": [c.call("CONFIG", "SET", "loglevel", "debug"), c.call("CONFIG", "SET", "dir", "asdf"),
+                           c.call("CONFIG", "SET", "appendonly", "yes"),
+                           c.call("CONFIG", "SET", "maxmemory", "0", "dir", "asdf")],
             "multi": [c.call("MULTI"), c.call("GET", "key:1"), c.call("EXEC")],
             "info": _info_fields(c),
         }
@@ -81,7 +85,8 @@ def test_clients_get_loading_while_the_dataset_loads_as_redis_answers(dump):
     rill = _while_loading("rill", dump)
     assert rill["ping"] == redis["ping"] == LOADING
     assert rill["get"] == rill["set"] == LOADING
-    for name in ("echo", "config", "multi", "dbsize", "get_after"):
+    assert rill["config_set"][2] == LOADING  # (dir: the protected-config refusal comes first)
+    for name in ("echo", "config", "config_set", "multi", "dbsize", "get_after"):
         assert rill[name] == redis[name], name
     assert rill["multi"][1] == LOADING  # refused while queueing: the EXEC aborts
     info = rill["info"]
