@@ -146,8 +146,9 @@ def config_set(c: Client, argv: list[bytes]):
 
 # Where files go: CONFIG SET may change them only as enable-protected-configs allows.
 _PROTECTED_CONFIGS = frozenset({"dir", "dbfilename"})
-# What a load in progress depends on: refused until it ends (Redis's DENY_LOADING_CONFIG).
-_DENY_LOADING_CONFIGS = frozenset({"dir", "appendonly", "repl-diskless-load"})
+# What a load in progress depends on: refused until it ends (Redis's DENY_LOADING_CONFIG;
+# its third, the replica's diskless-load mode, rill accepts only at its default).
+_DENY_LOADING_CONFIGS = frozenset({"dir", "appendonly"})
 
 
 def _protected_allowed(c: Client, setting: str) -> bool:
