@@ -217,6 +217,9 @@ class Server(ServerCore):
         self.commands_wanted = False  # a feed that records commands (not only Active-Active's)
         self.propagation = Propagation(self)
         self._also: list[tuple[int, list[bytes]]] = []
+        # Keys a writable replica's own clients gave a TTL (Redis's slaveKeysWithExpire): key ->
+        # bitmap of the databases (0-63) it may be in. No master will DEL them, so the cron does.
+        self.replica_keys_with_expire: dict[bytes, int] = {}
         self._rewritten: list[bytes] | None = None
         self._prevent_propagation = False
         self.before_write_hooks: list[Callable[[], None]] = []
@@ -320,15 +323,9 @@ class Server(ServerCore):
         if evictor is not None:  # it keeps its own copies of the states it reads per command
             evictor.gates_changed()
 
-    # Keys a writable replica's own clients gave a TTL (Redis's slaveKeysWithExpire): key ->
-    # bitmap of the databases (0-63) it may be in. No master will DEL them, so the cron does.
-    replica_keys_with_expire: dict[bytes, int] = {}
-
     def _replica_key_expire(self, db: Any, key: bytes) -> None:
         # The master's stream (and loading) runs with expiry disallowed: its keys are its own.
         if self.keyspace.expire_allowed and db.id < 64:
-            if not self.replica_keys_with_expire:
-                self.replica_keys_with_expire = {}
             self.replica_keys_with_expire[key] = self.replica_keys_with_expire.get(key, 0) | 1 << db.id
 
     def _expire_replica_keys(self) -> None:
@@ -348,9 +345,7 @@ class Server(ServerCore):
             else:
                 del tracked[key]
         if self._also:
-            ops, self._also = self._also, []
-            for op in ops:
-                self.propagate([op])
+            self._flush_also()
 
     loading = _GatingState()
     maxmemory = _GatingState()
@@ -1071,9 +1066,7 @@ class Server(ServerCore):
                 if db.expires:
                     db.active_expire()
             if self._also:
-                ops, self._also = self._also, []
-                for op in ops:
-                    self.propagate([op])
+                self._flush_also()
             self.latency_event("expire-cycle", perf_counter_ns() - start)
             if self.blocking.ready:
                 self.blocking.serve_ready()
