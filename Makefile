@@ -38,8 +38,11 @@ FUZZ_RESP ?= 2,3
 # Active-Active convergence runs: operations per seed at three instances.
 FUZZ_AA_OPS ?= 3000
 
-# make tcl / tcl-tls: a writable Redis 7.0.15 source tree, and the units to run (default: all).
-TREE ?= redis-7.0.15
+# make tcl / tcl-tls: a writable Redis 7.0.15 source tree (default: a fresh copy, in
+# .cache/tcl-tree, of the release tools/redis_suite.py fetches once), and the units to run
+# (default: all).
+TREE ?=
+TCL_TREE = $(if $(TREE),$(TREE),$$($(BIN)/python tools/redis_suite.py --copy .cache/tcl-tree))
 UNITS ?=
 # extra arguments for tools/run_tcl_units.py: --spawn (the suite starts its servers), --timeout N
 TCL_ARGS ?=
@@ -83,10 +86,10 @@ fuzz: $(STAMP)
 	$(BIN)/python -m tests.server.activeactive.convergence --types --seeds $(FUZZ_SEEDS) --ops $(FUZZ_AA_OPS)
 
 tcl: $(STAMP)
-	$(BIN)/python tools/run_tcl_units.py --tree $(TREE) $(TCL_ARGS) $(UNITS)
+	$(BIN)/python tools/run_tcl_units.py --tree $(TCL_TREE) $(TCL_ARGS) $(UNITS)
 
 tcl-tls: $(STAMP)
-	$(BIN)/python tools/run_tcl_units.py --tls --tree $(TREE) $(TCL_ARGS) $(UNITS)
+	$(BIN)/python tools/run_tcl_units.py --tls --tree $(TCL_TREE) $(TCL_ARGS) $(UNITS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,7 +1,7 @@
 """The README's `make tcl` and `make tcl-tls` lines, run as written.
 
-Redis's own suite is not in CI (its tree is fetched by hand), so a stand-in ``runtest``
-takes its place in a throwaway tree: it checks the server it is pointed at (or starts one
+The real suite runs in tests/tools/test_tcl_suite.py; here a stand-in ``runtest`` takes its
+place in a throwaway tree, so that each mode of the tool is exercised in seconds: it checks the server it is pointed at (or starts one
 from ``src/`` as the suite does under ``--spawn``), PINGs it, checks that DEBUG is allowed,
 and reports in runtest's format. What runs for real is everything the README's command
 sets in motion: make, tools/run_tcl_units.py, a fresh redis-server and a fresh rill-server.
@@ -132,3 +132,10 @@ def test_the_readmes_make_tcl_lines_use_only_what_the_makefile_reads():
     for _, assignments in lines:
         for name in re.findall(r" ([A-Z_]+)=", assignments):
             assert re.search(rf"^{name} \?=", makefile, re.M), name
+
+
+def test_make_tcl_without_a_tree_runs_a_fresh_copy_of_the_fetched_release():
+    require_tool("make")
+    out = _make("-n", "tcl", "UNITS=unit/type/incr")
+    assert "tools/redis_suite.py --copy .cache/tcl-tree" in out
+    assert out.rstrip().endswith("unit/type/incr")
