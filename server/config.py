@@ -20,6 +20,7 @@ from rill.protocol.numbers import string2ll
 from rill.protocol.parser import repr_body, split_args
 from rill.storage.glob import compile_glob
 
+from . import proctitle
 from .acl import E_DUPLICATE, validate_user_directive
 from .latency import format_percentile
 
@@ -493,9 +494,8 @@ UNSUPPORTED: frozenset[str] = frozenset({
     "repl-disable-tcp-nodelay", "repl-diskless-load", "repl-backlog-ttl", "replica-lazy-flush",
     "replica-ignore-disk-write-errors", "replica-announce-ip", "replica-announce-port",
     "bind-source-addr", "propagation-error-behavior",
-    # logging, process title, crash reports, sockets
-    "set-proc-title",
-    "proc-title-template", "crash-log-enabled", "crash-memcheck-enabled", "ignore-warnings",
+    # crash reports, sockets
+    "crash-log-enabled", "crash-memcheck-enabled", "ignore-warnings",
     "socket-mark-id",
 })
 
@@ -576,6 +576,8 @@ class Config:
             if "save" in words and "nosave" in words:
                 raise ConfigError("shutdown options SAVE and NOSAVE can't be used simultaneously")
             return " ".join(c for c in p.choices[1:] if c in words) or p.choices[0]
+        if name == "proc-title-template" and not proctitle.valid(value, self.values, self.config_file):
+            raise ConfigError(proctitle.INVALID_TEMPLATE)
         if p.kind == "string":
             return value
         if p.kind == "special":

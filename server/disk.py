@@ -628,7 +628,7 @@ class Persistence:
         self.lastbgsave_try = time.time()
         final = self.rdb_path()
         try:
-            pid = self.fork(lambda: self._write_rdb(final))
+            pid = self.fork(lambda: self._write_rdb(final), "redis-rdb-bgsave")
         except OSError as e:
             self.lastbgsave_ok = False
             self._update_write_denied()
@@ -658,8 +658,9 @@ class Persistence:
         self._update_write_denied()
 
     # ------------------------------------------------------------------ children
-    def fork(self, work: Callable[[], None]) -> int:
-        """Run ``work`` in a forked child that exits 0 on success, 1 on failure."""
+    def fork(self, work: Callable[[], None], name: str) -> int:
+        """Run ``work`` in a forked child that exits 0 on success, 1 on failure; the
+        child's process title names it (``name`` for {title}), as Redis's children."""
         if self.writer is not None:
             self.writer.write()  # the child must not inherit (and never writes) a buffer
         start = time.perf_counter_ns()
@@ -670,6 +671,8 @@ class Persistence:
         code = 1
         try:
             gc.disable()  # the collector would touch (and copy) every page of the snapshot
+            if self.server.proc_title is not None:
+                self.server.proc_title.update(name)
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
                 signal.signal(sig, signal.SIG_DFL)
             work()
@@ -1247,7 +1250,7 @@ class Persistence:
                 os.fsync(f.fileno())
 
         try:
-            pid = self.fork(work)
+            pid = self.fork(work, "redis-aof-rewrite")
         except OSError as e:
             self.aof_lastbgrewrite_ok = False
             log.warning("Can't rewrite append only file in background: fork: %s", e)

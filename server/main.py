@@ -35,6 +35,7 @@ from .process import (
     set_cpu_affinity,
     write_pidfile,
 )
+from .proctitle import ProcTitle, argv0
 from .server import Server
 from .shutdown import check as shutdown_check
 from .tls import RECONFIGURE_ERROR as TLS_RECONFIGURE_ERROR
@@ -227,6 +228,11 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
             log.warning("Failed to configure TLS. Check logs for more info.")
             return 1
     server.tls.install(server)
+    # The process title shows where rill listens: set once the listeners are up, and
+    # again as CONFIG SET moves them or changes the template, as Redis does.
+    title = server.proc_title = ProcTitle(lambda: config.values, config.config_file, argv0(),
+                                          config.bool("set-proc-title"))
+    config.appliers["proc-title-template"] = lambda _template: title.update()
     listeners = []
     tcp: list = []  # the TCP listeners, which CONFIG SET port replaces
     port = config.int("port")
@@ -277,6 +283,7 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
             return
         rebind(tcp, new_port, False, "Unable to listen on this port")
         server.tcp_port = new_port
+        title.update()
 
     config.appliers["port"] = change_port
     tls: list = []  # the TLS listeners, which CONFIG SET tls-port replaces
@@ -307,6 +314,7 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
             return
         rebind(tls, new_port, True, "Unable to listen on this port. Check server logs.")
         server.tls_port = new_port
+        title.update()
 
     config.appliers["tls-port"] = change_tls_port
 
@@ -326,6 +334,7 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
         swap(tcp, bound[0], False)
         swap(tls, bound[1], True)
         bound_to[0] = bind
+        title.update()
 
     def change_bind(new: str) -> None:
         """CONFIG SET bind (Redis's changeBindAddr): the old listeners close, the new
@@ -363,6 +372,7 @@ async def serve(config: Config, supervisor: Supervisor | None = None) -> int:
                                     and not (supervisor and supervisor.supervised) else "")
     if pidfile:
         write_pidfile(pidfile)
+    title.update()
     _setup_oom_score_adj(server, config)
     announce_mode(config, server.tcp_port or server.tls_port)
     notice("Server initialized")

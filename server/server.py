@@ -207,6 +207,9 @@ class Server(ServerCore):
         self.tls_port = 0  # the TLS listener's port (0: none)
         self.tls = TLS(self.config)  # the tls-* contexts, built when TLS is in use
         self.executable = ""
+        # The process title (server/proctitle.py's ProcTitle), which rill-server installs;
+        # a background child calls its update with the child's name.
+        self.proc_title: Any = None
         self.config_changed_hooks: dict[str, Callable[[], None]] = {}
         self.acl = Acl(self)  # users; every client gets one (the default user) when created
         self.tracking = Tracking(self)  # CLIENT TRACKING (client-side caching)

@@ -11,7 +11,8 @@ Units run serially: the suite's timing tests are sensitive to a loaded machine.
 ``--spawn`` lets the suite start its own servers instead, as Redis's CI does: every test
 that external mode skips ("Not supported on external server": unit/maxmemory is one) then
 runs. The tree's ``src/`` gets ``redis-server`` (the binary for redis's run; for rill's, a
-small script that execs rill-server), and ``redis-cli``, ``redis-benchmark`` and
+small Python script that runs rill-server's main, so the server's argv[0] is the path the
+suite started, as the process-title test wants), and ``redis-cli``, ``redis-benchmark`` and
 ``redis-check-aof``/``-rdb`` from the machine (redis-tools). The suite's
 ``tests/assets/default.conf`` sets one parameter rill refuses at that value
 (``propagation-error-behavior panic``: README's list of parameters accepted only at their
@@ -36,7 +37,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shlex
 import shutil
 import signal
 import socket
@@ -99,13 +99,24 @@ def default_units(tree: Path) -> list[str]:
     return [str(p.relative_to(tests).with_suffix("")) for p in found if p.stem != "list-common"]
 
 
-# The first line marks a script this tool wrote (it may replace it, and nothing else).
-_WRAPPER = """#!/bin/sh
+# The second line marks a script this tool wrote (it may replace it, and nothing else).
+# It runs rill-server's main in its own process, under rill's interpreter, rather than
+# exec'ing the rill-server script: the suite's process-title test wants the server's
+# argv[0] (its {title}) to be the path it started, ".../redis-server", and a #! script
+# exec'd from a wrapper would see its own path instead.
+_WRAPPER = """#!{python}
 # rill in the place of src/redis-server (tools/run_tcl_units.py --spawn)
-if [ -f "$1" ]; then
-    sed -i -e '/^propagation-error-behavior /d' "$1"
-fi
-exec {rill} "$@"
+import re, sys
+if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
+    try:
+        with open(sys.argv[1]) as f:
+            text = f.read()
+        with open(sys.argv[1], "w") as f:
+            f.write(re.sub(r"(?m)^propagation-error-behavior .*\\n?", "", text))
+    except OSError:
+        pass  # rill-server reports the file it cannot read
+from rill.server.main import main
+sys.exit(main())
 """
 _MARK = _WRAPPER.splitlines()[1]
 _TOOLS = ("redis-cli", "redis-benchmark", "redis-check-aof", "redis-check-rdb")
@@ -117,6 +128,13 @@ def _replaceable(path: Path) -> bool:
         return True
     with open(path, "rb") as f:
         return _MARK.encode() in f.read(200)
+
+
+def _interpreter(script: str) -> str:
+    """The Python that runs the rill-server console script: its #! line's."""
+    with open(script, "rb") as f:
+        first = f.readline().decode().strip()
+    return first[2:].strip() if first.startswith("#!") else sys.executable
 
 
 def spawn_setup(tree: Path, server: str, rill: bool) -> None:
@@ -131,7 +149,7 @@ def spawn_setup(tree: Path, server: str, rill: bool) -> None:
         path = src / name
         path.unlink(missing_ok=True)
         if name == "redis-server" and rill:
-            path.write_text(_WRAPPER.format(rill=shlex.quote(server)))
+            path.write_text(_WRAPPER.format(python=_interpreter(server)))
             path.chmod(0o755)
         elif name == "redis-server":
             path.symlink_to(shutil.which(server) or server)

@@ -348,7 +348,7 @@ class MasterSide:
                 f.write(mark)
 
         try:
-            pid = self.persistence.fork(work)
+            pid = self.persistence.fork(work, "redis-rdb-to-slaves")
         except OSError as e:
             log.warning("Can't save in background: fork: %s", e)
             for r in targets:

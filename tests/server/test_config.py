@@ -60,6 +60,8 @@ IMPLEMENTED: dict[str, str] = {
     "maxmemory-policy": "server/server.py",
     "appendfsync": "server/disk.py",
     "oom-score-adj": "server/main.py",
+    "set-proc-title": "server/main.py",
+    "proc-title-template": "server/main.py",
     "oom-score-adj-values": "server/main.py",
     "acl-pubsub-default": "server/acl.py",
     "sanitize-dump-payload": "server/disk.py",
