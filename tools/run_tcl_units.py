@@ -11,8 +11,8 @@ Units run serially: the suite's timing tests are sensitive to a loaded machine.
 ``--spawn`` lets the suite start its own servers instead, as Redis's CI does: every test
 that external mode skips ("Not supported on external server": unit/maxmemory is one) then
 runs. The tree's ``src/`` gets ``redis-server`` (the binary for redis's run; for rill's, a
-small Python script that runs rill-server's main, so the server's argv[0] is the path the
-suite started, as the process-title test wants), and ``redis-cli``, ``redis-benchmark`` and
+small Python script that runs the rill-server script in its own process, so the server's
+argv[0] is the path the suite started, as the process-title test wants), and ``redis-cli``, ``redis-benchmark`` and
 ``redis-check-aof``/``-rdb`` from the machine (redis-tools). The suite's
 ``tests/assets/default.conf`` sets one parameter rill refuses at that value
 (``propagation-error-behavior panic``: README's list of parameters accepted only at their
@@ -100,10 +100,10 @@ def default_units(tree: Path) -> list[str]:
 
 
 # The second line marks a script this tool wrote (it may replace it, and nothing else).
-# It runs rill-server's main in its own process, under rill's interpreter, rather than
-# exec'ing the rill-server script: the suite's process-title test wants the server's
-# argv[0] (its {title}) to be the path it started, ".../redis-server", and a #! script
-# exec'd from a wrapper would see its own path instead.
+# It runs the rill-server script in its own process, under that script's interpreter,
+# rather than exec'ing it: the suite's process-title test wants the server's argv[0]
+# (its {{title}}) to be the path it started, ".../redis-server", and a #! script exec'd
+# from a wrapper would see its own path instead.
 _WRAPPER = """#!{python}
 # rill in the place of src/redis-server (tools/run_tcl_units.py --spawn)
 import re, sys
@@ -115,8 +115,9 @@ if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):
             f.write(re.sub(r"(?m)^propagation-error-behavior .*\\n?", "", text))
     except OSError:
         pass  # rill-server reports the file it cannot read
-from rill.server.main import main
-sys.exit(main())
+# not runpy.run_path: it would make sys.argv[0] the script's path
+with open({rill!r}) as f:
+    exec(compile(f.read(), {rill!r}, "exec"), {{"__name__": "__main__", "__file__": {rill!r}}})
 """
 _MARK = _WRAPPER.splitlines()[1]
 _TOOLS = ("redis-cli", "redis-benchmark", "redis-check-aof", "redis-check-rdb")
@@ -149,7 +150,7 @@ def spawn_setup(tree: Path, server: str, rill: bool) -> None:
         path = src / name
         path.unlink(missing_ok=True)
         if name == "redis-server" and rill:
-            path.write_text(_WRAPPER.format(python=_interpreter(server)))
+            path.write_text(_WRAPPER.format(python=_interpreter(server), rill=os.path.abspath(server)))
             path.chmod(0o755)
         elif name == "redis-server":
             path.symlink_to(shutil.which(server) or server)

@@ -87,13 +87,18 @@ def test_tls_mode_serves_a_tls_port_with_the_suites_settings(tmp_path):
 
 def test_spawn_points_the_trees_src_at_the_server_and_drops_only_the_refused_line(tmp_path):
     """--spawn: for rill's run, src/redis-server is a script that drops the suite's one
-    refused setting from the config file it is given and execs rill-server with the
-    same arguments; for redis's, a link to the binary. The tools link to the machine's."""
+    refused setting from the config file it is given and runs rill-server (a Python
+    console script) in its own process with the same arguments, its argv[0] still the
+    script's path (the process title's {title}); for redis's, a link to the binary. The
+    tools link to the machine's."""
     import subprocess
+    import sys
 
     (tmp_path / "src").mkdir()
     fake = tmp_path / "fake-rill"
-    fake.write_text('#!/bin/sh\necho "args: $*"\ncat "$1"\n')
+    fake.write_text(f"#!{sys.executable}\nimport sys\n"
+                    "print('argv0:', sys.argv[0])\nprint('args:', *sys.argv[1:])\n"
+                    "print(open(sys.argv[1]).read(), end='')\n")
     fake.chmod(0o755)
     tool.spawn_setup(tmp_path, str(fake), rill=True)
     conf = tmp_path / "test.conf"
@@ -101,7 +106,8 @@ def test_spawn_points_the_trees_src_at_the_server_and_drops_only_the_refused_lin
                     "notify-keyspace-events KEA\n")
     out = subprocess.run([str(tmp_path / "src" / "redis-server"), str(conf), "--loglevel", "debug"],
                          capture_output=True, text=True, check=True).stdout
-    assert out == f"args: {conf} --loglevel debug\nalways-show-logo yes\nport 21111\nnotify-keyspace-events KEA\n"
+    assert out == (f"argv0: {tmp_path / 'src' / 'redis-server'}\nargs: {conf} --loglevel debug\n"
+                   "always-show-logo yes\nport 21111\nnotify-keyspace-events KEA\n")
     for name in tool._TOOLS:
         link = tmp_path / "src" / name
         assert not link.exists() or link.is_symlink()
