@@ -5,9 +5,10 @@ SHA-256 checked, cached under .cache/). Each unit runs as the README's
 ``tools/run_tcl_units.py`` runs it: a fresh server on a free port, ``runtest --single UNIT
 --clients 1 --durable`` against it as an external server. redis-server runs it first, in the
 same way, on the same machine: the oracle says which tests an external server passes here.
-rill must pass every one of them, compiled and as pure Python (issue 24: the Tcl units in
-both modes). The chosen units are the data types and the keyspace (the project's centre),
-transactions, the protocol and pub/sub; ``make tcl`` runs any other.
+rill must pass every one of them, compiled and, for the types the compiled core carries, as
+pure Python too (issue 24: the Tcl units in both modes). The chosen units are the data types
+and the keyspace (the project's centre), transactions, the protocol, pub/sub and tracking,
+functions; ``make tcl`` runs any other.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ def _load(name: str):
 suite = _load("redis_suite")
 units = _load("run_tcl_units")
 
-UNITS = [
+# The types the compiled core carries run in both modes; the rest, compiled (the mode
+# rill-server runs where a compiler is), which keeps the suite's share of CI to minutes.
+BOTH_MODES = [
     "unit/type/stream",
     "unit/type/stream-cgroups",
     "unit/type/list",
@@ -44,6 +47,19 @@ UNITS = [
     "unit/type/string",
     "unit/type/hash",
 ]
+COMPILED_ONLY = [
+    "unit/keyspace",
+    "unit/expire",
+    "unit/multi",
+    "unit/protocol",
+    "unit/pubsub",
+    "unit/tracking",
+    "unit/functions",
+    "unit/bitops",
+    "unit/slowlog",
+    "unit/scripting",
+]
+UNITS = BOTH_MODES + COMPILED_ONLY
 
 # Tests redis-server passes here that rill does not run, each with the reason. Nothing else
 # may differ.
@@ -51,6 +67,13 @@ NOT_RUN_ON_RILL = {
     # tagged "if jemalloc" (string.tcl): it asserts jemalloc's size classes, and the suite
     # runs it only when INFO says mem_allocator:jemalloc. rill says libc, which is true.
     "trim on SET with big value",
+}
+
+# Tests redis-server passes here that rill fails, each with the reason (README "Status").
+KNOWN_FAILURES = {
+    # lupa calls a Python function with itself as an extra first argument and checks the
+    # stack before it reads any: a call with 8001 arguments (the test's) is refused.
+    "Script check unpack with massive arguments",
 }
 
 TIMEOUT = 600.0  # per unit and server; the slowest chosen unit takes about a minute
@@ -79,16 +102,21 @@ def test_unit_passes_on_rill_as_on_redis(unit: str, tree: Path, tmp_path: Path) 
     rill = str(Path(sys.executable).with_name("rill-server"))
     redis_ok, redis_err, redis_exit = _run([shutil.which("redis-server")], work, unit, tmp_path / "redis.log")
     assert redis_exit == "0" and not redis_err and redis_ok, (tmp_path / "redis.log").read_text()[-3000:]
-    expected = set(redis_ok) - NOT_RUN_ON_RILL
-    for mode, argv in (("compiled", [rill]), ("pure", ["env", "RILL_PURE=1", rill])):
+    expected = set(redis_ok) - NOT_RUN_ON_RILL - KNOWN_FAILURES
+    modes = [("compiled", [rill]), ("pure", ["env", "RILL_PURE=1", rill])]
+    for mode, argv in modes if unit in BOTH_MODES else modes[:1]:
         log = tmp_path / f"rill-{mode}.log"
         ok, err, code = _run(argv, work, unit, log)
         assert f"Hot core: {mode}" in log.with_suffix(".server.log").read_text()
         missing = sorted(expected - set(ok))
-        assert (code, err, missing) == ("0", [], []), f"{unit} ({mode}):\n" + log.read_text()[-3000:]
+        failed = sorted(set(err) - KNOWN_FAILURES)
+        assert (failed, missing) == ([], []), f"{unit} ({mode}):\n" + log.read_text()[-3000:]
+        assert code == "0" or set(err) <= KNOWN_FAILURES
 
 
 def test_the_readme_names_the_units_ci_runs():
     readme = (ROOT / "README.md").read_text()
     section = next(p for p in readme.split("\n\n") if "tests/tools/test_tcl_suite.py" in p)
-    assert re.findall(r"`(unit/[\w/-]+)`", section) == UNITS
+    both, compiled = section.split("compiled only:")
+    assert re.findall(r"`(unit/[\w/-]+)`", both) == BOTH_MODES
+    assert re.findall(r"`(unit/[\w/-]+)`", compiled) == COMPILED_ONLY
