@@ -313,6 +313,22 @@ def output_limit_reached(client: Client, size: int, hard: int, soft: int, soft_s
     return over
 
 
+def reply_cap(client: Client, count: int, least_bytes: int) -> int:
+    """How many of ``count`` reply elements, each at least ``least_bytes`` long, to build.
+
+    Redis writes the elements of HRANDFIELD, SRANDMEMBER and ZRANDMEMBER with a negative
+    count one by one and stops once the output passes the client's hard output-buffer
+    limit (the client is then closed, unanswered). rill builds a reply whole; building
+    all of a count like -999999999 would take gigabytes only to be thrown away. So:
+    ``count``, or the fewer elements that are certainly past that limit, whose write
+    closes the client just the same. Clients without a limit get all: internal ones
+    (scripts', id -1, as Redis's Lua client) and replicas (their own limits)."""
+    if client.id < 0 or client.repl is not None:
+        return count
+    hard = client.server.obuf_limits.get("pubsub" if client.subscriptions else "normal", (0, 0, 0))[0]
+    return min(count, hard // least_bytes + 1) if hard else count
+
+
 def log_output_limit_close(client: Client, from_cron: bool) -> None:
     """Redis's two log lines: a write found it over ("scheduled to be closed ASAP"), or
     the clients cron did ("closed")."""

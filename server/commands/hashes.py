@@ -15,7 +15,7 @@ from rill.storage.glob import compile_glob
 from rill.storage.hash import HashValue
 
 from .. import notify as events
-from ..client import Client
+from ..client import Client, reply_cap
 from . import keys as _keys
 from .args import NOT_FLOAT, NOT_INT, OVERFLOW, SYNTAX_ERR, WRONGTYPE, string2ll
 from .strings import format_long_double_human, parse_long_double, round_long_double
@@ -322,7 +322,8 @@ def hrandfield(c: Client, argv: list[bytes]):
         return EMPTY_ARRAY
     if count < 0 or count == 1:
         fields = tuple(h)
-        picks = random.choices(fields, k=-count if count < 0 else 1)
+        # a field (and value): at least one (two) 6-byte bulk strings each
+        picks = random.choices(fields, k=reply_cap(c, -count, 12 if withvalues else 6) if count < 0 else 1)
         return _pairs_reply(c, picks, h, withvalues)
     if count >= len(h):
         return _pairs_reply(c, list(h), h, withvalues)

@@ -20,7 +20,7 @@ from rill.storage.glob import compile_glob
 from rill.storage.set import SetValue, from_members
 
 from .. import notify as events
-from ..client import Client
+from ..client import Client, reply_cap
 from . import keys as _keys
 from .args import NOT_INT, NUMKEYS_ERR, SYNTAX_ERR, WRONGTYPE, get_positive, string2ll
 from .hashes import COUNT_RANGE, EMPTY_SCAN, LONG_MAX, parse_scan_options
@@ -256,7 +256,8 @@ def _srandmember_count(c: Client, argv: list[bytes]):
     if s is None or count == 0:
         return EMPTY_ARRAY
     if count < 0 or count == 1:
-        return random.choices(tuple(s), k=-count if count < 0 else 1)
+        # each member at least a 6-byte bulk string
+        return random.choices(tuple(s), k=reply_cap(c, -count, 6) if count < 0 else 1)
     if count >= len(s):
         return s.ordered()
     return random.sample(tuple(s), count)

@@ -31,7 +31,7 @@ from rill.storage.zset import SortedSet, d2string, format_score
 
 from .. import notify as events
 from ..blocking import parse_timeout
-from ..client import Client
+from ..client import Client, reply_cap
 from ..outcomes import Block
 from .args import NOT_FLOAT, NOT_INT, SYNTAX_ERR, WRONGTYPE, get_positive, parse_mpop, string2ll
 from .hashes import parse_scan_options
@@ -1053,7 +1053,8 @@ def _randmember_count(c: Client, key: bytes, count: int, withscores: bool):
     resp3 = c.resp3
     size = len(zs)
     if count < 0 or count == 1:
-        n = -count if count < 0 else 1
+        # a member (and score): at least one (two) 6-byte bulk strings each
+        n = reply_cap(c, -count, 12 if withscores else 6) if count < 0 else 1
         picks = [random.randrange(size) for _ in range(n)]
         items = [zs.range(i, i + 1)[0] for i in picks] if size > 64 else None
         if items is None:

@@ -195,6 +195,32 @@ def test_a_reply_past_the_hard_output_limit_closes_the_client(start):
 
 
 @pytest.mark.parametrize("start", [start_rill, start_redis])
+@pytest.mark.parametrize("command", [
+    ("HRANDFIELD", "h", -999_999_999), ("HRANDFIELD", "h", -499_999_999, "WITHVALUES"),
+    ("SRANDMEMBER", "s", -999_999_999), ("ZRANDMEMBER", "z", -999_999_999),
+    ("ZRANDMEMBER", "z", -499_999_999, "WITHSCORES"),
+])
+def test_a_huge_negative_count_stops_at_the_hard_output_limit(start, command):
+    """unit/obuf-limits "HRANDFIELD with huge count stopped mid-run": Redis stops adding
+    elements once the client is past its hard limit and closes it; rill must not build
+    the billion elements first (gigabytes). A script's call has no such limit in either."""
+    with start("--client-output-buffer-limit", "normal 1000000 0 0") as server:
+        c = RawClient(server.port)
+        assert c.call("HSET", "h", "a", "b") == b":1\r\n"
+        assert c.call("SADD", "s", "a") == b":1\r\n"
+        assert c.call("ZADD", "z", 1, "a") == b":1\r\n"
+        # 200000 elements of at least 6 bytes: past 1 MB, answered whole to a script
+        small = [*command[:2], -200_000, *command[3:]]
+        script = "return #redis.call(unpack(ARGV))"
+        expected = 400_000 if len(command) == 4 else 200_000
+        assert c.call("EVAL", script, 0, *small) == b":%d\r\n" % expected
+        c.send_raw(encode_command(command))
+        assert c.closed_by_peer(timeout=60)
+        c.close()
+        assert RawClient(server.port).call("PING") == b"+PONG\r\n"
+
+
+@pytest.mark.parametrize("start", [start_rill, start_redis])
 def test_a_client_past_its_soft_output_limit_is_closed_by_the_cron(start):
     """A client past its soft limit that is written nothing more is still closed once
     the soft seconds lapse: Redis's clientsCron frees it, logged "closed for overcoming
