@@ -146,6 +146,16 @@ class RdbError(Exception):
         super().__init__(message if offset is None else f"{message} (at offset {offset})")
 
 
+class RdbChecksumError(RdbError):
+    """The CRC64 at the end of the file is not that of its contents: ``computed`` is the
+    contents', ``stored`` the file's (Redis's log names both)."""
+
+    def __init__(self, computed: int, stored: int, offset: int) -> None:
+        super().__init__(f"wrong RDB checksum, expected {stored:016x} got {computed:016x}", offset)
+        self.computed = computed
+        self.stored = stored
+
+
 # --------------------------------------------------------------------------------------------
 # Encoding primitives
 # --------------------------------------------------------------------------------------------
@@ -1854,9 +1864,7 @@ def _load(
         if verify_checksum and expected:
             got = crc64(memoryview(data)[start : eof_at + 1])
             if got != expected:
-                raise RdbError(
-                    f"wrong RDB checksum, expected {expected:016x} got {got:016x}", at
-                )
+                raise RdbChecksumError(got, expected, at)
     result.end = r.pos
     result.keys_loaded = loaded
     result.keys_expired = expired

@@ -398,6 +398,11 @@ class Persistence:
         try:
             result = yield lambda: self._load_rdb_data(data, allow_dup=merge, **self._loading_hooks())
         except rdb.RdbError as e:
+            if isinstance(e, rdb.RdbChecksumError):
+                # Redis's two lines (it names the computed sum "expected"), which
+                # operators and the suite's integration/rdb look for
+                log.warning("Wrong RDB checksum expected: (%x) but got (%x). Aborting now.", e.computed, e.stored)
+                log.warning("Internal error in RDB reading offset %d -> RDB CRC error", e.offset)
             raise PersistenceError(f"Short read or corrupt RDB file {path}: {e}") from None
         self.loading_loaded_bytes = self.loading_file_start + len(data)
         self._install_functions(result.functions, flush=flush, replace=merge)

@@ -240,6 +240,38 @@ def test_a_damaged_rdb_is_refused_at_startup(workdir, damage):
     assert "offset" in log and "Exiting" in log
 
 
+def test_a_wrong_rdb_checksum_is_logged_as_redis_logs_it(workdir):
+    """integration/rdb "Server should not start if RDB is corrupted" looks for "CRC error"
+    in the log: Redis's line naming both sums (the computed one as "expected") and its
+    "RDB CRC error" reason, the same from redis-server and rill for the same file."""
+    import re
+    import subprocess
+    import sys
+
+    from tests.support import free_port, require_tool
+
+    redis = require_tool("redis-server")
+    with rill_in(workdir) as srv:
+        c = RawClient(srv.port)
+        populate(c)
+        c.call("SAVE")
+        c.close()
+    path = os.path.join(workdir, "dump.rdb")
+    with open(path, "r+b") as f:
+        f.seek(-8, os.SEEK_END)
+        f.write(b"foobar00")  # as the suite corrupts it
+    logs = []
+    for argv in ([redis], [sys.executable, "-m", "rill.server.main"]):
+        done = subprocess.run([*argv, "--port", str(free_port()), "--save", "", "--dir", workdir],
+                              cwd=workdir, capture_output=True, timeout=60)
+        assert done.returncode == 1
+        logs.append((done.stdout + done.stderr).decode(errors="replace"))
+    lines = [re.search(r"Wrong RDB checksum expected: \((\w+)\) but got \((\w+)\)\. Aborting now\.", log)
+             for log in logs]
+    assert lines[0] and lines[1] and lines[0].groups() == lines[1].groups()
+    assert all("-> RDB CRC error" in log for log in logs)
+
+
 def test_info_persistence_fields(workdir):
     with rill_in(workdir) as srv:
         c = RawClient(srv.port)
