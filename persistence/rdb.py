@@ -221,6 +221,12 @@ def _delayed(items: Iterable[tuple[bytes, Any]], usec: int) -> Iterator[tuple[by
         yield item
 
 
+def _counted(items: Iterable[tuple[bytes, Any]], on_key: Callable[[], None]) -> Iterator[tuple[bytes, Any]]:
+    for item in items:
+        on_key()
+        yield item
+
+
 # --------------------------------------------------------------------------------------------
 # Writer
 # --------------------------------------------------------------------------------------------
@@ -240,6 +246,8 @@ class SaveOptions:
     extra_aux: list[tuple[bytes, bytes]] = field(default_factory=list)
     functions: list[bytes] = field(default_factory=list)  # function libraries' code
     key_delay_us: int = 0  # rdb-key-save-delay: a pause per key, for tests that need a slow save
+    # called before each key is written: a forked child's progress report to its parent
+    on_key: Callable[[], None] | None = None
     # Active-Active streams as ordinary type-19 streams (their merged view): what a plain
     # replica's full sync and DUMP carry; files on disk keep rill's module value.
     plain: bool = False
@@ -330,6 +338,8 @@ class RdbWriter:
         """
         if self.options.key_delay_us:
             items = _delayed(items, self.options.key_delay_us)
+        if self.options.on_key is not None:
+            items = _counted(items, self.options.on_key)
         out = self.out
         compress = self.compress
         writers = WRITERS

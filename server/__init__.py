@@ -11,6 +11,7 @@ Layout (a request's path first):
     blocking       blocked clients: park, serve, retry, time out, unblock (Redis's blocked.c)
     propagation    the one path a write's effects take out: the AOF and replication feeds
     disk           RDB snapshots, the AOF and the forked children that write them
+    childinfo      what a forked child reports while it works (keys written, copy-on-write)
     replication/   both sides of replication: master (replicas, backlog) and replica
     activeactive/  Active-Active: effects, peers' links, causal apply (docs/active-active.md)
     acl, config    users and permissions; every configuration parameter

@@ -53,6 +53,7 @@ from rill.protocol.reply import OK, ReplyError, Status
 from rill.storage.stream.active import ActiveStream
 
 from .activeactive.state import backlog_blob, merge_state, restore_backlog
+from .childinfo import AOF_COW, RDB_COW, ChildInfo
 from .client import Client
 from .config import ConfigError
 from .memory import used_memory
@@ -113,6 +114,11 @@ class Persistence:
         # children
         self.child_pid: int | None = None
         self.child_type: str | None = None  # "rdb" or "aof"
+        # The running child's reports (server/childinfo.py); in a child, its own pipe end.
+        self.child_info: ChildInfo | None = None
+        self.save_keys_total = 0  # the keys there were at the fork
+        self.rdb_last_cow = 0
+        self.aof_last_cow = 0
         self.child_start = 0.0
         self.child_preamble = True  # what the running AOF child writes
         self.rdb_child_socket = False  # the rdb child streams to replicas (diskless sync)
@@ -184,6 +190,8 @@ class Persistence:
             redis_version=self.server.version,
             used_mem=used_memory(self.server),
             key_delay_us=c.int("rdb-key-save-delay"),
+            # in a child: report progress to the parent (INFO's current_save_keys_processed)
+            on_key=self.child_info.key_written if self.child_info is not None and self.child_info.rfd < 0 else None,
             functions=self.function_codes(),
             extra_aux=extra_aux,
             plain=plain,
@@ -277,15 +285,19 @@ class Persistence:
         now = time.time()
         rdb_child = self.child_type == "rdb"
         aof_child = self.child_type == "aof"
+        info = self.child_info if self.child_pid is not None else None
+        if info is not None:
+            info.receive()
         fields: list[tuple[str, object]] = [
             ("loading", int(s.loading)),
             ("async_loading", 0),
-            ("current_cow_peak", 0),
-            ("current_cow_size", 0),
-            ("current_cow_size_age", 0),
-            ("current_fork_perc", "0.00"),
-            ("current_save_keys_processed", 0),
-            ("current_save_keys_total", 0),
+            ("current_cow_peak", info.cow_peak if info else 0),
+            ("current_cow_size", info.cow if info else 0),
+            ("current_cow_size_age", int(time.monotonic() - info.cow_updated) if info and info.cow_updated else 0),
+            ("current_fork_perc", "%.2f" % (info.keys_processed / self.save_keys_total * 100
+                                            if info and self.save_keys_total else 0)),
+            ("current_save_keys_processed", info.keys_processed if info else 0),
+            ("current_save_keys_total", self.save_keys_total if info else 0),
             ("rdb_changes_since_last_save", self.changes_since_save()),
             ("rdb_bgsave_in_progress", int(rdb_child)),
             ("rdb_last_save_time", s.lastsave),
@@ -293,7 +305,7 @@ class Persistence:
             ("rdb_last_bgsave_time_sec", self.rdb_save_time_last),
             ("rdb_current_bgsave_time_sec", int(now - self.child_start) if rdb_child else -1),
             ("rdb_saves", self.rdb_saves),
-            ("rdb_last_cow_size", 0),
+            ("rdb_last_cow_size", self.rdb_last_cow),
             ("rdb_last_load_keys_expired", self.rdb_last_load_keys_expired),
             ("rdb_last_load_keys_loaded", self.rdb_last_load_keys_loaded),
             ("aof_enabled", int(self.aof_state != AOF_OFF)),
@@ -305,7 +317,7 @@ class Persistence:
             ("aof_rewrites", self.aof_rewrites),
             ("aof_rewrites_consecutive_failures", self.aof_rewrite_failures),
             ("aof_last_write_status", "ok" if self.writer is None or self.writer.error is None else "err"),
-            ("aof_last_cow_size", 0),
+            ("aof_last_cow_size", self.aof_last_cow),
             ("module_fork_in_progress", 0),
             ("module_fork_last_cow_size", 0),
         ]
@@ -663,9 +675,27 @@ class Persistence:
         self._update_write_denied()
 
     # ------------------------------------------------------------------ children
-    def fork(self, work: Callable[[], None], name: str) -> int:
+    def fork(self, work: Callable[[], None], name: str, reports: bool = True) -> int:
         """Run ``work`` in a forked child that exits 0 on success, 1 on failure; the
-        child's process title names it (``name`` for {title}), as Redis's children."""
+        child's process title names it (``name`` for {title}), as Redis's children.
+        ``reports``: the child is the one INFO persistence describes (child_pid), and
+        tells its progress through a ChildInfo pipe."""
+        if not reports:
+            return self._fork(work, name, None)
+        info = ChildInfo()
+        try:
+            pid = self._fork(work, name, info)
+        except OSError:
+            info.close()
+            raise
+        info.parent_side()
+        if self.child_info is not None:
+            self.child_info.close()
+        self.child_info = info
+        self.save_keys_total = sum(len(db.data) for db in self.server.keyspace.dbs)
+        return pid
+
+    def _fork(self, work: Callable[[], None], name: str, info: ChildInfo | None) -> int:
         if self.writer is not None:
             self.writer.write()  # the child must not inherit (and never writes) a buffer
         start = time.perf_counter_ns()
@@ -676,11 +706,18 @@ class Persistence:
         code = 1
         try:
             gc.disable()  # the collector would touch (and copy) every page of the snapshot
+            if self.child_info is not None and self.child_info is not info:
+                self.child_info.close()  # an earlier child's pipe, inherited
+            self.child_info = info
+            if info is not None:
+                info.child_side()
             if self.server.proc_title is not None:
                 self.server.proc_title.update(name)
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1):
                 signal.signal(sig, signal.SIG_DFL)
             work()
+            if info is not None:
+                info.finished(AOF_COW if name == "redis-aof-rewrite" else RDB_COW)
             code = 0
         except BaseException as e:  # noqa: BLE001 - whatever happens, the child must exit
             try:
@@ -710,6 +747,10 @@ class Persistence:
             os.waitpid(pid, 0)
         except (ProcessLookupError, ChildProcessError):
             pass
+        if self.child_info is not None:  # a killed child's reports count for nothing
+            self.child_info.close()
+            self.child_info = None
+            self.save_keys_total = 0
         if kind == "rdb":
             self._remove_temp(f"temp-{pid}.rdb")
         else:
@@ -720,6 +761,22 @@ class Persistence:
         if kind == "rdb":
             socket_target, self.rdb_child_socket = self.rdb_child_socket, False
             self.master.snapshot_killed(socket_target)
+
+    def _child_info_done(self) -> None:
+        """The child has ended: its final report (its peak copy-on-write) becomes
+        rdb_last_cow_size or aof_last_cow_size, and the current figures go."""
+        info = self.child_info
+        if info is None:
+            return
+        info.receive()
+        if info.last_cow:
+            if self.child_type == "aof":
+                self.aof_last_cow = info.last_cow
+            else:
+                self.rdb_last_cow = info.last_cow
+        info.close()
+        self.child_info = None
+        self.save_keys_total = 0
 
     def _remove_temp(self, name: str) -> None:
         try:
@@ -738,6 +795,7 @@ class Persistence:
             done, status = pid, 1 << 8
         if not done:
             return
+        self._child_info_done()
         if os.WIFSIGNALED(status):
             exitcode, bysignal = 0, os.WTERMSIG(status)
         else:
@@ -767,6 +825,8 @@ class Persistence:
         """Reap children, run save points and rewrites that are due, flush the AOF."""
         self._flush_aof()
         if self.child_pid is not None:
+            if self.child_info is not None:
+                self.child_info.receive()
             self.reap()
         # The replicas' turn comes before scheduled saves: a snapshot they wait for
         # takes the child slot first.

@@ -686,7 +686,7 @@ class PeerLinks:
 
         seq, vc = engine.seq, dict(engine.vc)
         try:
-            pid = server.persistence.fork(work, "rill-active-active-sync")  # no Redis counterpart
+            pid = server.persistence.fork(work, "rill-active-active-sync", reports=False)  # no Redis counterpart
         except OSError as e:
             os.close(read_fd)
             os.close(write_fd)

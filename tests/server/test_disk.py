@@ -297,3 +297,37 @@ def test_info_persistence_fields(workdir):
         # still writing its initial AOF refuses (as Redis): the stop then waited 10 s to kill.
         wait_rewrite(c)
         c.close()
+
+
+@pytest.mark.parametrize("oracle", [False, True], ids=["rill", "redis"])
+def test_a_background_save_reports_its_progress_and_copy_on_write(oracle):
+    """INFO persistence while a BGSAVE child works: the keys there were at the fork, the
+    keys it has written (reported through its pipe every 1024 keys, at most once a
+    second), the percentage of them, its copy-on-write; once it is done, its peak COW is
+    rdb_last_cow_size and the current figures are 0 again (integration/rdb's "Test
+    child sending info")."""
+    from tests.support import start_redis, start_rill, wait_until
+
+    def fields(c: RawClient) -> dict[str, str]:
+        text = c.call("INFO", "persistence").decode()
+        return dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
+
+    with (start_redis if oracle else start_rill)() as srv:
+        c = RawClient(srv.port)
+        assert c.call("DEBUG", "POPULATE", 5000, "key", 500) == b"+OK\r\n"
+        assert c.call("CONFIG", "SET", "rdb-key-save-delay", 1000) == b"+OK\r\n"  # 5 s or more
+        assert c.call("BGSAVE") == b"+Background saving started\r\n"
+        assert fields(c)["current_save_keys_total"] == "5000"
+        now = wait_until(lambda: (f := fields(c)) and int(f["current_save_keys_processed"]) > 1 and f)
+        assert now["rdb_bgsave_in_progress"] == "1"
+        assert now["current_fork_perc"] == "%.2f" % (int(now["current_save_keys_processed"]) / 5000 * 100)
+        assert int(now["current_cow_peak"]) >= int(now["current_cow_size"]) > 0
+        for i in range(64):  # pages the child still maps: copied on write
+            c.call("SETRANGE", f"key:{i}", 0, "B" * 500)
+        done = wait_until(lambda: (f := fields(c))["rdb_bgsave_in_progress"] == "0" and f, timeout=120)
+        assert int(done["rdb_last_cow_size"]) > 0
+        for name in ("current_cow_peak", "current_cow_size", "current_save_keys_processed",
+                     "current_save_keys_total"):
+            assert done[name] == "0"
+        assert done["current_fork_perc"] == "0.00"
+        c.close()

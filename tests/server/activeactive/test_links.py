@@ -66,7 +66,9 @@ class FakeConfig(dict):
 
 
 class FakePersistence:
-    def fork(self, work):
+    def fork(self, work, name, reports=True):
+        # a full sync's child: named for ps, and not the child INFO persistence describes
+        assert (name, reports) == ("rill-active-active-sync", False)
         pid = os.fork()
         if pid:
             return pid
