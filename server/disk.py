@@ -742,6 +742,8 @@ class Persistence:
         if pid is None:
             return
         kind = self.child_type
+        if kind == "aof":  # Redis's killAppendOnlyChild says so (a BGSAVE's kill is silent)
+            _notice("Killing running AOF rewrite child: %d", pid)
         try:
             os.kill(pid, signal.SIGUSR1)
             os.waitpid(pid, 0)

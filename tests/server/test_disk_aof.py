@@ -537,3 +537,23 @@ def test_a_bad_manifest_stops_start_up_even_with_the_aof_off(tmp_path):
             assert b"Unknown AOF file type" in proc.stdout + proc.stderr
         codes.append(code)
     assert codes == [1, 1]
+
+
+@pytest.mark.parametrize("oracle", [False, True], ids=["rill", "redis"])
+def test_turning_aof_off_kills_the_rewrite_child_and_says_so(oracle):
+    """unit/aofrw "Turning off AOF kills the background writing child if any" looks for
+    Redis's "Killing running AOF rewrite child: <pid>" in the log."""
+    import re
+
+    from tests.support import start_redis, start_rill, wait_until
+
+    with (start_redis if oracle else start_rill)("--appendonly", "yes") as srv:
+        c = RawClient(srv.port)
+        wait_until(lambda: b"aof_rewrite_in_progress:0" in c.call("INFO", "persistence"))
+        assert c.call("SET", "k", "v") == b"+OK\r\n"
+        assert c.call("CONFIG", "SET", "rdb-key-save-delay", 10_000_000) == b"+OK\r\n"  # a child that lingers
+        assert c.call("BGREWRITEAOF") == b"+Background append only file rewriting started\r\n"
+        assert c.call("CONFIG", "SET", "appendonly", "no") == b"+OK\r\n"
+        assert re.search(r"Killing running AOF rewrite child: \d+", srv.log())
+        assert b"aof_rewrite_in_progress:0" in c.call("INFO", "persistence")
+        c.close()
