@@ -32,7 +32,7 @@ PACKAGES = {"rill.protocol": "protocol", "rill.storage": "storage", "rill.persis
 HOT = {
     "rill.protocol": ["parser.py", "reply.py", "effects.py"],
     "rill.storage": ["listpack.py", "rax.py", "stream/stream.py", "stream/fastread.py", "stream/groups.py",
-                     "stream/active.py", "cells.py"],
+                     "stream/active.py", "cells.py", "keyspace.py"],
     "rill.persistence": ["nodes.py"],
     "rill.server": ["fastpath.py", "connection.py", "commandstats.py", "commands/table.py", "evict.py", "commands/strings.py",
                     "commands/lists.py", "commands/hashes.py", "commands/sets.py", "commands/zsets.py", "commands/keys.py", "commands/streams.py", "commands/stream_groups.py",

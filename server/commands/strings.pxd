@@ -24,3 +24,25 @@ cdef inline bytes _c_counter_bytes(long long v):
         pos -= 1
         buf[pos] = 45
     return PyBytes_FromStringAndSize(buf + pos, 20 - pos)
+
+from rill.storage.keyspace cimport Database
+
+# GET, SET, INCR and MSET with the database typed (keyspace.pxd): its dicts, flags and
+# lookups are C reads and calls. The handlers are registered after their definition (a .pxd
+# cannot type a decorated def).
+@cython.locals(db=Database)
+cpdef get(c, argv)
+
+@cython.locals(db=Database, data=dict)
+cpdef set_(c, argv)
+
+@cython.locals(db=Database, data=dict, expires=dict, n=Py_ssize_t, j=Py_ssize_t)
+cpdef mset(c, argv)
+
+@cython.locals(db=Database, data=dict)
+cpdef incr(c, argv)
+
+@cython.locals(db=Database, data=dict)
+cpdef _incr(c, key, incr)
+
+cpdef _expire_if_needed(Database db, key)

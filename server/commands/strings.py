@@ -66,7 +66,9 @@ def wrote(c: Client, key: bytes, event: bytes, cls: str = "$", changes: int = 1)
 
 
 # -- GET family ---------------------------------------------------------------------
-@command("get")
+# GET, SET, INCR and MSET are typed by strings.pxd for the compiled build (the database as
+# keyspace.pxd's extension type, its fields C reads); a .pxd cannot type a decorated def,
+# so these handlers are registered by a call after their definition rather than by @command.
 def get(c: Client, argv: list[bytes]):
     db = c.db
     key = argv[1]
@@ -88,6 +90,9 @@ def get(c: Client, argv: list[bytes]):
     if t is bytes or t is bytearray:
         return value
     raise WRONGTYPE
+
+
+command("get")(get)
 
 
 def _get_string(db: Database, key: bytes):
@@ -283,7 +288,6 @@ def _set_key_flags(argv: list[bytes]) -> tuple[bytes, ...]:
     return (b"OW", b"update")
 
 
-@command("set", key_flags=_set_key_flags)
 def set_(c: Client, argv: list[bytes]):
     if len(argv) == 3:
         # Plain SET: no options to parse, nothing to propagate differently.
@@ -309,6 +313,9 @@ def set_(c: Client, argv: list[bytes]):
         return OK
     flags, expire = _parse_string_options(argv, 3, True)
     return _set_generic(c, argv, flags, argv[1], argv[2], expire)
+
+
+command("set", key_flags=_set_key_flags)(set_)
 
 
 @command("setnx")
@@ -353,7 +360,6 @@ def getex(c: Client, argv: list[bytes]):
     return value
 
 
-@command("mset")
 def mset(c: Client, argv: list[bytes]):
     n = len(argv)
     if not n & 1:
@@ -379,6 +385,9 @@ def mset(c: Client, argv: list[bytes]):
             notifier(db.id, "$", b"set", key)
     c.server.dirty += n >> 1
     return OK
+
+
+command("mset")(mset)
 
 
 @command("msetnx")
@@ -526,7 +535,6 @@ def _incr(c: Client, key: bytes, incr: int) -> int:
     return result
 
 
-@command("incr")
 def incr(c: Client, argv: list[bytes]):
     # Fast path: a counter this module wrote, with no TTL to check.
     db = c.db
@@ -553,6 +561,9 @@ def incr(c: Client, argv: list[bytes]):
         events.notifier(db.id, "$", b"incrby", key)
     c.server.dirty += 1
     return result
+
+
+command("incr")(incr)
 
 
 @command("decr")

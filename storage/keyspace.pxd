@@ -1,0 +1,21 @@
+# Cython declarations for keyspace.py (its "augmenting" .pxd): types for the compiled
+# build; the .py stays the reference and runs unchanged without them. See docs/hot-core.md.
+#
+# Database is an extension type: its fields are C slots, read directly by the typed
+# handlers that cimport it (strings.pxd, ...) and by its own methods, where a slotted
+# Python class costs a generic attribute lookup per read. The lookups every command makes
+# are cpdef: a typed caller calls them in C, anyone else as before.
+
+cdef class Database:
+    cdef public object id, watched, scan_log, keyspace, clock, access_base, avg_ttl
+    cdef public dict data, expires, access, unshared
+    cdef public list volatile_log
+    cdef public bint lfu
+
+    cpdef object lookup(self, object key)
+    cpdef object peek(self, object key)
+    cpdef object lookup_read(self, object key)
+    cpdef object touch(self, object key)
+    cpdef object set(self, object key, object value, bint keep_ttl=*)
+    cpdef bint delete(self, object key)
+    cpdef object modified(self, object key)
