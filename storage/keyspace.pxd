@@ -8,7 +8,10 @@
 
 cdef class Database:
     cdef public object id, watched, scan_log, keyspace, clock, access_base, avg_ttl
-    cdef public dict data, expires, access, unshared
+    # data stays an object: a dict subclass may stand in for it (tests/server/test_evict.py
+    # swaps in one that fails any walk of the keys); a typed dict field must be exactly one.
+    cdef public object data
+    cdef public dict expires, access, unshared
     cdef public list volatile_log
     cdef public bint lfu
 

@@ -33,16 +33,16 @@ from rill.storage.keyspace cimport Database
 @cython.locals(db=Database)
 cpdef get(c, argv)
 
-@cython.locals(db=Database, data=dict)
+@cython.locals(db=Database)
 cpdef set_(c, argv)
 
-@cython.locals(db=Database, data=dict, expires=dict, n=Py_ssize_t, j=Py_ssize_t)
+@cython.locals(db=Database, expires=dict, n=Py_ssize_t, j=Py_ssize_t)
 cpdef mset(c, argv)
 
-@cython.locals(db=Database, data=dict)
+@cython.locals(db=Database)
 cpdef incr(c, argv)
 
-@cython.locals(db=Database, data=dict)
+@cython.locals(db=Database)
 cpdef _incr(c, key, incr)
 
 cpdef _expire_if_needed(Database db, key)
