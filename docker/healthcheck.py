@@ -37,6 +37,11 @@ def rill_pids(proc: str = "/proc") -> list[int]:
                 argv = f.read().split(b"\0")
         except OSError:  # gone meanwhile
             continue
+        if b" " in argv[0] and not any(argv[1:]):
+            # a process title (set-proc-title, on by default) replaced the command line
+            # with one string, "{title} {listen-addr} {server-mode}": the program is its
+            # first word (a template without {title} needs --pid)
+            argv = argv[0].split()
         base = [os.path.basename(a) for a in argv[:2]]
         if base[:1] == [b"rill-server"] or (base[0].startswith(b"python") and base[1:] == [b"rill-server"]) \
                 or b"rill.server.main" in argv[1:3]:

@@ -577,12 +577,17 @@ def test_healthcheck_finds_only_rill_servers(tmp_path):
         "5": ["tail", "-f", "rill-server.log"],
         "6": [],
     }
+    # process titles (set-proc-title): one string in place of the command line, NUL-padded
+    titles = {"7": b"/usr/local/bin/rill-server *:6379\0\0\0\0", "8": b"redis-server *:6379\0\0"}
     proc = tmp_path / "proc"
     for pid, argv in cmdlines.items():
         (proc / pid).mkdir(parents=True)
         (proc / pid / "cmdline").write_bytes(b"".join(a.encode() + b"\0" for a in argv))
+    for pid, title in titles.items():
+        (proc / pid).mkdir(parents=True)
+        (proc / pid / "cmdline").write_bytes(title)
     (proc / "self").mkdir()
-    assert hc.rill_pids(str(proc)) == [1, 2, 3]
+    assert hc.rill_pids(str(proc)) == [1, 2, 3, 7]
 
 
 def test_readme_documents_the_image_conventions():
