@@ -221,14 +221,19 @@ def test_flushall_with_save_points_saves_the_empty_dataset(workdir):
         c.close()
 
 
-@pytest.mark.parametrize("damage", ["flip", "truncate"])
-def test_a_damaged_rdb_is_refused_at_startup(workdir, damage):
+def _saved_rdb(workdir) -> str:
+    """The path of the dump.rdb a rill with populate()'s keys SAVEd in ``workdir``."""
     with rill_in(workdir) as srv:
         c = RawClient(srv.port)
         populate(c)
         c.call("SAVE")
         c.close()
-    path = os.path.join(workdir, "dump.rdb")
+    return os.path.join(workdir, "dump.rdb")
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate"])
+def test_a_damaged_rdb_is_refused_at_startup(workdir, damage):
+    path = _saved_rdb(workdir)
     data = bytearray(open(path, "rb").read())
     if damage == "flip":
         data[len(data) // 2] ^= 0x10
@@ -251,12 +256,7 @@ def test_a_wrong_rdb_checksum_is_logged_as_redis_logs_it(workdir):
     from tests.support import free_port, require_tool
 
     redis = require_tool("redis-server")
-    with rill_in(workdir) as srv:
-        c = RawClient(srv.port)
-        populate(c)
-        c.call("SAVE")
-        c.close()
-    path = os.path.join(workdir, "dump.rdb")
+    path = _saved_rdb(workdir)
     with open(path, "r+b") as f:
         f.seek(-8, os.SEEK_END)
         f.write(b"foobar00")  # as the suite corrupts it
