@@ -1546,11 +1546,16 @@ class Persistence:
         # whether or not the AOF is on.
         self.manifest = m
         self.delete_history()
+        # Loading, as Redis's loadAppendOnlyFiles marks it: a script in the file that
+        # runs past busy-reply-threshold lets others in, and they are answered LOADING.
+        self._start_loading(sum(self._file_size(f.name) for f in m.files()))
         try:
             status = self._load_aof(m)
         except (PersistenceError, OSError) as e:
             log.warning("%s", e)
             raise ReplyError(f"ERR Error loading the append only file: {e}") from None
+        finally:
+            server.loading = False
         if status == "not_exist":
             raise ReplyError("ERR The append only file does not exist")
         self.dirty_at_save = server.dirty

@@ -495,6 +495,11 @@ class Server(ServerCore):
         with BUSY (inside MULTI that aborts the transaction, as any refusal does)."""
         cmd = self.table.lookup(argv)
         if cmd is not None:
+            if self._loading and not cmd.flags & LOADING:
+                # a script in the file being loaded is the busy one: processCommand
+                # answers LOADING (after its earlier checks) before it looks for BUSY
+                self.execute(client, argv)
+                return
             if cmd.min_argc <= len(argv) <= cmd.max_argc and not cmd.flags & ALLOW_BUSY:
                 client.last_cmd = cmd
                 self._reject(client, cmd, busy_error(running(self)))

@@ -566,3 +566,32 @@ def test_busy_script_side_by_side():
     finally:
         mine.stop()
         theirs.stop()
+
+
+@pytest.mark.parametrize("oracle", [False, True], ids=["rill", "redis"])
+def test_a_slow_script_in_the_aof_being_loaded_answers_loading_not_busy(oracle):
+    """integration/aof "EVAL timeout with slow verbatim Lua script from AOF": while DEBUG
+    LOADAOF replays a script past busy-reply-threshold, other clients are answered
+    LOADING (processCommand's loading check comes before its BUSY one)."""
+    import os
+
+    from tests.support import RawClient, encode_command, start_redis, wait_until
+
+    start = start_redis if oracle else start_rill
+    with start("--appendonly", "yes", "--aof-use-rdb-preamble", "no", "--busy-reply-threshold", "1") as srv:
+        c = RawClient(srv.port)
+        wait_until(lambda: b"aof_rewrite_in_progress:0" in c.call("INFO", "persistence"))
+        aofdir = os.path.join(srv.workdir, "appendonlydir")
+        incr = next(n for n in os.listdir(aofdir) if n.endswith(".incr.aof"))
+        script = "redis.call('set',KEYS[1],'y') for i=1,100000000 do end return 'ok'"
+        with open(os.path.join(aofdir, incr), "ab") as f:
+            f.write(encode_command([b"SELECT", b"9"]) + encode_command([b"EVAL", script, b"1", b"x"]))
+        loader = RawClient(srv.port)
+        loader.send_raw(encode_command([b"DEBUG", b"LOADAOF"]))
+        first_error = wait_until(lambda: (r := c.call("PING")) != b"+PONG\r\n" and r)
+        assert first_error.startswith(b"-LOADING ")
+        assert loader.read_reply() == b"+OK\r\n"
+        assert c.call("SELECT", 9) == b"+OK\r\n"
+        assert c.call("GET", "x") == b"$1\r\ny\r\n"
+        c.close()
+        loader.close()
