@@ -25,6 +25,8 @@ from rill.protocol.reply import NULL_ARRAY, ReplyError
 # The dispatcher's refusal of a command while the dataset loads, and CONFIG SET's of a
 # parameter a load depends on (Redis answers both with its shared loading error).
 LOADING_ERR = ReplyError("LOADING Redis is loading the dataset in memory")
+# The dispatcher's refusal of a command on a stale replica, and a script's (Redis shares it).
+MASTERDOWN_ERR = ReplyError("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
 
 
 class Block:

@@ -32,6 +32,7 @@ from . import REDIS_VERSION, acl, lua_libs
 from .client import Client
 from .commands.table import DENYOOM, MAY_REPLICATE, NOSCRIPT, STALE, WRITE, Command
 from .memory import memory_of
+from .outcomes import MASTERDOWN_ERR
 
 if TYPE_CHECKING:
     from .server import Server
@@ -229,6 +230,8 @@ class RunContext:
         flags = cmd.flags
         if flags & NOSCRIPT and not server.__dict__.get("script_disable_deny_script"):
             return self._reject(cmd, b"This Redis command is not allowed from script")
+        if not flags & STALE and server.stale():
+            return self._reject(cmd, b"Can not execute the command on a stale replica")
         if not self.caller.authenticated:  # a restricted caller: its ACL user's rules apply
             denied = server.acl.script_denied(self.caller, cmd, argv)
             if denied is not None:
@@ -400,6 +403,17 @@ class LuaEngine:
         server = self.server
         compat = flags & FLAG_EVAL_COMPAT
         oom = bool(server.maxmemory) and _over_maxmemory(server)
+        if server.replica_of is not None and server.stale():
+            # scriptPrepareForRun's own stale check: a script without a shebang never
+            # runs on a stale replica (EVAL is flagged stale for the ones that declare
+            # allow-stale); one with a shebang only with that flag.
+            if compat:
+                return MASTERDOWN_ERR
+            if not flags & FLAG_ALLOW_STALE:
+                return ReplyError(
+                    "MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' "
+                    "and 'allow-stale' flag is not set on the script."
+                )
         if not compat and not flags & FLAG_NO_WRITES:
             if server.write_denied is not None:
                 err = server.write_denied()

@@ -60,7 +60,7 @@ from .fastpath import execute_all as _execute_all
 from .functions import FunctionsEngine
 from .latency import HDR_OF, LatencyMonitor, record_long
 from .memory import memory_of
-from .outcomes import LOADING_ERR, NO_REPLY, Block
+from .outcomes import LOADING_ERR, MASTERDOWN_ERR, NO_REPLY, Block
 from .propagation import Propagation
 from .pubsub import PubSub
 from .replication.master import MasterSide
@@ -78,7 +78,6 @@ OOM_ERR = ReplyError("OOM command not allowed when used memory > 'maxmemory'.")
 _QUEUED_ENTRY = 72
 READONLY_ERR = ReplyError("READONLY You can't write against a read only replica.")
 NOREPLICAS_ERR = ReplyError("NOREPLICAS Not enough good replicas to write.")
-MASTERDOWN_ERR = ReplyError("MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.")
 
 # Commands that run (not queue) inside MULTI.
 _MULTI_PASSTHROUGH = {b"exec", b"discard", b"multi", b"watch", b"quit", b"reset"}
@@ -566,7 +565,7 @@ class Server(ServerCore):
         # The states themselves, not their gating descriptors: under any of them this
         # runs for every command.
         replica_of = self._replica_of
-        if replica_of is not None and self._stale_denied(client, cmd):
+        if replica_of is not None and self._stale_denied(client, cmd, argv):
             self._reject(client, cmd, MASTERDOWN_ERR)
             return False
         if self._loading and not cmd.flags & LOADING:
@@ -611,16 +610,22 @@ class Server(ServerCore):
         to_write, max_lag = self.min_replicas
         return master_side(self).good_replicas(max_lag) >= to_write
 
-    def _stale_denied(self, client: Client, cmd: Command) -> bool:
-        """replica-serve-stale-data no, while the link to the master is not up: only
-        commands flagged stale (INFO, REPLICAOF, ...) run; EXEC only if all it holds are."""
-        if client.kind == "master" or self.config.bool("replica-serve-stale-data"):
-            return False
-        if self.replica_side.state == "connected":
+    def stale(self) -> bool:
+        """A replica whose link to its master is not up, told by replica-serve-stale-data
+        no not to serve its (stale) data."""
+        return (self._replica_of is not None and not self.config.bool("replica-serve-stale-data")
+                and self.replica_side.state != "connected")
+
+    def _stale_denied(self, client: Client, cmd: Command, argv: list[bytes]) -> bool:
+        """While stale(): only commands flagged stale (INFO, REPLICAOF, ...) run; EXEC
+        only if all it holds are; EVAL and FCALL as their script's flags make them (a
+        script or function flagged allow-stale runs, and only its stale commands then)."""
+        if client.kind == "master" or not self.stale():
             return False
         if cmd.fullname == "exec" and client.multi is not None:
             return any(not queued.flags & STALE for queued, _ in client.multi)
-        return not cmd.flags & STALE
+        flags = cmd.flags if cmd.flags_for is None else cmd.flags_for(client, argv)
+        return not flags & STALE
 
     def _rejects_for_memory(self, client: Client, flags: int, argv: list[bytes]) -> bool:
         """maxmemory: evict as maxmemory-policy says (before every command, as Redis's

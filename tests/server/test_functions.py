@@ -808,3 +808,40 @@ def test_debug_object_shows_a_key_past_its_expiry(raw):
         assert raw.call("DEBUG", "OBJECT", "key") == b"-ERR no such key\r\n"
     finally:
         raw.call("DEBUG", "SET-ACTIVE-EXPIRE", "1")
+
+
+def test_functions_on_a_stale_replica_side_by_side():
+    """replica-serve-stale-data no with the master unreachable: FCALL of a function
+    without allow-stale gets MASTERDOWN; one with it runs, but inside it only commands
+    flagged stale do (a GET fails, INFO runs)."""
+    from tests.support import free_port
+
+    nowhere = str(free_port())
+    code = lib(
+        "stale",
+        "redis.register_function{function_name='plain', callback=function() return 'hi' end, flags={'no-writes'}}",
+        "redis.register_function{function_name='bare', callback=function() return 'hi' end,"
+        " flags={'allow-stale', 'no-writes'}}",
+        "redis.register_function{function_name='get', callback=function() return redis.call('get', 'x') end,"
+        " flags={'allow-stale', 'no-writes'}}",
+        "redis.register_function{function_name='pget', callback=function() return redis.pcall('get', 'x') end,"
+        " flags={'allow-stale', 'no-writes'}}",
+        "redis.register_function{function_name='info', callback=function()"
+        " return string.sub(redis.call('info', 'server'), 1, 8) end, flags={'allow-stale', 'no-writes'}}",
+    )
+    with start_rill() as rill, start_redis() as twin:
+        mine, theirs = RawClient(rill.port), RawClient(twin.port)
+        for c in (mine, theirs):
+            assert c.call("FUNCTION", "LOAD", code) == b"$5\r\nstale\r\n"
+            c.call("CONFIG", "SET", "replica-serve-stale-data", "no")
+            c.call("REPLICAOF", "127.0.0.1", nowhere)
+        for args in [("FCALL", "plain", "0"), ("FCALL_RO", "plain", "0"), ("FCALL", "bare", "0"),
+                     ("FCALL", "get", "0"), ("FCALL", "pget", "0"), ("FCALL", "info", "0"),
+                     ("INFO", "errorstats"),
+                     ("CONFIG", "SET", "replica-serve-stale-data", "yes"), ("FCALL", "plain", "0"),
+                     ("FCALL", "get", "0")]:
+            a, b = mine.call(*args), theirs.call(*args)
+            assert a == b, f"{args}: rill {a!r} != redis {b!r}"
+        for c in (mine, theirs):
+            c.call("REPLICAOF", "NO", "ONE")
+            c.close()

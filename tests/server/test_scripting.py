@@ -595,3 +595,33 @@ def test_a_slow_script_in_the_aof_being_loaded_answers_loading_not_busy(oracle):
         assert c.call("GET", "x") == b"$1\r\ny\r\n"
         c.close()
         loader.close()
+
+
+def test_scripts_on_a_stale_replica_side_by_side():
+    """replica-serve-stale-data no with the master unreachable: a script's shebang
+    flags decide whether EVAL runs (allow-stale) or gets MASTERDOWN; a script without
+    a shebang runs (EVAL itself is flagged stale), and in any of them only commands
+    flagged stale may be called."""
+    from tests.support import free_port
+
+    nowhere = str(free_port())
+    with start_rill() as rill, start_redis() as twin:
+        mine, theirs = RawClient(rill.port), RawClient(twin.port)
+        for c in (mine, theirs):
+            c.call("SET", "x", "1")
+            c.call("CONFIG", "SET", "replica-serve-stale-data", "no")
+            c.call("REPLICAOF", "127.0.0.1", nowhere)
+        for args in [("EVAL", "#!lua flags=no-writes\nreturn 1", "0"),
+                     ("EVAL", "#!lua flags=allow-stale,no-writes\nreturn 2", "0"),
+                     ("EVAL_RO", "#!lua flags=allow-stale,no-writes\nreturn redis.call('get', 'x')", "0"),
+                     ("EVAL", "#!lua flags=allow-stale,no-writes\nreturn redis.pcall('get', 'x')", "0"),
+                     ("EVAL", "#!lua flags=allow-stale\nreturn redis.call('ping')", "0"),
+                     ("EVAL", "return redis.call('get', 'x')", "0"),
+                     ("EVAL", "return 3", "0"),
+                     ("INFO", "errorstats")]:
+            a, b = mine.call(*args), theirs.call(*args)
+            assert a == b, f"{args}: rill {a!r} != redis {b!r}"
+        for c in (mine, theirs):
+            c.call("REPLICAOF", "NO", "ONE")
+            c.close()
+
