@@ -32,6 +32,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import re
 import signal
 import time
 from collections.abc import Callable, Generator
@@ -64,6 +65,9 @@ if TYPE_CHECKING:
     from .server import Server
 
 log = logging.getLogger("rill")
+
+# C's atoi: optional leading white space, a sign, then as many digits as there are.
+_ATOI = re.compile(rb"[ \t\n\v\f\r]*[-+]?[0-9]+")
 NOTICE = 25
 
 AOF_OFF = "off"
@@ -150,6 +154,9 @@ class Persistence:
         self.aof_lastbgrewrite_ok = True
         self.aof_rewrite_time_last = -1
         self.aof_flush_scheduled = False
+        # DEBUG AOF-FLUSH-SLEEP: microseconds to stall before each write of a non-empty
+        # buffer, so a test can look at the file between a command and its write.
+        self.aof_flush_sleep_us = 0
         # The writer's error states as last acted on (logged, MISCONF armed or not).
         self.aof_write_failing = False
         self.aof_fsync_failing = False
@@ -265,6 +272,7 @@ class Persistence:
             handlers = s.debug_handlers = {}
         handlers[b"reload"] = self.debug_reload
         handlers[b"loadaof"] = self.debug_loadaof
+        handlers[b"aof-flush-sleep"] = self.debug_aof_flush_sleep
         hooks = getattr(s, "flushall_hooks", None)
         if hooks is None:
             hooks = s.flushall_hooks = []
@@ -903,6 +911,8 @@ class Persistence:
         would acknowledge is already built, and the change cannot be undone. Other
         policies keep the data in the buffer and refuse writes (MISCONF) until a
         later attempt succeeds."""
+        if self.aof_flush_sleep_us > 0 and w.buf:
+            time.sleep(self.aof_flush_sleep_us / 1e6)
         ok = w.flush(force_sync)
         if not ok and w.policy == "always":
             self._die_on_aof_error(w)
@@ -1524,6 +1534,16 @@ class Persistence:
             log.warning("%s", e)
             raise ReplyError("ERR Error trying to load the RDB dump") from None
         log.warning("DB reloaded by DEBUG RELOAD")
+        return OK
+
+    def debug_aof_flush_sleep(self, c: Client, argv: list[bytes]) -> Any:
+        """DEBUG AOF-FLUSH-SLEEP <microseconds>: the number is read as C's atoi reads it
+        (its leading digits; anything else is 0, which turns the stall off)."""
+        if len(argv) != 3:
+            raise ReplyError(
+                b"ERR unknown subcommand or wrong number of arguments for '%s'. Try DEBUG HELP." % argv[1][:128])
+        m = _ATOI.match(argv[2])
+        self.aof_flush_sleep_us = int(m.group()) if m else 0
         return OK
 
     def debug_loadaof(self, c: Client, argv: list[bytes]) -> Any:

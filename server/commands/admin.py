@@ -513,6 +513,8 @@ def debug(c: Client, argv: list[bytes]):
     if sub == b"help":
         return help_reply([
             "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+            "AOF-FLUSH-SLEEP <microsec>",
+            "    Server will sleep before flushing the AOF, this is used for testing.",
             "CONFIG-REWRITE-FORCE-ALL",
             "    Like CONFIG REWRITE but writes all configuration options, including",
             "    keywords not listed in original configuration file or default values.",

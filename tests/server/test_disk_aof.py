@@ -197,6 +197,33 @@ def test_debug_loadaof(workdir):
         c.close()
 
 
+def test_debug_aof_flush_sleep_side_by_side(tmp_path):
+    """DEBUG AOF-FLUSH-SLEEP <microsec> stalls each write of a non-empty AOF buffer (the
+    Tcl suite's "AOF fsync always barrier issue" looks at the file meanwhile). Its replies
+    match redis-server's (the number read as C's atoi); with it set, an acknowledged write
+    is in the file and took at least the stall (a lower bound, which load cannot break)."""
+    import time
+
+    dirs = [tmp_path / "rill", tmp_path / "redis"]
+    for d in dirs:
+        d.mkdir()
+    with rill_in(str(dirs[0]), "--appendonly", "yes", "--appendfsync", "always") as mine, \
+            redis_in(str(dirs[1]), "--appendonly", "yes", "--appendfsync", "always") as theirs:
+        a, b = RawClient(mine.port), RawClient(theirs.port)
+        for args in [("DEBUG", "AOF-FLUSH-SLEEP"), ("DEBUG", "AOF-FLUSH-SLEEP", "1", "2"),
+                     ("DEBUG", "aof-flush-sleep", "junk"), ("DEBUG", "AOF-FLUSH-SLEEP", " 12abc"),
+                     ("DEBUG", "AOF-FLUSH-SLEEP", "-5"), ("DEBUG", "AOF-FLUSH-SLEEP", "0")]:
+            assert a.call(*args) == b.call(*args), args
+        for c, d in ((a, dirs[0]), (b, dirs[1])):
+            assert c.call("DEBUG", "AOF-FLUSH-SLEEP", "300000") == b"+OK\r\n"
+            start = time.monotonic()
+            assert c.call("SET", "k", "v") == b"+OK\r\n"
+            assert time.monotonic() - start >= 0.3
+            assert [b"SET", b"k", b"v"] in incr_commands(str(d))
+            assert c.call("DEBUG", "AOF-FLUSH-SLEEP", "0") == b"+OK\r\n"
+            c.close()
+
+
 def _write_incr(workdir: str, data: bytes, name: str = "appendonly.aof.1.incr.aof") -> str:
     path = os.path.join(aof_dir(workdir), name)
     with open(path, "wb") as f:
