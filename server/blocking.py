@@ -173,6 +173,11 @@ class BlockingRegistry:
         self.eager: dict[tuple[int, bytes], int] = {}
         # The key a retried command is being served from (None outside a retry).
         self.serving: bytes | None = None
+        # Set while a script runs past busy-reply-threshold (Redis's yielding long
+        # command): the commands other clients may run then (HELLO, CLIENT, ...) do not
+        # serve waiters, whose keys the script is still writing; the script's own
+        # command serves them once it ends.
+        self.held = False
 
     def park(self, wait: Wait) -> None:
         """Queue ``wait`` last on each of its keys; its client is blocked from now on."""
@@ -331,6 +336,8 @@ class Blocking(BlockingRegistry):
         oldest first and retried while the key holds what can serve them; keys
         signalled meanwhile (the push side of BLMOVE) are served in a later round.
         """
+        if self.held:
+            return
         server = self.server
         dbs = server.keyspace.dbs
         while self.ready:

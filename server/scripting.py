@@ -451,6 +451,7 @@ class LuaEngine:
             release_expiry_clock(clock)
             self.ctx = None
             if ctx.timed_out:
+                server.blocking.held = False
                 log.warning("Slow script finished after %d milliseconds.", (time.monotonic() - ctx.start) * 1000)
             if ctx.shutdown and server._exec_ops is not None:
                 server._exec_ops.clear()  # the server stops without what the script half did
@@ -491,6 +492,7 @@ class LuaEngine:
                 "SCRIPT KILL" if ctx.eval_mode else "FUNCTION KILL", ctx.name.decode(errors="replace"),
             )
             ctx.timed_out = True
+            self.server.blocking.held = True
         serve = self.server.serve_while_busy
         if serve is not None:
             serve(ctx.caller)

@@ -625,3 +625,38 @@ def test_scripts_on_a_stale_replica_side_by_side():
             c.call("REPLICAOF", "NO", "ONE")
             c.close()
 
+
+_WAIT_FOR_ABORT = """
+local clients
+redis.call('lpush', KEYS[1], 'y')
+while true do
+    clients = redis.call('client', 'list')
+    if string.find(clients, 'abortscript') ~= nil then break end
+end
+redis.call('lpush', KEYS[1], 'z')
+return 'done'
+"""
+
+
+@pytest.mark.parametrize("server", ["rill", "redis"])
+def test_a_command_run_during_a_busy_script_serves_no_blocked_client(server):
+    """A command allowed while a script is busy (HELLO here) does not serve a BLPOP
+    waiting on a key the script pushed to: the waiter is served after the script ends,
+    and so pops the script's last push, not its first (Redis: no handleClientsBlockedOnKeys
+    inside a yielding long command). The Tcl suite's "Timedout scripts and unblocked
+    command" on both servers."""
+    with (start_rill() if server == "rill" else start_redis()) as srv:
+        r, waiter, runner, other = (RawClient(srv.port) for _ in range(4))
+        assert r.call("DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1") == b"+OK\r\n"
+        assert r.call("CONFIG", "SET", "busy-reply-threshold", "10") == b"+OK\r\n"
+        waiter.send_raw(encode_command(["BLPOP", "x", "0"]))
+        wait_until(lambda: b"blocked_clients:1\r\n" in r.call("INFO", "clients"))
+        runner.send_raw(encode_command(["EVAL", _WAIT_FOR_ABORT, "1", "x"]))
+        wait_until(lambda: r.call("PING").startswith(b"-BUSY"))
+        assert other.call("HELLO", "2", "SETNAME", "abortscript").startswith(b"*14\r\n")
+        assert runner.read_reply() == b"$4\r\ndone\r\n"
+        assert waiter.read_reply() == b"*2\r\n$1\r\nx\r\n$1\r\nz\r\n"
+        assert r.call("LRANGE", "x", "0", "-1") == b"*1\r\n$1\r\ny\r\n"
+        for c in (r, waiter, runner, other):
+            c.close()
+
