@@ -69,3 +69,8 @@ NO_REPLY = NoReply()
 class ReplicasOnly(list):
     """An effect for replicas only, as Redis's PROPAGATE_REPL (PUBLISH, SPUBLISH): it
     travels the one propagation path, and the AOF leaves it out."""
+
+
+class AofOnly(list):
+    """An effect for the AOF only, as Redis's PROPAGATE_AOF (a script's writes after
+    redis.set_repl(redis.REPL_AOF)): the replicas' feed leaves it out."""

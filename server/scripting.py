@@ -32,7 +32,7 @@ from . import REDIS_VERSION, acl, lua_libs
 from .client import Client
 from .commands.table import DENYOOM, MAY_REPLICATE, NOSCRIPT, STALE, WRITE, Command
 from .memory import memory_of
-from .outcomes import MASTERDOWN_ERR
+from .outcomes import MASTERDOWN_ERR, AofOnly, ReplicasOnly
 
 if TYPE_CHECKING:
     from .server import Server
@@ -258,8 +258,18 @@ class RunContext:
         client.resp3 = self.resp == 3
         out: list[bytes] = []
         client.out = out
-        if not self.repl:
+        repl = self.repl
+        if not repl:
             server.prevent_propagation()  # redis.set_repl(redis.REPL_NONE)
+        elif repl != REPL_ALL and server._exec_ops is not None:
+            # REPL_AOF or REPL_REPLICA: the effects this command adds to the script's
+            # unit are marked for that one feed (the other leaves them out).
+            unit = server._exec_ops
+            mark = len(unit)
+            server.call(client, cmd, argv)
+            only = AofOnly if repl == REPL_AOF else ReplicasOnly
+            unit[mark:] = [(db, only(effect)) for db, effect in unit[mark:]]
+            return True, b"".join(out)
         server.call(client, cmd, argv)
         return True, b"".join(out)
 

@@ -25,6 +25,7 @@ from rill.persistence import rdb
 from rill.protocol.reply import ReplyError
 
 from ..client import log_output_limit_close, output_limit_reached
+from ..outcomes import AofOnly
 
 if TYPE_CHECKING:
     from ..client import Client
@@ -778,6 +779,12 @@ class MasterSide:
         live = self.live_replicas()
         if not live and self.backlog is None:
             return
+        if type(ops[-1][1]) is AofOnly or (len(ops) > 1 and any(type(argv) is AofOnly for _, argv in ops)):
+            # a script's writes after redis.set_repl(redis.REPL_AOF); as in Redis, a
+            # MULTI/EXEC around the unit still reaches the replicas
+            ops = [op for op in ops if type(op[1]) is not AofOnly]
+            if not ops:
+                return
         parts = []
         for db, argv in ops:
             if db != self.repl_selected_db:

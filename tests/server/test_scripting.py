@@ -660,3 +660,40 @@ def test_a_command_run_during_a_busy_script_serves_no_blocked_client(server):
         for c in (r, waiter, runner, other):
             c.close()
 
+
+_SELECTIVE = """
+redis.call('set', 'a', '1')
+redis.set_repl(redis.REPL_NONE)
+redis.call('set', 'b', '2')
+redis.set_repl(redis.REPL_AOF)
+redis.call('set', 'c', '3')
+redis.set_repl(redis.REPL_REPLICA)
+redis.call('set', 'e', '5')
+redis.set_repl(redis.REPL_ALL)
+redis.call('set', 'd', '4')
+"""
+
+
+def test_set_repl_picks_the_aof_or_the_replicas_side_by_side(tmp_path):
+    """redis.set_repl: a write made under REPL_AOF reaches the AOF and not the
+    replicas, one under REPL_REPLICA the replicas and not the AOF (the Tcl suite's
+    "Test selective replication of certain Redis commands from Lua"), on a rill pair
+    and a redis-server pair alike."""
+    seen = []
+    for start in (start_rill, start_redis):
+        d = tmp_path / start.__name__
+        d.mkdir()
+        with start("--appendonly", "yes", workdir=str(d)) as master, start() as replica:
+            m, r = RawClient(master.port), RawClient(replica.port)
+            assert r.call("REPLICAOF", "127.0.0.1", str(master.port)) == b"+OK\r\n"
+            wait_until(lambda: b"master_link_status:up" in r.call("INFO", "replication"))
+            m.call("EVAL", _SELECTIVE, "0")
+            assert m.call("WAIT", "1", "0") == b":1\r\n"
+            got = [r.call("MGET", "a", "b", "c", "d", "e"), m.call("MGET", "a", "b", "c", "d", "e")]
+            assert m.call("DEBUG", "LOADAOF") == b"+OK\r\n"
+            got.append(m.call("MGET", "a", "b", "c", "d", "e"))
+            seen.append(got)
+            m.close()
+            r.close()
+    assert seen[0] == seen[1]
+    assert seen[0][0] == b"*5\r\n$1\r\n1\r\n$-1\r\n$-1\r\n$1\r\n4\r\n$1\r\n5\r\n"
