@@ -57,7 +57,18 @@ ITEMS_PER_CMD = 64  # AOF_REWRITE_ITEMS_PER_CMD
 
 
 class ManifestError(Exception):
-    """The manifest cannot be parsed or breaks one of its rules."""
+    """The manifest cannot be parsed or breaks one of its rules. ``lineno`` and ``line``
+    (trimmed) say where, when the error is about one line's content (Redis logs them)."""
+
+    def __init__(self, message: str, lineno: int = 0, line: str | None = None) -> None:
+        super().__init__(message)
+        self.lineno = lineno
+        self.line = line
+
+
+# aofLoadManifestFromFile reads lines with fgets into a buffer this long (plus the NUL):
+# a line that does not end within it is refused.
+MANIFEST_MAX_LINE = 1024
 
 
 class AofFormatError(Exception):
@@ -95,6 +106,20 @@ def _needs_quoting(name: str) -> bool:
 def _repr_name(name: str) -> str:
     """sdscatrepr: double-quoted with C escapes."""
     return '"' + repr_body(name.encode("utf-8", "surrogateescape")).decode("ascii") + '"'
+
+
+def _atoll(s: str) -> int:
+    """C's atoll: optional white space and sign, then the leading digits (0 if none);
+    past the int64 range it saturates, as strtoll does."""
+    t = s.lstrip(" \t\n\v\f\r")
+    sign = -1 if t[:1] == "-" else 1
+    if t[:1] in ("+", "-"):
+        t = t[1:]
+    digits = len(t) - len(t.lstrip("0123456789"))
+    if not digits:
+        return 0
+    v = sign * int(t[:digits])
+    return max(-(1 << 63), min(v, (1 << 63) - 1))
 
 
 def split_args(line: str) -> list[str] | None:
@@ -166,47 +191,65 @@ class Manifest:
 
     @classmethod
     def parse(cls, text: str) -> Manifest:
-        """aofLoadManifestFromFile's rules; ManifestError on any violation."""
+        """aofLoadManifestFromFile's rules; ManifestError on any violation.
+
+        As there: the file is read in lines of at most MANIFEST_MAX_LINE bytes; a line
+        starting with '#' is skipped (even an overlong one, whose rest is then read as
+        the next line); any other line must end with a newline within that length and
+        must not be blank; keys are matched case-insensitively, a repeated key's last
+        value counts, ``seq`` is read as atoll reads it and ``type`` by its first
+        character; a missing or zero seq, type or file is a format error. Only a file
+        with no line at all is empty (one holding only comments lists no files)."""
         m = cls()
-        lines = 0
-        for raw in text.split("\n"):
-            line = raw.strip()
-            if not line or line.startswith("#"):
+        data = text.encode("utf-8", "surrogateescape")
+        pos = 0
+        lineno = 0
+        while pos < len(data):
+            nl = data.find(b"\n", pos, pos + MANIFEST_MAX_LINE)
+            end = nl + 1 if nl >= 0 else min(pos + MANIFEST_MAX_LINE, len(data))
+            chunk = data[pos:end]
+            pos = end
+            lineno += 1
+            if chunk[:1] == b"#":
                 continue
-            lines += 1
-            argv = split_args(line)
+            if nl < 0:
+                raise ManifestError("The AOF manifest file contains too long line")
+            line = chunk.strip(b" \t\r\n").decode("utf-8", "surrogateescape")
+            argv = split_args(line) if line else None
             if argv is None or len(argv) < 6 or len(argv) % 2:
-                raise ManifestError("Invalid AOF manifest file format")
-            info: dict[str, str] = {}
-            for i in range(0, len(argv), 2):
-                info.setdefault(argv[i], argv[i + 1])  # unknown keys are kept for forward compat
-            name = info.get("file")
-            seq = info.get("seq")
-            kind = info.get("type")
-            if name is None or seq is None or kind is None:
-                raise ManifestError("Invalid AOF manifest file format")
-            if "/" in name or name in (".", ".."):
-                raise ManifestError("File can't be a path, just a filename")
-            try:
-                n = int(seq)
-            except ValueError:
-                raise ManifestError("Invalid AOF manifest file format") from None
+                raise ManifestError("Invalid AOF manifest file format", lineno, line)
+            name: str | None = None
+            n = 0
+            kind = ""
+            for k in range(0, len(argv), 2):
+                key, value = argv[k].lower(), argv[k + 1]
+                if key == "file":
+                    name = value
+                    if "/" in name or "\\" in name:
+                        raise ManifestError("File can't be a path, just a filename", lineno, line)
+                elif key == "seq":
+                    n = _atoll(value)
+                elif key == "type":
+                    kind = value[:1]
+                # other keys are skipped, for forward compatibility
+            if name is None or not n or not kind:
+                raise ManifestError("Invalid AOF manifest file format", lineno, line)
             f = AofFile(name, n, kind)
             if kind == BASE:
                 if m.base is not None:
-                    raise ManifestError("Found duplicate base file information")
+                    raise ManifestError("Found duplicate base file information", lineno, line)
                 m.base = f
                 m.base_seq = n
             elif kind == HISTORY:
                 m.history.append(f)
             elif kind == INCR:
                 if n <= m.incr_seq:
-                    raise ManifestError("Found a non-monotonic sequence number")
+                    raise ManifestError("Found a non-monotonic sequence number", lineno, line)
                 m.incrs.append(f)
                 m.incr_seq = n
             else:
-                raise ManifestError("Unknown AOF file type")
-        if not lines:
+                raise ManifestError("Unknown AOF file type", lineno, line)
+        if not lineno:
             raise ManifestError("Found an empty AOF manifest")
         return m
 

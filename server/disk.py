@@ -473,7 +473,7 @@ class Persistence:
             if aof_on:
                 self.aof_state = AOF_ON
                 start = time.monotonic()
-                self._start_loading(sum(self._file_size(f.name) for f in self.manifest.files()))
+                self._start_loading(self._aof_files_size(self.manifest))
                 status = yield from self._load_aof_steps(self.manifest)
                 if status != "not_exist":
                     _notice("DB loaded from append only file: %.3f seconds", time.monotonic() - start)
@@ -482,7 +482,15 @@ class Persistence:
             elif os.path.exists(self.rdb_path()):
                 self._start_loading(os.path.getsize(self.rdb_path()))
                 yield from self._load_rdb_steps()
-        except (PersistenceError, ManifestError, OSError) as e:
+        except ManifestError as e:
+            # aofLoadManifestFromFile's report, line for line
+            log.warning("\n*** FATAL AOF MANIFEST FILE ERROR ***\n")
+            if e.line is not None:
+                log.warning("Reading the manifest file, at line %d\n", e.lineno)
+                log.warning(">>> '%s'\n", e.line)
+            log.warning("%s\n", e)
+            raise SystemExit(1) from None
+        except (PersistenceError, OSError) as e:
             log.warning("Fatal error loading the DB: %s. Exiting.", e)
             raise SystemExit(1) from None
         server.loading = False
@@ -1078,6 +1086,18 @@ class Persistence:
         """Whether an AOF base is an RDB: aof-use-rdb-preamble, and always for Active-Active
         data, which only the RDB form carries whole (sub-streams, groups' cursors, clocks)."""
         return self.config.bool("aof-use-rdb-preamble") or self.server.active_active is not None
+
+    def _aof_files_size(self, m: Manifest) -> int:
+        """getBaseAndIncrAppendOnlyFilesSize: the bytes to load. A file the manifest
+        lists but the directory lacks stops the start-up, logged as Redis logs it."""
+        total = 0
+        for f in m.files():
+            try:
+                total += os.stat(os.path.join(self.aof_dir(), f.name)).st_size
+            except OSError as e:
+                log.warning("Unable to obtain the AOF file %s length. stat: %s", f.name, e.strerror)
+                raise SystemExit(1) from None
+        return total
 
     def _file_size(self, name: str) -> int:
         try:

@@ -44,7 +44,13 @@ def test_manifest_round_trip_and_order():
     "text, message",
     [
         ("", "empty"),
-        ("# only a comment\n", "empty"),
+        ("file a seq 1 type b\n\n", "format"),  # a blank line
+        ("file a seq 1 type b", "too long line"),  # no newline: fgets's line did not end
+        ("file a seq 1 type b\n" + "x" * 1030 + "\n", "too long line"),
+        ("file a seq 0 type b\n", "format"),
+        ("file a seq x type b\n", "format"),  # atoll: 0
+        ("file a seq 1 type \"\"\n", "format"),
+        ("file a\\b seq 1 type b\n", "path"),
         ("file a seq 1\n", "format"),
         ("file a seq 1 type b extra\n", "format"),
         ("file a seq 1 type b\nfile b seq 2 type b\n", "duplicate base"),
@@ -57,6 +63,18 @@ def test_manifest_round_trip_and_order():
 def test_manifest_rules(text, message):
     with pytest.raises(aof.ManifestError, match=message):
         aof.Manifest.parse(text)
+
+
+def test_manifest_reads_as_redis_reads_it():
+    """Only a file without any line is empty (comments are lines); keys match in any
+    case and a repeated one's last value counts; seq is atoll's number, type its value's
+    first character; an overlong comment's rest is read as a line of its own."""
+    assert aof.Manifest.parse("# only a comment\n").files() == []
+    m = aof.Manifest.parse("FILE x SEQ 3abc TYPE base file y\nfile z seq 1 type h Seq 2\n")
+    assert m.base == aof.AofFile("y", 3, "b") and m.history == [aof.AofFile("z", 2, "h")]
+    with pytest.raises(aof.ManifestError, match="format") as e:
+        aof.Manifest.parse("#" + "c" * 1030 + "\n")
+    assert (e.value.lineno, e.value.line) == (2, "c" * 7)
 
 
 def test_manifest_quotes_odd_names():

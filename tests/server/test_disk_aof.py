@@ -584,3 +584,57 @@ def test_turning_aof_off_kills_the_rewrite_child_and_says_so(oracle):
         assert re.search(r"Killing running AOF rewrite child: \d+", srv.log())
         assert b"aof_rewrite_in_progress:0" in c.call("INFO", "persistence")
         c.close()
+
+
+def _refused_start(command: list[str], workdir: str) -> tuple[int, list[str]]:
+    """Start ``command`` (rill-server's or redis-server's) on ``workdir`` with appendonly yes,
+    expecting it to exit: (exit code, its log's messages, timestamps and pids dropped)."""
+    import re
+    import subprocess
+
+    from tests.support import free_port
+
+    proc = subprocess.run([*command, "--port", str(free_port()), "--save", "", "--dir", workdir,
+                           "--appendonly", "yes"], cwd=workdir, capture_output=True, timeout=60)
+    text = (proc.stdout + proc.stderr).decode(errors="replace")
+    lines = [re.sub(r"^\d+:[A-Z] \d+ \w+ \d+ [\d:.]+ [.\-*#] ", "", ln) for ln in text.splitlines()]
+    return proc.returncode, [ln for ln in lines if ln.strip()]
+
+
+_BAD_MANIFESTS = {
+    "blank line": "file appendonly.aof.1.incr.aof seq 1 type i\n\nfile appendonly.aof.3.incr.aof seq 3 type i\n",
+    "line too long": "file appendonly.aof.1.incr.aof seq 1 type i\n" + "x" * 1100 + "\n",
+    "no newline at the end": "file appendonly.aof.1.incr.aof seq 1 type i",
+    "missing key": "file appendonly.aof.1.incr.aof seq 1 typo i\n",
+    "odd parameter": "file appendonly.aof.1.incr.aof seq 1 type i newkey\n",
+    "seq zero": "file appendonly.aof.1.incr.aof seq 0 type i\n",
+    "seq not a number": "file appendonly.aof.1.incr.aof seq x1 type i\n",
+    "a listed file missing": "file appendonly.aof.1.incr.aof seq 1 type i\nfile appendonly.aof.2.incr.aof seq 2 type i\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(_BAD_MANIFESTS))
+def test_a_bad_manifest_stops_the_start_as_in_redis(tmp_path, case):
+    """aofLoadManifestFromFile's refusals (a blank line, a line past 1024 bytes or
+    without its newline, a missing key, seq 0) and a listed file that is not there:
+    both servers exit with status 1 and log the same report (the Tcl suite's
+    integration/aof-multi-part counts its lines)."""
+    from tests.support import redis_server_binary
+
+    redis_bin = redis_server_binary()
+    if redis_bin is None:
+        pytest.skip("redis-server not installed")
+    logs = []
+    import sys
+
+    for name, command in (("rill", [sys.executable, "-m", "rill.server.main"]), ("redis", [redis_bin])):
+        d = tmp_path / name / "appendonlydir"
+        d.mkdir(parents=True)
+        (d / "appendonly.aof.1.incr.aof").write_bytes(encode_command(["SET", "k1", "v1"]))
+        (d / "appendonly.aof.3.incr.aof").write_bytes(encode_command(["SET", "k3", "v3"]))
+        (d / "appendonly.aof.manifest").write_text(_BAD_MANIFESTS[case])
+        code, lines = _refused_start(command, str(tmp_path / name))
+        assert code == 1, (name, lines)
+        start = next(i for i, ln in enumerate(lines) if "FATAL AOF MANIFEST" in ln or "Unable to obtain" in ln)
+        logs.append(lines[start:])
+    assert logs[0] == logs[1]
