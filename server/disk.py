@@ -1040,22 +1040,37 @@ class Persistence:
         return os.path.join(self.aof_dir(), f"{self.aof_filename()}.manifest")
 
     def _manifest_from_disk(self, upgrade: bool = False) -> Manifest:
-        """The manifest on disk, or an empty one; an old single-file AOF becomes a base."""
+        """The manifest on disk, or an empty one; with ``upgrade`` (the AOF is on at
+        start-up), a pre-7 single-file AOF in the data directory becomes the base in
+        the three cases loadAppendOnlyFiles upgrades in: there is no AOF directory; the
+        manifest lists no files (or is missing); or it lists only a base of that name
+        which the AOF directory lacks (an upgrade interrupted before its rename)."""
         path = self._manifest_path()
         if os.path.exists(path):
             with open(path, encoding="utf-8", errors="surrogateescape") as f:
-                return Manifest.parse(f.read())
-        old = os.path.join(self.config["dir"], self.aof_filename())
-        m = Manifest()
-        if upgrade and os.path.isfile(old):
-            # Redis 7's upgrade of a pre-7 appendonly.aof: it becomes the base, as is.
-            os.makedirs(self.aof_dir(), exist_ok=True)
-            os.rename(old, os.path.join(self.aof_dir(), self.aof_filename()))
-            m.base = aofmod.AofFile(self.aof_filename(), 1, aofmod.BASE)
-            m.base_seq = 1
-            aofmod.write_manifest(self.aof_dir(), self.aof_filename(), m)
-            _notice("Successfully migrated an old-style AOF into the AOF directory")
+                m = Manifest.parse(f.read())
+        else:
+            m = Manifest()
+        name = self.aof_filename()
+        if upgrade and os.path.isfile(os.path.join(self.config["dir"], name)):
+            if (not os.path.isdir(self.aof_dir()) or (m.base is None and not m.incrs) or (
+                    m.base is not None and not m.incrs and m.base.name == name
+                    and not os.path.exists(os.path.join(self.aof_dir(), name)))):
+                self._upgrade_old_aof(m)
         return m
+
+    def _upgrade_old_aof(self, m: Manifest) -> None:
+        """aofUpgradePrepare: the manifest naming the old file as base 1 is written
+        first, then the file moves into the AOF directory (a crash between the two
+        leaves the interrupted state the next start-up completes)."""
+        name = self.aof_filename()
+        os.makedirs(self.aof_dir(), exist_ok=True)
+        m.base = aofmod.AofFile(name, 1, aofmod.BASE)
+        m.base_seq = 1
+        aofmod.write_manifest(self.aof_dir(), name, m)
+        os.rename(os.path.join(self.config["dir"], name), os.path.join(self.aof_dir(), name))
+        _notice("Successfully migrated an old-style AOF file (%s) into the AOF directory (%s).",
+                name, self.config["appenddirname"])
 
     def _persist_manifest(self, m: Manifest) -> None:
         aofmod.write_manifest(self.aof_dir(), self.aof_filename(), m)

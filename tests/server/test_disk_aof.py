@@ -638,3 +638,27 @@ def test_a_bad_manifest_stops_the_start_as_in_redis(tmp_path, case):
         start = next(i for i, ln in enumerate(lines) if "FATAL AOF MANIFEST" in ln or "Unable to obtain" in ln)
         logs.append(lines[start:])
     assert logs[0] == logs[1]
+
+
+def test_an_interrupted_upgrade_is_completed_as_in_redis(tmp_path):
+    """A pre-7 appendonly.aof still in the data directory while the manifest already
+    names it as the base (an upgrade stopped before its rename): both servers move it
+    in, load it, and end with the same manifest (integration/aof-multi-part "can
+    continue the upgrade from the interrupted upgrade state")."""
+    from tests.support import start_redis, start_rill
+
+    seen = []
+    for name, start in (("rill", start_rill), ("redis", start_redis)):
+        d = tmp_path / name
+        (d / "appendonlydir").mkdir(parents=True)
+        (d / "appendonly.aof").write_bytes(b"".join(encode_command(["SET", f"k{i}", f"v{i}"]) for i in (1, 2, 3)))
+        (d / "appendonlydir" / "appendonly.aof.manifest").write_text("file appendonly.aof seq 1 type b\n")
+        with start("--appendonly", "yes", workdir=str(d)) as srv:
+            c = RawClient(srv.port)
+            seen.append((c.call("MGET", "k1", "k2", "k3"), os.path.exists(d / "appendonly.aof"),
+                         files(str(d / "appendonlydir")), manifest(str(d)),
+                         "Successfully migrated an old-style AOF file (appendonly.aof) into the AOF directory "
+                         "(appendonlydir)." in srv.log()))
+            c.close()
+    assert seen[0] == seen[1]
+    assert seen[0][0] == b"*3\r\n$2\r\nv1\r\n$2\r\nv2\r\n$2\r\nv3\r\n" and not seen[0][1] and seen[0][4]
