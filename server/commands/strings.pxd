@@ -25,6 +25,42 @@ cdef inline bytes _c_counter_bytes(long long v):
         buf[pos] = 45
     return PyBytes_FromStringAndSize(buf + pos, 20 - pos)
 
+# A counter's stored value plus ``by``, when the value is the common canonical integer
+# string: an optional '-', then "0" alone or up to 18 digits without a leading zero (so no
+# overflow while reading; every such string is one Redis's string2ll accepts), and the sum
+# stays within int64. None for anything else (longer numbers, non-numbers, an overflowing
+# sum): the caller then takes the general path, which answers each case as Redis does.
+# Read in one C loop, INCR needs no cache from written strings to their values.
+cdef inline object _c_incremented(bytes s, long long by):
+    cdef const unsigned char* p = <const unsigned char*>s
+    cdef Py_ssize_t n = len(s)
+    cdef Py_ssize_t i = 0
+    cdef long long v = 0
+    cdef bint neg = False
+    if n == 0:
+        return None
+    if p[0] == 45:  # '-'
+        neg = True
+        i = 1
+        if n == 1 or p[1] == 48:  # "-" alone, "-0", "-01"
+            return None
+    elif p[0] == 48:  # '0'
+        if n != 1:
+            return None
+        return by
+    if n - i > 18:
+        return None
+    while i < n:
+        if p[i] < 48 or p[i] > 57:
+            return None
+        v = v * 10 + (p[i] - 48)
+        i += 1
+    if neg:
+        v = -v
+    if (by > 0 and v > 9223372036854775807 - by) or (by < 0 and v < (-9223372036854775807 - 1) - by):
+        return None
+    return v + by
+
 from rill.storage.keyspace cimport Database
 
 # GET, SET, INCR and MSET with the database typed (keyspace.pxd): its dicts, flags and
