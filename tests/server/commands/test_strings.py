@@ -416,6 +416,17 @@ def test_incr_decr(sbs):
     )
 
 
+def test_incr_digit_reading_bounds(sbs):
+    # INCR's compiled fast path reads "0" or '-' and up to 18 digits in C; everything at
+    # and past its edges must answer as Redis's string2ll does.
+    script = []
+    for value in ("0", "-1", "-", "-0", "00", "7", "12a4", "1\x00", "999999999999999999",
+                  "-999999999999999999", "1000000000000000000", "-1000000000000000000",
+                  "9223372036854775807", "-9223372036854775808", "92233720368547758070"):
+        script += [("SET", "c", value), ("INCR", "c"), ("INCR", "c"), ("GET", "c")]
+    run(sbs, *script)
+
+
 def test_incrbyfloat_cases(sbs):
     run(
         sbs,
