@@ -686,7 +686,7 @@ def test_set_repl_picks_the_aof_or_the_replicas_side_by_side(tmp_path):
         with start("--appendonly", "yes", workdir=str(d)) as master, start() as replica:
             m, r = RawClient(master.port), RawClient(replica.port)
             assert r.call("REPLICAOF", "127.0.0.1", str(master.port)) == b"+OK\r\n"
-            wait_until(lambda: b"master_link_status:up" in r.call("INFO", "replication"))
+            wait_until(lambda r=r: b"master_link_status:up" in r.call("INFO", "replication"))
             m.call("EVAL", _SELECTIVE, "0")
             assert m.call("WAIT", "1", "0") == b":1\r\n"
             got = [r.call("MGET", "a", "b", "c", "d", "e"), m.call("MGET", "a", "b", "c", "d", "e")]
