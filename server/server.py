@@ -97,6 +97,11 @@ _NEVER = (1 << 63) - 1
 # Commands that may lazily expire keys they were not asked about (Redis's hidden
 # CMD_TOUCHES_ARBITRARY_KEYS flag): their DELs are propagated unwrapped.
 _TOUCHES_ARBITRARY_KEYS = frozenset({"scan", "randomkey"})
+# Clients whose error replies nobody reads: Redis logs each one (afterErrorReply), as a
+# sign of divergence between the two sides of a link or of a bad AOF. kind -> (this
+# side, the other side) in its words.
+_UNREAD_ERRORS = {"master": ("replica", "master"), "replica": ("master", "replica"),
+                  "aof": ("server", "AOF-loading-client")}
 
 
 class Stats:
@@ -692,8 +697,18 @@ class Server(ServerCore):
                 msg = err.message[1:] if err.message.startswith(b"-") else err.message
                 err = ReplyError(b"EXECABORT Transaction discarded because of: " + msg)
         self.count_error(err)
+        if client.kind in _UNREAD_ERRORS:
+            self._unread_error(client, None if cmd is None else cmd.fullname, err)
         client.reply(err)
         return False
+
+    def _unread_error(self, client: Client, cmdname: str | None, err: ReplyError) -> None:
+        """afterErrorReply's warning for an error sent where nobody reads it (the master
+        link, a replica's link, the AOF being loaded), counted as unexpected_error_replies."""
+        this, other = _UNREAD_ERRORS[client.kind]
+        log.warning("== CRITICAL == This %s is sending an error to its %s: '%s' after processing the command '%s'",
+                    this, other, err.message[:4096].decode(errors="replace"), cmdname or "<unknown>")
+        self.stats.unexpected_error_replies += 1
 
     def count_error(self, err: ReplyError) -> None:
         self.stats.total_error_replies += 1
@@ -792,6 +807,8 @@ class Server(ServerCore):
             if type(reply) is ReplyError:
                 self.cmdstats.of(cmd).failed_calls += 1
                 self.count_error(reply)
+                if client.kind in _UNREAD_ERRORS:
+                    self._unread_error(client, cmd.fullname, reply)
             if not client.reply_mode:
                 # The one reply encoder; its first branches are the common replies.
                 encode_into(reply, client.out, client.resp3)

@@ -14,6 +14,7 @@ from rill.storage.list import set_packed_threshold
 from .. import shutdown as shutdown_seq
 from ..client import REPLY_PEAK_RESET_MS, Client
 from ..config import ConfigError, memtoull
+from ..disk import master_side
 from ..memory import STARTUP_RSS, dict_table, memory_of, rss
 from ..outcomes import LOADING_ERR, NO_REPLY, Block
 from ..scripting import busy_error, running
@@ -443,6 +444,10 @@ def debug(c: Client, argv: list[bytes]):
         # and Redis does not count it in the error stats.
         msg = argv[2].replace(b"\n", b" ").replace(b"\r", b" ")
         return Raw(b"-" + msg + b"\r\n")
+    if sub == b"replicate" and len(argv) >= 3:
+        # Lets a test make a replica diverge (it gets a command nothing else does).
+        master_side(server).feed_verbatim(argv[2:])
+        return OK
     if sub == b"set-active-expire" and len(argv) == 3:
         server.active_expire_enabled = argv[2] != b"0"
         return OK
@@ -541,6 +546,8 @@ def debug(c: Client, argv: list[bytes]):
             "SET-ACTIVE-EXPIRE <0|1>",
             "SLEEP <seconds>",
             "RELOAD [MERGE] [NOFLUSH] [NOSAVE]",
+            "REPLICATE <string>",
+            "    Replicates the provided string to replicas, allowing data divergence.",
         ])
     handler = getattr(server, "debug_handlers", {}).get(sub)
     if handler is not None:

@@ -770,6 +770,12 @@ class MasterSide:
                 waiting.append(entry)
         self.ack_waiters = waiting
 
+    def feed_verbatim(self, argv: list[bytes]) -> None:
+        """DEBUG REPLICATE: ``argv`` straight into the replicas' stream and the backlog,
+        past the AOF and the propagation path, in the database the stream has selected
+        (so with no SELECT before it), as Redis's debug command feeds its replicas."""
+        self._feed_replicas([(self.repl_selected_db, argv)])
+
     def _feed_replicas(self, ops: list[tuple[int, list[bytes]]]) -> None:
         """The stream to every live replica, and into the backlog (which goes on
         recording while no replica is connected, for one that comes back). A replica

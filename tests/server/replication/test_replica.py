@@ -456,3 +456,38 @@ def test_a_writable_replica_expires_the_keys_its_own_clients_gave_a_ttl(redis_ma
         assert r.dbsize() == 2  # from-master (past its time) and marker remain
         r.close()
     m.close()
+
+
+def test_errors_from_the_master_stream_are_logged_and_counted_side_by_side():
+    """An error the replica answers its master with (nobody reads it) is logged as
+    Redis's "== CRITICAL ==" warning naming the command, and counted in INFO's
+    unexpected_error_replies: a command only the replica got (DEBUG REPLICATE), and
+    an INCRBY that fails on a writable replica's diverged value (integration/
+    replication-4's data-divergence tests)."""
+    import re
+
+    seen = []
+    for start in (start_rill, start_redis):
+        with start() as master, start() as replica:
+            m, r = RawClient(master.port), RawClient(replica.port)
+            assert r.call("REPLICAOF", "127.0.0.1", str(master.port)) == b"+OK\r\n"
+            wait_until(lambda r=r: b"master_link_status:up" in r.call("INFO", "replication"))
+            assert m.call("DEBUG", "REPLICATE", "fake-command-1") == b"+OK\r\n"
+            m.call("SET", "foo", "bar2")
+            assert m.call("WAIT", "1", "0") == b":1\r\n"
+            assert r.call("GET", "foo") == b"$4\r\nbar2\r\n"
+            r.call("CONFIG", "SET", "replica-read-only", "no")
+            r.call("SET", "number2", "foo")
+            m.call("INCRBY", "number2", "1")
+            assert m.call("WAIT", "1", "0") == b":1\r\n"
+            got = [m.call("GET", "number2"), r.call("GET", "number2"),
+                   re.search(rb"unexpected_error_replies:\d+", r.call("INFO", "stats")).group()]
+            critical = [ln for ln in replica.log().splitlines() if "== CRITICAL ==" in ln]
+            got.append([re.sub(r".*(This replica is sending an error to its master).*'(\S+)'$", r"\1 \2", ln)
+                        for ln in critical])
+            got.append(sum("fake-command-1" in ln for ln in critical))
+            seen.append(got)
+            m.close()
+            r.close()
+    assert seen[0] == seen[1]
+    assert seen[0][2] == b"unexpected_error_replies:2" and seen[0][4] == 1
