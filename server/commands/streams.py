@@ -231,8 +231,13 @@ def xadd(c: Client, argv: list[bytes]):
         except StreamSizeError:
             raise TOO_LARGE from None
         if _COMPILED:
-            # Formatted from C integers: bytes' %d goes through a str per number.
-            idb = _id_bytes(sid >> 64, sid & MASK64)
+            # Formatted from C integers: bytes' %d goes through a str per number. The
+            # halves add() kept are this ID's when it is the very object (stream.pxd's
+            # _l_id; an Active-Active stream's add keeps none, and is shifted here).
+            if s._l_id is sid:
+                idb = _id_bytes(s._l_ms, s._l_seq)
+            else:
+                idb = _id_bytes(sid >> 64, sid & MASK64)
         else:
             idb = b"%d-%d" % (sid >> 64, sid & MASK64)
         if db.watched and key in db.watched:

@@ -14,12 +14,28 @@ cdef class _StreamCore:
     cdef public unsigned long long _t_ms, _t_seq
     cdef public list _t_fields
     cdef public Py_ssize_t _t_nf, _t_count, _t_deleted, _t_xbytes, _t_nele
+    # The last ID add() made, kept with its two halves: they describe last_id exactly while
+    # last_id is this very object (ints are immutable), so XADD's next ID and its reply are
+    # C arithmetic on them. Whatever sets last_id otherwise (XSETID, a load, an
+    # Active-Active merge) makes it another object and the halves are simply not used:
+    # nothing else has to keep them. Only add() writes them; None at first (no ID is None).
+    cdef readonly object _l_id
+    cdef readonly unsigned long long _l_ms, _l_seq
 
     @cython.locals(fv=list, lp=bytearray, ms="unsigned long long", seq="unsigned long long",
                    d="long long", tot=Py_ssize_t, nfv=Py_ssize_t, nf=Py_ssize_t, i=Py_ssize_t,
                    n=Py_ssize_t, count=Py_ssize_t, nele=Py_ssize_t, mb="long long",
-                   me="long long", same=bint, tf=list)
+                   me="long long", same=bint, tf=list, nm="unsigned long long")
     cpdef add(self, fields_values, sid=*, now_ms=*)
+
+cdef extern from "Python.h":
+    int _PyLong_Sign(object)
+    size_t _PyLong_NumBits(object) except? -1
+
+# Whether add()'s clock reading is an int that a C unsigned 64-bit integer holds (anything
+# else takes the general path, which computes with Python ints as before).
+cdef inline bint _fits_u64(object x) except -1:
+    return type(x) is int and _PyLong_Sign(x) >= 0 and _PyLong_NumBits(x) <= 64
 
 # The common appended entry in one pre-sized write: C offsets, the bytes read and written
 # through pointers.

@@ -357,7 +357,26 @@ class _StreamCore:
         """
         fv = fields_values if type(fields_values) is list else list(fields_values)
         last = self.last_id
-        if sid is None:
+        if _COMPILED and sid is None and last is self._l_id and _fits_u64(now_ms):  # noqa: F821 (stream.pxd)
+            # next_id(now_ms) on the last ID's halves, which the previous add kept with it
+            # (see _l_id in stream.pxd): no 128-bit shift or mask. C arithmetic wraps, so
+            # the sequence's +1 is 0 past 2**64 - 1 and the ms' +1 is 0 only past ID_MAX.
+            ms = self._l_ms
+            nm = now_ms
+            if nm > ms:
+                ms = nm
+                seq = 0
+                sid = now_ms << 64
+            else:
+                seq = self._l_seq + 1
+                if seq == 0:
+                    ms += 1
+                    if ms == 0:  # last is ID_MAX: next_id wraps to 0-0, never above it
+                        raise StreamIDError(
+                            "The ID specified in XADD is equal or smaller than the target stream top item"
+                        )
+                sid = last + 1
+        elif sid is None:
             # next_id(now_ms), inlined as it runs once per XADD (a subclass that changes
             # next_id overrides add as well, as ActiveStream does).
             ms = last >> 64
@@ -468,6 +487,9 @@ class _StreamCore:
                         self.length += 1
                         self.entries_added += 1
                         self.last_id = sid
+                        self._l_id = sid
+                        self._l_ms = ms
+                        self._l_seq = seq
                         if self.length == 1:  # the stream was emptied by XDEL
                             self.first_id = sid
                         return sid
@@ -537,6 +559,10 @@ class _StreamCore:
         self.length += 1
         self.entries_added += 1
         self.last_id = sid
+        if _COMPILED:
+            self._l_id = sid
+            self._l_ms = ms
+            self._l_seq = seq
         if self.length == 1:
             self.first_id = sid
         return sid
