@@ -37,6 +37,12 @@ cdef extern from "Python.h":
 cdef inline bint _fits_u64(object x) except -1:
     return type(x) is int and _PyLong_Sign(x) >= 0 and _PyLong_NumBits(x) <= 64
 
+from cpython.bytearray cimport PyByteArray_Resize
+
+# _append_same's growth of the tail node to n bytes, the new ones its to write.
+cdef inline int _c_grow(bytearray lp, Py_ssize_t n) except -1:
+    return PyByteArray_Resize(lp, n)
+
 # The common appended entry in one pre-sized write: C offsets, the bytes read and written
 # through pointers.
 @cython.locals(need=Py_ssize_t, i=Py_ssize_t, n=Py_ssize_t, start=Py_ssize_t, p=Py_ssize_t,

@@ -148,7 +148,10 @@ def _append_same(lp: bytearray, fv: list, nfv: int, nf: int, dms: int, dseq: int
             return 0
         need += n + 2
     start = len(lp) - 1  # the EOF byte
-    lp += bytes(need)  # need + 1 bytes from start: the entry, then EOF
+    # need + 1 bytes from start: the entry, then EOF. Resized in place (stream.pxd), with
+    # the same over-allocation as ``lp += bytes(need)``, which made a zeroed bytes through
+    # a call of the type and then copied it: half of this function's instructions.
+    _c_grow(lp, start + 1 + need)  # noqa: F821 (stream.pxd: this function is compiled only)
     dst = lp
     p = start
     for src in (_E_FLAGS_SAME, e1, e2):
