@@ -77,6 +77,10 @@ def test_the_pxd_files_reach_the_compiled_build():
 
     heap_type = bool(stream._StreamCore.__flags__ & (1 << 9))  # Py_TPFLAGS_HEAPTYPE
     assert heap_type != storage.native.compiled
+    # The Active-Active element state (storage/cells.pxd).
+    from rill.storage import cells
+
+    assert bool(cells.Cell.__flags__ & (1 << 9)) != storage.native.compiled
     # The effect records' decoder fills an extension type (protocol/effects.pxd).
     from rill.protocol import effects
 

@@ -9,3 +9,46 @@ cdef class Keyed:
     cdef public dict keys, removed
     cdef public set _fired
     cdef public list created
+
+    # The methods one keyed write or one peer's op calls on the way (collect_known ->
+    # _reassign_packed/_compare/_assign_op, apply -> _assign_plain/_incr_plain/_once/
+    # _render): cpdef, so those calls are C calls instead of a bound-method lookup and a
+    # Python call each. Still callable from Python as before.
+    cpdef object _kinds_at(self, object where)
+    cpdef object _local(self)
+    cpdef object collect_known(self, object db, object key, object name, object argv, object kind,
+                               object now)
+    cpdef object _reassign_packed(self, object key, object where, object packed, object kind,
+                                  object name, object argv, object now)
+    cpdef object _create(self, list ops, object kinds, object key, object kind, object now,
+                         object name, object argv, object ts, object origin, object seq,
+                         object seen, object deltas=*)
+    cpdef object _compare(self, list ops, object db, object key, object kind, object cells,
+                          object now, object elems, object name, object argv, object ts,
+                          object origin, object seq, object seen, object counters=*)
+    cpdef object _assign_op(self, object cells, object key, object kind, object elem, object v,
+                            object ts, object origin, object seq, object seen)
+    cpdef object apply(self, object db, object origin, object seq, object vc, list op)
+    cpdef object _assign_plain(self, object db, object origin, object seq, object vc, list op,
+                               object where)
+    cpdef object _incr_plain(self, object db, object origin, object seq, list op, object where)
+    cpdef object pack_created(self)
+    cpdef tuple _once(self, object origin, object seq, object db_id, object key, object event)
+    cpdef object _render(self, object db, object key, object shown, object touched)
+
+# The module's helpers on the same paths: C calls from the methods above.
+cpdef object kind_of(object value)
+cpdef object visible(object kinds)
+cpdef object render_bytes(object cell)
+cpdef object render_score(object cell)
+cpdef object _element_now(object value, object kind, object elem)
+cpdef object _element_rendered(object kind, object cell)
+cpdef object _new_value(object kind)
+cpdef object _put(object value, object kind, object elem, object v)
+cpdef bint _empty(object value) except -1
+cpdef object _reasserts(object name, object argv)
+cpdef dict _deltas(object name, object argv, object kind)
+cpdef object _stored(object kind, object v)
+cpdef bytes _value_arg(object kind, object v)
+cpdef object _value_in(object kind, object raw)
+cpdef list _obs_args(object observed)

@@ -150,10 +150,16 @@ def _reasserts(name: str, argv: list[bytes]) -> bool:
     """Whether command ``name`` assigns every element it names (conditional forms, SET NX
     or ZADD XX, assign only what they changed)."""
     if name == "zadd":
-        return not any(a.lower() in _CONDITIONS for a in argv[2:len(argv) - 2])
-    if name == "set":
-        return not any(a.lower() in _CONDITIONS for a in argv[3:])
-    return name in _ASSIGNS
+        options = argv[2:len(argv) - 2]
+    elif name == "set":
+        options = argv[3:]
+    else:
+        return name in _ASSIGNS
+    # A loop, not any() over a generator: a compiled cpdef function cannot hold one.
+    for a in options:
+        if a.lower() in _CONDITIONS:
+            return False
+    return True
 
 
 def kind_of(value: Any) -> bytes | None:
