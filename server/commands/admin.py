@@ -3,7 +3,6 @@ MEMORY, MONITOR, SLOWLOG, SHUTDOWN (LASTSAVE lives with persistence)."""
 
 from __future__ import annotations
 
-import gc
 import logging
 import sys
 import time
@@ -15,7 +14,7 @@ from .. import shutdown as shutdown_seq
 from ..client import REPLY_PEAK_RESET_MS, Client
 from ..config import ConfigError, memtoull
 from ..disk import master_side
-from ..memory import STARTUP_RSS, dict_table, memory_of, rss
+from ..memory import STARTUP_RSS, dict_table, memory_of, purge, rss
 from ..outcomes import LOADING_ERR, NO_REPLY, Block
 from ..scripting import busy_error, running
 from .args import (
@@ -370,7 +369,7 @@ def doctor_report(s) -> str:
 
 @command("memory|purge")
 def memory_purge(c: Client, argv: list[bytes]):
-    gc.collect()
+    purge()  # Redis replies OK whether or not its allocator had pages to give back
     return OK
 
 

@@ -10,6 +10,7 @@ import tracemalloc
 
 import pytest
 import rill.server.commands  # noqa: F401  (registers the command families)
+from rill.server import memory
 from rill.server.memory import SAMPLES, WALK_MAX, memory_of
 from rill.server.server import Server
 
@@ -505,3 +506,31 @@ def test_output_that_fits_the_reply_buffer_weighs_the_buffer():
     assert c.memory_usage() == idle
     c.out.append(b"x" * 20000)
     assert c.memory_usage() == idle - c.rbs + 23000
+
+
+def _heap_rss_kb() -> int:
+    """Resident KB of this process's glibc heap mapping ([heap] in smaps)."""
+    kb, in_heap = 0, False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            parts = line.split()
+            if "-" in parts[0] and not parts[0].endswith(":"):
+                in_heap = parts[-1] == "[heap]"
+            elif in_heap and parts[0] == "Rss:":
+                kb += int(parts[1])
+    return kb
+
+
+@pytest.mark.skipif(memory._MALLOC_TRIM is None, reason="the C library has no malloc_trim (not glibc)")
+def test_memory_purge_gives_the_heaps_free_pages_back():
+    # 64 KB blocks come from the heap (below glibc's mmap threshold); keeping every tenth
+    # one leaves free chunks in the middle of the heap, which only a trim hands back.
+    blocks = [bytearray(64 * 1024) for _ in range(400)]
+    for i in range(len(blocks)):
+        if i % 10:
+            blocks[i] = None  # type: ignore[call-overload]
+    before = _heap_rss_kb()
+    server = Server()
+    assert run_inproc(server, server.new_client(), "MEMORY", "PURGE") == b"+OK\r\n"
+    assert before - _heap_rss_kb() >= 20 * 1024  # most of the 22 MB freed: its pages are gone
+    del blocks
