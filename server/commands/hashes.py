@@ -103,7 +103,6 @@ def _hset(c: Client, argv: list[bytes]) -> int:
     return created
 
 
-@command("hset")
 def hset(c: Client, argv: list[bytes]):
     if len(argv) != 4:
         return _hset(c, argv)
@@ -131,6 +130,9 @@ def hset(c: Client, argv: list[bytes]):
         _notify(c, b"hset", key)
     c.server.dirty += 1
     return created
+
+
+command("hset")(hset)
 
 
 @command("hmset")
