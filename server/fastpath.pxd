@@ -18,7 +18,8 @@ cdef class ClientCore:
 # table are typed containers: their lookups are C calls, not the generic protocol.
 @cython.locals(n=Py_ssize_t, cmd=Command, st=CommandStats, start="long long",
                duration="long long", slow_ns="long long", latency_on=bint, plain=bint,
-               c_clock=bint, dirty=object, ready=dict, waiters=dict, argv=list, dispatch=dict, by_cmd=dict, hdr_of=list)
+               c_clock=bint, dirty=object, ready=dict, waiters=dict, argv=list, dispatch=dict, by_cmd=dict, hdr_of=list,
+               table_ns="long long")
 cpdef tuple execute_all(ServerCore server, ClientCore client, list commands, Py_ssize_t i=*)
 
 # Whether this module runs compiled, and the clock the loop reads when it does: CLOCK_MONOTONIC

@@ -58,7 +58,7 @@ from .evict import EVICT_FAIL, evictor_of
 from .fastpath import ServerCore
 from .fastpath import execute_all as _execute_all
 from .functions import FunctionsEngine
-from .latency import HDR_OF, LatencyMonitor, record_long
+from .latency import HDR_OF, TABLE_NS, LatencyMonitor, record_long
 from .memory import memory_of
 from .outcomes import LOADING_ERR, MASTERDOWN_ERR, NO_REPLY, Block
 from .propagation import Propagation
@@ -751,9 +751,12 @@ class Server(ServerCore):
         st.nsec += duration
         latency_on = self.latency_tracking
         if latency_on:
-            try:
-                st.hist[HDR_OF[duration]] += 1
-            except IndexError:
+            if duration < TABLE_NS:  # past the table: worked out, not met as an IndexError
+                try:
+                    st.hist[HDR_OF[duration]] += 1
+                except IndexError:  # its first sample: the histogram is allocated now
+                    record_long(st, duration)
+            else:
                 record_long(st, duration)
         else:
             st.untracked += 1
