@@ -307,7 +307,9 @@ def test_latencystats_of_a_sleep(clients):
         c.execute_command("DEBUG", "SLEEP", "0.05")
         c.set("k", "v")
         debug = float(_raw_line(c, "debug").removeprefix("p50="))
-        assert 50_000 <= debug < 60_000
+        # At least the sleep; the bound above only says the sample is of this sleep
+        # (microseconds, not a unit off) without betting on how loaded the machine is.
+        assert 50_000 <= debug < 1_000_000
         assert 0 < float(_raw_line(c, "set").removeprefix("p50=")) < debug
 
 
