@@ -3,6 +3,8 @@
 
 cimport cython
 
+from rill.storage.keyspace cimport Database
+
 cdef class Evictor:
     # The evictor's state as C fields: perform runs before every command while maxmemory
     # is set, and _evict_pooled once per write of a full cache; each self.<field> they
@@ -10,7 +12,8 @@ cdef class Evictor:
     # suspended, maxmemory and tracking are perform's copies of Server states
     # (gates_changed keeps them).
     cdef public object server, figure, dirty, policy, kind, untimed_down, evict_down, maxmemory
-    cdef public list pool, snaps, snap_renew, snap_limit, snap_empty
+    cdef public list pool, snaps, snap_renew, snap_limit, snap_empty, dbs, per_key, per_key_table
+    cdef public dict waiters
     cdef public Py_ssize_t next_db, samples
     cdef public long long evicted_keys
     cdef public bint running, volatile, lru, timed, lazy, replica_ignores, pooled, suspended, tracking
@@ -19,8 +22,9 @@ cdef class Evictor:
     # perform: before every command while maxmemory is set. cpdef, so that _time_proc's
     # call is a C call; the memory figure it adds up is C doubles (the Python floats'
     # operations, in the same order; maxmemory stays a Python int: it goes up to 2**64 - 1).
-    @cython.locals(used=double, coef=list, per_key=double, per_stamp=double, empty=double)
-    cpdef int perform(self, db=*) except? -1
+    # The databases are typed (keyspace.pxd): their fields are C reads here.
+    @cython.locals(used=double, coef=list, per_key=double, per_stamp=double, empty=double, d=Database)
+    cpdef int perform(self, Database db=*) except? -1
 
     # _evict_pooled: cpdef, so that perform calls it in C. Its containers typed, so that
     # the samples' lookups (access.get, the pool's and the snapshot's indexing and
@@ -28,5 +32,16 @@ cdef class Evictor:
     # a dict subclass is allowed there (a typed dict must be exactly one).
     @cython.locals(pool=list, dbs=list, candidates=list, snaps=list, snap=list, slots=list,
                    access=dict, n=Py_ssize_t, i=Py_ssize_t, freed=Py_ssize_t,
-                   dead=Py_ssize_t, db_id=Py_ssize_t, k=Py_ssize_t, lru=bint, populated=bint)
-    cpdef int _evict_pooled(self, used, maxmemory) except? -1
+                   dead=Py_ssize_t, db_id=Py_ssize_t, k=Py_ssize_t, lru=bint, populated=bint,
+                   db=Database, idle="long long", worst=double)
+    # used and maxmemory as C doubles: the figure is the Python float perform summed
+    # (its int() exact in a double), and maxmemory is below it here, so under 2**53
+    # and exact too; used's decrements are the same float operations.
+    cpdef int _evict_pooled(self, double used, double maxmemory) except? -1
+
+cdef bint _COMPILED
+
+# The pool's insertion point by score: a C loop over the scores as doubles (exact: every
+# score is an int under 2**53, an idle time, a count or an expiry in ms).
+@cython.locals(lo=Py_ssize_t, hi=Py_ssize_t, mid=Py_ssize_t, at=double)
+cdef Py_ssize_t _bisect_score(list pool, double score) except -1
