@@ -14,7 +14,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from types import ModuleType
 from typing import NoReturn
 
@@ -253,6 +254,24 @@ def start_redis(*args: str, workdir: str | None = None, preexec_fn=None, loading
     argv = [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--dir", workdir,
             "--enable-debug-command", "yes", *args]
     return ServerProcess(argv, port, workdir, preexec_fn).start(loading_ok=loading_ok)
+
+
+@contextmanager
+def stale_replicas(key: str, value: str) -> Iterator[tuple[RawClient, RawClient]]:
+    """rill and redis-server side by side, each holding ``key`` and then, told
+    replica-serve-stale-data no, made a replica of a port where nothing listens: both
+    stale until the body ends, when they become masters again."""
+    nowhere = str(free_port())
+    with start_rill() as rill, start_redis() as twin:
+        mine, theirs = RawClient(rill.port), RawClient(twin.port)
+        for c in (mine, theirs):
+            c.call("SET", key, value)
+            c.call("CONFIG", "SET", "replica-serve-stale-data", "no")
+            c.call("REPLICAOF", "127.0.0.1", nowhere)
+        yield mine, theirs
+        for c in (mine, theirs):
+            c.call("REPLICAOF", "NO", "ONE")
+            c.close()
 
 
 def encode_command(args: Iterable[bytes | str | int]) -> bytes:

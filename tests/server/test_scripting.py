@@ -602,15 +602,9 @@ def test_scripts_on_a_stale_replica_side_by_side():
     flags decide whether EVAL runs (allow-stale) or gets MASTERDOWN; a script without
     a shebang runs (EVAL itself is flagged stale), and in any of them only commands
     flagged stale may be called."""
-    from tests.support import free_port
+    from tests.support import stale_replicas
 
-    nowhere = str(free_port())
-    with start_rill() as rill, start_redis() as twin:
-        mine, theirs = RawClient(rill.port), RawClient(twin.port)
-        for c in (mine, theirs):
-            c.call("SET", "x", "1")
-            c.call("CONFIG", "SET", "replica-serve-stale-data", "no")
-            c.call("REPLICAOF", "127.0.0.1", nowhere)
+    with stale_replicas("x", "1") as (mine, theirs):
         for args in [("EVAL", "#!lua flags=no-writes\nreturn 1", "0"),
                      ("EVAL", "#!lua flags=allow-stale,no-writes\nreturn 2", "0"),
                      ("EVAL_RO", "#!lua flags=allow-stale,no-writes\nreturn redis.call('get', 'x')", "0"),
@@ -621,9 +615,6 @@ def test_scripts_on_a_stale_replica_side_by_side():
                      ("INFO", "errorstats")]:
             a, b = mine.call(*args), theirs.call(*args)
             assert a == b, f"{args}: rill {a!r} != redis {b!r}"
-        for c in (mine, theirs):
-            c.call("REPLICAOF", "NO", "ONE")
-            c.close()
 
 
 _WAIT_FOR_ABORT = """

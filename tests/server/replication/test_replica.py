@@ -309,15 +309,9 @@ def test_a_random_write_workload_leaves_rill_as_a_redis_replica(redis_master, se
 def test_stale_data_refused_while_the_link_is_down_side_by_side():
     """replica-serve-stale-data no: while the master cannot be reached, only commands
     flagged stale run; the others get MASTERDOWN."""
-    from tests.support import free_port
+    from tests.support import stale_replicas
 
-    nowhere = str(free_port())
-    with start_rill() as rill, start_redis() as twin:
-        mine, theirs = RawClient(rill.port), RawClient(twin.port)
-        for c in (mine, theirs):
-            c.call("SET", "k", "v")
-            c.call("CONFIG", "SET", "replica-serve-stale-data", "no")
-            c.call("REPLICAOF", "127.0.0.1", nowhere)
+    with stale_replicas("k", "v") as (mine, theirs):
         assert mine.call("GET", "k").startswith(b"-MASTERDOWN Link with MASTER is down")
         for args in [("GET", "k"), ("PING",), ("ECHO", "x"), ("CONFIG", "GET", "maxmemory"), ("DBSIZE",),
                      ("MULTI",), ("INFO", "nosuchsection"), ("EXEC",),
@@ -329,9 +323,6 @@ def test_stale_data_refused_while_the_link_is_down_side_by_side():
                 refused = a.startswith(b"-MASTERDOWN")
         assert not refused  # the last GET, with stale data served again
         assert mine.call("DBSIZE") == b":1\r\n"
-        for c in (mine, theirs):
-            c.call("REPLICAOF", "NO", "ONE")
-            c.close()
 
 
 def test_a_chained_replica_resyncs_when_its_master_resyncs():
