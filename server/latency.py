@@ -10,11 +10,11 @@ The histograms are Redis's own: HDR histograms from 1 ns to 1 s with two
 significant digits, one counter per value below 256 ns, then 128 counters per
 octave. Recording is one list lookup and one list increment on the dispatcher's
 hot path (``HDR_OF`` holds the counter of every duration below 65.5 us). A longer
-duration is recorded by :func:`record_long` (capped at the histogram's highest value,
-as Redis's hdr_record_value caps it); so is a command's first sample, which meets an
-IndexError (its counters are allocated then). A longer duration is tested for, not
-met as an IndexError: raising one costs more than a command (under valgrind, where
-every command takes that long, it was ~1.2k instructions per command).
+duration, tested for because raising an IndexError costs more than a command (~1.2k
+instructions; under valgrind every command takes that long), is recorded by
+:func:`record_long`, capped at the histogram's highest value as Redis caps it; so is
+a command's first sample, which does meet an IndexError (its counters are allocated
+then).
 Where Redis rounds each duration to whole microseconds first, rill keeps the
 nanoseconds.
 """
