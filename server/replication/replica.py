@@ -103,6 +103,14 @@ class ReplicaSide:
         self.master: Client | None = None  # the client the master's commands run as
         self.master_replid = "?"
         self.offset = -1  # the replication offset processed so far
+        # Stream bytes run inside a transaction not yet EXECed: they count in the offset
+        # only with the EXEC, since a lost link discards the transaction (Redis leaves
+        # its master client's reploff alone while it is in MULTI, for the same reason).
+        self.multi_bytes = 0
+        # The database the master client had selected when the link dropped: a master
+        # that continues (+CONTINUE) does not repeat the SELECT it sent before, so the
+        # stream goes on there (Redis keeps the whole master client cached for this).
+        self.master_db = 0
         self.last_io = 0.0
         self.down_since = time.time()
         self.sync_read = 0
@@ -157,6 +165,8 @@ class ReplicaSide:
         master, self.master = self.master, None
         if master is not None:
             self.server.client_gone(master)
+        self.multi_bytes = 0
+        self.master_db = 0
 
     # -- connecting -------------------------------------------------------------------
     def connect(self) -> None:
@@ -213,7 +223,9 @@ class ReplicaSide:
         self.link = None
         master, self.master = self.master, None
         if master is not None:
+            self.master_db = master.db.id
             self.server.client_gone(master)
+        self.multi_bytes = 0
         if self.host is not None:
             log.warning("Connection with master lost.")
             self.state = CONNECT
@@ -267,7 +279,7 @@ class ReplicaSide:
                 if len(parts) > 1:
                     self.master_replid = parts[1].decode(errors="replace")
                 log.warning("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.")
-                self._attach_master()
+                self._attach_master(self.master_db)
                 return True
             if not line.startswith(b"+FULLRESYNC"):
                 raise LinkError(f"Unexpected reply to PSYNC from master: {line.decode(errors='replace')}")
@@ -337,8 +349,9 @@ class ReplicaSide:
         self.sync_total = -1
         self._attach_master()
 
-    def _attach_master(self) -> None:
-        """The link carries the master's stream from now on, run as the master client."""
+    def _attach_master(self, db: int = 0) -> None:
+        """The link carries the master's stream from now on, run as the master client,
+        which starts in database ``db`` (where a continued stream left off)."""
         link = self.link
         assert link is not None
         sock = link.transport.get_extra_info("sockname") if link.transport is not None else None
@@ -348,7 +361,9 @@ class ReplicaSide:
         master.reply_mode = 1  # the master's commands get no replies (REPLCONF ACK aside)
         master.authenticated = True
         master.on_output = self._master_output
+        master.db = self.server.keyspace[db]
         self.master = master
+        self.multi_bytes = 0
         self.state = CONNECTED
         self.send_ack()
 
@@ -402,7 +417,11 @@ class ReplicaSide:
                 finally:
                     keyspace.expire_allowed = True
                 master.out.clear()
-                self.offset += parser.pos - consumed
+                if master.multi is None:
+                    self.offset += self.multi_bytes + parser.pos - consumed
+                    self.multi_bytes = 0
+                else:
+                    self.multi_bytes += parser.pos - consumed
                 consumed = parser.pos
                 if link is not self.link:
                     return  # REPLICAOF inside the stream ended this link
@@ -446,7 +465,8 @@ class ReplicaSide:
             ("master_last_io_seconds_ago", int(now - self.last_io) if up else -1),
             ("master_sync_in_progress", 1 if self.state == SYNC else 0),
             # Read includes what a pause holds unapplied in the link's buffer.
-            ("slave_read_repl_offset", self.offset + (len(self.link.buf) if up and self.link else 0)),
+            ("slave_read_repl_offset", self.offset + self.multi_bytes
+             + (len(self.link.buf) if up and self.link else 0)),
             ("slave_repl_offset", self.offset),
         ]
         if self.state == SYNC:
