@@ -491,7 +491,7 @@ UNSUPPORTED: frozenset[str] = frozenset({
     "rdb-save-incremental-fsync", "aof-rewrite-incremental-fsync",
     "no-appendfsync-on-rewrite", "aof-timestamp-enabled",
     # replication knobs
-    "repl-disable-tcp-nodelay", "repl-diskless-load", "repl-backlog-ttl", "replica-lazy-flush",
+    "repl-disable-tcp-nodelay", "repl-diskless-load", "replica-lazy-flush",
     "replica-ignore-disk-write-errors", "replica-announce-ip", "replica-announce-port",
     "bind-source-addr", "propagation-error-behavior",
     # crash reports, sockets

@@ -304,7 +304,7 @@ def _replication(c: Client) -> list[tuple[str, object]]:
         ))
     return rows + [
         ("master_failover_state", "no-failover"),
-        ("master_replid", repl.master_replid if following else c.server.run_id),
+        ("master_replid", repl.master_replid if following else p.replid),
         ("master_replid2", "0" * 40),
         ("master_repl_offset", repl.offset if following else p.repl_offset),
         ("second_repl_offset", -1),

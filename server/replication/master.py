@@ -142,6 +142,12 @@ class MasterSide:
         self.replicas: list[Client] = []
         self.repl_selected_db = -1
         self.repl_offset = 0
+        # The history this server's stream belongs to, as PSYNC names it: a new one
+        # whenever the backlog is freed, since the offset stops counting without it and
+        # a replica coming back must not be told it missed nothing.
+        self.replid = os.urandom(20).hex()
+        # since when this master has had no replica (repl-backlog-ttl counts from it)
+        self.no_replicas_since = time.time()
         # The replication backlog: the last repl-backlog-size bytes of the stream, so a
         # replica that lost its link can continue (PSYNC +CONTINUE) instead of resyncing.
         # Made when the first replica syncs, as in Redis; None until then.
@@ -197,6 +203,7 @@ class MasterSide:
             r.on_output(r)
         self.replicas = []
         self.backlog = None
+        self.no_replicas_since = time.time()
         self._update_feed()
 
     def snapshot_killed(self, socket_target: bool) -> None:
@@ -295,7 +302,7 @@ class MasterSide:
             link.held_bytes = 0
         self.repl_selected_db = -1
         if not link.pre_psync:
-            r.out.append(b"+FULLRESYNC %s %d\r\n" % (self.server.run_id.encode(), offset))
+            r.out.append(b"+FULLRESYNC %s %d\r\n" % (self.replid.encode(), offset))
             r.on_output(r)
 
     def _start_bgsave_for_replication(self, capa_eof: bool, req: tuple[bool, bool]) -> bool:
@@ -646,8 +653,25 @@ class MasterSide:
                 # clientsCron: a replica past its soft limit that has been sent nothing
                 # since is closed here once its seconds lapse, not on its next write.
                 self._check_output_limits(r, from_cron=True)
+        self._expire_backlog(bool(replicas))
         self._remove_sync_rdb()
         self.repl_cron_loops += 1
+
+    def _expire_backlog(self, replicas: bool) -> None:
+        """repl-backlog-ttl: a master that has had no replica for that many seconds
+        frees its backlog (a replica keeps its own, to serve PSYNC should it be
+        promoted), and starts a new replication ID, since without a backlog its offset
+        no longer moves with its writes."""
+        if replicas or self.server.replica_of is not None:
+            self.no_replicas_since = time.time()
+            return
+        ttl = self.config.int("repl-backlog-ttl")
+        if not ttl or self.backlog is None or int(time.time() - self.no_replicas_since) <= ttl:
+            return
+        self.replid = os.urandom(20).hex()
+        self.backlog = None
+        self._update_feed()
+        _notice("Replication backlog freed after %d seconds without connected replicas.", ttl)
 
     def _stop_unwanted_dump(self) -> None:
         """The last replica waiting for the dump being written went away: on a server
@@ -684,12 +708,12 @@ class MasterSide:
         """PSYNC <our replid> <offset>: +CONTINUE and what the backlog holds from the
         offset on, if it still holds it (Redis's masterTryPartialResynchronization)."""
         backlog = self.backlog
-        if backlog is None or replid.decode(errors="replace") != self.server.run_id:
+        if backlog is None or replid.decode(errors="replace") != self.replid:
             return False
         first = self.repl_offset - len(backlog) + 1
         if offset < first or offset > self.repl_offset + 1:
             return False
-        c.out.append(b"+CONTINUE %s\r\n" % self.server.run_id.encode())
+        c.out.append(b"+CONTINUE %s\r\n" % self.replid.encode())
         if offset <= self.repl_offset:
             c.out.append(bytes(backlog[offset - first:]))
         c.kind = "replica"
@@ -712,6 +736,7 @@ class MasterSide:
                 self.sync_abandoned = True  # the cron sees whether its dump is still wanted
             self.replicas = live
             if not live:
+                self.no_replicas_since = time.time()
                 self._update_feed()
         return live
 

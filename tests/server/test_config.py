@@ -107,6 +107,7 @@ IMPLEMENTED: dict[str, str] = {
     "active-active-user": "server/activeactive/links.py",
     "active-active-auth": "server/activeactive/links.py",
     "repl-backlog-size": "server/replication/master.py",
+    "repl-backlog-ttl": "server/replication/master.py",
     "maxmemory": "server/server.py",
     "maxmemory-samples": "server/evict.py",
     "maxmemory-clients": "server/memory.py",

@@ -8,7 +8,7 @@ import pytest
 import redis
 
 from tests.server.replication.test_replica import _dataset
-from tests.support import start_redis, start_rill, wait_until
+from tests.support import RawClient, encode_command, start_redis, start_rill, wait_until
 
 
 def _master(kind: str):
@@ -87,3 +87,39 @@ def test_a_transaction_cut_by_a_dropped_link_is_run_after_the_resync(oracle_serv
             assert r.info("stats")["unexpected_error_replies"] == 0
             r.close()
         m.close()
+
+
+def _psync(port: int, replid: str, offset: int) -> bytes:
+    """The first word of a PSYNC's answer, from a replica that leaves at once."""
+    c = RawClient(port)
+    c.call("REPLCONF", "listening-port", "1")
+    c.send_raw(encode_command(["PSYNC", replid, offset]))
+    reply = c.read_reply()
+    c.close()
+    return reply.split()[0]
+
+
+@pytest.mark.parametrize("master_kind", ["redis", "rill"])
+def test_the_backlog_is_freed_after_repl_backlog_ttl_without_replicas(oracle_server, master_kind):
+    """A master without replicas keeps its backlog for repl-backlog-ttl seconds; then
+    it frees it under a new replication ID, so a replica coming back with the old one
+    gets a full resync rather than a continuation that would skip the writes made
+    meanwhile."""
+    with _master(master_kind) as master:
+        m = redis.Redis(port=master.port)
+        assert _psync(master.port, "?", -1) == b"+FULLRESYNC"
+        m.set("k", "v")
+        wait_until(lambda: m.info("replication")["connected_slaves"] == 0)
+        info = m.info("replication")
+        replid, offset = info["master_replid"], info["master_repl_offset"]
+        assert _psync(master.port, replid, offset + 1) == b"+CONTINUE"
+        wait_until(lambda: m.info("replication")["connected_slaves"] == 0)
+        assert m.config_set("repl-backlog-ttl", 1)
+        wait_until(lambda: m.info("replication")["repl_backlog_active"] == 0)
+        assert m.info("replication")["master_replid"] != replid
+        assert _psync(master.port, replid, offset + 1) == b"+FULLRESYNC"
+        stats = m.info("stats")
+        assert (stats["sync_full"], stats["sync_partial_ok"], stats["sync_partial_err"]) == (2, 1, 1)
+        assert "Replication backlog freed after 1 seconds without connected replicas." in master.log()
+        m.close()
+
