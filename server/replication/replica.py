@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -84,7 +85,19 @@ class MasterLink(asyncio.Protocol):
     def close(self) -> None:
         if self.transport is not None and not self.closed:
             self.closed = True
-            self.transport.close()
+            # The transport lets go of its socket only on a later turn of the loop; the
+            # master must see the link end now (as Redis closes it at once), not after
+            # what the rest of this turn does (CLIENT KILL then DEBUG SLEEP in one
+            # EXEC). A shutdown through a duplicate of the descriptor ends the
+            # connection itself at once. Nothing queued for a master we drop matters.
+            sock = self.transport.get_extra_info("socket")
+            if sock is not None:
+                try:
+                    with socket.fromfd(sock.fileno(), socket.AF_INET, socket.SOCK_STREAM) as dup:
+                        dup.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass  # already gone
+            self.transport.abort()
 
 
 class LinkError(Exception):

@@ -123,3 +123,26 @@ def test_the_backlog_is_freed_after_repl_backlog_ttl_without_replicas(oracle_ser
         assert "Replication backlog freed after 1 seconds without connected replicas." in master.log()
         m.close()
 
+
+@pytest.mark.parametrize("replica_kind", ["redis", "rill"])
+def test_a_master_link_killed_inside_a_transaction_ends_at_once(oracle_server, replica_kind):
+    """CLIENT KILL of the master client closes the link when it runs, not when the
+    transaction around it ends: the master sees its replica gone while a DEBUG SLEEP
+    after the kill still holds the replica (so repl-backlog-ttl counts from then)."""
+    start = start_redis if replica_kind == "redis" else start_rill
+    with start_rill() as master, start() as replica:
+        m = redis.Redis(port=master.port)
+        r = redis.Redis(port=replica.port)
+        r.execute_command("REPLICAOF", "127.0.0.1", master.port)
+        wait_until(lambda: _caught_up(m, r))
+        assert m.info("replication")["connected_slaves"] == 1
+        c = RawClient(replica.port)
+        c.send_raw(b"".join(encode_command(argv) for argv in (
+            ["MULTI"], ["CLIENT", "KILL", "TYPE", "master"], ["DEBUG", "SLEEP", 120], ["EXEC"])))
+        try:
+            wait_until(lambda: m.info("replication")["connected_slaves"] == 0)
+        finally:
+            replica.kill()  # still asleep
+            c.close()
+        r.close()
+        m.close()
