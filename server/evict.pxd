@@ -12,7 +12,7 @@ cdef class Evictor:
     # suspended, maxmemory and tracking are perform's copies of Server states
     # (gates_changed keeps them).
     cdef public object server, figure, dirty, policy, kind, untimed_down, evict_down, maxmemory
-    cdef public list pool, snaps, snap_renew, snap_limit, snap_empty, dbs, per_key, per_key_table
+    cdef public list pool, snaps, snap_renew, snap_limit, snap_empty, dbs, per_key, per_key_table, active
     cdef public dict waiters
     cdef public Py_ssize_t next_db, samples
     cdef public long long evicted_keys
@@ -32,12 +32,18 @@ cdef class Evictor:
     # a dict subclass is allowed there (a typed dict must be exactly one).
     @cython.locals(pool=list, dbs=list, candidates=list, snaps=list, snap=list, slots=list,
                    access=dict, n=Py_ssize_t, i=Py_ssize_t, freed=Py_ssize_t,
-                   dead=Py_ssize_t, db_id=Py_ssize_t, k=Py_ssize_t, lru=bint, populated=bint,
+                   dead=Py_ssize_t, db_id=Py_ssize_t, k=Py_ssize_t, j=Py_ssize_t, end=Py_ssize_t,
+                   lru=bint, populated=bint,
                    db=Database, idle="long long", worst=double)
     # used and maxmemory as C doubles: the figure is the Python float perform summed
     # (its int() exact in a double), and maxmemory is below it here, so under 2**53
     # and exact too; used's decrements are the same float operations.
     cpdef int _evict_pooled(self, double used, double maxmemory) except? -1
+
+    # _dead_slots: after a sample that met deleted keys' slots (a quarter of the
+    # evictions or so: evicted keys cluster in the snapshot), called in C.
+    @cython.locals(db_id=Py_ssize_t, empty=Py_ssize_t)
+    cpdef _dead_slots(self, Database db, Py_ssize_t dead, bint all_dead)
 
 cdef bint _COMPILED
 

@@ -90,11 +90,12 @@ class Evictor:
         # Containers read per eviction, held here (C fields when compiled) rather than
         # reached through the server and the figure each time: none is ever replaced
         # (SWAPDB swaps databases' contents, the blocking registry empties its dict in
-        # place, the figure updates its per-database lists in place).
+        # place, the figure updates its per-database lists and ``active`` in place).
         self.dbs: list[Database] = server.keyspace.dbs
         self.waiters = server.blocking.waiters
         self.per_key: list[float] = figure.per_key
         self.per_key_table: list[float] = figure.per_key_table
+        self.active: list[Database] = figure.active  # the databases holding keys
         # per database: _evict_pooled's snapshot of its keys, and when to take the next
         ndb = len(server.keyspace.dbs)
         self.snaps: list[list[bytes] | None] = [None] * ndb
@@ -178,7 +179,7 @@ class Evictor:
         dirty = s.dirty
         if dirty != self.dirty and db is not None:  # written to since the last call
             self.dirty = dirty
-            if len(db.data) <= SAMPLES or db not in figure.active:
+            if len(db.data) <= SAMPLES or db not in self.active:
                 figure.after_write(db)
         # figure.for_eviction(), inline (its float left as it is: int() of a float costs
         # as much as a line); a change there belongs here too. Compiled, ``used`` is a C
@@ -186,7 +187,7 @@ class Evictor:
         used = figure.evict_base + figure.clients_normal
         coef = self.per_key_table
         empty = _3_EMPTY_DICTS
-        for d in figure.active:
+        for d in self.active:
             expires = d.expires
             per_key = coef[d.id]
             per_stamp = _LFU_PER_KEY if d.lfu else TABLE_PER_KEY
@@ -274,7 +275,7 @@ class Evictor:
                     return db, key
             return None
         pool = self.pool
-        candidates = self.figure.active or dbs  # the databases holding keys (cron's list)
+        candidates = self.active or dbs  # the databases holding keys (cron's list)
         while True:
             populated = False
             for db in candidates:
@@ -381,7 +382,7 @@ class Evictor:
         s = self.server
         pool = self.pool
         dbs = self.dbs
-        candidates = self.figure.active or dbs  # the databases holding keys (cron's list)
+        candidates = self.active or dbs  # the databases holding keys (cron's list)
         snaps = self.snaps
         n = self.samples
         lru = self.lru
@@ -403,11 +404,16 @@ class Evictor:
                     # maxmemory-samples consecutive slots of the database's snapshot from
                     # a random place, as dictGetSomeKeys reads consecutive buckets (the
                     # snapshot repeats its first slots at its end: the buckets wrap); a
-                    # deleted key's slot is skipped below (see _snapshot)
-                    i = _getrandbits(32) % (len(snap) - n)
-                    slots = snap[i:i + n]
+                    # deleted key's slot is skipped below (see _snapshot). Read in place:
+                    # a slice was a list made and freed per eviction.
+                    i = _getrandbits(32)
+                    i %= len(snap) - n
+                    slots = snap
+                    end = i + n
                 else:
                     slots = self._sample_run(db, n, raw=True)
+                    i = 0
+                    end = len(slots)
                 if lru:
                     # an LRU stamp is the clock at the last access; a live key without
                     # one (loaded, never touched since) counts from the base
@@ -415,7 +421,8 @@ class Evictor:
                     clock = db.clock
                     dead = 0
                     worst = pool[0][0] if len(pool) >= POOL_SIZE else _UNBOUNDED
-                    for key in slots:
+                    for j in range(i, end):
+                        key = slots[j]
                         stamp = access.get(key)
                         if stamp is None:
                             if key not in data:
@@ -436,9 +443,9 @@ class Evictor:
                             if len(pool) >= POOL_SIZE:
                                 worst = pool[0][0]
                 else:
-                    dead = self._score_into_pool(db, slots, lru)
+                    dead = self._score_into_pool(db, slots[i:end], lru)
                 if dead and snap is not None:
-                    self._dead_slots(db, dead, dead == len(slots))
+                    self._dead_slots(db, dead, dead == end - i)
             if not populated:
                 if candidates is dbs:
                     return EVICT_FAIL

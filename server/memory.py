@@ -364,7 +364,7 @@ class MemoryFigure:
             if now - self.samples[db.id].at >= max(REFRESH_MIN, n * REFRESH_PER_KEY):
                 self._refresh_db(db, now, forked)
         self._buffers()
-        self.active = active
+        self.active[:] = active  # in place: the evictor holds this list
         self.evict_base = self.startup + self.backlog + idle_tables
         self.used()
         if self.clients_limit and self.clients_normal >= self.clients_limit:
