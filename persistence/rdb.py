@@ -1672,6 +1672,9 @@ class LoadResult:
     keys_expired: int = 0
     empty_keys_skipped: int = 0
     functions: list[bytes] = field(default_factory=list)  # function libraries' code, in order
+    # (db, key) of the keys dropped as expired, in file order: a master restarted from
+    # the file tells its replicas of them (DELs in its backlog), as Redis does
+    expired_keys: list[tuple[int, bytes]] = field(default_factory=list)
 
 
 def load(
@@ -1810,6 +1813,7 @@ def _load(
                 continue
             if expire_at != -1 and not keep_expired and expire_at < now_ms:
                 expired += 1
+                result.expired_keys.append((db_id, bytes(key)))
                 expire_at = -1
                 continue
             if key in data_db:

@@ -50,6 +50,7 @@ from rill.persistence.aof import (
 )
 from rill.persistence.rdb_split import save_file_split
 from rill.protocol.effects import decode_apply
+from rill.protocol.numbers import string2ll
 from rill.protocol.reply import OK, ReplyError, Status
 from rill.storage.stream.active import ActiveStream
 
@@ -188,6 +189,8 @@ class Persistence:
         engine = self.server.active_active
         extra_aux = [] if plain or engine is None else [
             (rdb.AA_STATE_AUX, engine.export_state()), (rdb.AA_BACKLOG_AUX, backlog_blob(engine))]
+        if not aof_base and self.master is not None:  # an AOF base is no point in a replication history
+            extra_aux = self.master.save_info() + extra_aux
         return rdb.SaveOptions(
             compression=c.bool("rdbcompression"),
             checksum=c.bool("rdbchecksum"),
@@ -481,7 +484,8 @@ class Persistence:
                     self._open_aof_on_start()
             elif os.path.exists(self.rdb_path()):
                 self._start_loading(os.path.getsize(self.rdb_path()))
-                yield from self._load_rdb_steps()
+                result = yield from self._load_rdb_steps()
+                self._restore_replication(result)
         except ManifestError as e:
             # aofLoadManifestFromFile's report, line for line
             log.warning("\n*** FATAL AOF MANIFEST FILE ERROR ***\n")
@@ -496,6 +500,27 @@ class Persistence:
         server.loading = False
         self.delete_history()
         self.dirty_at_save = server.dirty
+
+    def _restore_replication(self, result: rdb.LoadResult) -> None:
+        """The dump's place in a replication history (aux repl-id, repl-offset,
+        repl-stream-db, as Redis writes them), if it names a whole one: a restarted
+        replica continues its master's stream from there, a restarted master lets its
+        replicas continue (replication/master.py's ``restore``), after DELs for the
+        keys that expired while it was down, which its replicas still hold."""
+        aux = result.aux
+        replid = aux.get(b"repl-id", b"")
+        offset = string2ll(aux.get(b"repl-offset", b"-1"))
+        db = string2ll(aux.get(b"repl-stream-db", b"-1"))
+        if len(replid) != 40 or offset is None or offset == -1 or db is None or db == -1:
+            return
+        following = self.server.replica_of is not None
+        self.master.restore(replid.decode(errors="replace"), offset, as_replica=following)
+        if not following and result.expired_keys:
+            delete = b"UNLINK" if self.config.bool("lazyfree-lazy-expire") else b"DEL"
+            for db, key in result.expired_keys:
+                self.master.feed_verbatim_in(db, [delete, key])
+        if following:
+            self.server.replica_side.resume_from(replid.decode(errors="replace"), offset, db)
 
     def _start_loading(self, total_bytes: int) -> None:
         """startLoading: the figures INFO persistence shows while loading."""

@@ -182,6 +182,7 @@ def config_resetstat(c: Client, argv: list[bytes]):
     if figure is not None:
         figure.evicted_clients = 0
     server.cmdstats.reset()
+    master_side(server).reset_stats()
     server.total_forks = 0
     server.latest_fork_usec = 0
     server.fork_rate = 0.0

@@ -304,10 +304,10 @@ def _replication(c: Client) -> list[tuple[str, object]]:
         ))
     return rows + [
         ("master_failover_state", "no-failover"),
-        ("master_replid", repl.master_replid if following else p.replid),
-        ("master_replid2", "0" * 40),
-        ("master_repl_offset", repl.offset if following else p.repl_offset),
-        ("second_repl_offset", -1),
+        ("master_replid", p.replid),
+        ("master_replid2", p.replid2),
+        ("master_repl_offset", p.repl_offset),
+        ("second_repl_offset", p.second_repl_offset),
         ("repl_backlog_active", 0 if p.backlog is None else 1),
         ("repl_backlog_size", c.server.config["repl-backlog-size"]),
         ("repl_backlog_first_byte_offset", 0 if p.backlog is None else p.repl_offset - len(p.backlog) + 1),

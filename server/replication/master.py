@@ -11,6 +11,15 @@ through. The stream itself is the replication feed of the propagation path
 (server/propagation.py): every unit of effects, encoded as RESP with SELECTs, goes
 to each replica and into the backlog, and counts in the replication offset. The
 other side, this server following a master, is server/replication/replica.py.
+
+PSYNC2 (Redis 4.0+): a whole chain shares one history. A replica propagates nothing
+of its own to its replicas; it passes its master's stream on byte for byte
+(``proxy``), into its own backlog too, and takes its master's replication ID and
+offset as its own (``adopt``), so its replicas can continue with it, or with any
+other server of the chain, after a failover. The previous history is kept as
+``replid2``, valid up to ``second_repl_offset``: on promotion (``shift_replid``), on
+a continuation under a master's new ID (``continued_as``), and from the dump's aux
+fields at start-up (``restore``; ``save_info`` writes them).
 """
 
 from __future__ import annotations
@@ -62,6 +71,10 @@ SNAPSHOT_BATCH = 1 << 20
 # A replica's output limits are checked each time this much stream has gone its way
 # since the last check (Redis checks as each 16 KB block of the stream is added).
 OBUF_CHECK_BYTES = 16 * 1024
+
+
+# replid2 when there is no previous history (INFO shows it as forty zeros)
+NO_REPLID = "0" * 40
 
 
 class ReplicaLink:
@@ -146,6 +159,11 @@ class MasterSide:
         # whenever the backlog is freed, since the offset stops counting without it and
         # a replica coming back must not be told it missed nothing.
         self.replid = os.urandom(20).hex()
+        # PSYNC2: the history this server followed before its current one (its old
+        # master's, or its own before a restart) and the first offset not in it, so that
+        # replicas of that history can still continue here after a promotion.
+        self.replid2 = NO_REPLID
+        self.second_repl_offset = -1
         # since when this master has had no replica (repl-backlog-ttl counts from it)
         self.no_replicas_since = time.time()
         # The replication backlog: the last repl-backlog-size bytes of the stream, so a
@@ -166,6 +184,10 @@ class MasterSide:
         # WAIT: (client, offset, replicas wanted, marker of its wait), oldest first
         self.ack_waiters: list[tuple[Client, int, int, Any]] = []
         self.getack_scheduled = False
+
+    def reset_stats(self) -> None:
+        """CONFIG RESETSTAT: the sync counters start again from zero, as in Redis."""
+        self.sync_full = self.sync_partial_ok = self.sync_partial_err = 0
 
     @property
     def config(self) -> Any:
@@ -206,6 +228,84 @@ class MasterSide:
         self.no_replicas_since = time.time()
         self._update_feed()
 
+    def disconnect_replicas(self) -> None:
+        """Close every replica's link but keep the backlog: they come back with PSYNC and
+        learn the new replication ID from +CONTINUE (Redis's disconnectSlaves)."""
+        for r in self.live_replicas():
+            r.kill_requested = True
+            r.on_output(r)
+
+    def shift_replid(self) -> None:
+        """shiftReplicationId: start a new history here, keeping the one followed so far
+        as the second, valid up to the current offset, so that the replicas of our old
+        master can continue with us once we are promoted."""
+        self.replid2 = self.replid
+        self.second_repl_offset = self.repl_offset + 1
+        self.replid = os.urandom(20).hex()
+        _notice("Setting secondary replication ID to %s, valid up to offset: %d. New replication ID is %s",
+                self.replid2, self.second_repl_offset, self.replid)
+
+    def adopt(self, replid: str, offset: int) -> None:
+        """After a full sync from a master: its history is ours, from ``offset`` on, with
+        a fresh backlog (what was there led to the dataset the snapshot replaced)."""
+        self.replid = replid
+        self.replid2 = NO_REPLID
+        self.second_repl_offset = -1
+        self.repl_offset = offset
+        self.backlog = bytearray()
+        self._update_feed()
+
+    def continued_as(self, replid: str) -> None:
+        """The master continued us under another replication ID (it was promoted, or
+        restarted from its dump): that is now our history, the old one our second, and
+        our own replicas reconnect to learn it. A server that restarted from its dump
+        has no backlog yet: it gets one, to serve its own replicas from here."""
+        if self.backlog is None:
+            self.backlog = bytearray()
+            self._update_feed()
+        if replid == self.replid:
+            return
+        self.replid2 = self.replid
+        self.second_repl_offset = self.repl_offset + 1
+        self.replid = replid
+        _notice("Master replication ID changed to %s", replid)
+        self.disconnect_replicas()
+
+    def restore(self, replid: str, offset: int, as_replica: bool) -> None:
+        """The dump loaded at start-up named the history it was part of (aux repl-id,
+        repl-offset): a replica goes on with it as its own, to PSYNC its master from
+        there; a master keeps it as its second history, with its offsets moved on to
+        follow it, so that its old replicas can continue with it."""
+        if as_replica:
+            self.replid = replid
+            self.repl_offset = offset
+            return
+        self.replid2 = replid
+        self.second_repl_offset = offset + 1
+        self.repl_offset += offset
+        self.backlog = bytearray()
+        self.no_replicas_since = time.time()
+        self._update_feed()
+
+    def save_info(self) -> list[tuple[bytes, bytes]]:
+        """rdbPopulateSaveInfo's aux fields for a dump: the history it belongs to and the
+        database the stream had selected (a replica's is its master client's), so that
+        a replica loading it, at start-up or in a full sync, knows where the stream
+        resumes. A master without a backlog saves none: it has nothing to resume."""
+        repl = self.server.replica_side
+        if self.server.replica_of is None:
+            if self.backlog is None:
+                return []
+            db = max(self.repl_selected_db, 0)
+        elif repl.master is not None:
+            db = repl.master.db.id
+        elif repl.master_replid != "?":
+            db = repl.master_db
+        else:
+            return []
+        return [(b"repl-stream-db", b"%d" % db), (b"repl-id", self.replid.encode()),
+                (b"repl-offset", b"%d" % self.repl_offset)]
+
     def snapshot_killed(self, socket_target: bool) -> None:
         """The snapshot child was killed: replicas waiting for it will not get it. They
         are dropped, and come back for another (Redis's updateSlavesWaitingBgsave with
@@ -232,6 +332,9 @@ class MasterSide:
         link = c.repl
         if link is None:
             link = c.repl = ReplicaLink()
+        if self.server.replica_of is not None and self.server.replica_side.state != "connected":
+            # a replica serves only the history it is following, once it follows it
+            raise ReplyError("NOMASTERLINK Can't SYNC while not connected with my master")
         if link.exclude_data and not link.capa_eof:
             raise ReplyError("ERR Filtered replica requires EOF capability")
         if not link.capa_eof and self.plain_view_only():
@@ -626,9 +729,9 @@ class MasterSide:
         snapshot alive with a newline, and drop replicas silent past repl-timeout."""
         replicas = self.live_replicas()
         period = max(1, self.config.int("repl-ping-replica-period"))
-        # A rill replica pings its own replicas too: it feeds them its own stream (what
-        # its master's commands propagate), with its own offsets, not its master's bytes.
-        if replicas and self.repl_cron_loops % period == 0:
+        # Only a master pings: a replica passes its master's PINGs on with the rest of
+        # its master's stream, which its own replicas follow byte for byte.
+        if replicas and self.repl_cron_loops % period == 0 and self.server.replica_of is None:
             self._feed_replicas([(self.repl_selected_db, [b"PING"])])
         for r in replicas:
             state = r.repl.state
@@ -708,10 +811,23 @@ class MasterSide:
         """PSYNC <our replid> <offset>: +CONTINUE and what the backlog holds from the
         offset on, if it still holds it (Redis's masterTryPartialResynchronization)."""
         backlog = self.backlog
-        if backlog is None or replid.decode(errors="replace") != self.replid:
+        asked = replid.decode(errors="replace")
+        if asked != self.replid and (asked != self.replid2 or offset > self.second_repl_offset):
+            # Our previous history is good only up to where we left it (a replica
+            # that went further on it followed writes we never saw).
+            if asked == self.replid2:
+                _notice("Partial resynchronization not accepted: Requested offset for second ID was %d, "
+                        "but I can reply up to %d", offset, self.second_repl_offset)
+            else:
+                _notice("Partial resynchronization not accepted: Replication ID mismatch (Replica asked for "
+                        "'%s', my replication IDs are '%s' and '%s')", asked, self.replid, self.replid2)
+            return False
+        if backlog is None:
             return False
         first = self.repl_offset - len(backlog) + 1
         if offset < first or offset > self.repl_offset + 1:
+            _notice("Unable to partial resync with replica %s for lack of backlog (Replica request was: %d).",
+                    self._replica_name(c), offset)
             return False
         c.out.append(b"+CONTINUE %s\r\n" % self.replid.encode())
         if offset <= self.repl_offset:
@@ -801,12 +917,19 @@ class MasterSide:
         (so with no SELECT before it), as Redis's debug command feeds its replicas."""
         self._feed_replicas([(self.repl_selected_db, argv)])
 
+    def feed_verbatim_in(self, db: int, argv: list[bytes]) -> None:
+        """One command into the stream, in database ``db`` (a SELECT before it if the
+        stream is elsewhere): the DELs of a master's start-up load."""
+        self._feed_replicas([(db, argv)])
+
     def _feed_replicas(self, ops: list[tuple[int, list[bytes]]]) -> None:
         """The stream to every live replica, and into the backlog (which goes on
         recording while no replica is connected, for one that comes back). A replica
         whose snapshot is being made or sent records it until the snapshot is through;
         one still waiting for its snapshot to start gets none of it (the snapshot will
         hold it)."""
+        if self.server.replica_of is not None:
+            return  # a replica's replicas get its master's stream, proxied (see ``proxy``)
         live = self.live_replicas()
         if not live and self.backlog is None:
             return
@@ -822,7 +945,16 @@ class MasterSide:
                 parts.append(aofmod.select_command(db))
                 self.repl_selected_db = db
             parts.append(aofmod.encode_command(argv))
-        data = b"".join(parts)
+        self.proxy(b"".join(parts), live)
+
+    def proxy(self, data: bytes, live: list[Client] | None = None) -> None:
+        """Stream bytes into the backlog and to every replica, counting in the offset:
+        this master's own encoded effects, or, on a replica, its master's stream
+        exactly as applied, so that the whole chain shares one history (PSYNC2)."""
+        if live is None:
+            live = self.live_replicas()
+            if not live and self.backlog is None:
+                return
         self.repl_offset += len(data)
         backlog = self.backlog
         if backlog is not None:

@@ -12,6 +12,12 @@ replication offset, and acknowledges that offset every second and when the maste
 asks (REPLCONF GETACK), which is what the master's WAIT counts. A lost link is
 retried from the cron.
 
+The history it asks to continue is this server's own (master.py's replid and
+offset), which is its master's after a sync: each command applied goes on, as the
+master sent it, to this server's backlog and replicas. REPLICAOF to another master
+keeps it; a master made a replica offers its own; a dump loaded at start-up offers
+the one it records.
+
 While it follows a master the server refuses writes from its own clients
 (``replica-read-only``), and keys whose time has passed read as missing but stay
 until the master's DEL arrives, as on a Redis replica.
@@ -29,7 +35,7 @@ from rill.persistence import aof
 from rill.protocol.numbers import string2ll
 from rill.protocol.parser import split_args
 
-from ..disk import PersistenceError, persistence_of
+from ..disk import PersistenceError, master_side, persistence_of
 from ..outbound import dial
 
 if TYPE_CHECKING:
@@ -114,12 +120,15 @@ class ReplicaSide:
         self.state = CONNECT
         self.link: MasterLink | None = None
         self.master: Client | None = None  # the client the master's commands run as
+        # The history to PSYNC with ("?": none, a full sync is asked for): this server's
+        # own replication ID (master.py's ``replid``), which is its master's once synced.
         self.master_replid = "?"
         self.offset = -1  # the replication offset processed so far
-        # Stream bytes run inside a transaction not yet EXECed: they count in the offset
-        # only with the EXEC, since a lost link discards the transaction (Redis leaves
-        # its master client's reploff alone while it is in MULTI, for the same reason).
-        self.multi_bytes = 0
+        # Stream bytes run inside a transaction not yet EXECed: they count in the offset,
+        # and go on to our own replicas and backlog, only with the EXEC, since a lost
+        # link discards the transaction (Redis leaves its master client's reploff alone
+        # while it is in MULTI, for the same reason).
+        self.multi_buf = bytearray()
         # The database the master client had selected when the link dropped: a master
         # that continues (+CONTINUE) does not repeat the SELECT it sent before, so the
         # stream goes on there (Redis keeps the whole master client cached for this).
@@ -142,20 +151,39 @@ class ReplicaSide:
             self.follow(master[0].decode(errors="replace"), string2ll(master[1]))
 
     def follow(self, host: str, port: int) -> None:
-        """REPLICAOF host port: drop any current master and connect to this one."""
+        """REPLICAOF host port: drop any current master and connect to this one.
+
+        What we followed so far is offered to the new master for a partial resync: a
+        replica's master's history, or a master's own (as Redis's
+        replicationCacheMasterUsingMyself), which a promoted replica of ours still has.
+        Our own replicas stay connected: the history they follow goes on."""
+        was_master = self.host is None
+        if not was_master and self.master is not None:
+            self.master_db = self.master.db.id
         self._drop_link()
         server = self.server
         self.generation += 1
         self.host, self.port = host, port
         self.state = CONNECT
-        self.master_replid = "?"
-        self.offset = -1
+        if was_master:
+            p = master_side(server)
+            self.master_replid = p.replid
+            self.offset = p.repl_offset
+            self.master_db = 0
         self.down_since = time.time()
         server.replica_of = (host, port)
         for hook in server.role_hooks:
             hook()
         log.warning("Connecting to MASTER %s:%d", host, port)
         self.connect()
+
+    def resume_from(self, replid: str, offset: int, db: int) -> None:
+        """Start-up loaded a dump made at ``offset`` of ``replid``'s stream, in ``db``:
+        ask the master to continue from there (Redis's cached master built from the
+        dump's aux fields)."""
+        self.master_replid = replid
+        self.offset = offset
+        self.master_db = db
 
     def stop(self) -> None:
         """REPLICAOF NO ONE: keep the dataset, stop following, accept writes again."""
@@ -169,6 +197,14 @@ class ReplicaSide:
         for hook in self.server.role_hooks:
             hook()
         self.state = CONNECT
+        self.master_replid = "?"
+        self.offset = -1
+        # A new history starts here; the replicas of our old master (ours included)
+        # may continue with us up to where we left its, and reconnect to learn so.
+        p = master_side(self.server)
+        p.shift_replid()
+        p.disconnect_replicas()
+        p.repl_selected_db = -1
         log.warning("MASTER MODE enabled (user request)")
 
     def _drop_link(self) -> None:
@@ -178,8 +214,7 @@ class ReplicaSide:
         master, self.master = self.master, None
         if master is not None:
             self.server.client_gone(master)
-        self.multi_bytes = 0
-        self.master_db = 0
+        self.multi_buf.clear()
 
     # -- connecting -------------------------------------------------------------------
     def connect(self) -> None:
@@ -238,7 +273,7 @@ class ReplicaSide:
         if master is not None:
             self.master_db = master.db.id
             self.server.client_gone(master)
-        self.multi_bytes = 0
+        self.multi_buf.clear()
         if self.host is not None:
             log.warning("Connection with master lost.")
             self.state = CONNECT
@@ -291,6 +326,7 @@ class ReplicaSide:
                 parts = line.split()
                 if len(parts) > 1:
                     self.master_replid = parts[1].decode(errors="replace")
+                    master_side(self.server).continued_as(self.master_replid)
                 log.warning("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.")
                 self._attach_master(self.master_db)
                 return True
@@ -355,12 +391,17 @@ class ReplicaSide:
         log.warning("MASTER <-> REPLICA sync: receiving %d bytes from master", len(payload))
         server = self.server
         try:
-            persistence_of(server).load_from_master(payload)
+            result = persistence_of(server).load_from_master(payload)
         except PersistenceError as e:
             raise LinkError(str(e)) from None
         log.warning("MASTER <-> REPLICA sync: Finished with success")
         self.sync_total = -1
-        self._attach_master()
+        master_side(server).adopt(self.master_replid, self.offset)
+        # The stream resumes in the database the snapshot says its master's stream had
+        # selected: a master that is itself a replica passes its master's stream on
+        # as is, with no SELECT of its own after the snapshot.
+        db = string2ll(result.aux.get(b"repl-stream-db", b"0"))
+        self._attach_master(db if db is not None and 0 <= db < len(server.keyspace.dbs) else 0)
 
     def _attach_master(self, db: int = 0) -> None:
         """The link carries the master's stream from now on, run as the master client,
@@ -376,7 +417,7 @@ class ReplicaSide:
         master.on_output = self._master_output
         master.db = self.server.keyspace[db]
         self.master = master
-        self.multi_bytes = 0
+        self.multi_buf.clear()
         self.state = CONNECTED
         self.send_ack()
 
@@ -401,6 +442,7 @@ class ReplicaSide:
         parser = aof.CommandParser(link.buf)  # type: ignore[arg-type]
         consumed = 0
         keyspace = server.keyspace
+        history = master_side(server)
         try:
             while True:
                 try:
@@ -430,11 +472,16 @@ class ReplicaSide:
                 finally:
                     keyspace.expire_allowed = True
                 master.out.clear()
-                if master.multi is None:
-                    self.offset += self.multi_bytes + parser.pos - consumed
-                    self.multi_bytes = 0
+                # What was applied goes on, byte for byte, to our backlog and replicas.
+                applied = bytes(link.buf[consumed:parser.pos])
+                if master.multi is not None:
+                    self.multi_buf += applied
                 else:
-                    self.multi_bytes += parser.pos - consumed
+                    if self.multi_buf:
+                        applied = bytes(self.multi_buf) + applied
+                        self.multi_buf.clear()
+                    self.offset += len(applied)
+                    history.proxy(applied)
                 consumed = parser.pos
                 if link is not self.link:
                     return  # REPLICAOF inside the stream ended this link
@@ -478,7 +525,7 @@ class ReplicaSide:
             ("master_last_io_seconds_ago", int(now - self.last_io) if up else -1),
             ("master_sync_in_progress", 1 if self.state == SYNC else 0),
             # Read includes what a pause holds unapplied in the link's buffer.
-            ("slave_read_repl_offset", self.offset + self.multi_bytes
+            ("slave_read_repl_offset", self.offset + len(self.multi_buf)
              + (len(self.link.buf) if up and self.link else 0)),
             ("slave_repl_offset", self.offset),
         ]

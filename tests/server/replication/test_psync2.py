@@ -1,0 +1,162 @@
+"""PSYNC2: every server of a replication chain shares its master's history (its
+replication ID and offsets), so that a replica of a replica, a promoted replica's
+old peers, a demoted master and a server restarted from its dump all continue with
+a partial resync instead of a full one. Each scenario runs all-redis and all-rill
+(or mixed chains) and must give the same sync counts and equal data."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import redis
+
+from tests.server.replication.test_replica import _dataset
+from tests.support import start_redis, start_rill, wait_until
+
+
+def _start(kind: str, *args: str):
+    start = start_redis if kind == "redis" else start_rill
+    return start("--repl-diskless-sync-delay", "0", *args)
+
+
+def _repl(r: redis.Redis) -> dict:
+    return r.info("replication")
+
+
+def _caught_up(m: redis.Redis, r: redis.Redis) -> bool:
+    info = _repl(r)
+    return (info.get("master_link_status") == "up"
+            and info["master_repl_offset"] == _repl(m)["master_repl_offset"])
+
+
+def _syncs(r: redis.Redis) -> tuple[int, int]:
+    stats = r.info("stats")
+    return stats["sync_full"], stats["sync_partial_ok"]
+
+
+@pytest.mark.parametrize(("top", "middle"), [("redis", "rill"), ("rill", "rill"), ("rill", "redis")])
+def test_a_chain_shares_its_masters_history(oracle_server, top, middle):
+    """A replica passes its master's stream on byte for byte: its replicas see the top
+    master's replication ID and offsets, and a replica that full-syncs from the middle
+    resumes the stream in the database the snapshot says it had selected (no SELECT
+    follows, since the top master sent its SELECT before)."""
+    with _start(top) as a, _start(middle) as b, start_rill() as c, start_redis() as d:
+        ma, mb = redis.Redis(port=a.port, db=9), redis.Redis(port=b.port)
+        leaves = [redis.Redis(port=s.port) for s in (c, d)]
+        mb.replicaof("127.0.0.1", a.port)
+        wait_until(lambda: _caught_up(ma, mb))
+        ma.set("before", "1")  # the stream selects db 9 here, once
+        wait_until(lambda: _caught_up(ma, mb))
+        for r in leaves:
+            r.replicaof("127.0.0.1", b.port)
+        for r in leaves:
+            wait_until(lambda r=r: _caught_up(ma, r))
+        ma.set("after", "2")
+        ma.incr("n")
+        for r in [mb, *leaves]:
+            wait_until(lambda r=r: _caught_up(ma, r))
+        top_info = _repl(ma)
+        for r in [mb, *leaves]:
+            info = _repl(r)
+            assert info["master_replid"] == top_info["master_replid"]
+            assert info["master_repl_offset"] == top_info["master_repl_offset"]
+        assert _dataset(a.port) == _dataset(b.port) == _dataset(c.port) == _dataset(d.port)
+        assert leaves[0].get("after") is None and redis.Redis(port=c.port, db=9).get("after") == b"2"
+        for r in [ma, mb, *leaves]:
+            r.close()
+
+
+@pytest.mark.parametrize("kind", ["redis", "rill"])
+def test_a_promoted_replica_continues_its_old_master_and_peers(oracle_server, kind):
+    """REPLICAOF NO ONE starts a new history and keeps the old one as the second, valid
+    up to where it left it: the old master's other replica, and the old master itself
+    once demoted, continue with the promoted one (two partial resyncs, no full one)."""
+    with _start(kind) as m, _start(kind) as a, _start(kind) as b:
+        rm, ra, rb = (redis.Redis(port=s.port, db=3) for s in (m, a, b))
+        for r in (ra, rb):
+            r.replicaof("127.0.0.1", m.port)
+        rm.set("k", "v")
+        rm.rpush("l", 1, 2, 3)
+        for r in (ra, rb):
+            wait_until(lambda r=r: _caught_up(rm, r))
+        old = _repl(rm)
+        ra.replicaof("no", "one")
+        promoted = _repl(ra)
+        assert promoted["master_replid2"] == old["master_replid"]
+        assert promoted["second_repl_offset"] == old["master_repl_offset"] + 1
+        assert promoted["master_replid"] != old["master_replid"]
+        rb.replicaof("127.0.0.1", a.port)
+        rm.replicaof("127.0.0.1", a.port)
+        ra.set("new", "1")
+        for r in (rb, rm):
+            wait_until(lambda r=r: _caught_up(ra, r))
+            assert _repl(r)["master_replid"] == promoted["master_replid"]
+            assert _repl(r)["master_replid2"] == old["master_replid"]
+        assert _syncs(ra) == (0, 2)
+        assert _dataset(m.port) == _dataset(a.port) == _dataset(b.port)
+        for r in (rm, ra, rb):
+            r.close()
+
+
+def _restart_with_dump(server, client: redis.Redis) -> None:
+    """SHUTDOWN SAVE, then the same process again on its directory and port."""
+    try:
+        client.shutdown(save=True)
+    except redis.ConnectionError:
+        pass
+    client.close()
+    try:
+        server.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        raise
+    server.start()
+
+
+@pytest.mark.parametrize("kind", ["redis", "rill"])
+def test_a_replica_restarted_from_its_dump_continues(oracle_server, kind):
+    """The dump records where in its master's stream the replica was (aux repl-id,
+    repl-offset and the database the stream had selected): restarted, it asks its
+    master to continue from there, and writes made meanwhile arrive in that database."""
+    with _start(kind) as m:
+        with _start(kind, "--replicaof", "127.0.0.1", str(m.port)) as r:
+            rm, rr = redis.Redis(port=m.port, db=5), redis.Redis(port=r.port)
+            rm.set("a", "1")
+            wait_until(lambda: _caught_up(rm, rr))
+            _restart_with_dump(r, rr)
+            rm.set("b", "2")  # db 5 still: no SELECT in the stream
+            rr = redis.Redis(port=r.port)
+            wait_until(lambda: _caught_up(rm, rr))
+            assert _syncs(rm) == (1, 1)
+            assert _dataset(m.port) == _dataset(r.port)
+            rr.close()
+        rm.close()
+
+
+@pytest.mark.parametrize("kind", ["redis", "rill"])
+def test_a_master_restarted_from_its_dump_continues_its_replicas(oracle_server, kind):
+    """A master restarted from its dump keeps the history the dump names as its second
+    one: its replica continues with it (under the master's new ID), no full sync."""
+    # No PING in the stream, and SHUTDOWN finds the replica's ACK up to date (else it
+    # sends GETACK first): the offset the dump records is the one read here.
+    with _start(kind, "--repl-ping-replica-period", "3600") as m, _start(kind) as r:
+        rm, rr = redis.Redis(port=m.port, db=2), redis.Redis(port=r.port)
+        rr.replicaof("127.0.0.1", m.port)
+        rm.set("a", "1")
+        wait_until(lambda: _caught_up(rm, rr))
+        old = _repl(rm)
+        wait_until(lambda: _repl(rm)["slave0"]["offset"] == old["master_repl_offset"])
+        _restart_with_dump(m, rm)
+        rm = redis.Redis(port=m.port, db=2)
+        wait_until(lambda: _caught_up(rm, rr))
+        restarted = _repl(rm)
+        assert restarted["master_replid2"] == old["master_replid"]
+        assert restarted["second_repl_offset"] == old["master_repl_offset"] + 1
+        assert _syncs(rm) == (0, 1)
+        rm.set("b", "2")
+        wait_until(lambda: _caught_up(rm, rr))
+        assert _repl(rr)["master_replid"] == restarted["master_replid"]
+        assert _dataset(m.port) == _dataset(r.port)
+        rm.close()
+        rr.close()
