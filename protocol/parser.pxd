@@ -21,9 +21,19 @@ cdef class RequestParser:
     @cython.locals(out=list)
     cpdef list feed(self, data)
 
+    @cython.locals(n=Py_ssize_t, pos=Py_ssize_t, buf=bytearray, rest=bytes)
+    cdef list _feed_compiled(self, data, list out)
+
     @cython.locals(buf=bytearray, pos=Py_ssize_t, n=Py_ssize_t, nl=Py_ssize_t,
                    end=Py_ssize_t, bulklen=Py_ssize_t, argv=list, ll=cython.longlong)
     cpdef _parse(self, list out, bint one=*)
 
 @cython.locals(n=Py_ssize_t, i=Py_ssize_t, c=int, neg=bint, v=cython.ulonglong)
 cdef long long _header_int(bytearray buf, Py_ssize_t start, Py_ssize_t end)
+
+# The bytes read as C chars (typed bytes indexed by a C integer).
+@cython.locals(n=Py_ssize_t, start=Py_ssize_t, first=Py_ssize_t, count=Py_ssize_t,
+               digits=Py_ssize_t, c=cython.uchar, ll=cython.longlong,
+               argv=list)
+cpdef Py_ssize_t _scan(bytes data, Py_ssize_t pos, long long max_bulk, list out) except -1
+

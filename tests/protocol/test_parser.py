@@ -269,3 +269,74 @@ def test_length_headers_follow_string2ll(header):
         assert errors(out) == [b"ERR Protocol error: invalid bulk length"]
     else:
         assert out == []  # waits for the argument's bytes
+
+
+def reference(chunks, max_bulk_len: int = 512 * 1024 * 1024) -> tuple[list, tuple]:
+    """What the reference parser alone (``_parse``, no hiredis, no scan) makes of ``chunks``,
+    and the state it is left in."""
+    p = RequestParser(max_bulk_len)
+    out: list = []
+    for chunk in chunks:
+        if p.failed:
+            break
+        p._buf += chunk
+        p._parse(out)
+    return out, (bytes(p._buf), p._argv, p._remaining, p._bulklen, p._argv_bytes)
+
+
+def fed(chunks, max_bulk_len: int = 512 * 1024 * 1024) -> tuple[list, tuple]:
+    p = RequestParser(max_bulk_len)
+    out = feed_all(p, chunks)
+    return out, (bytes(p._buf), p._argv, p._remaining, p._bulklen, p._argv_bytes)
+
+
+def same(a: list, b: list) -> bool:
+    return [x.message if type(x) is ProtocolError else x for x in a] == [
+        x.message if type(x) is ProtocolError else x for x in b]
+
+
+# Pieces of a request stream: whole commands, and what the scan must leave to the reference
+# parser (inline lines, empty and null multibulks, non-canonical or over-limit lengths,
+# elements other than bulk strings, a missing LF, a huge count).
+_ODD = [b"PING\r\n", b"GET 'a b'\n", b"*0\r\n", b"*-1\r\n", b"*01\r\n$1\r\nx\r\n", b"*1\r\n$01\r\nx\r\n",
+        b"*1\r\n$-1\r\n", b"*1\r\n:5\r\n", b"*1\r\n+OK\r\n", b"*1\r\n=5\r\n", b"*1\rX$1\r\nx\r\n",
+        b"*1\r\n$1\rXx\r\n", b"*1\r\n$1\r\nxAB", b"*1\r\n$100\r\n" + b"y" * 102, b"*12345678\r\n",
+        b"*2\r\n$3\r\nGET\r\n", b"\r\n", b"*1\r\n$0\r\n\r\n", b"*1\r\n$" + b"9" * 19 + b"\r\n"]
+
+
+@given(st.lists(st.one_of(st.lists(st.binary(max_size=30), min_size=1, max_size=4).map(lambda a: enc(*a)),
+                          st.sampled_from(_ODD)), min_size=1, max_size=12),
+       st.lists(st.integers(min_value=1, max_value=200), min_size=1, max_size=20))
+@settings(max_examples=300, deadline=None)
+def test_feed_matches_the_reference_parser_on_any_chunking(pieces, sizes):
+    # Compiled, feed() scans whole commands straight from each read and leaves the rest to
+    # the reference parser; whatever it does, commands, errors and the state left for the
+    # next read are the reference's (a max bulk length of 50 puts the limit in reach).
+    data = b"".join(pieces)
+    chunks, i, k = [], 0, 0
+    while i < len(data):
+        n = sizes[k % len(sizes)]
+        chunks.append(data[i : i + n])
+        i += n
+        k += 1
+    got, state = fed(chunks, 50)
+    want, want_state = reference(chunks, 50)
+    assert same(got, want)
+    if not want or type(want[-1]) is not ProtocolError:
+        assert state == want_state
+
+
+@pytest.mark.parametrize("data,taken", [
+    (enc(b"GET", b"k") + enc(b"PING"), 2),
+    (enc(b"GET", b"k") + b"PING\r\n", 1),
+    (enc(b"GET", b"k") + b"*1\r\n$4\r\nPIN", 1),
+    (enc(b"GET", b"k") + b"*0\r\n" + enc(b"PING"), 1),
+    (b"*1\r\n$04\r\nPING\r\n", 0),
+    (enc(b"SET", b"k", b"v" * 11), 0),  # past max_bulk
+])
+def test_the_scan_stops_at_the_first_command_it_leaves_to_the_reference(data, taken):
+    from rill.protocol.parser import _scan
+    out: list = []
+    pos = _scan(data, 0, 10, out)
+    assert len(out) == taken
+    assert pos == sum(len(enc(*c)) for c in out)
