@@ -47,6 +47,19 @@ cdef class Evictor:
 
 cdef bint _COMPILED
 
+# A sample's keys requested from memory together, before its loop reads them one by one:
+# on a cache of 300k keys each key object is a cache miss, and taken in turn (the reference
+# count, the hash, then the access lookup) those misses were most of the loop's own time;
+# prefetched, they overlap. No reference is taken: a prefetch only reads ahead.
+cdef extern from *:
+    """
+    static inline void rill_evict_prefetch_run(PyObject *slots, Py_ssize_t i, Py_ssize_t end) {
+        for (; i < end; i++)
+            __builtin_prefetch(PyList_GET_ITEM(slots, i));
+    }
+    """
+    void _prefetch_run "rill_evict_prefetch_run" (list slots, Py_ssize_t i, Py_ssize_t end)
+
 # The pool's insertion point by score: a C loop over the scores as doubles (exact: every
 # score is an int under 2**53, an idle time, a count or an expiry in ms).
 @cython.locals(lo=Py_ssize_t, hi=Py_ssize_t, mid=Py_ssize_t, at=double)

@@ -410,6 +410,8 @@ class Evictor:
                     i %= len(snap) - n
                     slots = snap
                     end = i + n
+                    if _COMPILED:
+                        _prefetch_run(slots, i, end)  # noqa: F821 (evict.pxd)
                 else:
                     slots = self._sample_run(db, n, raw=True)
                     i = 0
