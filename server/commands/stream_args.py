@@ -161,11 +161,20 @@ def parse_interval(arg: bytes, missing_seq: int) -> tuple[int, bool]:
 
 def parse_range(start_arg: bytes, end_arg: bytes) -> tuple[int, int]:
     """Start and end of an XRANGE-like interval, exclusive bounds applied, Redis's errors."""
-    start, ex = parse_interval(start_arg, 0)
-    if ex:
-        if start >= ID_MAX:
-            raise BAD_START
-        start += 1
+    # ``-`` and ``+`` (the common bounds) are the smallest and greatest IDs whatever the
+    # side; anything else takes the general parse.
+    if start_arg == b"-":
+        if end_arg == b"+":
+            return 0, ID_MAX
+        start = 0
+    else:
+        start, ex = parse_interval(start_arg, 0)
+        if ex:
+            if start >= ID_MAX:
+                raise BAD_START
+            start += 1
+    if end_arg == b"+":
+        return start, ID_MAX
     end, ex = parse_interval(end_arg, MASK64)
     if ex:
         if end <= 0:

@@ -30,6 +30,11 @@ def fmt_id(sid: int) -> bytes:
 _NODE_ENC: dict[int, tuple[list, list]] = {}
 _NODE_ENC_MAX = 512
 
+# protocol's array headers for the common counts, held here so the compiled range_bytes
+# takes one by index instead of calling into the (uncompiled) protocol module per reply.
+_N_HEADS = 1024
+_HEADS: tuple[bytes, ...] = tuple(array_head(n) for n in range(_N_HEADS))
+
 
 def range_bytes(
     s: Stream, start: int, end: int, count: int, rev: bool = False, sids: list[int] | None = None
@@ -53,22 +58,22 @@ def range_bytes(
                 del _NODE_ENC[next(iter(_NODE_ENC))]
             rec = (ents, [])
             _NODE_ENC[id(ents)] = rec
+        # The encodings are a dense prefix of the node's entries: a read past its end
+        # encodes up to ``hi`` once (at most a node's worth), and every later read is a
+        # length test and a slice, with no scan of the slice for gaps.
         encs = rec[1]
-        if len(encs) < len(ents):
-            encs.extend([None] * (len(ents) - len(encs)))
+        k = len(encs)
+        while k < hi:
+            sid, fv = ents[k]
+            encs.append(b"\r\n" + encode_entry(sid, fv))
+            k += 1
         chunk = encs[lo:hi]
-        if None in chunk:
-            for k in range(lo, hi):
-                if encs[k] is None:
-                    sid, fv = ents[k]
-                    encs[k] = b"\r\n" + encode_entry(sid, fv)
-            chunk = encs[lo:hi]
         if rev:
             chunk.reverse()
         ext(chunk)
     if not n:
         return b"*0"
-    parts[0] = array_head(n)
+    parts[0] = _HEADS[n] if n < _N_HEADS else array_head(n)
     return b"".join(parts)
 
 

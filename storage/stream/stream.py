@@ -723,7 +723,13 @@ class _StreamCore:
                     break
         else:
             for key, lp in self._start_nodes(start):
-                c = _nc_get(key, lp, True, start if enc is not None else -1)
+                # A cached node's hit (the repeated read's case) taken here, not through
+                # _nc_get's call, which then only admits or declines.
+                c = _NC.get(id(lp))
+                if c is not None:
+                    _NC.move_to_end(id(lp))
+                else:
+                    c = _nc_get(key, lp, True, start if enc is not None else -1)
                 if c is None:
                     if enc is not None:
                         pieces = []
