@@ -234,6 +234,13 @@ _formatted = _FORMATTED.get
 def _format(score: float) -> bytes:
     if score == 0:
         return format_score(score)  # 0.0 and -0.0 are one dict key but print differently
+    # An integral score within +-2**53 has at most 16 digits, so %.17g prints exactly its
+    # integer digits: %d gives that text without the float formatter or the cache (the
+    # common integer scores, each popped or listed once, never hit it).
+    if -9007199254740992.0 <= score <= 9007199254740992.0:
+        i = int(score)
+        if i == score:
+            return b"%d" % i
     f = _FORMATTED.get(score)
     if f is None:
         if len(_FORMATTED) >= 1 << 16:
