@@ -34,6 +34,16 @@ _DELETION_BULKS = tuple(bytes((len(n),)) + n for n in _DELETION_NAMES) + tuple(
     b"$%d\r\n%s\r\n" % (len(n), n) for n in _DELETION_NAMES)
 
 
+def _probe() -> None:
+    """Only its type matters: see _COMPILED."""
+
+
+# Whether this module runs compiled (as protocol/parser.py tells it): compiled, a record
+# is copied into its chunk by backlog.pxd's ``_c_put`` (a memcpy), not through the mmap's
+# slice assignment and a memoryview item set per word, about 2k instructions per effect made.
+_COMPILED = type(_probe).__name__ != "function"
+
+
 def deletes(wire: bytes) -> bool:
     """Whether a record may hold a deletion (a cheap test; the decoder has the last word)."""
     return any(name in wire for name in _DELETION_BULKS)
@@ -51,12 +61,15 @@ class _Chunk:
     ``head`` are gone. The records fill the mapping from its start, and their ends and
     times (two 64-bit words each) from its end: nothing of a record lives outside it."""
 
-    __slots__ = ("buf", "size", "meta", "top", "seq", "count", "used", "head")
+    __slots__ = ("buf", "size", "meta", "view", "top", "seq", "count", "used", "head")
 
     def __init__(self, seq: int, size: int) -> None:
         self.size = size = (size + 7) & ~7
         self.buf = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        # Compiled, both are typed views (backlog.pxd): a record's end and time are C
+        # stores, and its bytes one memcpy at view's address (_c_put).
         self.meta = memoryview(self.buf).cast("q")
+        self.view = memoryview(self.buf)
         self.top = len(self.meta) - 1  # record i's end is meta[top - 2i], its time the word below
         self.seq = seq
         self.count = 0
@@ -76,7 +89,8 @@ class _Chunk:
         return self.buf[self.start(i):self.end(i)]
 
     def close(self) -> None:
-        self.meta.release()
+        # Dropping the views releases the mapping's buffer (a typed view has no release()).
+        self.meta = self.view = None
         self.buf.close()
 
 
@@ -147,11 +161,14 @@ class Backlog:
         # What _Chunk describes, inline: this runs once per effect made.
         used = c.used
         end = c.used = used + n
-        c.buf[used:end] = wire
         at = c.top - 2 * count
-        meta = c.meta
-        meta[at] = end
-        meta[at - 1] = ts_ms
+        if _COMPILED:
+            _c_put(c, used, wire, n, at, end, ts_ms)  # noqa: F821 (see _COMPILED)
+        else:
+            c.buf[used:end] = wire
+            meta = c.meta
+            meta[at] = end
+            meta[at - 1] = ts_ms
         c.count = count + 1
         self._count += 1
         self.nbytes += n
