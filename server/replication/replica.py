@@ -137,6 +137,7 @@ class ReplicaSide:
         self.down_since = time.time()
         self.sync_read = 0
         self.sync_total = -1
+        self.sync_replid, self.sync_offset = "?", -1  # what a full sync under way will make ours
         self._last_ack = 0.0
         # CLIENT PAUSE held the master's next command: the pause's end resumes the stream.
         self._postponed = False
@@ -335,9 +336,11 @@ class ReplicaSide:
             parts = line.split()
             if len(parts) != 3 or not parts[2].isdigit():
                 raise LinkError("Master replied with wrong +FULLRESYNC syntax.")
-            self.master_replid = parts[1].decode(errors="replace")
-            self.offset = int(parts[2])
-            log.warning("Full resync from master: %s:%d", self.master_replid, self.offset)
+            # Not ours until the snapshot is loaded: after a link lost during the
+            # transfer we offer what we had before (the dataset is still that one),
+            # never a history whose data never arrived.
+            self.sync_replid, self.sync_offset = parts[1].decode(errors="replace"), int(parts[2])
+            log.warning("Full resync from master: %s:%d", self.sync_replid, self.sync_offset)
             self.state = SYNC
             self.sync_read = 0
             self.sync_total = -1
@@ -396,6 +399,7 @@ class ReplicaSide:
             raise LinkError(str(e)) from None
         log.warning("MASTER <-> REPLICA sync: Finished with success")
         self.sync_total = -1
+        self.master_replid, self.offset = self.sync_replid, self.sync_offset
         master_side(server).adopt(self.master_replid, self.offset)
         # The stream resumes in the database the snapshot says its master's stream had
         # selected: a master that is itself a replica passes its master's stream on

@@ -6,6 +6,7 @@ a partial resync instead of a full one. Each scenario runs all-redis and all-ril
 
 from __future__ import annotations
 
+import socket
 import subprocess
 
 import pytest
@@ -160,3 +161,43 @@ def test_a_master_restarted_from_its_dump_continues_its_replicas(oracle_server, 
         assert _dataset(m.port) == _dataset(r.port)
         rm.close()
         rr.close()
+
+
+
+def _fake_master_psyncs(listener: socket.socket, rounds: int) -> list[list[bytes]]:
+    """A master that answers each connection's handshake, then +FULLRESYNC, and closes
+    before any snapshot (the transfer is lost); returns each connection's PSYNC."""
+    seen = []
+    for _ in range(rounds):
+        conn, _ = listener.accept()
+        with conn, conn.makefile("rb") as f:
+            conn.settimeout(30)
+            while True:
+                argv = [f.read(int(f.readline()[1:]) + 2)[:-2] for _ in range(int(f.readline()[1:]))]
+                name = argv[0].upper()
+                if name == b"PSYNC":
+                    conn.sendall(b"+FULLRESYNC %s 100\r\n" % (b"a" * 40))
+                    seen.append(argv[1:])
+                    break
+                conn.sendall(b"+PONG\r\n" if name == b"PING" else b"+OK\r\n")
+    return seen
+
+
+@pytest.mark.parametrize("kind", ["redis", "rill"])
+def test_a_full_sync_lost_before_its_snapshot_is_not_continued(oracle_server, kind):
+    """+FULLRESYNC names the master's history, but it is the replica's only once the
+    snapshot is loaded: after a transfer lost before that, the replica offers again
+    the history its dataset still belongs to (here its own, as a master turned
+    replica does), not the master's, whose data it never got."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        with _start(kind) as r:
+            rr = redis.Redis(port=r.port)
+            rr.replicaof("127.0.0.1", listener.getsockname()[1])
+            own = _repl(rr)["master_replid"]
+            first, second = _fake_master_psyncs(listener, 2)
+            rr.replicaof("no", "one")
+            rr.close()
+    assert first == [own.encode(), b"1"]
+    assert second == first
