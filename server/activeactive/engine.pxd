@@ -4,11 +4,12 @@
 # methods, not generic attribute lookups in an instance dict (a tenth of a writer's
 # instructions per XADD with two peers, most of them the engine's self.<field> reads in
 # run, seal and a peer's receive/_apply). It keeps a __dict__, so an attribute not
-# declared here still works (slower), and its methods stay ``def``: a test or a caller
-# may replace one on an instance. Fields the engine always holds as dicts or lists are
+# declared here still works (slower), and its public methods stay ``def``: a test or a
+# caller may replace one on an instance. Fields the engine always holds as dicts or lists are
 # typed so; the rest stay objects (a typed int would make a new int at every read by
 # the links and INFO).
 from rill.server.activeactive.backlog cimport Backlog
+from rill.storage.keyspace cimport Database
 
 cdef class ActiveActive:
     cdef dict __dict__
@@ -17,6 +18,17 @@ cdef class ActiveActive:
     cdef public dict vc, known, pending, _deferred_known, tombstones, ttl, _kinds
     cdef public list unit, on_sealed
     cdef public Backlog backlog
+
+    # A keyed write's steps after the handler (_run_fast -> _collect_fast -> _collect_ttl,
+    # _sealed_now): private, called only from this class, so C calls instead of a
+    # bound-method lookup through the instance dict and a Python call each, with the
+    # Database typed so its fields are C reads. (_run_fast itself stays def: a test
+    # replaces it on an instance.)
+    cdef object _sealed_now(self, object dirty)
+    cdef object _collect_fast(self, Database db, object key, object before, object ttl_before,
+                              object name, object argv, object kind)
+    cdef object _collect_ttl(self, list ops, Database db, object key, object before,
+                             object ttl_before)
 
 # A received effect's causal check (receive, _ready): dict iteration and lookups in C.
 cdef bint _causes_here(dict vc, dict seen, object origin) except -1

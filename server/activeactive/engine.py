@@ -266,7 +266,8 @@ class ActiveActive:
         the ops are made knowing what the command does (keyed.collect_known; a list push
         is read off the lengths), instead of walking the key specs and working out which
         collector applies. Anything else takes the generic path, which is also the judge
-        (tests/server/activeactive/test_fast_path.py compares the two)."""
+        (tests/server/activeactive/test_fast_path.py compares the two, replacing this
+        method on one instance: it stays a Python method)."""
         db = client.db
         key = argv[1]
         where = (db.id, key)
@@ -534,13 +535,15 @@ class ActiveActive:
 
     def _collect_ttl(self, ops: Unit, db: Any, key: bytes, before: Any, ttl_before: int | None) -> None:
         """An EXPIRE op when a string, hash, set, sorted set or HLL's TTL changed."""
-        ttl_now = db.expires.get(key)
+        expires = db.expires
+        # No TTL anywhere in the database (the usual case): no lookup.
+        ttl_now = expires.get(key) if expires else None
         if before is not None:
             expected = ttl_before
         elif ttl_now is None:
             # Created without a TTL: one registered while the key was away holds, as it
             # does where the creation lands (none was, for most new keys: nothing to do).
-            if (db.id, key) not in self.ttl:
+            if not self.ttl or (db.id, key) not in self.ttl:
                 return
             expected = ttl_now = self._created_ttl(db, key)
         else:
