@@ -54,6 +54,7 @@ from .stream_args import (
     XREAD_BLOCKED_DEFAULT_COUNT,
     ReadArgs,
     TrimArgs,
+    count_arg,
     must_obey,
     parse_id,
     parse_policy_and_ids,
@@ -357,15 +358,7 @@ def _xrange(c: Client, argv: list[bytes], rev: bool):
         j = 4
         while j < argc:
             if argv[j].lower() == b"count" and argc - j - 1 >= 1:
-                a = argv[j + 1]
-                # A plain count (1-18 digits, no leading zero: always within int64) is
-                # read here; anything else takes string2ll's full rules.
-                if 0 < len(a) < 19 and a[0] != 48 and a.isdigit():
-                    v = int(a)
-                else:
-                    v = string2ll(a)
-                    if v is None:
-                        raise NOT_INT
+                v = count_arg(argv[j + 1])
                 count = v if v > 0 else 0
                 j += 1
             else:
