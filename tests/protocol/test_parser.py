@@ -20,6 +20,17 @@ def feed_all(parser: RequestParser, chunks) -> list:
     return out
 
 
+def chunked(data: bytes, sizes: list[int]) -> list[bytes]:
+    """``data`` cut into reads of the given sizes, repeated as needed."""
+    chunks, i, k = [], 0, 0
+    while i < len(data):
+        n = sizes[k % len(sizes)]
+        chunks.append(data[i : i + n])
+        i += n
+        k += 1
+    return chunks
+
+
 def errors(out: list) -> list[bytes]:
     return [x.message for x in out if isinstance(x, ProtocolError)]
 
@@ -59,12 +70,7 @@ def test_empty_and_negative_multibulk_are_skipped():
 @settings(max_examples=200, deadline=None)
 def test_any_chunking_gives_the_same_commands(cmds, sizes):
     data = b"".join(enc(*c) for c in cmds)
-    chunks, i, k = [], 0, 0
-    while i < len(data):
-        n = sizes[k % len(sizes)]
-        chunks.append(data[i : i + n])
-        i += n
-        k += 1
+    chunks = chunked(data, sizes)
     assert feed_all(RequestParser(), chunks) == cmds
 
 
@@ -114,9 +120,9 @@ def test_a_big_chunk_continuing_a_command_keeps_inline_commands_and_errors_in_pl
     ],
 )
 def test_protocol_errors(data, message):
-    for chunked in (False, True):
+    for split in (False, True):
         p = RequestParser()
-        out = feed_all(p, [data[i : i + 7] for i in range(0, len(data), 7)] if chunked else [data])
+        out = feed_all(p, [data[i : i + 7] for i in range(0, len(data), 7)] if split else [data])
         assert errors(out) == [b"ERR Protocol error: " + message]
         assert p.feed(b"PING\r\n") == []  # nothing is parsed after a protocol error
 
@@ -313,12 +319,7 @@ def test_feed_matches_the_reference_parser_on_any_chunking(pieces, sizes):
     # the reference parser; whatever it does, commands, errors and the state left for the
     # next read are the reference's (a max bulk length of 50 puts the limit in reach).
     data = b"".join(pieces)
-    chunks, i, k = [], 0, 0
-    while i < len(data):
-        n = sizes[k % len(sizes)]
-        chunks.append(data[i : i + n])
-        i += n
-        k += 1
+    chunks = chunked(data, sizes)
     got, state = fed(chunks, 50)
     want, want_state = reference(chunks, 50)
     assert same(got, want)
