@@ -230,10 +230,18 @@ class MasterSide:
 
     def disconnect_replicas(self) -> None:
         """Close every replica's link but keep the backlog: they come back with PSYNC and
-        learn the new replication ID from +CONTINUE (Redis's disconnectSlaves)."""
+        learn the new replication ID from +CONTINUE (Redis's disconnectSlaves).
+
+        They leave the replica list at once, though their sockets close a loop turn
+        later: a byte of the new history queued to them in between (the new master's
+        stream right behind its +CONTINUE) would move their offset past what our second
+        ID serves, and turn their PSYNC into a full sync."""
         for r in self.live_replicas():
             r.kill_requested = True
             r.on_output(r)
+        self.replicas = []
+        self.no_replicas_since = time.time()
+        self._update_feed()
 
     def shift_replid(self) -> None:
         """shiftReplicationId: start a new history here, keeping the one followed so far

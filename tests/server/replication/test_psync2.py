@@ -100,6 +100,34 @@ def test_a_promoted_replica_continues_its_old_master_and_peers(oracle_server, ki
             r.close()
 
 
+@pytest.mark.parametrize("kind", ["redis", "rill"])
+def test_a_middle_replica_continued_under_a_new_id_sends_its_replicas_nothing_of_it(oracle_server, kind):
+    """A replica continued under a new replication ID drops its own replicas before any
+    byte of the new history reaches them: they come back asking for the old ID at an
+    offset it still serves as its second, and continue (no full sync). The new master's
+    backlog already holds writes, so they follow +CONTINUE on the same link."""
+    with _start(kind) as m, _start(kind) as p, _start(kind) as mid, _start(kind) as leaf:
+        rm, rp, rmid, rleaf = (redis.Redis(port=s.port) for s in (m, p, mid, leaf))
+        for r in (rp, rmid):
+            r.replicaof("127.0.0.1", m.port)
+        rleaf.replicaof("127.0.0.1", mid.port)
+        rm.set("k", "v")
+        for r in (rp, rmid, rleaf):
+            wait_until(lambda r=r: _caught_up(rm, r))
+        rp.replicaof("no", "one")
+        for i in range(20):
+            rp.set(f"new{i}", i)
+        before = _syncs(rmid)
+        rmid.replicaof("127.0.0.1", p.port)
+        for r in (rmid, rleaf):
+            wait_until(lambda r=r: _caught_up(rp, r))
+        assert _syncs(rmid) == (before[0], before[1] + 1)
+        assert _repl(rleaf)["master_replid"] == _repl(rp)["master_replid"]
+        assert _dataset(p.port) == _dataset(mid.port) == _dataset(leaf.port)
+        for r in (rm, rp, rmid, rleaf):
+            r.close()
+
+
 def _restart_with_dump(server, client: redis.Redis) -> None:
     """SHUTDOWN SAVE, then the same process again on its directory and port."""
     try:
