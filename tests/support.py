@@ -245,14 +245,15 @@ def require_java() -> str:
     return require_tool("java")
 
 
-def start_redis(*args: str, workdir: str | None = None, preexec_fn=None, loading_ok: bool = False) -> ServerProcess:
+def start_redis(*args: str, workdir: str | None = None, preexec_fn=None, loading_ok: bool = False,
+                config_file: str | None = None) -> ServerProcess:
     """Start Debian's redis-server (the oracle) on a free port; without one the calling
     test skips locally and fails in CI."""
     binary = require_tool("redis-server")
     port = free_port()
     workdir = workdir or scratch_dir("redis-oracle-")
-    argv = [binary, "--port", str(port), "--save", "", "--appendonly", "no", "--dir", workdir,
-            "--enable-debug-command", "yes", *args]
+    argv = [binary, *([config_file] if config_file else []), "--port", str(port), "--save", "",
+            "--appendonly", "no", "--dir", workdir, "--enable-debug-command", "yes", *args]
     return ServerProcess(argv, port, workdir, preexec_fn).start(loading_ok=loading_ok)
 
 

@@ -173,6 +173,9 @@ class ReplicaSide:
             self.master_db = 0
         self.down_since = time.time()
         server.replica_of = (host, port)
+        # CONFIG GET replicaof and CONFIG REWRITE show the master followed now, so that
+        # a rewritten file restarts a replica following it (and continuing from its dump).
+        server.config.values["replicaof"] = f"{host} {port}"
         for hook in server.role_hooks:
             hook()
         log.warning("Connecting to MASTER %s:%d", host, port)
@@ -195,6 +198,7 @@ class ReplicaSide:
         self.host = None
         self.port = 0
         self.server.replica_of = None
+        self.server.config.values["replicaof"] = ""
         for hook in self.server.role_hooks:
             hook()
         self.state = CONNECT

@@ -164,6 +164,42 @@ def test_a_replica_restarted_from_its_dump_continues(oracle_server, kind):
 
 
 @pytest.mark.parametrize("kind", ["redis", "rill"])
+def test_a_replica_restarted_from_its_rewritten_config_continues(oracle_server, kind, tmp_path):
+    """CONFIG GET replicaof and CONFIG REWRITE name the master followed now: a replica
+    that was told REPLICAOF at run time, rewrote its file and was stopped (SIGTERM saves
+    its dump, with its history's aux fields) comes back following the same master and
+    continues (Redis's psync2 "Partial resync after restart using RDB aux fields")."""
+    conf = tmp_path / f"{kind}.conf"
+    conf.write_text("# written by the test\n")
+    start = start_redis if kind == "redis" else start_rill
+    with _start(kind) as m, start("--save", "900 1", config_file=str(conf), workdir=str(tmp_path)) as r:
+        rm, rr = redis.Redis(port=m.port), redis.Redis(port=r.port)
+        assert rr.config_get("replicaof") == {"replicaof": ""}
+        rr.replicaof("127.0.0.1", m.port)
+        assert rr.config_get("replicaof") == {"replicaof": f"127.0.0.1 {m.port}"}
+        rm.set("k", "v")
+        wait_until(lambda: _caught_up(rm, rr))
+        rr.config_rewrite()
+        lines = conf.read_text().splitlines()
+        assert f"replicaof 127.0.0.1 {m.port}" in lines
+        rr.close()
+        r.stop()  # SIGTERM: saves the dump, as the save point asks
+        before = _syncs(rm)
+        r.start()
+        rr = redis.Redis(port=r.port)
+        rm.set("k2", "v2")
+        wait_until(lambda: _caught_up(rm, rr))
+        assert _syncs(rm) == (before[0], before[1] + 1)
+        assert rr.get("k2") == b"v2"
+        rr.replicaof("no", "one")
+        assert rr.config_get("replicaof") == {"replicaof": ""}
+        rr.config_rewrite()
+        assert not [line for line in conf.read_text().splitlines() if line.startswith(("replicaof", "slaveof"))]
+        for c in (rm, rr):
+            c.close()
+
+
+@pytest.mark.parametrize("kind", ["redis", "rill"])
 def test_a_master_restarted_from_its_dump_continues_its_replicas(oracle_server, kind):
     """A master restarted from its dump keeps the history the dump names as its second
     one: its replica continues with it (under the master's new ID), no full sync."""
