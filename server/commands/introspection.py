@@ -75,7 +75,8 @@ def _clients(c: Client) -> list[tuple[str, object]]:
     s = c.server
     peak_in = max((cl.querybuf_peak for cl in s.clients.values()), default=0)
     return [
-        ("connected_clients", sum(1 for cl in s.clients.values() if cl.id > 0)),
+        # Replicas are not clients here (Redis counts server.clients less server.slaves).
+        ("connected_clients", sum(1 for cl in s.clients.values() if cl.id > 0 and cl.kind != "replica")),
         ("cluster_connections", 0),
         ("maxclients", s.maxclients),
         ("client_recent_max_input_buffer", peak_in),

@@ -112,6 +112,11 @@ def test_a_redis_replica_follows_rill(master):
         assert role[2] == [[b"127.0.0.1", str(replica.port).encode(), str(offset).encode()]]
         info = m.info("replication")
         assert info["connected_slaves"] == 1
+        # INFO's connected_clients leaves replicas out (the master's own count, this
+        # client alone; the replica's, its master link), CLIENT LIST shows them.
+        assert m.info("clients")["connected_clients"] == 1
+        assert len(m.client_list()) == 2
+        assert r.info("clients")["connected_clients"] == 2
         slave = info["slave0"]
         assert (slave["ip"], slave["port"], slave["state"], slave["offset"]) == (
             "127.0.0.1", replica.port, "online", offset)
@@ -177,7 +182,7 @@ def test_redis_cli_snapshot_of_rill(master, tmp_path, flag, keys):
     check = subprocess.run(["redis-check-rdb", path], capture_output=True, text=True, timeout=30)
     assert check.returncode == 0 and f"{keys} keys read" in check.stdout
     # The snapshot-only client is closed, not kept as a replica.
-    wait_until(lambda: m.info("clients")["connected_clients"] == 1)
+    wait_until(lambda: len(m.client_list()) == 1)
     assert m.info("replication")["connected_slaves"] == 0
     m.close()
     assert os.path.getsize(path) > 0
