@@ -203,8 +203,10 @@ class Server(ServerCore):
         self.latest_fork_usec = 0
         self.fork_rate = 0.0  # GB of memory per second of fork()
         self.monitors: list[Client] = []
+        # The pause in force (see pause()): its end, and whether it holds writes only.
         self.pause_until = 0.0
         self.pause_writes_only = False
+        self.pauses: dict[str, tuple[float, bool]] = {}  # purpose -> (end, writes only)
         self.paused_clients: list[Client] = []
         self.loop: Any = None
         self.tcp_port = 0
@@ -660,8 +662,9 @@ class Server(ServerCore):
 
     def _paused_for(self, client: Client, cmd: Command, flags: int) -> bool:
         if time.monotonic() >= self.pause_until:
-            self.end_pause()
-            return False
+            self.settle_pauses()
+            if not self.pause_until:
+                return False
         if client.kind == "replica" or client.id < 0:
             return False  # replicas never pause; the master's stream does, as in Redis
         if self.pause_writes_only:
@@ -672,9 +675,41 @@ class Server(ServerCore):
             self.paused_clients.append(client)
         return True
 
-    def end_pause(self) -> None:
-        """CLIENT UNPAUSE or the pause's end: paused clients run their commands."""
-        self.pause_until = 0.0
+    def pause(self, purpose: str, end: float, writes_only: bool) -> None:
+        """pauseClients: hold clients' commands until ``end`` (a time.monotonic()
+        reading), writes only or all. Each purpose (CLIENT PAUSE's "client", a
+        shutdown waiting for its replicas, FAILOVER) keeps its latest end and its
+        stricter kind, and ends on its own; the server pauses as the strictest of them,
+        until the latest end among those of that kind."""
+        held = self.pauses.get(purpose)
+        if held is not None:
+            end, writes_only = max(end, held[0]), writes_only and held[1]
+        self.pauses[purpose] = (end, writes_only)
+        self.settle_pauses()
+
+    def unpause(self, purpose: str) -> None:
+        """One purpose's pause is over (CLIENT UNPAUSE ends only CLIENT PAUSE's)."""
+        if self.pauses.pop(purpose, None) is not None:
+            self.settle_pauses()
+
+    def settle_pauses(self) -> None:
+        """Drop the pauses whose end has come and put the strictest left in force;
+        clients it no longer holds run their commands (a weaker pause holds again
+        those it still concerns)."""
+        now = time.monotonic()
+        pauses = self.pauses
+        for purpose in [p for p, (end, _w) in pauses.items() if end <= now]:
+            del pauses[purpose]
+        was_all = bool(self.pause_until) and not self.pause_writes_only
+        if not pauses:
+            self.pause_until = 0.0
+            self.pause_writes_only = False
+        else:
+            writes_only = all(w for _e, w in pauses.values())
+            self.pause_until = max(e for e, w in pauses.values() if w == writes_only)
+            self.pause_writes_only = writes_only
+            if not (was_all and writes_only):
+                return
         paused, self.paused_clients = self.paused_clients, []
         for client in paused:
             client.on_output(client)

@@ -60,8 +60,7 @@ def prepare(server: Any, save: bool | None, force: bool, now: bool) -> bool:
         if not server.pause_until:
             _replication(server).request_acks()
         # Writes wait (as CLIENT PAUSE WRITE) so the replicas can catch up for good.
-        server.pause_until = float("inf")
-        server.pause_writes_only = True
+        server.pause("shutdown", float("inf"), writes_only=True)
         log.log(25, "Waiting for replicas before shutting down.")
         return False
     finish(server, save, force)
@@ -121,7 +120,7 @@ def abort(server: Any) -> bool:
 def _cancel(server: Any) -> None:
     pending, server.pending_shutdown = server.pending_shutdown, None
     server.shutdown_asap = 0  # a signal's request ends with the shutdown it started
-    server.end_pause()
+    server.unpause("shutdown")
     for client in pending.clients:
         if client.blocked is not None:
             server.blocking.unblock(client, SHUTDOWN_FAILED)

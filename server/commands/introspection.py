@@ -639,14 +639,7 @@ def client_pause(c: Client, argv: list[bytes]):
             raise ReplyError("ERR CLIENT PAUSE mode must be WRITE or ALL")
     timeout = parse_timeout(argv[2], unit_ms=True)
     server = c.server
-    end = time.monotonic() + timeout
-    # A stronger or longer pause wins, as Redis's pauseClients keeps the max.
-    if not server.pause_until or end > server.pause_until:
-        server.pause_until = end
-    if server.pause_writes_only and not writes_only or not server.pause_until:
-        server.pause_writes_only = writes_only
-    elif not server.paused_clients:
-        server.pause_writes_only = writes_only
+    server.pause("client", time.monotonic() + timeout, writes_only)
     if server.loop is not None:
         server.loop.call_later(timeout + 0.001, _pause_check, server)
     return OK
@@ -654,12 +647,12 @@ def client_pause(c: Client, argv: list[bytes]):
 
 def _pause_check(server) -> None:
     if server.pause_until and time.monotonic() >= server.pause_until:
-        server.end_pause()
+        server.settle_pauses()
 
 
 @command("client|unpause")
 def client_unpause(c: Client, argv: list[bytes]):
-    c.server.end_pause()
+    c.server.unpause("client")
     return OK
 
 
