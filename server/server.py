@@ -63,6 +63,7 @@ from .memory import memory_of
 from .outcomes import LOADING_ERR, MASTERDOWN_ERR, NO_REPLY, Block
 from .propagation import Propagation
 from .pubsub import PubSub
+from .replication.failover import Failover
 from .replication.master import MasterSide
 from .replication.replica import ReplicaSide
 from .scripting import LuaEngine, busy_error, running
@@ -282,6 +283,7 @@ class Server(ServerCore):
         self.persistence.install()
         self.replica_side = ReplicaSide(self)
         self.cron_hooks.append(self.replica_side.cron)
+        self.failover = Failover(self)  # FAILOVER's state; its cron after the replica's
         activeactive.install(self)
 
     def new_stream(self) -> Stream:

@@ -304,7 +304,7 @@ def _replication(c: Client) -> list[tuple[str, object]]:
             f"offset={link.ack_offset},lag={now - link.ack_time if link.online else 0}",
         ))
     return rows + [
-        ("master_failover_state", "no-failover"),
+        ("master_failover_state", c.server.failover.state),
         ("master_replid", p.replid),
         ("master_replid2", p.replid2),
         ("master_repl_offset", p.repl_offset),

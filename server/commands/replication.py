@@ -8,6 +8,8 @@ arguments and shape replies as Redis 7.0 does.
 
 from __future__ import annotations
 
+import logging
+
 from rill.protocol.parser import split_args
 from rill.protocol.reply import OK, Raw, ReplyError, Status
 
@@ -15,9 +17,12 @@ from ..blocking import parse_timeout
 from ..client import Client
 from ..disk import master_side
 from ..outcomes import NO_REPLY, Block
+from ..replication.failover import NO_FAILOVER, FailoverError
 from ..replication.master import ReplicaLink, replica_address
 from .args import SYNTAX_ERR, get_int, string2ll
 from .table import command
+
+log = logging.getLogger("rill")
 
 
 @command("sync")
@@ -28,6 +33,18 @@ def sync(c: Client, argv: list[bytes]):
 
 @command("psync")
 def psync(c: Client, argv: list[bytes]):
+    """PSYNC replid offset [FAILOVER]: FAILOVER, from the master we follow handing over
+    to us (see replication/failover.py), makes us a master first if the history it
+    continues is ours."""
+    if len(argv) > 3 and argv[3].lower() == b"failover" and c.kind != "replica":
+        server = c.server
+        replid = argv[1].decode(errors="replace")
+        log.warning("Failover request received for replid %s.", replid)
+        if server.replica_side.host is None:
+            raise ReplyError("ERR PSYNC FAILOVER can't be sent to a master.")
+        if replid.lower() != master_side(server).replid.lower():
+            raise ReplyError("ERR PSYNC FAILOVER replid must match my replid.")
+        server.replica_side.stop(f"failover request from '{c.addr}'")
     offset = string2ll(argv[2])
     master_side(c.server).attach_replica(c, psync=True, replid=argv[1],
                                          offset=offset if offset is not None else -1)
@@ -100,6 +117,8 @@ def replconf(c: Client, argv: list[bytes]):
 def replicaof(c: Client, argv: list[bytes]):
     """REPLICAOF host port: follow that master; REPLICAOF NO ONE: be a master again."""
     repl = c.server.replica_side
+    if c.server.failover.state != NO_FAILOVER:
+        raise ReplyError("ERR REPLICAOF not allowed while failing over.")
     if argv[1].lower() == b"no" and argv[2].lower() == b"one":
         repl.stop()
         return OK
@@ -112,6 +131,43 @@ def replicaof(c: Client, argv: list[bytes]):
     if repl.host is not None and repl.host.lower() == host.lower() and repl.port == port:
         return Status(b"OK Already connected to specified master")
     repl.follow(host, port)
+    return OK
+
+
+@command("failover")
+def failover(c: Client, argv: list[bytes]):
+    """FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms] (replication/failover.py)."""
+    state = c.server.failover
+    if len(argv) == 2 and argv[1].lower() == b"abort":
+        if state.state == NO_FAILOVER:
+            raise ReplyError("ERR No failover in progress.")
+        state.abort("Failover manually aborted")
+        return OK
+    timeout = 0
+    force = False
+    host: str | None = None
+    port = 0
+    j = 1
+    while j < len(argv):
+        opt = argv[j].lower()
+        if opt == b"timeout" and j + 1 < len(argv) and timeout == 0:
+            timeout = get_int(argv[j + 1])
+            if timeout <= 0:
+                raise ReplyError("ERR FAILOVER timeout must be greater than 0")
+            j += 2
+        elif opt == b"to" and j + 2 < len(argv) and host is None:
+            port = get_int(argv[j + 2])
+            host = argv[j + 1].decode(errors="replace")
+            j += 3
+        elif opt == b"force" and not force:
+            force = True
+            j += 1
+        else:
+            raise SYNTAX_ERR
+    try:
+        state.start(host, port, timeout, force)
+    except FailoverError as e:
+        raise ReplyError(str(e)) from None
     return OK
 
 

@@ -340,6 +340,8 @@ class MasterSide:
         link = c.repl
         if link is None:
             link = c.repl = ReplicaLink()
+        if self.server.failover.state != "no-failover":
+            raise ReplyError("NOMASTERLINK Can't SYNC while failing over")
         if self.server.replica_of is not None and self.server.replica_side.state != "connected":
             # a replica serves only the history it is following, once it follows it
             raise ReplyError("NOMASTERLINK Can't SYNC while not connected with my master")

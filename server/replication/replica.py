@@ -189,8 +189,9 @@ class ReplicaSide:
         self.offset = offset
         self.master_db = db
 
-    def stop(self) -> None:
-        """REPLICAOF NO ONE: keep the dataset, stop following, accept writes again."""
+    def stop(self, cause: str = "user request") -> None:
+        """REPLICAOF NO ONE (or a FAILOVER that makes us the master): keep the dataset,
+        stop following, accept writes again."""
         if self.host is None:
             return
         self._drop_link()
@@ -210,7 +211,7 @@ class ReplicaSide:
         p.shift_replid()
         p.disconnect_replicas()
         p.repl_selected_db = -1
-        log.warning("MASTER MODE enabled (user request)")
+        log.warning("MASTER MODE enabled (%s)", cause)
 
     def _drop_link(self) -> None:
         link, self.link = self.link, None
@@ -266,7 +267,7 @@ class ReplicaSide:
             psync = [b"PSYNC", self.master_replid.encode(), b"%d" % (self.offset + 1)]
         else:
             psync = [b"PSYNC", b"?", b"-1"]
-        steps.append((b"PSYNC", psync))
+        steps.append((b"PSYNC", psync + self.server.failover.psync_flag))
         link.expect = steps
         link.send(*steps[0][1])
 
@@ -327,6 +328,11 @@ class ReplicaSide:
         elif step == b"REPLCONF":
             pass  # an old master may not know these; it matters not
         elif step == b"PSYNC":
+            if self.server.failover.state != "no-failover":
+                # The PSYNC a FAILOVER sent its target: answered, the switch is over.
+                self.server.failover.psync_answered(line.startswith((b"+CONTINUE", b"+FULLRESYNC")))
+                if link is not self.link:
+                    return False  # refused: the failover made us a master again
             if line.startswith(b"+CONTINUE"):
                 parts = line.split()
                 if len(parts) > 1:
