@@ -139,6 +139,11 @@ def test_failover_pauses_writes_until_abort(oracle_server, kind):
             writer.settimeout(0.3)
             with pytest.raises(TimeoutError):
                 writer.recv(100)  # paused, not refused
+            # CLIENT UNPAUSE ends CLIENT PAUSE's pause only: the failover's holds.
+            assert rm.execute_command("CLIENT", "PAUSE", "100000", "WRITE") == b"OK"
+            assert rm.execute_command("CLIENT", "UNPAUSE") == b"OK"
+            with pytest.raises(TimeoutError):
+                writer.recv(100)
             assert rm.get("held") is None
             assert rm.execute_command("FAILOVER", "ABORT") == b"OK"
             assert _state(rm) == "no-failover"
