@@ -8,22 +8,32 @@
 # caller may replace one on an instance. Fields the engine always holds as dicts or lists are
 # typed so; the rest stay objects (a typed int would make a new int at every read by
 # the links and INFO).
+cimport cython
+
 from rill.server.activeactive.backlog cimport Backlog
+from rill.server.activeactive.keyed cimport Keyed
+from rill.server.commands.table cimport Command
 from rill.storage.keyspace cimport Database
 
 cdef class ActiveActive:
     cdef dict __dict__
     cdef public object server, region, seq, links, recovering, replaying, applied_effects
-    cdef public object keyed, hlls, lists, reply_override, _moves, _clock_parts, want_full_sync
+    cdef public object hlls, lists, reply_override, _moves, _clock_parts, want_full_sync
     cdef public dict vc, known, pending, _deferred_known, tombstones, ttl, _kinds
     cdef public list unit, on_sealed
     cdef public Backlog backlog
+    # Typed, so a keyed write's collect_known (a cpdef method) is a C call and its
+    # ``keys`` a C read.
+    cdef public Keyed keyed
+    cdef public bint fast_writes
 
-    # A keyed write's steps after the handler (_run_fast -> _collect_fast -> _collect_ttl,
+    # A keyed write's steps (run -> _run_fast -> _collect_fast -> _collect_ttl,
     # _sealed_now): private, called only from this class, so C calls instead of a
     # bound-method lookup through the instance dict and a Python call each, with the
-    # Database typed so its fields are C reads. (_run_fast itself stays def: a test
-    # replaces it on an instance.)
+    # Database and the command typed so their fields are C reads. (The test that judges
+    # _run_fast against the generic path turns ``fast_writes`` off rather than replace it.)
+    @cython.locals(db=Database, keyed=dict, where=tuple)
+    cdef object _run_fast(self, object client, Command cmd, object argv, object kind)
     cdef object _sealed_now(self, object dirty)
     cdef object _collect_fast(self, Database db, object key, object before, object ttl_before,
                               object name, object argv, object kind)

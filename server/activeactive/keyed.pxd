@@ -9,6 +9,8 @@ cdef class Keyed:
     cdef public dict keys, removed
     cdef public set _fired
     cdef public list created
+    cdef public object _stamp_ms
+    cdef public bytes _stamp
 
     # The methods one keyed write or one peer's op calls on the way (collect_known ->
     # _reassign_packed/_compare/_assign_op, apply -> _assign_plain/_incr_plain/_once/
@@ -16,6 +18,7 @@ cdef class Keyed:
     # Python call each. Still callable from Python as before.
     cpdef object _kinds_at(self, object where)
     cpdef object _local(self)
+    cpdef bytes _stamp_of(self, object ts)
     cpdef object collect_known(self, object db, object key, object name, object argv, object kind,
                                object now)
     cpdef object _reassign_packed(self, object key, object where, object packed, object kind,
