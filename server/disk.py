@@ -76,6 +76,8 @@ AOF_ON = "on"
 AOF_WAIT_REWRITE = "wait_rewrite"
 
 BGSAVE_RETRY_DELAY = 5  # seconds before a failed save point is retried
+AOF_LIMIT_FAILURES = 3  # failed rewrites in a row before automatic ones are spaced out
+AOF_LIMIT_MAX_MINUTES = 60
 
 SHUTDOWN_ERR = ReplyError("ERR Errors trying to SHUTDOWN. Check logs.")
 MISCONF_RDB = ReplyError(
@@ -152,6 +154,10 @@ class Persistence:
         self.aof_rewrite_scheduled = False
         self.aof_rewrites = 0
         self.aof_rewrite_failures = 0
+        # After AOF_LIMIT_FAILURES failed rewrites in a row, automatic ones (growth and
+        # scheduled) wait 1, 2, 4 ... 60 minutes between tries (see _rewrite_limited).
+        self.aof_limit_minutes = 0
+        self.aof_limit_until = 0.0
         self.aof_lastbgrewrite_ok = True
         self.aof_rewrite_time_last = -1
         self.aof_flush_scheduled = False
@@ -875,7 +881,7 @@ class Persistence:
         # takes the child slot first.
         self.master.cron()
         if self.child_pid is None:
-            if self.aof_rewrite_scheduled:
+            if self.aof_rewrite_scheduled and not self._rewrite_limited():
                 self.start_rewrite()
             elif self.bgsave_scheduled:
                 self.bgsave_scheduled = False
@@ -898,9 +904,29 @@ class Persistence:
             if perc and current > self.config.int("auto-aof-rewrite-min-size"):
                 base = self.aof_rewrite_base_size or 1
                 growth = current * 100 // base - 100
-                if growth >= perc:
+                if growth >= perc and not self._rewrite_limited():
                     _notice("Starting automatic rewriting of AOF on %d%% growth", growth)
                     self.start_rewrite()
+
+    def _rewrite_limited(self) -> bool:
+        """Whether repeated rewrite failures hold automatic rewrites back (Redis's
+        aofRewriteLimited): each failure may leave one more INCR file behind, so after
+        three in a row the next try waits a minute, then 2, 4 ... up to an hour, and a
+        success lifts the limit. BGREWRITEAOF itself is never limited."""
+        if self.aof_rewrite_failures < AOF_LIMIT_FAILURES:
+            self.aof_limit_minutes = 0
+            self.aof_limit_until = 0.0
+            return False
+        if self.aof_limit_until:
+            if time.time() < self.aof_limit_until:
+                return True
+            self.aof_limit_until = 0.0
+            return False
+        self.aof_limit_minutes = min(self.aof_limit_minutes * 2 or 1, AOF_LIMIT_MAX_MINUTES)
+        self.aof_limit_until = time.time() + self.aof_limit_minutes * 60
+        log.warning("Background AOF rewrite has repeatedly failed and triggered the limit, "
+                    "will retry in %d minutes", self.aof_limit_minutes)
+        return True
 
     # ------------------------------------------------------------------ AOF appending
     def _feed_aof(self, ops: list[tuple[int, list[bytes]]]) -> None:

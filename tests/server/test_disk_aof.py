@@ -662,3 +662,40 @@ def test_an_interrupted_upgrade_is_completed_as_in_redis(tmp_path):
             c.close()
     assert seen[0] == seen[1]
     assert seen[0][0] == b"*3\r\n$2\r\nv1\r\n$2\r\nv2\r\n$2\r\nv3\r\n" and not seen[0][1] and seen[0][4]
+
+
+@pytest.mark.parametrize("oracle", [False, True], ids=["rill", "redis"])
+def test_repeated_rewrite_failures_hold_automatic_rewrites_back(oracle):
+    """integration/aof-multi-part "AOF will trigger limit when AOFRW fails many times":
+    three killed rewrites in a row, then growth that would start one: the server logs
+    Redis's limit line instead and starts none; BGREWRITEAOF still runs at once."""
+    import signal
+
+    from tests.support import start_redis, start_rill, wait_until
+
+    def child(pid: int) -> int:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = f.read().split()
+        return int(kids[0]) if kids else 0
+
+    def in_progress(c: RawClient) -> bool:
+        return b"aof_rewrite_in_progress:1" in c.call("INFO", "persistence")
+
+    with (start_redis if oracle else start_rill)("--appendonly", "yes") as srv:
+        c = RawClient(srv.port)
+        wait_until(lambda: not in_progress(c))
+        assert c.call("CONFIG", "SET", "rdb-key-save-delay", 10_000_000) == b"+OK\r\n"
+        assert c.call("CONFIG", "SET", "auto-aof-rewrite-percentage", 1) == b"+OK\r\n"
+        assert c.call("CONFIG", "SET", "auto-aof-rewrite-min-size", "1kb") == b"+OK\r\n"
+        assert c.call("SET", "k", "v") == b"+OK\r\n"
+        for _ in range(3):
+            assert c.call("BGREWRITEAOF") == b"+Background append only file rewriting started\r\n"
+            os.kill(wait_until(lambda: child(srv.proc.pid)), signal.SIGKILL)
+            wait_until(lambda: not in_progress(c))
+        assert b"aof_rewrites_consecutive_failures:3" in c.call("INFO", "persistence")
+        assert c.call("SET", "x", "x" * 1024) == b"+OK\r\n"
+        wait_until(lambda: "triggered the limit, will retry in 1 minutes" in srv.log())
+        assert not in_progress(c)
+        assert c.call("BGREWRITEAOF") == b"+Background append only file rewriting started\r\n"
+        assert in_progress(c)
+        c.close()
