@@ -1453,6 +1453,8 @@ class Persistence:
         if self.aof_state == AOF_WAIT_REWRITE:
             # Not switched on: drop what was gathered for the temp incr and try again.
             self._close_writer()
+            _notice("Removing the temp incr aof file %s in the background",
+                    os.path.basename(self._temp_incr_path()))
             try:
                 os.unlink(self._temp_incr_path())
             except OSError:

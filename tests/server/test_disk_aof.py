@@ -699,3 +699,38 @@ def test_repeated_rewrite_failures_hold_automatic_rewrites_back(oracle):
         assert c.call("BGREWRITEAOF") == b"+Background append only file rewriting started\r\n"
         assert in_progress(c)
         c.close()
+
+
+@pytest.mark.parametrize("oracle", [False, True], ids=["rill", "redis"])
+def test_a_failed_first_rewrite_removes_the_temp_incr_and_retries(oracle):
+    """integration/aof-multi-part: AOF switched on at run time gathers writes in a temp
+    INCR file until its first rewrite succeeds; a killed rewrite removes that file,
+    saying so in the log, and the rewrite is tried again."""
+    import signal
+
+    from tests.support import start_redis, start_rill, wait_until
+
+    def child(pid: int) -> int:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = f.read().split()
+        return int(kids[0]) if kids else 0
+
+    with (start_redis if oracle else start_rill)() as srv:
+        c = RawClient(srv.port)
+        assert c.call("SET", "k", "v") == b"+OK\r\n"
+        assert c.call("CONFIG", "SET", "rdb-key-save-delay", 10_000_000) == b"+OK\r\n"
+        assert c.call("CONFIG", "SET", "appendonly", "yes") == b"+OK\r\n"
+        temp = os.path.join(srv.workdir, "appendonlydir", "temp-appendonly.aof.incr")
+        assert os.path.exists(temp)
+        first = wait_until(lambda: child(srv.proc.pid))
+        os.kill(first, signal.SIGKILL)
+        line = "Removing the temp incr aof file temp-appendonly.aof.incr in the background"
+        wait_until(lambda: line in srv.log())
+        # Scheduled again: a new child, and a new temp file gathering writes.
+        wait_until(lambda: child(srv.proc.pid) not in (0, first))
+        assert c.call("CONFIG", "SET", "rdb-key-save-delay", 0) == b"+OK\r\n"
+        os.kill(child(srv.proc.pid), signal.SIGKILL)
+        wait_until(lambda: b"aof_rewrite_in_progress:0" in c.call("INFO", "persistence")
+                   and b"aof_enabled:1" in c.call("INFO", "persistence"))
+        assert srv.log().count(line) == 2
+        c.close()
