@@ -241,7 +241,10 @@ class RunContext:
         if flags & WRITE and not self.write_dirty:
             # scriptVerifyWriteCommandAllow; once the script has written it must be
             # allowed to finish its writes.
-            if (server.replica_of is not None and self.caller.kind != "master"
+            # A script that came from our master or from the AOF being loaded is obeyed
+            # (Redis's mustObeyClient): it writes even on a read-only replica.
+            obeyed = self.caller.kind == "master" or self.caller.id < 0
+            if (server.replica_of is not None and not obeyed
                     and server.config.bool("replica-read-only")):
                 return self._reject(cmd, b"-READONLY You can't write against a read only replica.")
             if server.write_denied is not None:

@@ -734,3 +734,25 @@ def test_a_failed_first_rewrite_removes_the_temp_incr_and_retries(oracle):
                    and b"aof_enabled:1" in c.call("INFO", "persistence"))
         assert srv.log().count(line) == 2
         c.close()
+
+
+@pytest.mark.parametrize("oracle", [False, True], ids=["rill", "redis"])
+def test_scripts_in_the_aof_write_on_a_read_only_replica(oracle, tmp_path):
+    """integration/aof "EVAL can process writes from AOF in read-only replicas": the AOF
+    being loaded is obeyed like a master, so its scripts' writes are not READONLY."""
+    from tests.support import start_redis, start_rill
+
+    os.makedirs(tmp_path / "appendonlydir")
+    (tmp_path / "appendonlydir" / "appendonly.aof.manifest").write_text(
+        "file appendonly.aof.1.incr.aof seq 1 type i\n")
+    (tmp_path / "appendonlydir" / "appendonly.aof.1.incr.aof").write_bytes(
+        encode_command(["SELECT", "9"])
+        + encode_command(["EVAL", 'redis.call("set",KEYS[1],"100")', "1", "foo"])
+        + encode_command(["EVAL", 'redis.call("incr",KEYS[1])', "1", "foo"]) * 2)
+    start = start_redis if oracle else start_rill
+    with start("--appendonly", "yes", "--replica-read-only", "yes", "--replicaof", "127.0.0.1", "0",
+               workdir=str(tmp_path)) as srv:
+        c = RawClient(srv.port)
+        c.call("SELECT", "9")
+        assert c.call("GET", "foo") == b"$3\r\n102\r\n"
+        c.close()
