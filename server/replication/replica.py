@@ -142,6 +142,7 @@ class ReplicaSide:
         # CLIENT PAUSE held the master's next command: the pause's end resumes the stream.
         self._postponed = False
         self.generation = 0  # bumped by every REPLICAOF: a link dialled before is stale
+        self._retry_after = 0.0  # time.monotonic() before which a failed dial is not retried
 
     # -- REPLICAOF ------------------------------------------------------------------
     def follow_configured(self) -> None:
@@ -166,6 +167,7 @@ class ReplicaSide:
         self.generation += 1
         self.host, self.port = host, port
         self.state = CONNECT
+        self._retry_after = 0.0
         if was_master:
             p = master_side(server)
             self.master_replid = p.replid
@@ -233,9 +235,11 @@ class ReplicaSide:
         def failed(reason: str) -> None:
             log.warning("Error condition on socket for SYNC: %s", reason)
             if self.generation == generation and self.state == CONNECTING:
+                self._retry_after = time.monotonic() + 1.0
                 self.state = CONNECT  # the cron tries again
 
         if not dial(self.server, lambda: MasterLink(self, generation), host, port, failed):
+            self._retry_after = time.monotonic() + 1.0
             self.state = CONNECT  # logged; the cron tries again
 
     def listening_port(self) -> int:
@@ -514,7 +518,10 @@ class ReplicaSide:
         if self.host is None:
             return
         if self.state == CONNECT:
-            self.connect()
+            # A master that refused us is tried again once a second, as Redis's
+            # replicationCron does; a new REPLICAOF or a lost link is tried at once.
+            if time.monotonic() >= self._retry_after:
+                self.connect()
             return
         link = self.link
         if link is not None and time.time() - self.last_io > self.server.config.int("repl-timeout"):

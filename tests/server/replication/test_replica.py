@@ -8,7 +8,7 @@ import time
 import pytest
 import redis
 
-from tests.support import RawClient, start_redis, start_rill, wait_until
+from tests.support import RawClient, free_port, start_redis, start_rill, wait_until
 
 
 def _linked(r: redis.Redis) -> bool:
@@ -482,3 +482,17 @@ def test_errors_from_the_master_stream_are_logged_and_counted_side_by_side():
             r.close()
     assert seen[0] == seen[1]
     assert seen[0][2] == b"unexpected_error_replies:2" and seen[0][4] == 1
+
+
+@pytest.mark.parametrize("kind", ["redis", "rill"])
+def test_a_master_that_refuses_is_dialled_once_a_second(kind):
+    """A replica whose master is down retries from its replication cron, once a
+    second, as Redis does: not on every server cron tick (hz), which would fill the
+    log with ten failures a second."""
+    start = start_redis if kind == "redis" else start_rill
+    closed = free_port()
+    with start("--replicaof", "127.0.0.1", str(closed)) as srv:
+        wait_until(lambda: "Error condition on socket for SYNC" in srv.log())
+        time.sleep(2.5)
+        # The first dial, then at most one a second (fewer under load, never more).
+        assert srv.log().count("Error condition on socket for SYNC") <= 4
