@@ -3,9 +3,15 @@
 # Keyed becomes an extension type: its fields, which every keyed write and every op a
 # peer sends reads several of (keys, engine, created), are C reads instead of a generic
 # attribute lookup through an instance dict each.
+# The cells' helpers and the Database are cimported: a write's or a peer's op calls
+# reg/inflate/settle and reads db.data and db.id in C, not through a Python call or a
+# generic attribute lookup each.
+from rill.storage.cells cimport Cell, inflate, num_bytes, num_in, reg, settle
+from rill.storage.keyspace cimport Database
+
 
 cdef class Keyed:
-    cdef public object engine, _fired_by
+    cdef public object engine, _fired_origin, _fired_seq, _fired_first
     cdef public dict keys, removed
     cdef public set _fired
     cdef public list created
@@ -31,17 +37,17 @@ cdef class Keyed:
                           object origin, object seq, object seen, object counters=*)
     cpdef object _assign_op(self, object cells, object key, object kind, object elem, object v,
                             object ts, object origin, object seq, object seen)
-    cpdef object apply(self, object db, object origin, object seq, object vc, list op)
-    cpdef object _assign_plain(self, object db, object origin, object seq, object vc, list op,
+    cpdef object apply(self, Database db, object origin, object seq, object vc, list op)
+    cpdef object _assign_plain(self, Database db, object origin, object seq, object vc, list op,
                                object where)
-    cpdef object _incr_plain(self, object db, object origin, object seq, list op, object where)
+    cpdef object _incr_plain(self, Database db, object origin, object seq, list op, object where)
     cpdef object pack_created(self)
     cpdef tuple _once(self, object origin, object seq, object db_id, object key, object event)
-    cpdef object _render(self, object db, object key, object shown, object touched)
+    cpdef object _render(self, Database db, object key, object shown, object touched)
 
 # The module's helpers on the same paths: C calls from the methods above.
 cpdef object kind_of(object value)
-cpdef object visible(object kinds)
+cpdef object visible(dict kinds)  # always a full-form state (never a Packed)
 cpdef object render_bytes(object cell)
 cpdef object render_score(object cell)
 cpdef object _element_now(object value, object kind, object elem)

@@ -342,9 +342,12 @@ class Keyed:
     def __init__(self, engine: ActiveActive) -> None:
         self.engine = engine
         self.keys: dict[tuple[int, bytes], Kinds | Packed] = {}
-        # The effect whose events apply() is firing, and the (db, key, event)s it fired.
-        self._fired_by: tuple[int, int] | None = None
-        self._fired: set[tuple[int, bytes, Event]] = set()
+        # The effect whose events apply() is firing (its dot), the first (db, key, event)
+        # it fired, and all of them once it fired a second (_once).
+        self._fired_origin: int | None = None
+        self._fired_seq: int | None = None
+        self._fired_first: tuple[int, bytes, Event] | None = None
+        self._fired: set[tuple[int, bytes, Event]] | None = None
         # What removals took of increments, for cells that went (Cell.removals): per key,
         # (kind, element) -> (the removing effect's seen clock, the marks). Only a full
         # sync reads them (merge); they go once every instance has seen that clock.
@@ -854,14 +857,25 @@ class Keyed:
 
     def _once(self, origin: int, seq: int, db_id: int, key: bytes, event: Event) -> tuple[Event, ...]:
         """``(event,)``, unless this effect fired it for this key already: an HSET of
-        several fields (several CSET ops) fires one "hset", as it does in Redis."""
-        if self._fired_by != (origin, seq):
-            self._fired_by = (origin, seq)
-            self._fired = set()
+        several fields (several CSET ops) fires one "hset", as it does in Redis. An
+        effect's first event is kept alone; the set of them is made at its second (most
+        effects carry one op, and a set and a dot tuple per effect were a tenth of
+        applying one)."""
+        if seq != self._fired_seq or origin != self._fired_origin:
+            self._fired_seq = seq
+            self._fired_origin = origin
+            self._fired_first = (db_id, key, event)
+            self._fired = None
+            return (event,)
         mark = (db_id, key, event)
-        if mark in self._fired:
+        fired = self._fired
+        if fired is None:
+            if mark == self._fired_first:
+                return ()
+            fired = self._fired = {self._fired_first}
+        elif mark in fired:
             return ()
-        self._fired.add(mark)
+        fired.add(mark)
         return (event,)
 
     def _render(self, db: Any, key: bytes, shown: bytes | None, touched: tuple[bytes, bytes] | None) -> None:
