@@ -6,6 +6,8 @@
   +CONTINUE, REPLCONF ACK and WAIT.
 - ``replica.py``: this server as a replica: REPLICAOF's link to a master, the
   handshake, loading the master's snapshot, running its command stream, ACKs.
+- ``failover.py``: FAILOVER, the coordinated switch of roles between this master and
+  one of its replicas.
 
 The commands that drive them are server/commands/replication.py.
 """
