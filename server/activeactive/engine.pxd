@@ -35,6 +35,10 @@ cdef class ActiveActive:
     @cython.locals(db=Database, keyed=dict, where=tuple)
     cdef object _run_fast(self, object client, Command cmd, object argv, object kind)
     cdef object _sealed_now(self, object dirty)
+    # A stream write's one-key path (run -> _run_one, every XADD at a writer): a C call,
+    # its Database typed so data, expires and id are C reads.
+    @cython.locals(db=Database, expires=dict)
+    cdef object _run_one(self, object client, object cmd, object argv, object key)
     cdef object _collect_fast(self, Database db, object key, object before, object ttl_before,
                               object name, object argv, object kind)
     cdef object _collect_ttl(self, list ops, Database db, object key, object before,

@@ -228,27 +228,34 @@ class ActiveActive:
     def _run_one(self, client: Client, cmd: Command, argv: list[bytes], key: bytes) -> Any:
         """run() for a stream command that names one key (most of them): the snapshot
         and the collection of _snapshot and _collect for that key alone (a RENAME
-        needs two keys, so none happens here)."""
+        needs two keys, so none happens here). Compiled, it is a C method with the
+        Database typed (engine.pxd), and the TTL lookups run only in a database that
+        holds TTLs: per XADD these calls were most of what the engine added."""
         db = client.db
-        before = db.data.get(key)
+        data = db.data
+        expires = db.expires
+        before = data.get(key)
         ttl_before = None
         if before is not None:
             if type(before) is not ActiveStream and isinstance(before, Stream):
                 raise _PLAIN_STREAM  # from before the mode was on: it has no regions
-            ttl_before = db.expires.get(key)
-            if ttl_before is not None and db.is_expired(key):
-                before = None  # gone already: its lookup's expiry makes the DEL
+            if expires:
+                ttl_before = expires.get(key)
+                if ttl_before is not None and db.is_expired(key):
+                    before = None  # gone already: its lookup's expiry makes the DEL
         try:
             return cmd.handler(client, argv)
         finally:
-            now = db.data.get(key)
+            now = db.data.get(key)  # read again: these stay right if a handler swaps them
+            expires = db.expires
             ops: Unit = []
             db_id = db.id
             if now is not before and isinstance(before, ActiveStream):
-                ops.extend((db_id, [op[0], key, *op[1:]]) for op in before.drain())
+                for op in before.drain():
+                    ops.append((db_id, [op[0], key, *op[1:]]))
                 ops.append((db_id, [b"DEL", key, *before.observed()]))
                 self.ttl.pop((db_id, key), None)  # a local DEL saw every TTL
-            if isinstance(now, ActiveStream):
+            if type(now) is ActiveStream:
                 for op in now.drain():
                     op.insert(1, key)  # drained ops are ours: the key goes in place
                     ops.append((db_id, op))
@@ -259,7 +266,7 @@ class ActiveActive:
                         self.hlls.show(db, key)  # a hidden HLL shows again, as it does there
                 else:
                     expected = ttl_before if now is before else self._created_ttl(db, key)
-                    ttl_now = db.expires.get(key)
+                    ttl_now = expires.get(key) if expires else None
                     if ttl_now != expected:
                         at = PERSIST if ttl_now is None else ttl_now
                         ops.append((db_id, [b"EXPIRE", key, b"%d" % at]))
