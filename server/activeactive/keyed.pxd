@@ -6,6 +6,8 @@
 # The cells' helpers and the Database are cimported: a write's or a peer's op calls
 # reg/inflate/settle and reads db.data and db.id in C, not through a Python call or a
 # generic attribute lookup each.
+cimport cython
+
 from rill.storage.cells cimport Cell, inflate, num_bytes, num_in, reg, settle
 from rill.storage.keyspace cimport Database
 
@@ -29,6 +31,7 @@ cdef class Keyed:
                                object now)
     cpdef object _reassign_packed(self, object key, object where, object packed, object kind,
                                   object name, object argv, object now)
+    @cython.locals(cell=Cell)  # a counter its increment created: Cell.incr a C call
     cpdef object _create(self, list ops, object kinds, object key, object kind, object now,
                          object name, object argv, object ts, object origin, object seq,
                          object seen, object deltas=*)

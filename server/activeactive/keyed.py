@@ -104,29 +104,32 @@ def _score_delta(raw: bytes) -> Fraction:
     return Fraction(d)
 
 
-# Increments a counter command makes: (element, delta) from its argv.
+# Increments a counter command makes: element -> delta, from its argv. INCR's and DECR's
+# are the same every time, so one dict each serves them all (read only, as _NO_DELTAS).
+_PLUS_ONE: dict[bytes, Number] = {b"": 1}
+_MINUS_ONE: dict[bytes, Number] = {b"": -1}
 _COUNTERS = {
-    "incr": lambda a: [(b"", 1)],
-    "decr": lambda a: [(b"", -1)],
-    "incrby": lambda a: [(b"", _int_arg(a[2]))],
-    "decrby": lambda a: [(b"", -_int_arg(a[2]))],
-    "incrbyfloat": lambda a: [(b"", _ld_arg(a[2]))],
-    "hincrby": lambda a: [(a[2], _int_arg(a[3]))],
-    "hincrbyfloat": lambda a: [(a[2], _ld_arg(a[3]))],
-    "zincrby": lambda a: [(a[3], _score_delta(a[2]))],
+    "incr": lambda a: _PLUS_ONE,
+    "decr": lambda a: _MINUS_ONE,
+    "incrby": lambda a: {b"": _int_arg(a[2])},
+    "decrby": lambda a: {b"": -_int_arg(a[2])},
+    "incrbyfloat": lambda a: {b"": _ld_arg(a[2])},
+    "hincrby": lambda a: {a[2]: _int_arg(a[3])},
+    "hincrbyfloat": lambda a: {a[2]: _ld_arg(a[3])},
+    "zincrby": lambda a: {a[3]: _score_delta(a[2])},
     "zadd": lambda a: _zadd_incr(a),
 }
 
 
-def _zadd_incr(argv: list[bytes]) -> list[tuple[bytes, Number]]:
+def _zadd_incr(argv: list[bytes]) -> dict[bytes, Number]:
     opts = set()
     i = 2
     while i < len(argv) and argv[i].lower() in (b"nx", b"xx", b"gt", b"lt", b"ch", b"incr"):
         opts.add(argv[i].lower())
         i += 1
     if b"incr" not in opts or i + 1 >= len(argv):
-        return []
-    return [(argv[i + 1], _score_delta(argv[i]))]
+        return {}
+    return {argv[i + 1]: _score_delta(argv[i])}
 
 
 # The kind of value the hinted and counter commands write (on another, they are refused).
@@ -1075,7 +1078,7 @@ def _deltas(name: str, argv: list[bytes], kind: bytes) -> dict[bytes, Number]:
     if f is None or _COMMAND_KIND[name] != kind:
         return {}
     try:
-        return dict(f(argv))
+        return f(argv)
     except (ValueError, IndexError, ReplyError):
         return {}  # the command refused its argument: it changed nothing
 
