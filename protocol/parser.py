@@ -304,7 +304,9 @@ class RequestParser:
         self._argv_bytes = 0  # the bytes of the arguments in _argv
         self._remaining = 0
         self._bulklen = -1
-        self._reader = hiredis.Reader() if hiredis is not None else None
+        # Compiled, feed() never consults hiredis (_scan is cheaper): no Reader to build
+        # for every connection.
+        self._reader = hiredis.Reader() if hiredis is not None and not _COMPILED else None
         self.max_bulk_len = max_bulk_len
         # Unauthenticated clients get Redis's tighter request limits.
         self.auth_required = False
