@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+from contextlib import contextmanager
 
 import pytest
 import redis
@@ -118,68 +119,66 @@ def test_failover_to_a_replica_swaps_roles_with_partial_resyncs(oracle_server, k
             r.close()
 
 
-@pytest.mark.parametrize("kind", KINDS)
-def test_failover_pauses_writes_until_abort(oracle_server, kind):
-    """While the target cannot catch up (stopped), writes wait and reads go on; ABORT
-    resumes the writes on the master it still is, and nothing resyncs."""
+@contextmanager
+def _stopped_replica(kind: str):
+    """A master and its one replica, online, then stopped (SIGSTOP) so that it never
+    acknowledges what comes next. On the way out the replica runs again (SIGCONT) and
+    must catch up with the master it still follows, with the same data."""
     with _start(kind) as m, _start(kind) as a:
         rm, ra = redis.Redis(port=m.port), redis.Redis(port=a.port)
         ra.replicaof("127.0.0.1", m.port)
         wait_until(lambda: _caught_up(rm, ra) and _online(rm))
         os.kill(a.proc.pid, signal.SIGSTOP)
         try:
-            rm.set("case", "1")  # a delta the stopped replica never acknowledges
-            assert rm.execute_command("FAILOVER", "TO", "127.0.0.1", str(a.port), "TIMEOUT", "60000") == b"OK"
-            assert _state(rm) == "waiting-for-sync"
-            assert rm.get("case") == b"1"
-            assert _error(rm, "FAILOVER") == "FAILOVER already in progress."
-            assert _error(rm, "REPLICAOF", "NO", "ONE") == "REPLICAOF not allowed while failing over."
-            writer = socket.create_connection(("127.0.0.1", m.port))
-            writer.sendall(b"*3\r\n$3\r\nSET\r\n$4\r\nheld\r\n$1\r\n1\r\n")
-            writer.settimeout(0.3)
-            with pytest.raises(TimeoutError):
-                writer.recv(100)  # paused, not refused
-            # CLIENT UNPAUSE ends CLIENT PAUSE's pause only: the failover's holds.
-            assert rm.execute_command("CLIENT", "PAUSE", "100000", "WRITE") == b"OK"
-            assert rm.execute_command("CLIENT", "UNPAUSE") == b"OK"
-            with pytest.raises(TimeoutError):
-                writer.recv(100)
-            assert rm.get("held") is None
-            assert rm.execute_command("FAILOVER", "ABORT") == b"OK"
-            assert _state(rm) == "no-failover"
-            writer.settimeout(10)
-            assert writer.recv(100) == b"+OK\r\n"
-            writer.close()
-            assert rm.get("held") == b"1"
+            yield m, a, rm
         finally:
             os.kill(a.proc.pid, signal.SIGCONT)
         wait_until(lambda: _caught_up(rm, ra))
         assert rm.info("replication")["role"] == "master"
         assert ra.info("stats")["sync_full"] == 0
         assert _dataset(m.port) == _dataset(a.port)
-        for r in (rm, ra):
-            r.close()
+        rm.close()
+        ra.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_failover_pauses_writes_until_abort(oracle_server, kind):
+    """While the target cannot catch up (stopped), writes wait and reads go on; ABORT
+    resumes the writes on the master it still is, and nothing resyncs."""
+    with _stopped_replica(kind) as (m, a, rm):
+        rm.set("case", "1")  # a delta the stopped replica never acknowledges
+        assert rm.execute_command("FAILOVER", "TO", "127.0.0.1", str(a.port), "TIMEOUT", "60000") == b"OK"
+        assert _state(rm) == "waiting-for-sync"
+        assert rm.get("case") == b"1"
+        assert _error(rm, "FAILOVER") == "FAILOVER already in progress."
+        assert _error(rm, "REPLICAOF", "NO", "ONE") == "REPLICAOF not allowed while failing over."
+        writer = socket.create_connection(("127.0.0.1", m.port))
+        writer.sendall(b"*3\r\n$3\r\nSET\r\n$4\r\nheld\r\n$1\r\n1\r\n")
+        writer.settimeout(0.3)
+        with pytest.raises(TimeoutError):
+            writer.recv(100)  # paused, not refused
+        # CLIENT UNPAUSE ends CLIENT PAUSE's pause only: the failover's holds.
+        assert rm.execute_command("CLIENT", "PAUSE", "100000", "WRITE") == b"OK"
+        assert rm.execute_command("CLIENT", "UNPAUSE") == b"OK"
+        with pytest.raises(TimeoutError):
+            writer.recv(100)
+        assert rm.get("held") is None
+        assert rm.execute_command("FAILOVER", "ABORT") == b"OK"
+        assert _state(rm) == "no-failover"
+        writer.settimeout(10)
+        assert writer.recv(100) == b"+OK\r\n"
+        writer.close()
+        assert rm.get("held") == b"1"
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_failover_timeout_without_force_aborts(oracle_server, kind):
-    with _start(kind) as m, _start(kind) as a:
-        rm, ra = redis.Redis(port=m.port), redis.Redis(port=a.port)
-        ra.replicaof("127.0.0.1", m.port)
-        wait_until(lambda: _caught_up(rm, ra) and _online(rm))
-        os.kill(a.proc.pid, signal.SIGSTOP)
-        try:
-            rm.set("case", "1")
-            assert rm.execute_command("FAILOVER", "TO", "127.0.0.1", str(a.port), "TIMEOUT", "300") == b"OK"
-            wait_until(lambda: _state(rm) == "no-failover")
-            assert rm.info("replication")["role"] == "master"
-            rm.set("after", "1")  # writes flow again
-        finally:
-            os.kill(a.proc.pid, signal.SIGCONT)
-        wait_until(lambda: _caught_up(rm, ra))
-        assert _dataset(m.port) == _dataset(a.port)
-        for r in (rm, ra):
-            r.close()
+    with _stopped_replica(kind) as (m, a, rm):
+        rm.set("case", "1")
+        assert rm.execute_command("FAILOVER", "TO", "127.0.0.1", str(a.port), "TIMEOUT", "300") == b"OK"
+        wait_until(lambda: _state(rm) == "no-failover")
+        assert rm.info("replication")["role"] == "master"
+        rm.set("after", "1")  # writes flow again
 
 
 @pytest.mark.parametrize("kind", KINDS)
