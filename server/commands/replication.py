@@ -17,7 +17,6 @@ from ..blocking import parse_timeout
 from ..client import Client
 from ..disk import master_side
 from ..outcomes import NO_REPLY, Block
-from ..replication.failover import NO_FAILOVER, FailoverError
 from ..replication.master import ReplicaLink, replica_address
 from .args import SYNTAX_ERR, get_int, string2ll
 from .table import command
@@ -117,7 +116,7 @@ def replconf(c: Client, argv: list[bytes]):
 def replicaof(c: Client, argv: list[bytes]):
     """REPLICAOF host port: follow that master; REPLICAOF NO ONE: be a master again."""
     repl = c.server.replica_side
-    if c.server.failover.state != NO_FAILOVER:
+    if c.server.failover.active:
         raise ReplyError("ERR REPLICAOF not allowed while failing over.")
     if argv[1].lower() == b"no" and argv[2].lower() == b"one":
         repl.stop()
@@ -139,7 +138,7 @@ def failover(c: Client, argv: list[bytes]):
     """FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT ms] (replication/failover.py)."""
     state = c.server.failover
     if len(argv) == 2 and argv[1].lower() == b"abort":
-        if state.state == NO_FAILOVER:
+        if not state.active:
             raise ReplyError("ERR No failover in progress.")
         state.abort("Failover manually aborted")
         return OK
@@ -164,10 +163,7 @@ def failover(c: Client, argv: list[bytes]):
             j += 1
         else:
             raise SYNTAX_ERR
-    try:
-        state.start(host, port, timeout, force)
-    except FailoverError as e:
-        raise ReplyError(str(e)) from None
+    state.start(host, port, timeout, force)
     return OK
 
 

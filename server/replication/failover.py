@@ -13,27 +13,21 @@ target never caught up.
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import TYPE_CHECKING
 
+from rill.protocol.reply import ReplyError
+
 from ..disk import master_side
-from .master import replica_address
+from .master import _notice, replica_address
 
 if TYPE_CHECKING:
     from ..client import Client
     from ..server import Server
 
-log = logging.getLogger("rill")
-NOTICE = 25
-
 NO_FAILOVER = "no-failover"
 WAIT_FOR_SYNC = "waiting-for-sync"
 IN_PROGRESS = "failover-in-progress"
-
-
-class FailoverError(Exception):
-    """A FAILOVER the server's state refuses (the message is Redis's reply)."""
 
 
 class Failover:
@@ -48,27 +42,32 @@ class Failover:
         self.force = False
         server.cron_hooks.append(self.cron)
 
+    @property
+    def active(self) -> bool:
+        """A FAILOVER is under way (waiting for its target, or switching)."""
+        return self.state != NO_FAILOVER
+
     def start(self, host: str | None, port: int, timeout_ms: int, force: bool) -> None:
         """FAILOVER [TO host port [FORCE]] [TIMEOUT ms], its arguments parsed."""
         server = self.server
         if self.state != NO_FAILOVER:
-            raise FailoverError("ERR FAILOVER already in progress.")
+            raise ReplyError("ERR FAILOVER already in progress.")
         if server.replica_side.host is not None:
-            raise FailoverError("ERR FAILOVER is not valid when server is a replica.")
+            raise ReplyError("ERR FAILOVER is not valid when server is a replica.")
         if not master_side(server).live_replicas():
-            raise FailoverError("ERR FAILOVER requires connected replicas.")
+            raise ReplyError("ERR FAILOVER requires connected replicas.")
         if force and (not timeout_ms or host is None):
-            raise FailoverError("ERR FAILOVER with force option requires both a timeout and target HOST and IP.")
+            raise ReplyError("ERR FAILOVER with force option requires both a timeout and target HOST and IP.")
         if host is not None:
             target = self._replica_at(host, port)
             if target is None:
-                raise FailoverError("ERR FAILOVER target HOST and PORT is not a replica.")
+                raise ReplyError("ERR FAILOVER target HOST and PORT is not a replica.")
             if not target.repl.online:
-                raise FailoverError("ERR FAILOVER target replica is not online.")
+                raise ReplyError("ERR FAILOVER target replica is not online.")
             self.host, self.port = host, port
-            log.log(NOTICE, "FAILOVER requested to %s:%d.", host, port)
+            _notice("FAILOVER requested to %s:%d.", host, port)
         else:
-            log.log(NOTICE, "FAILOVER requested to any replica.")
+            _notice("FAILOVER requested to any replica.")
         self.end = time.monotonic() + timeout_ms / 1000 if timeout_ms else 0.0
         self.force = force
         self.state = WAIT_FOR_SYNC
@@ -79,7 +78,7 @@ class Failover:
         if self.state == NO_FAILOVER:
             return
         target = f"{self.host}:{self.port}" if self.host is not None else "any replica"
-        log.log(NOTICE, "FAILOVER to %s aborted: %s", target, reason)
+        _notice("FAILOVER to %s aborted: %s", target, reason)
         if self.state == IN_PROGRESS:
             self.server.replica_side.stop()
         self.clear()
@@ -114,7 +113,7 @@ class Failover:
             return
         if self.end and time.monotonic() >= self.end:
             if self.force:
-                log.log(NOTICE, "FAILOVER to %s:%d time out exceeded, failing over.", self.host, self.port)
+                _notice("FAILOVER to %s:%d time out exceeded, failing over.", self.host, self.port)
                 self._follow_target()
             else:
                 self.abort("Replica never caught up before timeout")
@@ -131,7 +130,7 @@ class Failover:
                     caught_up = True
                     break
         if caught_up:
-            log.log(NOTICE, "Failover target %s:%d is synced, failing over.", self.host, self.port)
+            _notice("Failover target %s:%d is synced, failing over.", self.host, self.port)
             self._follow_target()
 
     def _follow_target(self) -> None:

@@ -236,7 +236,10 @@ class MasterSide:
         later: a byte of the new history queued to them in between (the new master's
         stream right behind its +CONTINUE) would move their offset past what our second
         ID serves, and turn their PSYNC into a full sync."""
-        for r in self.live_replicas():
+        live = self.live_replicas()
+        if not live:
+            return
+        for r in live:
             r.kill_requested = True
             r.on_output(r)
         self.replicas = []
@@ -340,7 +343,7 @@ class MasterSide:
         link = c.repl
         if link is None:
             link = c.repl = ReplicaLink()
-        if self.server.failover.state != "no-failover":
+        if self.server.failover.active:
             raise ReplyError("NOMASTERLINK Can't SYNC while failing over")
         if self.server.replica_of is not None and self.server.replica_side.state != "connected":
             # a replica serves only the history it is following, once it follows it

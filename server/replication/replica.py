@@ -332,7 +332,7 @@ class ReplicaSide:
         elif step == b"REPLCONF":
             pass  # an old master may not know these; it matters not
         elif step == b"PSYNC":
-            if self.server.failover.state != "no-failover":
+            if self.server.failover.active:
                 # The PSYNC a FAILOVER sent its target: answered, the switch is over.
                 self.server.failover.psync_answered(line.startswith((b"+CONTINUE", b"+FULLRESYNC")))
                 if link is not self.link:
