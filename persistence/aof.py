@@ -524,6 +524,10 @@ class AofWriter:
         self.size = os.fstat(self.fd).st_size
         self.buf = bytearray()
         self.selected_db = -1
+        # aof-timestamp-enabled: a "#TS:<unix seconds>" line goes before the first
+        # command of each new second, as redis-check-aof --truncate-to-timestamp reads them.
+        self.timestamps = False
+        self.last_timestamp = 0
         self.last_fsync = time.monotonic()
         self.unsynced = False  # written but not yet fsynced
         self.write_error: OSError | None = None
@@ -549,6 +553,11 @@ class AofWriter:
         """
         buf = self.buf
         was_empty = not buf
+        if self.timestamps:
+            now = int(time.time())
+            if now > self.last_timestamp:
+                self.last_timestamp = now
+                buf += timestamp_annotation(now)
         heads = _BULK_HEADERS
         arrays = _ARRAY_HEADERS
         for db, argv in ops:
@@ -823,16 +832,22 @@ def rewrite_commands(
                 yield [b"PEXPIREAT", key, b"%d" % when]
 
 
+def timestamp_annotation(unix_seconds: int) -> bytes:
+    """The AOF annotation line that dates what follows it; loaders skip ``#`` lines."""
+    return b"#TS:%d\r\n" % unix_seconds
+
+
 def write_resp_base(
     sink: Any, databases: Iterable[tuple[int, dict[bytes, Any], dict[bytes, int]]],
-    functions: Iterable[bytes] = (),
+    functions: Iterable[bytes] = (), timestamp: int | None = None,
 ) -> int:
     """Write the RESP form of the dataset to a binary file; bytes written.
 
     Function libraries come first, as FUNCTION LOAD of each library's code
-    (Redis's rewriteFunctions), so the keys' commands find them loaded.
+    (Redis's rewriteFunctions), so the keys' commands find them loaded. With
+    ``timestamp`` (aof-timestamp-enabled) the file opens with its annotation.
     """
-    buf = bytearray()
+    buf = bytearray() if timestamp is None else bytearray(timestamp_annotation(timestamp))
     for code in functions:
         buf += encode_command([b"FUNCTION", b"LOAD", code])
     total = 0

@@ -489,7 +489,7 @@ UNSUPPORTED: frozenset[str] = frozenset({
     "active-expire-effort",
     # persistence knobs
     "rdb-save-incremental-fsync", "aof-rewrite-incremental-fsync",
-    "no-appendfsync-on-rewrite", "aof-timestamp-enabled",
+    "no-appendfsync-on-rewrite",
     # replication knobs
     "repl-disable-tcp-nodelay", "repl-diskless-load", "replica-lazy-flush",
     "replica-ignore-disk-write-errors", "replica-announce-ip", "replica-announce-port",

@@ -151,6 +151,8 @@ class Persistence:
         self.writer: AofWriter | None = None
         self.aof_base_file_size = 0
         self.aof_rewrite_base_size = 0
+        # The second of the last "#TS:" annotation written (aof-timestamp-enabled).
+        self.aof_cur_timestamp = 0
         self.aof_rewrite_scheduled = False
         self.aof_rewrites = 0
         self.aof_rewrite_failures = 0
@@ -275,6 +277,7 @@ class Persistence:
             cron_hooks.append(self.cron)
         s.config_changed_hooks["appendonly"] = self._config_appendonly
         s.config_changed_hooks["appendfsync"] = self._config_appendfsync
+        s.config_changed_hooks["aof-timestamp-enabled"] = self._config_aof_timestamps
         s.config_changed_hooks["aof-disable-auto-gc"] = self._config_aof_auto_gc
         handlers = getattr(s, "debug_handlers", None)
         if handlers is None:
@@ -640,7 +643,7 @@ class Persistence:
             with open(tmp, "wb", buffering=0) as f:
                 stage = "write"
                 if resp:
-                    aofmod.write_resp_base(f, dbs, self.function_codes())
+                    aofmod.write_resp_base(f, dbs, self.function_codes(), self._base_timestamp())
                 elif split:
                     scratch = os.path.join(self.config["dir"], f"temp-split-{os.getpid()}.rdb")
                     if self.writer is not None:
@@ -1052,6 +1055,10 @@ class Persistence:
         if truncate:
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
         w = AofWriter(path, self.config["appendfsync"])
+        w.timestamps = self.config.bool("aof-timestamp-enabled")
+        # The last annotation's second carries over: a new incr file is dated only
+        # from the next second on, as one AOF history.
+        w.last_timestamp = self.aof_cur_timestamp
         w.on_data = self._schedule_flush
         w.on_fsync_status = self._fsync_status_from_thread
         w.on_latency = self._aof_latency
@@ -1080,6 +1087,7 @@ class Persistence:
     def _close_writer(self) -> None:
         w = self.writer
         if w is not None:
+            self.aof_cur_timestamp = max(self.aof_cur_timestamp, w.last_timestamp)
             try:
                 w.close(sync=True)
             except OSError as e:
@@ -1409,7 +1417,7 @@ class Persistence:
                 if preamble:
                     rdb.save_file(f, dbs, self.save_options(aof_base=True))
                 else:
-                    aofmod.write_resp_base(f, dbs, self.function_codes())
+                    aofmod.write_resp_base(f, dbs, self.function_codes(), self._base_timestamp())
                 os.fsync(f.fileno())
 
         try:
@@ -1585,6 +1593,14 @@ class Persistence:
     def _config_appendfsync(self) -> None:
         if self.writer is not None:
             self.writer.policy = self.config["appendfsync"]
+
+    def _config_aof_timestamps(self) -> None:
+        if self.writer is not None:
+            self.writer.timestamps = self.config.bool("aof-timestamp-enabled")
+
+    def _base_timestamp(self) -> int | None:
+        """A RESP base file opens with the time it was written, when annotations are on."""
+        return int(time.time()) if self.config.bool("aof-timestamp-enabled") else None
 
     # ------------------------------------------------------------------ FLUSHALL
     def _after_flushall(self, *args: Any) -> None:

@@ -59,6 +59,7 @@ IMPLEMENTED: dict[str, str] = {
     "syslog-facility": "server/main.py",
     "maxmemory-policy": "server/server.py",
     "appendfsync": "server/disk.py",
+    "aof-timestamp-enabled": "server/disk.py",
     "oom-score-adj": "server/main.py",
     "set-proc-title": "server/main.py",
     "proc-title-template": "server/main.py",

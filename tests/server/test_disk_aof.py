@@ -756,3 +756,53 @@ def test_scripts_in_the_aof_write_on_a_read_only_replica(oracle, tmp_path):
         c.call("SELECT", "9")
         assert c.call("GET", "foo") == b"$3\r\n102\r\n"
         c.close()
+
+
+@pytest.mark.parametrize("oracle", [False, True], ids=["rill", "redis"])
+def test_timestamp_annotations(oracle, tmp_path):
+    """integration/aof "Generate timestamp annotations in AOF": with aof-timestamp-enabled
+    the incr file dates its commands ("#TS:<seconds>" before the first of each second) and a
+    RESP base opens with one; redis-check-aof can cut the history at such a time, and the
+    annotated files load back."""
+    import re
+    import subprocess
+    import time
+
+    from tests.support import require_tool, start_redis, start_rill
+
+    start = start_redis if oracle else start_rill
+    d = str(tmp_path / "appendonlydir")
+    with start("--appendonly", "yes", workdir=str(tmp_path)) as srv:
+        c = RawClient(srv.port)
+        wait_rewrite(c)
+        assert c.call("CONFIG", "SET", "aof-timestamp-enabled", "yes") == b"+OK\r\n"
+        assert c.call("CONFIG", "GET", "aof-timestamp-enabled") == (
+            b"*2\r\n$21\r\naof-timestamp-enabled\r\n$3\r\nyes\r\n")
+        assert c.call("CONFIG", "SET", "aof-use-rdb-preamble", "no") == b"+OK\r\n"
+        before = int(time.time())
+        assert c.call("SET", "foo", "bar") == b"+OK\r\n"
+        incr = open(os.path.join(d, "appendonly.aof.1.incr.aof"), "rb").read()
+        m = re.match(rb"#TS:(\d+)\r\n\*2\r\n\$6\r\nSELECT\r\n", incr)
+        assert m and before <= int(m.group(1)) <= int(time.time())
+        assert c.call("BGREWRITEAOF") == b"+Background append only file rewriting started\r\n"
+        wait_rewrite(c)
+        assert re.match(rb"#TS:\d+\r\n\*2\r\n\$6\r\nSELECT\r\n\$1\r\n0\r\n\*3\r\n\$3\r\nSET\r\n",
+                        open(os.path.join(d, "appendonly.aof.2.base.aof"), "rb").read())
+        c.close()
+    with start("--appendonly", "yes", workdir=str(tmp_path)) as srv:
+        c = RawClient(srv.port)
+        assert c.call("GET", "foo") == b"$3\r\nbar\r\n"
+        c.close()
+    checker = require_tool("redis-check-aof")
+    with open(os.path.join(d, "appendonly.aof.2.incr.aof"), "wb") as f:
+        t = int(time.time())  # after the base's annotation
+        f.write(b"#TS:%d\r\n" % (t + 100) + encode_command(["SET", "foo1", "bar1"])
+                + b"#TS:%d\r\n" % (t + 300) + encode_command(["SET", "foo2", "bar2"]))
+    out = subprocess.run([checker, "--truncate-to-timestamp", str(t + 200),
+                          os.path.join(d, "appendonly.aof.manifest")],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    with start("--appendonly", "yes", workdir=str(tmp_path)) as srv:
+        c = RawClient(srv.port)
+        assert c.call("MGET", "foo", "foo1", "foo2") == b"*3\r\n$3\r\nbar\r\n$4\r\nbar1\r\n$-1\r\n"
+        c.close()
