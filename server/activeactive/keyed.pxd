@@ -21,7 +21,7 @@ cdef class Keyed:
     cdef public bytes _stamp
 
     # The methods one keyed write or one peer's op calls on the way (collect_known ->
-    # _reassign_packed/_compare/_assign_op, apply -> _assign_plain/_incr_plain/_once/
+    # _reassign_packed/_compare/_assign_op, apply -> _assign_plain/_incr_plain/_once/_settle/
     # _render): cpdef, so those calls are C calls instead of a bound-method lookup and a
     # Python call each. Still callable from Python as before.
     cpdef object _kinds_at(self, object where)
@@ -45,6 +45,7 @@ cdef class Keyed:
                                object where)
     cpdef object _incr_plain(self, Database db, object origin, object seq, list op, object where)
     cpdef object pack_created(self)
+    cpdef object _settle(self, Database db, object key)
     cpdef tuple _once(self, object origin, object seq, object db_id, object key, object event)
     cpdef object _render(self, Database db, object key, object shown, object touched)
 

@@ -773,7 +773,7 @@ class Keyed:
                                       else (kind, ts, origin, seq, elem, stored))
             self.created.append(where)  # repacked if a later op of the effect unpacks it
             db.set(key, _put(_new_value(kind), kind, elem, shown), keep_ttl=True)
-            self.engine._settle_ttl(db, key)
+            self._settle(db, key)
             return self._once(origin, seq, db.id, key, _SET_EVENT[kind])
         if value is None or kind_of(value) != kind:
             return None
@@ -828,7 +828,7 @@ class Keyed:
             self.keys[where] = {kind: {elem: cell}}
             self.created.append(where)
             db.set(key, _put(_new_value(kind), kind, elem, _element_rendered(kind, cell)), keep_ttl=True)
-            self.engine._settle_ttl(db, key)
+            self._settle(db, key)
         else:
             if type(kinds) is Packed or value is None or kind_of(value) != kind or visible(kinds) != kind:
                 return None
@@ -857,6 +857,14 @@ class Keyed:
             if type(kinds) is dict:
                 keys[where] = _pack(kinds)
         self.created = []
+
+    def _settle(self, db: Any, key: bytes) -> None:
+        """A key a peer's op created takes the TTL the register holds for it. Most keys
+        have none registered: checked here against the register itself, so that the
+        usual created key costs a dict test instead of a call into the engine."""
+        ttl = self.engine.ttl
+        if ttl and (db.id, key) in ttl:
+            self.engine._settle_ttl(db, key)
 
     def _once(self, origin: int, seq: int, db_id: int, key: bytes, event: Event) -> tuple[Event, ...]:
         """``(event,)``, unless this effect fired it for this key already: an HSET of
@@ -908,7 +916,7 @@ class Keyed:
         created = value is None
         db.set(key, new, keep_ttl=True)
         if created:
-            self.engine._settle_ttl(db, key)
+            self._settle(db, key)
 
     def render_key(self, db: Any, key: bytes) -> None:
         """A stream at ``key`` went: the hidden state shows (if any)."""
