@@ -12,7 +12,7 @@ cdef class Evictor:
     # suspended, maxmemory and tracking are perform's copies of Server states
     # (gates_changed keeps them).
     cdef public object server, figure, dirty, policy, kind, untimed_down, evict_down, maxmemory
-    cdef public list pool, snaps, snap_renew, snap_limit, snap_empty, dbs, per_key, per_key_table, active
+    cdef public list pool, snaps, snap_stamps, snap_access, snap_renew, snap_limit, snap_empty, dbs, per_key, per_key_table, active
     cdef public dict waiters
     cdef public Py_ssize_t next_db, samples
     cdef public long long evicted_keys
@@ -31,10 +31,10 @@ cdef class Evictor:
     # slices) are C calls, and its counters C integers. A database's data stays untyped:
     # a dict subclass is allowed there (a typed dict must be exactly one).
     @cython.locals(pool=list, dbs=list, candidates=list, snaps=list, snap=list, slots=list,
-                   access=dict, n=Py_ssize_t, i=Py_ssize_t, freed=Py_ssize_t,
+                   access=dict, stamps=list, n=Py_ssize_t, i=Py_ssize_t, freed=Py_ssize_t,
                    dead=Py_ssize_t, db_id=Py_ssize_t, k=Py_ssize_t, j=Py_ssize_t, end=Py_ssize_t,
                    lru=bint, populated=bint,
-                   db=Database, idle="long long", worst=double)
+                   db=Database, idle="long long", now="long long", st="long long", worst=double)
     # used and maxmemory as C doubles: the figure is the Python float perform summed
     # (its int() exact in a double), and maxmemory is below it here, so under 2**53
     # and exact too; used's decrements are the same float operations.

@@ -99,6 +99,10 @@ class Evictor:
         # per database: _evict_pooled's snapshot of its keys, and when to take the next
         ndb = len(server.keyspace.dbs)
         self.snaps: list[list[bytes] | None] = [None] * ndb
+        # beside each snapshot taken under an LRU policy, its keys' stamps as they were
+        # then, and the stamp dict they came from (see _snapshot)
+        self.snap_stamps: list[list[int] | None] = [None] * ndb
+        self.snap_access: list[dict | None] = [None] * ndb
         self.snap_renew = [0] * ndb
         self.snap_limit = [0] * ndb
         self.snap_empty = [0] * ndb  # samples in a row that found only deleted slots
@@ -137,6 +141,8 @@ class Evictor:
         self.replica_ignores = c.bool("replica-ignore-maxmemory")
         if name == "maxmemory-policy":
             self.pool.clear()
+            # the stamps beside them may be of the other kind (LRU clock, LFU counter)
+            self.snaps[:] = [None] * len(self.snaps)
         self.gates_changed()
 
     def gates_changed(self) -> None:
@@ -388,6 +394,7 @@ class Evictor:
         lru = self.lru
         freed = 0
         start = 0.0
+        stamps = None
         while True:
             # evictionPoolPopulate, for each database
             populated = False
@@ -410,9 +417,13 @@ class Evictor:
                     i %= len(snap) - n
                     slots = snap
                     end = i + n
-                    if _COMPILED:
-                        _prefetch_run(slots, i, end)  # noqa: F821 (evict.pxd)
+                    stamps = self.snap_stamps[db_id]
+                    if stamps is None or db.access is not self.snap_access[db_id]:
+                        stamps = None  # none taken (LFU, or keys without one), or SWAPDB since
+                        if _COMPILED:
+                            _prefetch_run(slots, i, end)  # noqa: F821 (evict.pxd)
                 else:
+                    stamps = None
                     slots = self._sample_run(db, n, raw=True)
                     i = 0
                     end = len(slots)
@@ -421,9 +432,20 @@ class Evictor:
                     # one (loaded, never touched since) counts from the base
                     access = db.access
                     clock = db.clock
+                    now = clock
                     dead = 0
                     worst = pool[0][0] if len(pool) >= POOL_SIZE else _UNBOUNDED
                     for j in range(i, end):
+                        if stamps is not None:
+                            # The key's stamp when the snapshot was taken: a stamp only
+                            # moves forward, so the idle time it gives is at least the
+                            # key's own. No better than the pool's worst, the key's own
+                            # is not either, and it is passed over, as it would be, without
+                            # reading the key or its stamp (two or three cache misses on
+                            # a large cache; the stamps are a few shared clock values).
+                            st = stamps[j]
+                            if now - st <= worst:
+                                continue
                         key = slots[j]
                         stamp = access.get(key)
                         if stamp is None:
@@ -602,7 +624,24 @@ class Evictor:
         if len(data) <= 64:
             self.snaps[db_id] = None
             return None
-        snap = list(data)
+        access = db.access
+        if self.lru and len(access) == len(data):
+            # Every key has a stamp (the stamps' keys are the data's): the keys in the
+            # stamps' order and, beside them, each one's stamp now, both in one pass
+            # over the stamp dict. Only the candidates a stale stamp lets through are
+            # looked up (_evict_pooled). What that gives up: a key whose stamp went back
+            # since (RENAME or MOVE onto a name the snapshot holds, RESTORE ... IDLETIME
+            # over it) is scored by its former, newer stamp until the next snapshot,
+            # as a key written since is not sampled until then.
+            snap = list(access)
+            stamps = list(access.values())
+            stamps += stamps[:self.samples]
+            self.snap_access[db_id] = access
+        else:
+            snap = list(data)
+            stamps = None
+            self.snap_access[db_id] = None
+        self.snap_stamps[db_id] = stamps
         n = len(snap)
         snap += snap[:self.samples]
         self.snaps[db_id] = snap
