@@ -25,7 +25,7 @@ cdef class ActiveActive:
     # Typed, so a keyed write's collect_known (a cpdef method) is a C call and its
     # ``keys`` a C read.
     cdef public Keyed keyed
-    cdef public bint fast_writes
+    cdef public bint fast_writes, quiet_seals
 
     # A keyed write's steps (run -> _run_fast -> _collect_fast -> _collect_ttl,
     # _sealed_now): private, called only from this class, so C calls instead of a

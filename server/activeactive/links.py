@@ -614,11 +614,15 @@ class PeerLinks:
             self._flush()
             return
         self._flush_pending = True
+        # The flush sends every effect sealed until it runs: the engine need not tell
+        # us of the rest of this turn's writes (a Python call each, otherwise).
+        self.engine.quiet_seals = True
         loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         """Send every peer what it lacks."""
         self._flush_pending = False
+        self.engine.quiet_seals = False
         seq = self.engine.seq
         for p in self.peers:
             if p.sent < seq:
