@@ -31,7 +31,7 @@ PACKAGES = {"rill.protocol": "protocol", "rill.storage": "storage", "rill.persis
             "rill.server": "server"}
 HOT = {
     "rill.protocol": ["parser.py", "reply.py", "effects.py"],
-    "rill.storage": ["listpack.py", "rax.py", "stream/stream.py", "stream/fastread.py", "stream/groups.py",
+    "rill.storage": ["listpack.py", "rax.py", "stream/stream.py", "stream/fastread.py", "stream/cache.py", "stream/groups.py",
                      "stream/active.py", "cells.py", "keyspace.py"],
     "rill.persistence": ["nodes.py"],
     "rill.server": ["fastpath.py", "connection.py", "commandstats.py", "commands/table.py", "evict.py", "commands/strings.py",

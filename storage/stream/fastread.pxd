@@ -2,6 +2,9 @@
 # build; the .py stays the reference and runs unchanged without them. See docs/hot-core.md.
 cimport cython
 
+# The read-side notes (cache.py): C calls from here.
+from rill.storage.stream.cache cimport _note_resume
+
 # The one-pass walk of a node (XRANGE, XREAD, XREADGROUP): offsets and element bytes as
 # C ints, the node as bytes. IDs stay Python ints (deltas may leave the uint64 range
 # before they are masked).

@@ -2,6 +2,9 @@
 # the .py stays the reference and runs unchanged without them. See docs/hot-core.md.
 cimport cython
 
+# The read-side notes (cache.py): C calls from here.
+from rill.storage.stream.cache cimport _nc_get, _nc_served
+
 cdef class _StreamCore:
     # Public metadata (IDs are 128-bit ints, beyond any C type) and the parts other
     # modules read: persistence (_rax), footprint (_t_fields, _ghost, _cgroups).
