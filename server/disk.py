@@ -1057,8 +1057,10 @@ class Persistence:
         w = AofWriter(path, self.config["appendfsync"])
         w.timestamps = self.config.bool("aof-timestamp-enabled")
         # The last annotation's second carries over: a new incr file is dated only
-        # from the next second on, as one AOF history.
-        w.last_timestamp = self.aof_cur_timestamp
+        # from the next second on, as one AOF history. A rewrite opens the new file
+        # while the old one is still the writer, so its second counts too.
+        old = self.writer
+        w.last_timestamp = max(self.aof_cur_timestamp, old.last_timestamp if old is not None else 0)
         w.on_data = self._schedule_flush
         w.on_fsync_status = self._fsync_status_from_thread
         w.on_latency = self._aof_latency

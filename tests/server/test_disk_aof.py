@@ -788,6 +788,10 @@ def test_timestamp_annotations(oracle, tmp_path):
         wait_rewrite(c)
         assert re.match(rb"#TS:\d+\r\n\*2\r\n\$6\r\nSELECT\r\n\$1\r\n0\r\n\*3\r\n\$3\r\nSET\r\n",
                         open(os.path.join(d, "appendonly.aof.2.base.aof"), "rb").read())
+        # The new incr file continues the dating: no second already annotated again.
+        assert c.call("SET", "foo", "bar") == b"+OK\r\n"
+        m2 = re.match(rb"#TS:(\d+)\r\n", open(os.path.join(d, "appendonly.aof.2.incr.aof"), "rb").read())
+        assert m2 is None or int(m2.group(1)) > int(m.group(1))
         c.close()
     with start("--appendonly", "yes", workdir=str(tmp_path)) as srv:
         c = RawClient(srv.port)
