@@ -208,9 +208,13 @@ class Client(ClientCore):
 
     def output_bytes(self) -> int:
         """Replies not yet taken by the peer: those queued for this loop iteration's
-        write and those the transport still holds (CLIENT LIST omem)."""
+        write and those the transport still holds (CLIENT LIST omem). A replica's
+        include the stream held back for it during its sync: in Redis that is its share
+        of the replication buffer, counted in its omem and against its output limit."""
         out = self.out
-        return (sum(map(len, out)) if out else 0) + self.output_backlog()
+        size = (sum(map(len, out)) if out else 0) + self.output_backlog()
+        repl = self.repl
+        return size + repl.held_bytes if repl is not None else size
 
     def memory_usage(self) -> int:
         """CLIENT LIST tot-mem, what client eviction weighs (Redis's getClientMemoryUsage):

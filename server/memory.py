@@ -426,10 +426,8 @@ class MemoryFigure:
         for client in self.server.clients.values():
             if client.repl is not None or client.kind == "replica":
                 # A replica's output includes the stream held back for it until its first
-                # ACK after a diskless sync (its output buffer limit counts it too).
-                link = client.repl
-                held = getattr(link, "held_bytes", 0) if link is not None else 0
-                client.mem = size = client.querybuf_len + client.output_bytes() + held
+                # ACK after a diskless sync (Client.output_bytes).
+                client.mem = size = client.querybuf_len + client.output_bytes()
                 replicas += size
             else:
                 client.mem = size = client.memory_usage()

@@ -1002,7 +1002,7 @@ class MasterSide:
         hard, soft, soft_secs = self.server.obuf_limits.get("slave", (0, 0, 0))
         if not hard and not soft or r.kill_requested:
             return
-        size = r.output_bytes() + r.repl.held_bytes
+        size = r.output_bytes()  # with the stream held back during its sync
         if hard:
             hard = max(hard, self.config.int("repl-backlog-size"))
         if output_limit_reached(r, size, hard, soft, soft_secs):

@@ -803,8 +803,9 @@ def test_a_replica_past_its_soft_limit_is_closed_by_the_cron(kind):
 @pytest.mark.parametrize("kind", ["redis", "rill"])
 def test_the_stream_held_for_a_replica_counts_as_its_buffer(kind):
     """After a diskless sync the stream waits for the replica's first ACK; what waits is
-    that replica's output all the same: INFO's mem_clients_slaves counts it (in Redis, the
-    replica's share of the replication buffer)."""
+    that replica's output all the same: INFO's mem_clients_slaves and the replica's
+    CLIENT LIST omem and tot-mem count it (in Redis, the replica's share of the
+    replication buffer)."""
     start = start_redis if kind == "redis" else start_rill
     with start("--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0") as master:
         m = redis.Redis(port=master.port)
@@ -818,6 +819,11 @@ def test_the_stream_held_for_a_replica_counts_as_its_buffer(kind):
             # replicas what passes the backlog's size (1mb by default): about 0.96 MB here.
             # (rill sums the buffers each cron tick: wait for one)
             wait_until(lambda: m.info("memory")["mem_clients_slaves"] > 2_000_000 - (1 << 20))
+            line = next(x for x in m.execute_command("CLIENT", "LIST").split(b"\n") if b" flags=S " in x)
+            fields = dict(f.split(b"=", 1) for f in line.split())
+            # Redis adds its buffer blocks' headers: a few hundred bytes more.
+            assert 2_000_000 <= int(fields[b"omem"]) < 2_010_000
+            assert int(fields[b"tot-mem"]) >= int(fields[b"omem"])
         finally:
             replica.c.close()
             m.close()
