@@ -8,9 +8,13 @@ from rill.server.commandstats cimport CommandStats
 
 cdef class ServerCore:
     cdef public object _special, propagating, _also, _rewritten, _prevent_propagation
+    cdef public object dirty, dispatch, blocking, cmdstats, slow_ns, latency_tracking, monitors
 
 cdef class ClientCore:
     cdef public object out, resp3, blocked, close_after_reply, kill_requested, last_cmd, cur_cmd, argv
+    cdef public object reply_mode, multi, authenticated, subscriptions
+
+cdef bint _plain(ServerCore server, ClientCore client)
 
 # The client's core, the command and its counters typed (their fields are C reads), the durations and the
 # threshold they are compared with as C integers (slow_ns is at most 2**63 - 1). The batch, each argv

@@ -47,7 +47,12 @@ class ServerCore:
     command, as C fields when compiled. A subclass must not give these names class
     attributes: they would shadow the fields, and the compiled loop reads the fields."""
 
-    __slots__ = ("_special", "propagating", "_also", "_rewritten", "_prevent_propagation")
+    __slots__ = (
+        "_special", "propagating", "_also", "_rewritten", "_prevent_propagation",
+        # read once per batch (dirty: around every command), set by Server.__init__
+        # and by CONFIG SET's listeners
+        "dirty", "dispatch", "blocking", "cmdstats", "slow_ns", "latency_tracking", "monitors",
+    )
 
 
 class ClientCore:
@@ -57,7 +62,23 @@ class ClientCore:
     elsewhere reads them as attributes, as any other of Client's.
     """
 
-    __slots__ = ("out", "resp3", "blocked", "close_after_reply", "kill_requested", "last_cmd", "cur_cmd", "argv")
+    __slots__ = (
+        "out", "resp3", "blocked", "close_after_reply", "kill_requested", "last_cmd", "cur_cmd", "argv",
+        # what _plain() tests once per batch
+        "reply_mode", "multi", "authenticated", "subscriptions",
+    )
+
+
+def _plain(server: ServerCore, client: ClientCore) -> bool:
+    """Whether ``client`` is in no state that execute()'s checks must see (and no
+    MONITOR is listening): its commands may take execute_all()'s fast path."""
+    return not (
+        server.monitors
+        or client.reply_mode
+        or client.multi is not None
+        or not client.authenticated
+        or client.subscriptions
+    )
 
 
 def execute_all(server: Server, client: Client, commands: list[list[bytes]], i: int = 0) -> tuple[int, bool]:
@@ -94,7 +115,7 @@ def execute_all(server: Server, client: Client, commands: list[list[bytes]], i: 
     hdr_of = HDR_OF
     table_ns = TABLE_NS
     by_cmd = server.cmdstats.by_cmd
-    plain = server._plain_client(client)
+    plain = _plain(server, client)
     # Compiled, the clock is read in C, unless a test replaced this module's
     # perf_counter_ns (it then reads that, as the interpreter always does).
     c_clock = _COMPILED and perf_counter_ns is _SYSTEM_CLOCK
@@ -126,7 +147,7 @@ def execute_all(server: Server, client: Client, commands: list[list[bytes]], i: 
                 client.reply_mode = 3 if client.reply_mode == 2 and argv[0].lower() == b"client" else 0
             slow_ns = server.slow_ns
             latency_on = server.latency_tracking
-            plain = server._plain_client(client)
+            plain = _plain(server, client)
         else:
             # call(), with its rare branches left to the helpers it uses too.
             client.last_cmd = client.cur_cmd = cmd
@@ -185,7 +206,7 @@ def execute_all(server: Server, client: Client, commands: list[list[bytes]], i: 
             if ready:
                 blocking.serve_ready()
             if cmd.flags & NOSCRIPT:
-                plain = server._plain_client(client)
+                plain = _plain(server, client)
         if client.blocked is not None or client.close_after_reply or client.kill_requested:
             return i, False
     return i, False

@@ -518,17 +518,6 @@ class Server(ServerCore):
     # build compiles typed (fastpath.pxd).
     execute_all = _execute_all
 
-    def _plain_client(self, client: Client) -> bool:
-        """Whether ``client`` is in no state that execute()'s checks must see (and
-        no MONITOR is listening): its commands may take execute_all()'s fast path."""
-        return not (
-            self.monitors
-            or client.reply_mode
-            or client.multi is not None
-            or not client.authenticated
-            or client.subscriptions
-        )
-
     def _protected_allowed(self, client: Client, cmd: Command) -> bool:
         """enable-debug-command / enable-module-command: yes, no, or local (a unix
         socket or a loopback peer). Internal clients (AOF loading, scripts) may."""
