@@ -11,7 +11,7 @@
 cimport cython
 
 from rill.protocol.parser cimport RequestParser
-from rill.server.fastpath cimport ClientCore, execute_all
+from rill.server.fastpath cimport ClientCore, ServerCore, execute_all
 
 @cython.final
 cdef class ReplyBatch:
@@ -31,7 +31,7 @@ cdef class Connection:
     cdef public bint closed, _backlogged, _flush_scheduled, _write_queued, _unix
     cdef public ReplyBatch _batch
 
-    @cython.locals(client=ClientCore, parser=RequestParser, n=Py_ssize_t, qlen=Py_ssize_t,
+    @cython.locals(client=ClientCore, server=ServerCore, parser=RequestParser, n=Py_ssize_t, qlen=Py_ssize_t,
                    held=Py_ssize_t, bulk=Py_ssize_t, commands=list)
     cpdef data_received(self, data)
 
@@ -41,5 +41,5 @@ cdef class Connection:
     @cython.locals(client=ClientCore)
     cpdef flush(self)
 
-    @cython.locals(client=ClientCore, out=list, n=Py_ssize_t)
+    @cython.locals(client=ClientCore, server=ServerCore, out=list, n=Py_ssize_t)
     cpdef write_out(self)

@@ -9,10 +9,12 @@ from rill.server.commandstats cimport CommandStats
 cdef class ServerCore:
     cdef public object _special, propagating, _also, _rewritten, _prevent_propagation
     cdef public object dirty, dispatch, blocking, cmdstats, slow_ns, latency_tracking, monitors
+    cdef public object stats, client_mem, obuf_floor, query_buffer_limit
 
 cdef class ClientCore:
     cdef public object out, resp3, blocked, close_after_reply, kill_requested, last_cmd, cur_cmd, argv
     cdef public object reply_mode, multi, authenticated, subscriptions
+    cdef public object last_interaction, querybuf_len, querybuf_peak, querybuf_room, pending, rbp, rbs
 
 cdef bint _plain(ServerCore server, ClientCore client)
 

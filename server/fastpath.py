@@ -52,6 +52,8 @@ class ServerCore:
         # read once per batch (dirty: around every command), set by Server.__init__
         # and by CONFIG SET's listeners
         "dirty", "dispatch", "blocking", "cmdstats", "slow_ns", "latency_tracking", "monitors",
+        # read by the connection once per read and per write (connection.pxd)
+        "stats", "client_mem", "obuf_floor", "query_buffer_limit",
     )
 
 
@@ -66,6 +68,8 @@ class ClientCore:
         "out", "resp3", "blocked", "close_after_reply", "kill_requested", "last_cmd", "cur_cmd", "argv",
         # what _plain() tests once per batch
         "reply_mode", "multi", "authenticated", "subscriptions",
+        # the query and reply buffers' figures, kept by the connection on every read and write
+        "last_interaction", "querybuf_len", "querybuf_peak", "querybuf_room", "pending", "rbp", "rbs",
     )
 
 
