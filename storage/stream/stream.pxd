@@ -16,7 +16,7 @@ cdef class _StreamCore:
     cdef public object _t_key
     cdef public unsigned long long _t_ms, _t_seq
     cdef public list _t_fields
-    cdef public Py_ssize_t _t_nf, _t_count, _t_deleted, _t_xbytes, _t_nele
+    cdef public Py_ssize_t _t_nf, _t_count, _t_deleted, _t_xbytes, _t_nele, _t_res
     # The last ID add() made, kept with its two halves: they describe last_id exactly while
     # last_id is this very object (ints are immutable), so XADD's next ID and its reply are
     # C arithmetic on them. Whatever sets last_id otherwise (XSETID, a load, an

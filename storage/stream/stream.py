@@ -85,6 +85,11 @@ from .node import (
 # their big blocks, whose holes full-size nodes cannot use (refill grew 2.2 MB more).
 _GC_MOVE_BYTES = 256
 
+# _t_res when the tail is not to be sized ahead (no node before it, or done already), and
+# the room given above the previous node's size (nodes of one stream differ by a little).
+_NO_RESERVE = 1 << 62
+_RESERVE_SLACK = 128
+
 
 class StreamIDError(ValueError):
     """The ID is not greater than the stream's last ID (Redis's EDOM case of XADD)."""
@@ -122,6 +127,22 @@ def _probe() -> None:
 # Whether this module runs compiled (what ``cython.compiled`` says, without importing
 # Cython): the few places where the fastest form differs between the modes test it.
 _COMPILED = type(_probe).__name__ != "function"
+
+
+def _reserve(lp: bytearray, cap: int) -> None:
+    """Give the tail node's buffer ``cap`` bytes of room at once, its length unchanged.
+
+    Grown entry by entry, the buffer is reallocated some ten times past 512 bytes, and
+    each move leaves a free chunk of an odd size behind; sealing frees the last one. Sized
+    once from the node before it, the tail takes one block of about the same size node
+    after node, so the block a seal frees is the one the next tail takes. The buffer is
+    grown to ``cap`` (a resize past 1.125x its room allocates exactly that) and cut back,
+    which keeps the room as long as the length is at least half of it (CPython's
+    bytearray resize), hence the call at half the expected size."""
+    n = len(lp)
+    if cap > n:
+        lp += bytes(cap - n)
+        del lp[n:]
 
 
 def _append_same(lp: bytearray, fv: list, nfv: int, nf: int, dms: int, dseq: int) -> int:
@@ -224,6 +245,8 @@ class _StreamCore:
         "_t_deleted",
         "_t_xbytes",
         "_t_nele",
+        # the tail's length at which its buffer is sized for the whole node (see _reserve)
+        "_t_res",
         # node key -> bytes << 32 | entries that compactions dropped from it (see "Node
         # compaction"); one int per node, as a compacted node is small
         "_ghost",
@@ -251,6 +274,7 @@ class _StreamCore:
         self._t_deleted = 0
         self._t_xbytes = 0
         self._t_nele = 0
+        self._t_res = _NO_RESERVE
         self._ghost: dict[int, int] | None = None
         self._lv_key: tuple[int, int, int] | None = None
         self._lv = 0
@@ -328,6 +352,7 @@ class _StreamCore:
         self._t_count = count
         self._t_deleted, self._t_xbytes = self._redis_accounting(key, deleted)
         self._t_nele = length(lp)
+        self._t_res = _NO_RESERVE
         return lp
 
     def _redis_accounting(self, key: int, deleted: int) -> tuple[int, int]:
@@ -430,6 +455,8 @@ class _StreamCore:
                 # Close the node: store it as exact-size immutable bytes (lpShrinkToFit).
                 closed = bytes(lp)
                 self._rax.insert(self._t_key, closed)
+                # The next node is sized from this one (see _reserve).
+                self._t_res = (len(closed) + _RESERVE_SLACK) >> 1
                 if _NC:
                     _nc_move(lp, closed)
                 lp = None
@@ -456,6 +483,9 @@ class _StreamCore:
             self._rax.insert(sid, lp)
             self._t_lp = lp
         else:
+            if len(lp) >= self._t_res:
+                _reserve(lp, (self._t_res << 1) - 1)
+                self._t_res = _NO_RESERVE
             count = self._t_count + 1
             self._t_count = count
             if count <= 127:
