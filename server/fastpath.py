@@ -40,17 +40,19 @@ _SYSTEM_CLOCK = perf_counter_ns
 
 
 class ServerCore:
-    """The server state the dispatcher tests after every command (Server adds the rest):
-    whether it is special at all (Active-Active, maxmemory, a gate), whether writes are
-    propagated at all (AOF, replicas, Active-Active), and what a command left to
-    propagate (extra ops, a rewrite, propagation prevented). Set rarely; read per
-    command, as C fields when compiled. A subclass must not give these names class
-    attributes: they would shadow the fields, and the compiled loop reads the fields."""
+    """The server state the dispatcher and the connection read on every command, batch,
+    read or write (Server adds the rest), as C fields when compiled: whether the server is
+    special at all (Active-Active, maxmemory, a gate), whether writes are propagated at
+    all (AOF, replicas, Active-Active), what a command left to propagate (extra ops, a
+    rewrite, propagation prevented), the write counter, and the tables, thresholds and
+    limits the loop and the connection consult. A subclass must not give these names
+    class attributes: they would shadow the fields, and the compiled code reads the
+    fields."""
 
     __slots__ = (
         "_special", "propagating", "_also", "_rewritten", "_prevent_propagation",
-        # read once per batch (dirty: around every command), set by Server.__init__
-        # and by CONFIG SET's listeners
+        # read around every command (dirty, which every write bumps) or once per batch
+        # (the rest: set at start-up, by CONFIG SET and by MONITOR)
         "dirty", "dispatch", "blocking", "cmdstats", "slow_ns", "latency_tracking", "monitors",
         # read by the connection once per read and per write (connection.pxd)
         "stats", "client_mem", "obuf_floor", "query_buffer_limit",
@@ -58,10 +60,11 @@ class ServerCore:
 
 
 class ClientCore:
-    """The client state the dispatcher touches on every command (Client adds the rest).
+    """The client state the dispatcher touches on every command or batch, and the
+    connection on every read and write (Client adds the rest).
 
-    Compiled, these are C fields that the loop below reads and writes directly; code
-    elsewhere reads them as attributes, as any other of Client's.
+    Compiled, these are C fields that the loop below and the connection read and write
+    directly; code elsewhere reads them as attributes, as any other of Client's.
     """
 
     __slots__ = (
