@@ -235,48 +235,53 @@ def _scan(data: bytes, pos: int, max_bulk: int, out: list) -> int:
     of its command, to ``RequestParser._parse``, which then gives Redis's exact answer. Compiled it
     is a C loop over the bytes (fast mode); interpreted, hiredis is cheaper."""
     n = len(data)
+    # Compiled, ``s`` is the bytes' C buffer (parser.pxd): every read below is of an index
+    # already checked against ``n`` (``s[start + 1]`` once a digit was read there), so it
+    # needs no per-read bounds check. Interpreted it is ``data`` itself.
+    s = data
     while pos < n:
         start = pos
-        if data[pos] != 42:  # '*'
+        if s[pos] != 42:  # '*'
             return start
         pos += 1
         # The count: 1 to 9999999, canonical (no sign, no leading zero).
         count = 0
         digits = 0
         while pos < n:
-            c = data[pos]
+            c = s[pos]
             if c < 48 or c > 57:
                 break
             count = count * 10 + (c - 48)
             digits += 1
             pos += 1
-        if digits == 0 or digits > 7 or data[start + 1] == 48 or pos + 1 >= n:
+        if digits == 0 or digits > 7 or s[start + 1] == 48 or pos + 1 >= n:
             return start
-        if data[pos] != 13 or data[pos + 1] != 10:
+        if s[pos] != 13 or s[pos + 1] != 10:
             return start
         pos += 2
         argv = []
         while count:
-            if pos >= n or data[pos] != 36:  # '$'
+            if pos >= n or s[pos] != 36:  # '$'
                 return start
             pos += 1
             first = pos
             ll = 0
             while pos < n:
-                c = data[pos]
+                c = s[pos]
                 if c < 48 or c > 57:
                     break
                 ll = ll * 10 + (c - 48)
                 pos += 1
             digits = pos - first
-            if digits == 0 or digits > 18 or (digits > 1 and data[first] == 48):
+            if digits == 0 or digits > 18 or (digits > 1 and s[first] == 48):
                 return start
-            if ll > max_bulk or pos + 1 >= n or data[pos] != 13 or data[pos + 1] != 10:
+            if ll > max_bulk or pos + 1 >= n or s[pos] != 13 or s[pos + 1] != 10:
                 return start
             pos += 2
             if n - pos < ll + 2:
                 return start
-            argv.append(data[pos:pos + ll])
+            # Compiled: parser.pxd's _c_take, the same bytes without a slice object.
+            argv.append(_c_take(data, pos, ll) if _COMPILED else data[pos:pos + ll])  # noqa: F821 (see _COMPILED)
             pos += ll + 2  # the two bytes after the data go unchecked, as in Redis
             count -= 1
         out.append(argv)
