@@ -22,10 +22,11 @@ cdef bint _plain(ServerCore server, ClientCore client)
 # threshold they are compared with as C integers (slow_ns is at most 2**63 - 1). The batch, each argv
 # (the parser makes lists), the command table, the counters by command and the histogram's bucket
 # table are typed containers: their lookups are C calls, not the generic protocol.
-@cython.locals(n=Py_ssize_t, cmd=Command, st=CommandStats, start="long long",
-               duration="long long", slow_ns="long long", latency_on=bint, plain=bint,
+# The previous command (last) is typed too: "is it the same command" is a pointer test.
+@cython.locals(n=Py_ssize_t, cmd=Command, last=Command, st=CommandStats, start="long long", end="long long",
+               duration="long long", slow_ns="long long", latency_on=bint, plain=bint, fresh=bint,
                c_clock=bint, dirty=object, ready=dict, waiters=dict, argv=list, dispatch=dict, by_cmd=dict, hdr_of=list,
-               table_ns="long long")
+               hist=list, idx=Py_ssize_t, table_ns="long long", write="long long", noscript="long long")
 cpdef tuple execute_all(ServerCore server, ClientCore client, list commands, Py_ssize_t i=*)
 
 # Whether this module runs compiled, and the clock the loop reads when it does: CLOCK_MONOTONIC

@@ -122,10 +122,24 @@ def execute_all(server: Server, client: Client, commands: list[list[bytes]], i: 
     hdr_of = HDR_OF
     table_ns = TABLE_NS
     by_cmd = server.cmdstats.by_cmd
+    write = WRITE
+    noscript = NOSCRIPT
     plain = _plain(server, client)
     # Compiled, the clock is read in C, unless a test replaced this module's
     # perf_counter_ns (it then reads that, as the interpreter always does).
     c_clock = _COMPILED and perf_counter_ns is _SYSTEM_CLOCK
+    # One clock reading per command, not two: a command's duration ends where the next
+    # one's begins. So a duration is the command's handler and reply (what Redis times
+    # too: its replies are written inside the handler) plus this loop's own few steps
+    # between two commands (its counters, the next command's lookup): tens of ns.
+    # Whatever can take longer (execute(), propagation, serving blocked clients, a
+    # slowlog entry) is followed by a fresh reading, so its time is no other command's.
+    if c_clock:
+        start = _c_monotonic_ns()  # noqa: F821 (see _SYSTEM_CLOCK)
+    else:
+        start = perf_counter_ns()
+    last = None  # the previous fast-path command, whose counters are st: pipelines repeat one
+    st = None
     while i < n:
         argv = commands[i]
         i += 1
@@ -155,14 +169,17 @@ def execute_all(server: Server, client: Client, commands: list[list[bytes]], i: 
             slow_ns = server.slow_ns
             latency_on = server.latency_tracking
             plain = _plain(server, client)
+            if c_clock:  # execute() timed its command itself
+                start = _c_monotonic_ns()  # noqa: F821
+            else:
+                start = perf_counter_ns()
         else:
             # call(), with its rare branches left to the helpers it uses too.
             client.last_cmd = client.cur_cmd = cmd
             client.argv = argv
             dirty = server.dirty
-            start = _c_monotonic_ns() if c_clock else perf_counter_ns()  # noqa: F821 (see _SYSTEM_CLOCK)
             try:
-                if server._special and cmd.flags & WRITE and server._active_active is not None:
+                if server._special and cmd.flags & write and server._active_active is not None:
                     # What call() does for an Active-Active write: the engine runs the
                     # handler and collects its ops (the interpreted call() frame was a
                     # sixth of an XADD's cost there).
@@ -171,49 +188,67 @@ def execute_all(server: Server, client: Client, commands: list[list[bytes]], i: 
                     reply = cmd.handler(client, argv)
             except ReplyError as err:
                 reply = err
-            duration = (_c_monotonic_ns() if c_clock else perf_counter_ns()) - start  # noqa: F821
-            try:
-                st = by_cmd[cmd]
-            except KeyError:
-                st = server.cmdstats.of(cmd)
+            t = type(reply)
+            if t is Raw:
+                client.out.append(reply)
+            elif t is Block or t is ReplyError or reply is NO_REPLY:
+                server._reply(client, cmd, argv, reply)
+            else:
+                encode_into(reply, client.out, client.resp3)
+            if c_clock:
+                end = _c_monotonic_ns()  # noqa: F821
+            else:
+                end = perf_counter_ns()
+            duration = end - start
+            start = end
+            if cmd is not last:
+                try:
+                    st = by_cmd[cmd]
+                except KeyError:
+                    st = server.cmdstats.of(cmd)
+                last = cmd
             st.nsec += duration
             # The call is counted as its latency sample (see CommandStats.calls).
             if latency_on:
                 # Past the table (a slow command, or every command under valgrind), the
                 # counter is worked out rather than met as an IndexError: raising and
                 # catching one cost more than the command itself. A command's first
-                # sample still meets one (its histogram is allocated then).
-                if duration < table_ns:
-                    try:
-                        st.hist[hdr_of[duration]] += 1
-                    except IndexError:
-                        record_long(st, duration)
+                # sample, whose histogram is still the empty NO_HIST, is recorded
+                # there too (its histogram is allocated then).
+                if duration < table_ns and type(st.hist) is list:
+                    hist = st.hist
+                    idx = hdr_of[duration]
+                    hist[idx] += 1
                 else:
                     record_long(st, duration)
             else:
                 st.untracked += 1
-            t = type(reply)
-            if t is Raw:
-                client.out.append(reply)
-            elif t is Block or t is ReplyError or reply is NO_REPLY:
-                server._reply(client, cmd, argv, reply)
-                if t is Block and client.blocked is not None:
-                    blocking.sample_when_served(client.blocked, duration, latency_on)
-            else:
-                encode_into(reply, client.out, client.resp3)
+            if t is Block and client.blocked is not None:
+                blocking.sample_when_served(client.blocked, duration, latency_on)
             if duration >= slow_ns:
                 server.slow_command(client, cmd, argv, duration)
+                fresh = True
+            else:
+                fresh = False
             # Whether anyone waits or records comes first: without either, what the
             # command changed needs nothing more (and dirty is not read again).
             if server._also or ((waiters or server.propagating) and server.dirty != dirty):
                 server._after_write(client, cmd, argv, server.dirty != dirty)
+                fresh = True
             elif server._rewritten is not None or server._prevent_propagation:
                 server._rewritten = None
                 server._prevent_propagation = False
             if ready:
                 blocking.serve_ready()
-            if cmd.flags & NOSCRIPT:
+                fresh = True
+            if cmd.flags & noscript:
                 plain = _plain(server, client)
+            if fresh:
+                if c_clock:
+                    start = _c_monotonic_ns()  # noqa: F821
+                else:
+                    start = perf_counter_ns()
         if client.blocked is not None or client.close_after_reply or client.kill_requested:
             return i, False
+    return i, False
     return i, False

@@ -13,8 +13,8 @@ hot path (``HDR_OF`` holds the counter of every duration below 65.5 us). A longe
 duration, tested for because raising an IndexError costs more than a command (~1.2k
 instructions; under valgrind every command takes that long), is recorded by
 :func:`record_long`, capped at the histogram's highest value as Redis caps it; so is
-a command's first sample, which does meet an IndexError (its counters are allocated
-then).
+a command's first sample (its histogram is still the empty ``NO_HIST``, which the
+dispatcher tests for; the counters are allocated then).
 Where Redis rounds each duration to whole microseconds first, rill keeps the
 nanoseconds.
 """
