@@ -5,6 +5,9 @@ from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 from rill.server.commands.table cimport Command
 from rill.server.commandstats cimport CommandStats
+# The reply encoder called in C (its cpdef entry), not through its Python wrapper: a
+# generic call, argument parsing and a bool made per reply.
+from rill.protocol.reply cimport encode_into
 
 cdef class ServerCore:
     cdef public object _special, propagating, _also, _rewritten, _prevent_propagation
@@ -23,7 +26,7 @@ cdef bint _plain(ServerCore server, ClientCore client)
 # (the parser makes lists), the command table, the counters by command and the histogram's bucket
 # table are typed containers: their lookups are C calls, not the generic protocol.
 # The previous command (last) is typed too: "is it the same command" is a pointer test.
-@cython.locals(n=Py_ssize_t, cmd=Command, last=Command, st=CommandStats, start="long long", end="long long",
+@cython.locals(n=Py_ssize_t, cmd=Command, last=Command, last_found=Command, st=CommandStats, start="long long", end="long long",
                duration="long long", slow_ns="long long", latency_on=bint, plain=bint, fresh=bint,
                c_clock=bint, dirty=object, ready=dict, waiters=dict, argv=list, dispatch=dict, by_cmd=dict, hdr_of=list,
                hist=list, idx=Py_ssize_t, table_ns="long long", write="long long", noscript="long long")

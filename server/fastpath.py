@@ -140,10 +140,20 @@ def execute_all(server: Server, client: Client, commands: list[list[bytes]], i: 
         start = perf_counter_ns()
     last = None  # the previous fast-path command, whose counters are st: pipelines repeat one
     st = None
+    # The previous command's name as sent and what the table gave for it: a pipeline of
+    # one command compares its name's bytes instead of hashing each new name object.
+    # Forgotten after execute(), which may change the table.
+    last_name = None
+    last_found = None
     while i < n:
         argv = commands[i]
         i += 1
-        cmd = dispatch.get(argv[0])
+        name = argv[0]
+        if last_name is not None and name == last_name:
+            cmd = last_found
+        else:
+            cmd = last_found = dispatch.get(name)
+            last_name = name
         if (
             cmd is None  # unknown, a container (it resolves a subcommand) or protected
             or not plain
@@ -169,6 +179,7 @@ def execute_all(server: Server, client: Client, commands: list[list[bytes]], i: 
             slow_ns = server.slow_ns
             latency_on = server.latency_tracking
             plain = _plain(server, client)
+            last_name = None
             if c_clock:  # execute() timed its command itself
                 start = _c_monotonic_ns()  # noqa: F821
             else:
@@ -250,5 +261,4 @@ def execute_all(server: Server, client: Client, commands: list[list[bytes]], i: 
                     start = perf_counter_ns()
         if client.blocked is not None or client.close_after_reply or client.kill_requested:
             return i, False
-    return i, False
     return i, False
