@@ -90,6 +90,14 @@ _GC_MOVE_BYTES = 256
 _NO_RESERVE = 1 << 62
 _RESERVE_SLACK = 128
 
+# A new node's first bytes: the header (its sizes written later), master count 1, deleted 0.
+# When a node seals, its exact-size copy goes to the rax and the tail's own buffer starts
+# the next node: cut to these bytes, glibc shrinks the block in place and frees the rest
+# beside it, which the tail's regrowth (and _reserve) takes back in place. A fresh buffer
+# per node left the old one's block as a hole that the next, slightly different sized,
+# node's blocks fit only in part (1.6 bytes per entry of free chunks after a fill).
+_NEW_NODE = b"\x00\x00\x00\x00\x00\x00\x01\x01\x00\x01"
+
 
 class StreamIDError(ValueError):
     """The ID is not greater than the stream's last ID (Redis's EDOM case of XADD)."""
@@ -441,6 +449,7 @@ class _StreamCore:
             raise ValueError("fields_values must hold field/value pairs")
         nf = nfv >> 1
 
+        reuse = None
         lp = self._t_lp
         if lp is None and self._rax:
             lp = self._load_tail()
@@ -459,13 +468,20 @@ class _StreamCore:
                 self._t_res = (len(closed) + _RESERVE_SLACK) >> 1
                 if _NC:
                     _nc_move(lp, closed)
+                # The sealed tail's buffer becomes the next tail (see _NEW_NODE).
+                _nc_drop(lp)
+                reuse = lp
                 lp = None
                 if self.gc_ratio > 0 and node_counts(closed)[1]:
                     self._gc_node(self._t_key, True)
 
         if lp is None:
             fields = fv[0::2]
-            lp = bytearray(b"\x00\x00\x00\x00\x00\x00\x01\x01\x00\x01")  # hdr, count 1, deleted 0
+            if reuse is not None:
+                lp = reuse
+                lp[:] = _NEW_NODE
+            else:
+                lp = bytearray(_NEW_NODE)
             lp += int_element(nf)
             for f in fields:
                 lp += element(f)
