@@ -12,7 +12,7 @@ from rill.protocol.reply cimport encode_into
 cdef class ServerCore:
     cdef public object _special, propagating, _also, _rewritten, _prevent_propagation
     cdef public object dirty, dispatch, blocking, cmdstats, slow_ns, latency_tracking, monitors
-    cdef public object stats, client_mem, obuf_floor, query_buffer_limit
+    cdef public object stats, client_mem, obuf_floor, query_buffer_limit, aa_seal
 
 cdef class ClientCore:
     cdef public object out, resp3, blocked, close_after_reply, kill_requested, last_cmd, cur_cmd, argv

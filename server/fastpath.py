@@ -56,6 +56,9 @@ class ServerCore:
         "dirty", "dispatch", "blocking", "cmdstats", "slow_ns", "latency_tracking", "monitors",
         # read by the connection once per read and per write (connection.pxd)
         "stats", "client_mem", "obuf_floor", "query_buffer_limit",
+        # Active-Active's feed while it is the only one (server/propagation.py): what a
+        # write leaves to propagate is then its seal alone, called from the loop below
+        "aa_seal",
     )
 
 
@@ -244,7 +247,18 @@ def execute_all(server: Server, client: Client, commands: list[list[bytes]], i: 
             # Whether anyone waits or records comes first: without either, what the
             # command changed needs nothing more (and dirty is not read again).
             if server._also or ((waiters or server.propagating) and server.dirty != dirty):
-                server._after_write(client, cmd, argv, server.dirty != dirty)
+                seal = server.aa_seal
+                if seal is not None and not waiters and not server._also:
+                    # Active-Active's feed alone, nobody blocked, no extra ops: all that
+                    # _after_write would do is seal the engine's unit (an empty one makes
+                    # no effect) and forget the command's rewrite, and its interpreted
+                    # frame cost more than the seal. No EXEC or script is open here
+                    # (their commands take server.call, not this loop).
+                    seal(server._also, False)
+                    server._rewritten = None
+                    server._prevent_propagation = False
+                else:
+                    server._after_write(client, cmd, argv, server.dirty != dirty)
                 fresh = True
             elif server._rewritten is not None or server._prevent_propagation:
                 server._rewritten = None

@@ -95,4 +95,7 @@ class Propagation:
     def _refresh(self) -> None:
         commands = self.aof is not None or self.replication is not None or self.observer is not None
         self.server.commands_wanted = commands
+        # Active-Active's feed, while no other is attached, is called straight from the
+        # dispatcher's loop (fastpath.execute_all) rather than through _after_write.
+        self.server.aa_seal = None if commands else self.active_active
         self.server.propagating = commands or self.active_active is not None

@@ -225,6 +225,7 @@ class Server(ServerCore):
         # attached, so that nobody builds effects that no feed would take.
         self.propagating = False
         self.commands_wanted = False  # a feed that records commands (not only Active-Active's)
+        self.aa_seal = None  # Active-Active's feed while it is the only one (propagation.py)
         self.propagation = Propagation(self)
         self._also: list[tuple[int, list[bytes]]] = []
         # Keys a writable replica's own clients gave a TTL (Redis's slaveKeysWithExpire): key ->
