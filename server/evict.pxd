@@ -60,6 +60,18 @@ cdef extern from *:
     """
     void _prefetch_run "rill_evict_prefetch_run" (list slots, Py_ssize_t i, Py_ssize_t end)
 
+# A snapshot list taken out of the cyclic collector's lists (see _snapshot): only for a
+# list that holds objects referring to nothing (bytes, ints), so never part of a cycle.
+# Its dealloc untracks it again only if tracked, so this is safe at any later point.
+cdef extern from *:
+    """
+    static inline void rill_evict_untrack(PyObject *op) {
+        if (PyObject_GC_IsTracked(op))
+            PyObject_GC_UnTrack(op);
+    }
+    """
+    void _untrack "rill_evict_untrack" (list op)
+
 # The pool's insertion point by score: a C loop over the scores as doubles (exact: every
 # score is an int under 2**53, an idle time, a count or an expiry in ms).
 @cython.locals(lo=Py_ssize_t, hi=Py_ssize_t, mid=Py_ssize_t, at=double)

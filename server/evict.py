@@ -644,6 +644,15 @@ class Evictor:
         self.snap_stamps[db_id] = stamps
         n = len(snap)
         snap += snap[:self.samples]
+        if _COMPILED:
+            # Out of the cyclic collector's sight: it would otherwise visit every slot of
+            # them (a cache miss per key object on a large cache) in each collection of the
+            # generation they sit in; measured, those passes were most of the at-limit
+            # SET's cache misses. They hold only keys (bytes) and stamps (ints), which
+            # refer to nothing, so they can never be part of a cycle.
+            _untrack(snap)  # noqa: F821 (evict.pxd)
+            if stamps is not None:
+                _untrack(stamps)  # noqa: F821 (evict.pxd)
         self.snaps[db_id] = snap
         eighth = max(n >> 3, 16)
         # evictions (counted by evicted_keys) and deleted slots seen before the next one

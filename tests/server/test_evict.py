@@ -3,9 +3,12 @@ the evicted event, its propagation, and a write flood against a real rill-server
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 import redis
 import rill.server.commands  # noqa: F401  (registers the command families)
+from rill.server import evict
 from rill.server.evict import EVICT_OK, evictor_of
 from rill.server.memory import memory_of
 from rill.server.server import Server
@@ -513,6 +516,32 @@ def test_no_snapshot_of_the_keys_is_taken_while_a_fork_child_shares_the_pages():
     _over_the_limit_by_new_keys(server, c, 1100, "c")  # RENEW_RECHECK evictions on
     assert ev.snaps[0] is not snap  # renewed once the child is gone
     assert any(k.startswith(b"b") for k in ev.snaps[0])
+
+
+def test_the_snapshots_are_out_of_the_cyclic_collectors_sight_when_compiled():
+    """Compiled, a snapshot of the keys and its stamps are untracked by the cyclic
+    collector, which would otherwise visit every key object in each pass over their
+    generation; they hold only bytes and ints, so they can take part in no cycle, and a
+    collection leaves them intact. Interpreted there is no way to untrack a list: they
+    stay tracked."""
+    server, c = _server("allkeys-lru")
+    _fill(server, c, 2000)
+    _limit_here(server, c, 0)
+    ev = server.evictor
+    _over_the_limit_by_new_keys(server, c, 50, "a")  # evicting: a snapshot is taken
+    snap, stamps = ev.snaps[0], ev.snap_stamps[0]
+    assert snap is not None and stamps is not None
+    assert len(snap) == len(stamps)
+    compiled = type(evict._probe).__name__ != "function"
+    assert gc.is_tracked(snap) is not compiled
+    assert gc.is_tracked(stamps) is not compiled
+    assert all(type(k) is bytes for k in snap) and all(type(t) is int for t in stamps)
+    before = list(snap)
+    gc.collect()
+    assert snap == before
+    evicted = ev.evicted_keys
+    _over_the_limit_by_new_keys(server, c, 100, "b")  # eviction goes on from it
+    assert ev.evicted_keys > evicted
 
 
 def test_the_evictors_copies_of_the_gating_states_follow_every_change():
