@@ -19,6 +19,7 @@ Layout (a request's path first):
     scripting, functions, lua_libs, lua/    EVAL and FUNCTION on Lua 5.1, and their Lua sources
     memory, evict  used_memory and maxmemory's evictions
     commandstats, latency    INFO commandstats and latencystats; the latency monitor
+    iostats        INFO stats' network counters, bumped on every read and write (compiled)
     migrate, tls, process, shutdown    MIGRATE's links, TLS, the process, the shutdown sequence
     proctitle      the process title ps shows (set-proc-title, proc-title-template)
     outbound       dialling another server (a replica's master, an Active-Active peer)

@@ -44,6 +44,10 @@ def _nothing_to_close() -> None:
     return None
 
 
+def _no_connection(on: bool) -> None:
+    return None
+
+
 # What an idle connection holds besides its buffers: the Client, its Connection and
 # parser, the transport and the socket (measured: about 3 KB of resident memory per
 # connection, 500 idle connections against none).
@@ -101,6 +105,7 @@ class Client(ClientCore):
         "multi_mem",
         "close_now",
         "input_args",
+        "as_replica",
     )
 
     def __init__(self, server: Server, client_id: int, addr: str = "", laddr: str = "", fd: int = -1) -> None:
@@ -183,6 +188,9 @@ class Client(ClientCore):
         # The bytes of the arguments parsed so far of a command still arriving (the
         # connection sets it; CLIENT LIST argv-mem).
         self.input_args: Callable[[], int] = _nothing_queued
+        # Tells the connection its client became a replica (or stopped being one): from
+        # then on its output counts as replication traffic in INFO stats.
+        self.as_replica: Callable[[bool], None] = _no_connection
 
     def reply(self, value: Any) -> None:
         """Queue one reply (honouring CLIENT REPLY OFF/SKIP)."""
@@ -273,21 +281,26 @@ class Client(ClientCore):
         ).encode()
 
 
-def resize_reply_buffer(client: Client, now_ms: float, peak_reset_ms: int) -> None:
+def resize_reply_buffer(client: Client, now_ms: float, peak_reset_ms: int) -> int:
     """clientsCronResizeOutputBuffer: halve a reply buffer whose peak stayed under half
     of it (down to what the peak needs, at least 1 KB), double one a write filled (up to
     16 KB), and start a new peak every ``peak_reset_ms`` (never when negative). rill
     writes replies without such a buffer; this keeps CLIENT LIST's rbs/rbp and DEBUG
-    REPLYBUFFER meaning what they mean in Redis."""
+    REPLYBUFFER meaning what they mean in Redis. Returns -1 for a shrink, 1 for an
+    expansion, 0 otherwise (INFO's reply_buffer_shrinks and reply_buffer_expands)."""
     size = client.rbs
     peak = client.rbp
+    resized = 0
     if size // 2 >= REPLY_MIN and peak < size // 2:
         client.rbs = max(REPLY_MIN, peak + 1)
+        resized = -1
     elif size * 2 < REPLY_CHUNK * 2 and peak == size:
         client.rbs = min(REPLY_CHUNK, size * 2)
+        resized = 1
     if peak_reset_ms >= 0 and now_ms - client.rbp_at >= peak_reset_ms:
         client.rbp = 0  # Redis's bufpos: rill's replies leave within the loop iteration
         client.rbp_at = now_ms
+    return resized
 
 
 def output_limit_reached(client: Client, size: int, hard: int, soft: int, soft_secs: int) -> bool:

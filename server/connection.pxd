@@ -12,6 +12,7 @@ cimport cython
 
 from rill.protocol.parser cimport RequestParser
 from rill.server.fastpath cimport ClientCore, ServerCore, execute_all
+from rill.server.iostats cimport IOStats
 
 @cython.final
 cdef class ReplyBatch:
@@ -28,11 +29,11 @@ cdef class Connection:
     cdef public object server, transport, tls
     cdef public ClientCore client
     cdef public RequestParser parser
-    cdef public bint closed, _backlogged, _flush_scheduled, _write_queued, _unix
+    cdef public bint closed, _backlogged, _flush_scheduled, _write_queued, _unix, _repl
     cdef public ReplyBatch _batch
 
     @cython.locals(client=ClientCore, server=ServerCore, parser=RequestParser, n=Py_ssize_t, qlen=Py_ssize_t,
-                   held=Py_ssize_t, bulk=Py_ssize_t, commands=list)
+                   held=Py_ssize_t, bulk=Py_ssize_t, commands=list, stats=IOStats)
     cpdef data_received(self, data)
 
     @cython.locals(client=ClientCore, n=Py_ssize_t, i=Py_ssize_t, postponed=bint)
@@ -41,5 +42,5 @@ cdef class Connection:
     @cython.locals(client=ClientCore)
     cpdef flush(self)
 
-    @cython.locals(client=ClientCore, server=ServerCore, out=list, n=Py_ssize_t)
+    @cython.locals(client=ClientCore, server=ServerCore, out=list, n=Py_ssize_t, stats=IOStats)
     cpdef write_out(self)

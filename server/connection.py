@@ -182,7 +182,9 @@ def serve_while_busy(server: Server, caller: Client) -> None:
         client = conn.client
         if client is None or conn.closed:
             continue
-        server.stats.net_input_bytes += len(data)
+        stats = server.stats
+        stats.net_input_bytes += len(data)
+        stats.total_reads_processed += 1
         client.last_interaction = _time()
         for argv in conn.parser.feed(data):
             if type(argv) is ProtocolError:
@@ -210,6 +212,9 @@ class Connection:
         self._write_queued = False
         self._batch = reply_batch(server)
         self._unix = unix
+        # A master's link to one of its replicas: what it writes is replication traffic
+        # (INFO's total_net_repl_output_bytes, not total_net_output_bytes).
+        self._repl = False
         self.tls: TLSLayer | None = None  # the TLS layer it runs over (its transport), if any
 
     # -- asyncio callbacks ---------------------------------------------------
@@ -237,6 +242,7 @@ class Connection:
         client.output_backlog = lambda: transport.get_write_buffer_size()
         client.close_now = self._drop
         client.input_args = self.parser.pending_args_bytes
+        client.as_replica = self._as_replica
         self.client = client
         if len(server.clients) > server.maxclients:
             server.stats.rejected_connections += 1
@@ -274,11 +280,16 @@ class Connection:
         client = self.client
         if client is None or self.closed:
             return False
+        self.server.stats.total_reads_processed += 1  # Redis's read that met the end counts too
         self.server.client_gone(client)
         client.pending = []
         client.close_after_reply = True
         self.flush()
         return True  # keep the transport until write_out has sent what is due
+
+    def _as_replica(self, on: bool) -> None:
+        """The client became one of this master's replicas (or stopped being one)."""
+        self._repl = on
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -311,7 +322,9 @@ class Connection:
             self._received_in_batches(data)
             return
         server = self.server
-        server.stats.net_input_bytes += n
+        stats = server.stats
+        stats.net_input_bytes += n
+        stats.total_reads_processed += 1
         # One clock reading per read, as Redis samples it once per event.
         client.last_interaction = _time()
         parser = self.parser
@@ -462,7 +475,12 @@ class Connection:
             if n >= server.obuf_floor and self._check_output_limits(n):
                 return  # closed for its output buffer limit: this output is dropped
             transport.write(data)
-            server.stats.net_output_bytes += n
+            stats = server.stats
+            if self._repl:
+                stats.net_repl_output_bytes += n
+            else:
+                stats.net_output_bytes += n
+            stats.total_writes_processed += 1
             if self._backlogged:
                 self._check_output_limits()
             figure = server.client_mem

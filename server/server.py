@@ -58,6 +58,7 @@ from .evict import EVICT_FAIL, evictor_of
 from .fastpath import ServerCore
 from .fastpath import execute_all as _execute_all
 from .functions import FunctionsEngine
+from .iostats import IOStats
 from .latency import HDR_OF, TABLE_NS, LatencyMonitor, record_long
 from .memory import memory_of
 from .outcomes import LOADING_ERR, MASTERDOWN_ERR, NO_REPLY, Block
@@ -105,10 +106,12 @@ _UNREAD_ERRORS = {"master": ("replica", "master"), "replica": ("master", "replic
                   "aof": ("server", "AOF-loading-client")}
 
 
-class Stats:
-    """Counters INFO stats reports, reset by CONFIG RESETSTAT where Redis resets them."""
+class Stats(IOStats):
+    """Counters INFO stats reports, reset by CONFIG RESETSTAT where Redis resets them
+    (the network ones, which every read and write bumps, are IOStats's C fields)."""
 
     def __init__(self, cmdstats: CommandStatsTable) -> None:
+        super().__init__()
         self.cmdstats = cmdstats
         self.reset()
 
@@ -119,17 +122,18 @@ class Stats:
         return self.cmdstats.total_calls()
 
     def reset(self) -> None:
+        self.reset_io()
         self.total_connections_received = 0
         self.rejected_connections = 0
-        self.net_input_bytes = 0
-        self.net_output_bytes = 0
         self.total_error_replies = 0
         self.unexpected_error_replies = 0
         self.errorstats: dict[bytes, int] = {}
-        self.total_reads_processed = 0
-        self.total_writes_processed = 0
         self.dump_payload_sanitizations = 0
-        self.instantaneous: deque[tuple[float, int, int, int]] = deque(maxlen=16)
+        self.reply_buffer_shrinks = 0
+        self.reply_buffer_expands = 0
+        # The cron's samples: (when, commands, input bytes, output bytes, replication input
+        # bytes, replication output bytes), the last 16 (Redis's STATS_METRIC_SAMPLES).
+        self.instantaneous: deque[tuple[float, int, int, int, int, int]] = deque(maxlen=16)
 
 
 class WatchedKey:
@@ -1114,9 +1118,8 @@ class Server(ServerCore):
         if self.cron_paused:
             return
         st = self.stats
-        st.instantaneous.append(
-            (time.monotonic(), st.total_commands_processed, st.net_input_bytes, st.net_output_bytes)
-        )
+        st.instantaneous.append((time.monotonic(), st.total_commands_processed, st.net_input_bytes,
+                                 st.net_output_bytes, st.net_repl_input_bytes, st.net_repl_output_bytes))
         self.keyspace.tick()
         if self._replica_of is not None and self.replica_keys_with_expire:
             self._expire_replica_keys()
@@ -1148,7 +1151,12 @@ class Server(ServerCore):
             now_ms = time.monotonic() * 1000
             reset = self.reply_buffer_peak_reset_ms
             for client in self.clients.values():
-                resize_reply_buffer(client, now_ms, reset)
+                resized = resize_reply_buffer(client, now_ms, reset)
+                if resized:
+                    if resized < 0:
+                        st.reply_buffer_shrinks += 1
+                    else:
+                        st.reply_buffer_expands += 1
         for hook in self.cron_hooks:
             hook()
 

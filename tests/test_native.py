@@ -91,19 +91,19 @@ def test_the_pxd_files_reach_the_compiled_build():
     for cls in (engine.ActiveActive, backlog.Backlog):
         assert bool(cls.__flags__ & (1 << 9)) != server.native.compiled, cls
     # The dispatcher's typed classes (server/fastpath.pxd cimports the other two).
-    from rill.server import commandstats, connection, evict, fastpath
+    from rill.server import commandstats, connection, evict, fastpath, iostats
     from rill.server.activeactive import keyed
     from rill.server.commands import table
 
     for cls in (fastpath.ServerCore, fastpath.ClientCore, table.Command, commandstats.CommandStats,
-                evict.Evictor, keyed.Keyed, connection.Connection, connection.ReplyBatch):
+                evict.Evictor, keyed.Keyed, connection.Connection, connection.ReplyBatch, iostats.IOStats):
         assert bool(cls.__flags__ & (1 << 9)) != server.native.compiled, cls
     # A class attribute in a subclass would shadow a compiled field: instances would set
     # the attribute, and the compiled loop would go on reading the field.
     from rill.server.client import Client
-    from rill.server.server import Server
+    from rill.server.server import Server, Stats
 
-    for sub, core in ((Server, fastpath.ServerCore), (Client, fastpath.ClientCore)):
+    for sub, core in ((Server, fastpath.ServerCore), (Client, fastpath.ClientCore), (Stats, iostats.IOStats)):
         for name in core.__slots__:
             assert name not in vars(sub), (sub, name)
     # The class-wide settings stay settable at run time in both modes (CONFIG SET).

@@ -215,7 +215,7 @@ def _stats(c: Client) -> list[tuple[str, object]]:
     s = c.server
     st = s.stats
     ks = s.keyspace
-    ops, in_kbps, out_kbps = _instantaneous(s)
+    ops, in_kbps, out_kbps, repl_in_kbps, repl_out_kbps = _instantaneous(s)
     pubsub = s.pubsub
     m = master_side(s)
     evictor = evictor_of(s)
@@ -224,14 +224,15 @@ def _stats(c: Client) -> list[tuple[str, object]]:
         ("total_connections_received", st.total_connections_received),
         ("total_commands_processed", st.total_commands_processed),
         ("instantaneous_ops_per_sec", ops),
-        ("total_net_input_bytes", st.net_input_bytes),
-        ("total_net_output_bytes", st.net_output_bytes),
-        ("total_net_repl_input_bytes", 0),
-        ("total_net_repl_output_bytes", 0),
+        # The totals include the replication link's traffic, reported apart as well.
+        ("total_net_input_bytes", st.net_input_bytes + st.net_repl_input_bytes),
+        ("total_net_output_bytes", st.net_output_bytes + st.net_repl_output_bytes),
+        ("total_net_repl_input_bytes", st.net_repl_input_bytes),
+        ("total_net_repl_output_bytes", st.net_repl_output_bytes),
         ("instantaneous_input_kbps", f"{in_kbps:.2f}"),
         ("instantaneous_output_kbps", f"{out_kbps:.2f}"),
-        ("instantaneous_input_repl_kbps", "0.00"),
-        ("instantaneous_output_repl_kbps", "0.00"),
+        ("instantaneous_input_repl_kbps", f"{repl_in_kbps:.2f}"),
+        ("instantaneous_output_repl_kbps", f"{repl_out_kbps:.2f}"),
         ("rejected_connections", st.rejected_connections),
         ("sync_full", m.sync_full),
         ("sync_partial_ok", m.sync_partial_ok),
@@ -269,20 +270,24 @@ def _stats(c: Client) -> list[tuple[str, object]]:
         ("total_writes_processed", st.total_writes_processed),
         ("io_threaded_reads_processed", 0),
         ("io_threaded_writes_processed", 0),
-        ("reply_buffer_shrinks", 0),
-        ("reply_buffer_expands", 0),
+        ("reply_buffer_shrinks", st.reply_buffer_shrinks),
+        ("reply_buffer_expands", st.reply_buffer_expands),
     ]
 
 
-def _instantaneous(s) -> tuple[int, float, float]:
-    """Ops/sec and kbps over the last samples the cron took (Redis samples every 100 ms)."""
+def _instantaneous(s) -> tuple[int, float, float, float, float]:
+    """Ops/sec and kbps over the last samples the cron took (Redis samples every 100 ms):
+    input and output with the replication link's traffic included, as Redis's are, then
+    the replication link's alone."""
     samples = s.stats.instantaneous
     if len(samples) < 2:
-        return 0, 0.0, 0.0
-    t0, c0, i0, o0 = samples[0]
-    t1, c1, i1, o1 = samples[-1]
-    dt = max(t1 - t0, 1e-6)
-    return int((c1 - c0) / dt), (i1 - i0) / dt / 1024, (o1 - o0) / dt / 1024
+        return 0, 0.0, 0.0, 0.0, 0.0
+    t0, c0, i0, o0, ri0, ro0 = samples[0]
+    t1, c1, i1, o1, ri1, ro1 = samples[-1]
+    kb = max(t1 - t0, 1e-6) * 1024
+    repl_in, repl_out = ri1 - ri0, ro1 - ro0
+    return (int((c1 - c0) * 1024 / kb), (i1 - i0 + repl_in) / kb, (o1 - o0 + repl_out) / kb,
+            repl_in / kb, repl_out / kb)
 
 
 def _replication(c: Client) -> list[tuple[str, object]]:

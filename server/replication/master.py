@@ -363,6 +363,7 @@ class MasterSide:
             link.pre_psync = True  # an old-style replica (redis-cli --replica): no ACKs expected
         self.sync_full += 1
         c.kind = "replica"
+        c.as_replica(True)
         c.reply_mode = 1  # a replica's own commands (REPLCONF ACK) get no replies
         link.state = WAIT_BGSAVE_START
         link.buffered = None
@@ -444,6 +445,7 @@ class MasterSide:
                 if r.repl.state == WAIT_BGSAVE_START:
                     self.replicas.remove(r)
                     r.kind = "normal"
+                    r.as_replica(False)
                     r.out.append(b"-ERR BGSAVE failed, replication can't continue\r\n")
                     r.close_after_reply = True
                     r.on_output(r)
@@ -846,6 +848,7 @@ class MasterSide:
         if offset <= self.repl_offset:
             c.out.append(bytes(backlog[offset - first:]))
         c.kind = "replica"
+        c.as_replica(True)
         c.reply_mode = 1
         link.state = ONLINE
         link.buffered = None

@@ -76,7 +76,16 @@ class MasterLink(asyncio.Protocol):
         self.repl.link_lost(self, exc)
 
     def data_received(self, data: bytes) -> None:
-        self.repl.last_io = time.time()
+        repl = self.repl
+        repl.last_io = time.time()
+        if not self.expect:
+            # The snapshot and the command stream are replication traffic (the handshake's
+            # replies are not counted, as Redis reads them apart); once the stream runs,
+            # each read is a read event of the master client's.
+            stats = repl.server.stats
+            stats.net_repl_input_bytes += len(data)
+            if repl.state == CONNECTED:
+                stats.total_reads_processed += 1
         self.buf += data
         try:
             self.repl.advance(self)
@@ -86,7 +95,13 @@ class MasterLink(asyncio.Protocol):
 
     def send(self, *argv: bytes) -> None:
         if self.transport is not None and not self.closed:
-            self.transport.write(aof.encode_command(list(argv)))
+            data = aof.encode_command(list(argv))
+            self.transport.write(data)
+            if self.repl.state == CONNECTED:
+                # The master client's replies (REPLCONF ACK): output as any client's.
+                stats = self.repl.server.stats
+                stats.net_output_bytes += len(data)
+                stats.total_writes_processed += 1
 
     def close(self) -> None:
         if self.transport is not None and not self.closed:

@@ -467,3 +467,106 @@ def test_a_blocking_command_in_the_middle_of_a_big_read_holds_the_rest_until_ser
     server.loop.run_iteration()
     server.loop.run_iteration()
     assert _replies(transport) == b"*2\r\n$1\r\nq\r\n$1\r\nx\r\n" + b"".join(b":%d\r\n" % i for i in range(1, after + 1))
+
+
+def _io_counts(c: RawClient) -> tuple[list[int], int]:
+    """INFO stats' read and write events and bytes, and the length of that reply."""
+    reply = c.call("INFO", "stats")
+    fields = dict(line.split(":", 1) for line in reply.decode().split("\r\n") if ":" in line)
+    return [int(fields[k]) for k in ("total_reads_processed", "total_writes_processed",
+                                     "total_net_input_bytes", "total_net_output_bytes")], len(reply)
+
+
+def _io_deltas(port: int) -> list[int]:
+    """What INFO stats' read and write events and bytes grow by over a fixed exchange
+    (the polls that wait for a disconnect taken out)."""
+    a = RawClient(port)
+    before, first_reply = _io_counts(a)
+    for _ in range(5):
+        assert a.call("PING") == b"+PONG\r\n"
+    a.send_raw(encode_command(["PING"]) * 3)  # one write: one read event on the server
+    assert [a.read_reply() for _ in range(3)] == [b"+PONG\r\n"] * 3
+    b = RawClient(port)
+    assert b.call("ECHO", "x" * 100) == b"$100\r\n" + b"x" * 100 + b"\r\n"
+    b.close()  # its end of stream: one more read
+    polls = []
+
+    def b_gone() -> bool:
+        reply = a.call("INFO", "clients")
+        polls.append(len(reply))
+        return b"connected_clients:1\r\n" in reply
+
+    wait_until(b_gone)
+    after, _ = _io_counts(a)
+    a.close()
+    # Each poll is one read and one write of its own; the first INFO stats' reply
+    # (written after its figures were taken) differs in length between the servers.
+    return [after[0] - before[0] - len(polls), after[1] - before[1] - len(polls),
+            after[2] - before[2] - len(polls) * len(encode_command(["INFO", "clients"])),
+            after[3] - before[3] - sum(polls) - first_reply]
+
+
+def test_info_counts_read_and_write_events_and_bytes_side_by_side():
+    """total_reads_processed / total_writes_processed count read and write events (a
+    pipeline read at once is one of each; a client's end of stream is a read too), and
+    total_net_input_bytes / total_net_output_bytes their bytes, as Redis counts them."""
+    deltas = []
+    for server in (start_rill(), start_redis()):
+        try:
+            deltas.append(_io_deltas(server.port))
+        finally:
+            server.stop()
+    # Reads: 5 PINGs, the pipeline, b's ECHO and end of stream, the last INFO stats.
+    # Writes: the first INFO stats' reply, 5 PONGs, the pipeline's, b's ECHO reply.
+    assert deltas[0][:2] == deltas[1][:2] == [9, 8]
+    # In: 8 PINGs, the ECHO and the last INFO stats (counted as read, before it reports).
+    requests = (8 * len(encode_command(["PING"])) + len(encode_command(["ECHO", "x" * 100]))
+                + len(encode_command(["INFO", "stats"])))
+    assert deltas[0][2] == deltas[1][2] == requests
+    assert deltas[0][3] == deltas[1][3] == 8 * len(b"+PONG\r\n") + len(b"$100\r\n" + b"x" * 100 + b"\r\n")
+
+
+def test_config_resetstat_zeroes_the_io_counters_side_by_side():
+    """After CONFIG RESETSTAT, INFO stats counts its own read and request and
+    RESETSTAT's reply, and nothing before."""
+    seen = []
+    for server in (start_rill(), start_redis()):
+        try:
+            c = RawClient(server.port)
+            c.call("SET", "k", "v" * 1000)
+            c.call("GET", "k")
+            assert c.call("CONFIG", "RESETSTAT") == b"+OK\r\n"
+            seen.append(_io_counts(c)[0])
+            c.close()
+        finally:
+            server.stop()
+    assert seen[0] == seen[1] == [1, 1, len(encode_command(["INFO", "stats"])), len(b"+OK\r\n")]
+
+
+def _stat(c: RawClient, name: str) -> int:
+    info = c.call("INFO", "stats").decode()
+    return int(dict(line.split(":", 1) for line in info.split("\r\n") if ":" in line)[name])
+
+
+def _resized_both_ways(port: int) -> None:
+    c = RawClient(port)
+    wait_until(lambda: _stat(c, "reply_buffer_shrinks") >= 1)
+    c.call("SET", "big", "x" * 20_000)
+
+    def filled_and_grown() -> bool:
+        c.call("GET", "big")  # fills the buffer: the cron doubles it
+        return _stat(c, "reply_buffer_expands") >= 1
+
+    wait_until(filled_and_grown)
+    c.close()
+
+
+def test_reply_buffer_resizes_count_in_info_side_by_side():
+    """The cron's reply buffer resizes count in INFO's reply_buffer_shrinks (a new
+    client's 16 KB buffer, its peak under half of it) and reply_buffer_expands (a buffer
+    its replies keep filling), on rill as on redis-server."""
+    for server in (start_rill(), start_redis()):
+        try:
+            _resized_both_ways(server.port)
+        finally:
+            server.stop()

@@ -827,3 +827,40 @@ def test_the_stream_held_for_a_replica_counts_as_its_buffer(kind):
         finally:
             replica.c.close()
             m.close()
+
+
+def _net(r: redis.Redis) -> dict:
+    stats = r.info("stats")
+    assert isinstance(stats["instantaneous_output_repl_kbps"], float)
+    return {k: stats[k] for k in ("total_net_input_bytes", "total_net_output_bytes",
+                                  "total_net_repl_input_bytes", "total_net_repl_output_bytes")}
+
+
+@pytest.mark.parametrize("kind", ["rill", "redis"])
+def test_what_a_master_sends_its_replicas_counts_as_replication_output(kind):
+    """INFO stats counts a master's replication stream (the snapshot and the commands) in
+    total_net_repl_output_bytes, and in total_net_output_bytes with its clients' replies,
+    for a rill master as for a redis-server one."""
+    require_tool("redis-server")
+    start = start_rill if kind == "rill" else start_redis
+    master = start("--repl-diskless-sync-delay", "0")
+    replica = _replica_of("redis", master.port)
+    m = redis.Redis(port=master.port)
+    r = redis.Redis(port=replica.port)
+    try:
+        synced = _net(m)
+        assert synced["total_net_repl_output_bytes"] > 0  # the snapshot, at least its header
+        m.set("big", "x" * 200_000)
+        wait_until(lambda: r.strlen("big") == 200_000)
+        after = _net(m)
+        repl = after["total_net_repl_output_bytes"] - synced["total_net_repl_output_bytes"]
+        assert repl >= 200_000
+        clients = after["total_net_output_bytes"] - synced["total_net_output_bytes"] - repl
+        assert 0 < clients < 20_000  # this client's replies (SET's, INFO's)
+        # The replica's side: what it reads from its master is replication input.
+        assert r.info("stats")["total_net_repl_input_bytes"] >= 200_000
+    finally:
+        m.close()
+        r.close()
+        replica.stop()
+        master.stop()

@@ -496,3 +496,28 @@ def test_a_master_that_refuses_is_dialled_once_a_second(kind):
         time.sleep(2.5)
         # The first dial, then at most one a second (fewer under load, never more).
         assert srv.log().count("Error condition on socket for SYNC") <= 4
+
+
+@pytest.mark.parametrize("kind", ["rill", "redis"])
+def test_what_a_replica_reads_from_its_master_counts_as_replication_input(redis_master, kind):
+    """A replica's INFO stats counts what it reads from its master (the snapshot and the
+    stream) in total_net_repl_input_bytes, and in total_net_input_bytes with its clients'
+    requests; its acknowledgements count as output, as any client's replies do."""
+    replica = start_rill() if kind == "rill" else start_redis()
+    m = redis.Redis(port=redis_master.port)
+    r = redis.Redis(port=replica.port)
+    try:
+        m.set("before", "y" * 50_000)
+        r.execute_command("REPLICAOF", "127.0.0.1", redis_master.port)
+        wait_until(lambda: _linked(r))
+        m.set("big", "x" * 200_000)
+        wait_until(lambda: r.strlen("big") == 200_000)
+        stats = r.info("stats")
+        repl = stats["total_net_repl_input_bytes"]
+        assert repl >= 200_000  # the snapshot (its 50 KB of "y" compress to little) and the SET
+        assert 0 < stats["total_net_input_bytes"] - repl < 20_000  # this client's requests
+        assert stats["total_net_output_bytes"] > 0
+    finally:
+        m.close()
+        r.close()
+        replica.stop()
