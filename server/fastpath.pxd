@@ -11,6 +11,7 @@ from rill.protocol.reply cimport encode_into
 
 cdef class ServerCore:
     cdef public object _special, propagating, _also, _rewritten, _prevent_propagation
+    cdef public bint _gated, _gated_beyond_memory
     cdef public object dirty, dispatch, blocking, cmdstats, slow_ns, latency_tracking, monitors
     cdef public object stats, client_mem, obuf_floor, query_buffer_limit, aa_seal
 

@@ -51,6 +51,9 @@ class ServerCore:
 
     __slots__ = (
         "_special", "propagating", "_also", "_rewritten", "_prevent_propagation",
+        # the gate's two flags (Server._update_special): read per command while _special
+        # (maxmemory) holds, so C fields rather than attributes found through the class
+        "_gated", "_gated_beyond_memory",
         # read around every command (dirty, which every write bumps) or once per batch
         # (the rest: set at start-up, by CONFIG SET and by MONITOR)
         "dirty", "dispatch", "blocking", "cmdstats", "slow_ns", "latency_tracking", "monitors",

@@ -179,7 +179,7 @@ class Server(ServerCore):
     """All shared state of one rill-server process."""
 
     def __init__(self, config: Config | None = None) -> None:
-        self._special = False
+        self._special = self._gated = self._gated_beyond_memory = False
         self.config = config or Config()
         self.keyspace = Keyspace(self.config.int("databases"))
         self.keyspace.on_modified = self._key_modified
@@ -309,12 +309,11 @@ class Server(ServerCore):
     # ``_gated`` is that flag for execute() (processCommand's checks); ``_special``
     # adds Active-Active for execute_all(), whose inline call() would bypass the
     # engine: its writes must take call(), but none of the gate's checks concern it.
-    # ``_special`` is a field of ServerCore (fastpath.py), set in __init__: a class
-    # attribute here would shadow the compiled field, which the dispatcher reads.
-    _gated = False
-    # maxmemory alone leaves a plain client's commands on execute_all()'s fast path:
-    # of the gate's checks only eviction concerns them, and that is one call there.
-    _gated_beyond_memory = False
+    # ``_special``, ``_gated`` and ``_gated_beyond_memory`` are fields of ServerCore
+    # (fastpath.py), set in __init__: a class attribute here would shadow the compiled
+    # field, which the dispatcher reads. maxmemory alone (``_gated`` without
+    # ``_gated_beyond_memory``) leaves a plain client's commands on execute_all()'s fast
+    # path: of the gate's checks only eviction concerns them, and that is one call there.
     _loading = False
     _maxmemory = 0
     _pause_until = 0.0
