@@ -11,7 +11,7 @@
 cimport cython
 
 from rill.server.activeactive.backlog cimport Backlog
-from rill.server.activeactive.keyed cimport Keyed
+from rill.server.activeactive.keyed cimport Keyed, now_ms
 from rill.server.commands.table cimport Command
 from rill.storage.keyspace cimport Database
 

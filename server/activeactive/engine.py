@@ -20,7 +20,6 @@ docs/active-active.md states the rules; this is where they run.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +45,7 @@ from .backlog import Backlog
 from .hll import OPS as _HLL_OPS
 from .hll import Hlls, is_hll_value
 from .hll import plain_ops as hll_plain_ops
-from .keyed import HASH, SET, STRING, ZSET, Keyed, Packed, kind_of
+from .keyed import HASH, SET, STRING, ZSET, Keyed, Packed, kind_of, now_ms
 from .lists import OPS as _LIST_OPS
 from .lists import Lists
 from .plain import keyed_plain_ops, list_plain_ops, plain_ops
@@ -611,7 +610,7 @@ class ActiveActive:
         self._moves = 0
         region = self.region
         seq = self.seq = self.seq + 1
-        ts = int(time.time() * 1000)
+        ts = now_ms()
         clock = self._clock_parts
         if clock is None:
             clock = self._clock_parts = encode_clock(self.vc, region)

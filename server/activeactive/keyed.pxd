@@ -7,6 +7,7 @@
 # reg/inflate/settle and reads db.data and db.id in C, not through a Python call or a
 # generic attribute lookup each.
 cimport cython
+from posix.time cimport CLOCK_REALTIME, clock_gettime, timespec
 
 from rill.storage.cells cimport Cell, inflate, num_bytes, num_in, reg, settle
 from rill.storage.keyspace cimport Database
@@ -65,3 +66,14 @@ cpdef object _stored(object kind, object v)
 cpdef bytes _value_arg(object kind, object v)
 cpdef object _value_in(object kind, object raw)
 cpdef list _obs_args(object observed)
+
+# The write's clock (now_ms): a C call for keyed's stamps and the engine's seal, which
+# cimports it. _c_now_ms is CLOCK_REALTIME in milliseconds, read in C with no float made.
+cdef bint _COMPILED
+cdef dict _TIME_VARS
+cpdef object now_ms()
+
+cdef inline long long _c_now_ms() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return ts.tv_sec * 1000LL + ts.tv_nsec // 1000000

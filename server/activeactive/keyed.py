@@ -289,6 +289,28 @@ def _empty(value: Any) -> bool:
 
 # -- the state ---------------------------------------------------------------------------
 
+def _probe() -> None:
+    """Only its type matters: see _COMPILED."""
+
+
+# Whether this module runs compiled (without importing Cython), and the clock function
+# it was loaded with: now_ms() reads the clock in C only while nothing replaced it.
+_COMPILED = type(_probe).__name__ != "function"
+_SYSTEM_TIME = time.time
+_TIME_VARS = vars(time)  # read by key: a C dict lookup, where ``time.time`` is a generic getattr
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds: an assign's stamp here and an effect's ``ts`` (the
+    engine's seal). Compiled, CLOCK_REALTIME is read in C (keyed.pxd's ``_c_now_ms``):
+    the Python call to time.time, its float and the int made from it were two of the
+    calls a write made per stamp. A test that replaces time.time (one clock for two
+    instances) is still obeyed: the C clock is read only while time.time is the system's."""
+    if _COMPILED and _TIME_VARS["time"] is _SYSTEM_TIME:
+        return _c_now_ms()  # noqa: F821 (defined in keyed.pxd: see _COMPILED)
+    return int(time.time() * 1000)
+
+
 class Packed(tuple):
     """A key's state while one assign made every element of its one kind (a key written
     once, the most common key): ``(kind, ts, origin, seq, elem, value, elem, value, ...)``,
@@ -433,7 +455,7 @@ class Keyed:
             # with WRONGTYPE): the kinds it hides stay.
             return []
         origin, seq, seen = self._local()
-        ts = int(time.time() * 1000)
+        ts = now_ms()
         ops: list[Op] = []
         shown = visible(kinds) if kinds else None
         if shown != kind or (kind is not None and kinds is not None and now is not before and any(
@@ -486,7 +508,7 @@ class Keyed:
             # element a new cell of one assign, as _create makes them.
             engine = self.engine
             origin, seq = engine.region, engine.seq + 1
-            ts = int(time.time() * 1000)
+            ts = now_ms()
             stamp = self._stamp_of(ts)
             if kind is STRING:
                 v = bytes(now)
@@ -508,7 +530,7 @@ class Keyed:
             return None
         engine = self.engine
         origin, seq = engine.region, engine.seq + 1
-        ts = int(time.time() * 1000)
+        ts = now_ms()
         ops: list[Op] = []
         if kinds is None:
             # A counter its increment created: the new cells hold no dot a seen clock
@@ -556,7 +578,7 @@ class Keyed:
         o, s = packed[2], packed[3]
         if not (s <= seq if o == origin else engine.vc.get(o, 0) >= s):
             return None
-        ts = int(time.time() * 1000)
+        ts = now_ms()
         stored = _stored(kind, after)
         self.keys[where] = Packed((kind, ts, origin, seq, elem) if stored is None
                                   else (kind, ts, origin, seq, elem, stored))
