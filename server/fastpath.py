@@ -64,6 +64,13 @@ class ServerCore:
         "aa_seal",
     )
 
+    def prevent_propagation(self) -> None:
+        """Keep the running command out of every feed: its effects went out as other
+        commands (XREADGROUP's as XCLAIMs, a script's not at all). Here, not on Server,
+        so that the call compiled command handlers make on every XREADGROUP is a C method,
+        not an interpreted frame."""
+        self._prevent_propagation = True
+
 
 class ClientCore:
     """The client state the dispatcher touches on every command or batch, and the

@@ -887,9 +887,6 @@ class Server(ServerCore):
         """Propagate the running command as ``argv`` instead of what the client sent."""
         self._rewritten = argv
 
-    def prevent_propagation(self) -> None:
-        self._prevent_propagation = True
-
     def propagate(self, ops: list[tuple[int, list[bytes]]], wrap: bool = True) -> None:
         """Hand the effects of one command (or one EXEC) to each feed, by name
         (server/propagation.py): the AOF, then the replicas, as Redis's propagateNow.
