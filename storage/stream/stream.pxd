@@ -28,7 +28,7 @@ cdef class _StreamCore:
     @cython.locals(fv=list, lp=bytearray, ms="unsigned long long", seq="unsigned long long",
                    d="long long", tot=Py_ssize_t, nfv=Py_ssize_t, nf=Py_ssize_t, i=Py_ssize_t,
                    n=Py_ssize_t, count=Py_ssize_t, nele=Py_ssize_t, mb="long long",
-                   me="long long", same=bint, tf=list, nm="unsigned long long", reuse=bytearray)
+                   me="long long", same=bint, tf=list, nm="unsigned long long", cached=tuple)
     cpdef add(self, fields_values, sid=*, now_ms=*)
 
 cdef extern from "Python.h":

@@ -91,11 +91,6 @@ _NO_RESERVE = 1 << 62
 _RESERVE_SLACK = 128
 
 # A new node's first bytes: the header (its sizes written later), master count 1, deleted 0.
-# When a node seals, its exact-size copy goes to the rax and the tail's own buffer starts
-# the next node: cut to these bytes, glibc shrinks the block in place and frees the rest
-# beside it, which the tail's regrowth (and _reserve) takes back in place. A fresh buffer
-# per node left the old one's block as a hole that the next, slightly different sized,
-# node's blocks fit only in part (1.6 bytes per entry of free chunks after a fill).
 _NEW_NODE = b"\x00\x00\x00\x00\x00\x00\x01\x01\x00\x01"
 
 
@@ -137,6 +132,24 @@ def _probe() -> None:
 _COMPILED = type(_probe).__name__ != "function"
 
 
+# _reserve's padding, read through a view: a ``bytes(k)`` per call was a short-lived
+# 600-800 byte block (glibc's, past pymalloc's 512) allocated beside the growing tail and
+# freed once it had moved, a hole between nodes each time. It covers the default node size
+# (stream-node-max-bytes 4096) and its slack; larger configured nodes pad with a temporary.
+_ZEROS = memoryview(bytes(8192))
+
+# Where a sealing node waits while the tail's block is freed, so that its exact-size copy
+# can take that block (glibc's best fit: the tail's room is the node's size plus a little).
+# Copied while the tail is alive, the node landed beyond it, and the freed tail was then a
+# hole the next tail regrew into in steps, in which the connection's short-lived request
+# and reply lists took pieces: 1.45 MB of free chunks after the memory/entry row's 1M XADDs
+# (16.6 B/entry of resident growth), 0.68 MB (15.8 B/entry) this way. Its length never
+# changes (a same-length slice assignment is a copy), so the view over it is always valid.
+# Nodes longer than it (stream-node-max-bytes raised past 8 KB) are copied from the tail.
+_STAGE = bytearray(8192)
+_STAGE_VIEW = memoryview(_STAGE)
+
+
 def _reserve(lp: bytearray, cap: int) -> None:
     """Give the tail node's buffer ``cap`` bytes of room at once, its length unchanged.
 
@@ -149,7 +162,8 @@ def _reserve(lp: bytearray, cap: int) -> None:
     bytearray resize), hence the call at half the expected size."""
     n = len(lp)
     if cap > n:
-        lp += bytes(cap - n)
+        k = cap - n
+        lp += _ZEROS[:k] if k <= 8192 else bytes(k)
         del lp[n:]
 
 
@@ -449,7 +463,6 @@ class _StreamCore:
             raise ValueError("fields_values must hold field/value pairs")
         nf = nfv >> 1
 
-        reuse = None
         lp = self._t_lp
         if lp is None and self._rax:
             lp = self._load_tail()
@@ -461,27 +474,36 @@ class _StreamCore:
             if len(lp) + self._t_xbytes + tot >= mb or (
                 me > 0 and self._t_count + self._t_deleted >= me
             ):
-                # Close the node: store it as exact-size immutable bytes (lpShrinkToFit).
-                closed = bytes(lp)
+                # Close the node: store it as exact-size immutable bytes (lpShrinkToFit),
+                # in the tail's own block where it can (see _STAGE).
+                n = len(lp)
+                if n <= 8192:
+                    _STAGE[:n] = lp
+                    cached = _NC.pop(id(lp), None) if _NC else None
+                    _nc_drop(lp)
+                    # Every reference to the tail goes before the copy is made (a reader
+                    # holding one only keeps the old block alive: no harm).
+                    self._rax.insert(self._t_key, b"")
+                    self._t_lp = None
+                    lp = None
+                    closed = bytes(_STAGE_VIEW[:n])
+                    if cached is not None:
+                        _NC[id(closed)] = (closed, cached[1], cached[2])
+                else:
+                    closed = bytes(lp)
+                    if _NC:
+                        _nc_move(lp, closed)
+                    _nc_drop(lp)
+                    lp = None
                 self._rax.insert(self._t_key, closed)
                 # The next node is sized from this one (see _reserve).
                 self._t_res = (len(closed) + _RESERVE_SLACK) >> 1
-                if _NC:
-                    _nc_move(lp, closed)
-                # The sealed tail's buffer becomes the next tail (see _NEW_NODE).
-                _nc_drop(lp)
-                reuse = lp
-                lp = None
                 if self.gc_ratio > 0 and node_counts(closed)[1]:
                     self._gc_node(self._t_key, True)
 
         if lp is None:
             fields = fv[0::2]
-            if reuse is not None:
-                lp = reuse
-                lp[:] = _NEW_NODE
-            else:
-                lp = bytearray(_NEW_NODE)
+            lp = bytearray(_NEW_NODE)
             lp += int_element(nf)
             for f in fields:
                 lp += element(f)
