@@ -10,14 +10,14 @@ cdef class Evictor:
     # is set, and _evict_pooled once per write of a full cache; each self.<field> they
     # read is then a struct read, not the generic attribute lookup (~100 instructions).
     # suspended, maxmemory and tracking are perform's copies of Server states
-    # (gates_changed keeps them).
-    cdef public object server, figure, dirty, policy, kind, untimed_down, evict_down, maxmemory
+    # (gates_changed keeps them), and engine the Active-Active engine (None while off).
+    cdef public object server, figure, dirty, policy, kind, untimed_down, evict_down, maxmemory, engine
     cdef public list pool, snaps, snap_stamps, snap_access, snap_renew, snap_limit, snap_empty, dbs, per_key, per_key_table, active
     cdef public dict waiters
     cdef public Py_ssize_t next_db, samples
     cdef public long long evicted_keys
     cdef public bint running, volatile, lru, timed, lazy, replica_ignores, pooled, suspended, tracking
-    cdef public double exceeded_since, exceeded_total, limit_s
+    cdef public double exceeded_since, exceeded_total, limit_s, maxmemory_f
 
     # perform: before every command while maxmemory is set. cpdef, so that _time_proc's
     # call is a C call; the memory figure it adds up is C doubles (the Python floats'
@@ -34,7 +34,8 @@ cdef class Evictor:
                    access=dict, stamps=list, n=Py_ssize_t, i=Py_ssize_t, freed=Py_ssize_t,
                    dead=Py_ssize_t, db_id=Py_ssize_t, k=Py_ssize_t, j=Py_ssize_t, end=Py_ssize_t,
                    lru=bint, populated=bint,
-                   db=Database, idle="long long", now="long long", st="long long", worst=double)
+                   db=Database, idle="long long", now="long long", st="long long", worst=double,
+                   score=double)
     # used and maxmemory as C doubles: the figure is the Python float perform summed
     # (its int() exact in a double), and maxmemory is below it here, so under 2**53
     # and exact too; used's decrements are the same float operations.
@@ -74,5 +75,11 @@ cdef extern from *:
 
 # The pool's insertion point by score: a C loop over the scores as doubles (exact: every
 # score is an int under 2**53, an idle time, a count or an expiry in ms).
-@cython.locals(lo=Py_ssize_t, hi=Py_ssize_t, mid=Py_ssize_t, at=double)
+@cython.locals(lo=Py_ssize_t, hi=Py_ssize_t, mid=Py_ssize_t, at=double, entry=tuple)
 cdef Py_ssize_t _bisect_score(list pool, double score) except -1
+
+# A sample scored outside _evict_pooled (_populate, _score_into_pool) into the pool: the
+# score a C double, so that the pool's entries all hold floats, read in place by
+# _bisect_score (cpdef: the tests call it).
+@cython.locals(k=Py_ssize_t)
+cpdef object _pool_insert(list pool, double score, object db_id, object key)

@@ -69,6 +69,9 @@ _getrandbits = random.getrandbits
 # What an evicted key's slots in its database's dicts (keys, access stamps) count for
 _KEY_TABLES = 2 * TABLE_PER_KEY
 _UNBOUNDED = float("-inf")  # the worst score while the pool has room
+# The empty tables' figure as a float: perform reads it into a C double per call, which
+# from an int is a conversion call (the sum is the same: the float it was added as)
+_EMPTY_TABLES = float(_3_EMPTY_DICTS)
 
 
 def time_limit_us(tenacity: int) -> float:
@@ -153,7 +156,11 @@ class Evictor:
         s = self.server
         self.suspended = bool(s._loading or s._pause_until or (s._replica_of is not None and self.replica_ignores))
         self.maxmemory = s._maxmemory
+        # as _evict_pooled takes it (a float: below the figure there, so under 2**53, exact)
+        self.maxmemory_f = float(s._maxmemory)
         self.tracking = bool(s._tracking_active)
+        # the Active-Active engine (setting it refreshes the gates, and so this copy)
+        self.engine = s._active_active
 
     # -- INFO ----------------------------------------------------------------------
     def reset_stats(self) -> None:
@@ -192,7 +199,7 @@ class Evictor:
         # double: the same additions in the same order as the Python float they make.
         used = figure.evict_base + figure.clients_normal
         coef = self.per_key_table
-        empty = _3_EMPTY_DICTS
+        empty = _EMPTY_TABLES
         for d in self.active:
             expires = d.expires
             per_key = coef[d.id]
@@ -211,7 +218,7 @@ class Evictor:
             return EVICT_FAIL
         if not self.tracking:
             if self.pooled and not self.timed:  # a full cache's usual call: no bound method made
-                return self._evict_pooled(int(used), maxmemory)
+                return self._evict_pooled(int(used), self.maxmemory_f)
             return self.evict_down(int(used), maxmemory)
         # Evicting comes before the command runs: the client's own tracking
         # invalidations go out now, ahead of its reply (Redis's processCommand order).
@@ -431,8 +438,8 @@ class Evictor:
                     # an LRU stamp is the clock at the last access; a live key without
                     # one (loaded, never touched since) counts from the base
                     access = db.access
-                    clock = db.clock
-                    now = clock
+                    now = db.clock
+                    ident = db.id  # the pool's entries hold it as an object, made once
                     dead = 0
                     worst = pool[0][0] if len(pool) >= POOL_SIZE else _UNBOUNDED
                     for j in range(i, end):
@@ -453,17 +460,22 @@ class Evictor:
                                 dead += 1
                                 continue
                             stamp = db.access_base
-                        idle = clock - stamp
+                        # compiled, the stamp as a C integer and the score a C double:
+                        # the pool holds it as a float, which _bisect_score reads in place
+                        # (an int took a conversion call per probe)
+                        st = stamp
+                        idle = now - st
                         if idle <= worst:
                             continue  # no better than the pool's worst: Redis skips it too
-                        k = _bisect_score(pool, idle) if _COMPILED else bisect_left(pool, (idle,))
+                        score = idle
+                        k = _bisect_score(pool, score) if _COMPILED else bisect_left(pool, (score,))
                         if len(pool) >= POOL_SIZE:
                             del pool[0]
                             k -= 1
-                            pool.insert(k, (idle, db_id, key))
+                            pool.insert(k, (score, ident, key))
                             worst = pool[0][0]
                         else:
-                            pool.insert(k, (idle, db_id, key))
+                            pool.insert(k, (score, ident, key))
                             if len(pool) >= POOL_SIZE:
                                 worst = pool[0][0]
                 else:
@@ -489,7 +501,7 @@ class Evictor:
                 value = db.data.get(key)
                 if value is not None and free_effort(value, s) > LAZYFREE_THRESHOLD:
                     db.keyspace.lazyfreed_objects += 1
-            engine = s._active_active
+            engine = self.engine
             if engine is not None:  # deleted at every region, as _evict does
                 engine.key_expired(db_id, key, db.data.get(key))
             if s.propagating:
@@ -669,7 +681,7 @@ class Evictor:
             value = db.data.get(key)
             if value is not None and free_effort(value, s) > LAZYFREE_THRESHOLD:
                 db.keyspace.lazyfreed_objects += 1
-        engine = s._active_active
+        engine = self.engine
         if engine is not None:
             # Active-Active: the eviction deletes the key at every instance, as an expiry
             # does (observed-remove), in the effect this DEL is sealed with.
@@ -707,12 +719,15 @@ def _bisect_score(pool: list[tuple[float, int, bytes]], score: float) -> int:
     """``bisect_left(pool, (score,))``: where a candidate scoring ``score`` goes, ahead of
     the entries scoring the same. Compiled (evict.pxd), a C loop over the scores as
     doubles: bisect_left's call and its tuple comparisons were ~1.2k instructions an
-    insertion, several per eviction. Interpreted, bisect_left is the faster (_COMPILED
+    insertion, several per eviction. Compiled, every score in the pool is a float
+    (_evict_pooled and _pool_insert make them so), read in place; an int took a
+    conversion call per probe. Interpreted, bisect_left is the faster (_COMPILED
     picks it at the call sites)."""
     lo, hi = 0, len(pool)
     while lo < hi:
         mid = (lo + hi) >> 1
-        at = pool[mid][0]
+        entry = pool[mid]  # compiled, a tuple: its score read without a generic index
+        at = entry[0]
         if at < score:
             lo = mid + 1
         else:
