@@ -1,6 +1,7 @@
 # Cython declarations for effects.py (its "augmenting" .pxd): types for the compiled
 # build; the .py stays the reference and runs unchanged without them. See docs/hot-core.md.
 cimport cython
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.string cimport memcpy
 
@@ -87,4 +88,116 @@ cdef inline object _c_encode_compact(object origin, object seq, object ts, objec
             dst[0] = <unsigned char>n
             memcpy(dst + 1, PyBytes_AS_STRING(a), n)
             dst += 1 + n
+    return out
+
+
+# The writer's side (effects.py's put_op, clear_section, encode_record): module functions
+# the engine cimports, so an effect's op and record are C calls.
+cpdef put_op(bytearray out, object db, tuple head, list tail, Py_ssize_t start)
+cpdef clear_section(bytearray out)
+cpdef bytes encode_record(object origin, object seq, object ts, object clock, object nops, object section)
+
+cdef extern from "Python.h":
+    void Py_SET_SIZE(object o, Py_ssize_t size)
+
+# put_op's usual op: the size worked out first, one resize, then each argument's length
+# byte and bytes. False (nothing written) when anything is unusual (a count or length of
+# 255 or more, an argument not bytes): the .py's general form then writes it.
+cdef inline bint _c_put_op(bytearray out, object db, tuple head, list tail, Py_ssize_t start) except -1:
+    cdef Py_ssize_t size = 2, argc, n, i, old, nhead, ntail
+    cdef object a
+    cdef unsigned char* dst
+    if type(db) is not int or not 0 <= db < 255:
+        return False
+    nhead = len(head)
+    ntail = len(tail)
+    argc = nhead + ntail - start
+    if argc >= 255 or start > ntail or start < 0:
+        return False
+    for i in range(nhead):
+        a = head[i]
+        if type(a) is not bytes:
+            return False
+        n = PyBytes_GET_SIZE(a)
+        if n >= 255:
+            return False
+        size += 1 + n
+    for i in range(start, ntail):
+        a = tail[i]
+        if type(a) is not bytes:
+            return False
+        n = PyBytes_GET_SIZE(a)
+        if n >= 255:
+            return False
+        size += 1 + n
+    old = PyByteArray_GET_SIZE(out)
+    PyByteArray_Resize(out, old + size)
+    dst = <unsigned char*>PyByteArray_AS_STRING(out) + old
+    dst[0] = <unsigned char>(<int>db)
+    dst[1] = <unsigned char>argc
+    dst += 2
+    for i in range(nhead):
+        a = head[i]
+        n = PyBytes_GET_SIZE(a)
+        dst[0] = <unsigned char>n
+        memcpy(dst + 1, PyBytes_AS_STRING(a), n)
+        dst += 1 + n
+    for i in range(start, ntail):
+        a = tail[i]
+        n = PyBytes_GET_SIZE(a)
+        dst[0] = <unsigned char>n
+        memcpy(dst + 1, PyBytes_AS_STRING(a), n)
+        dst += 1 + n
+    return True
+
+# An emptied section keeps its allocation: the size set to 0 as a bytearray's own small
+# shrink does (its trailing NUL written), with no reallocation.
+cdef inline void _c_clear(bytearray out) noexcept:
+    if PyByteArray_GET_SIZE(out):
+        Py_SET_SIZE(out, 0)
+        PyByteArray_AS_STRING(out)[0] = 0
+
+# encode_record's usual record: the header, the clock, a one-byte op count and the section
+# written into one new bytes of their size. None when anything is unusual (as
+# _c_encode_compact).
+cdef inline object _c_encode_record(object origin, object seq, object ts, object clock, object nops, object section):
+    cdef Py_ssize_t clen, slen, size
+    cdef unsigned long long s, t
+    cdef unsigned char* dst
+    cdef const char* src
+    cdef bytes out
+    cdef int k
+    if (type(clock) is not bytes or type(origin) is not int or type(seq) is not int
+            or type(ts) is not int or type(nops) is not int):
+        return None
+    if not (0 <= origin < 256 and 0 <= seq <= 0xFFFFFFFFFFFFFFFF and 0 <= ts <= 0xFFFFFFFFFFFFFFFF
+            and 0 <= nops < 255):
+        return None
+    if type(section) is bytearray:
+        slen = PyByteArray_GET_SIZE(section)
+        src = PyByteArray_AS_STRING(section)
+    elif type(section) is bytes:
+        slen = PyBytes_GET_SIZE(section)
+        src = PyBytes_AS_STRING(section)
+    else:
+        return None
+    clen = PyBytes_GET_SIZE(clock)
+    if clen // 9 >= 256:
+        return None
+    size = 19 + clen + 1 + slen
+    s = seq
+    t = ts
+    out = PyBytes_FromStringAndSize(NULL, size)
+    dst = <unsigned char*>PyBytes_AS_STRING(out)
+    dst[0] = 2  # RECORD_VERSION
+    dst[1] = <unsigned char>(<int>origin)
+    for k in range(8):
+        dst[2 + k] = <unsigned char>(s & 0xFF)
+        s >>= 8
+        dst[10 + k] = <unsigned char>(t & 0xFF)
+        t >>= 8
+    dst[18] = <unsigned char>(clen // 9)
+    memcpy(dst + 19, PyBytes_AS_STRING(clock), clen)
+    dst[19 + clen] = <unsigned char>(<int>nops)
+    memcpy(dst + 20 + clen, src, slen)
     return out

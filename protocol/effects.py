@@ -174,6 +174,52 @@ def encode_compact(origin: int, seq: int, ts: int, clock: bytes, ops: list[tuple
     return b"".join(parts)
 
 
+# -- a record made as the write goes (the writer's side) --------------------------------------
+#
+# A write that knows its op encodes it once, into the op section of the effect being made
+# (the engine's ``pre``), and seal adds only the header: no op list, no unit to walk, no
+# second encoding. A record is ``encode_record(header fields, nops, section)``; the section
+# is ``put_op``'s ops back to back, exactly as encode_compact lays out a unit's.
+
+
+def put_op(out: bytearray, db: int, head: tuple[bytes, ...], tail: list[bytes], start: int) -> None:
+    """Append the op ``[*head, *tail[start:]]`` in database ``db`` to the op section ``out``:
+    the op's head (name, key and what the write decided) and the arguments it takes as
+    they came (XADD's fields and values from its argv), with no list made of them.
+    Compiled, effects.pxd's ``_c_put_op`` writes the usual op (every count and length
+    below 255) in one resize; otherwise, or for a long one, the general form here."""
+    if _COMPILED and _c_put_op(out, db, head, tail, start):  # noqa: F821 (see _COMPILED)
+        return
+    rest = tail[start:]
+    parts = [_small(db), _small(len(head) + len(rest))]
+    for a in head:
+        parts += (_small(len(a)), a)
+    for a in rest:
+        parts += (_small(len(a)), a)
+    out += b"".join(parts)
+
+
+def clear_section(out: bytearray) -> None:
+    """Empty an op section for the next effect. Compiled, its buffer stays allocated
+    (``del out[:]`` gives it back to the allocator, and the next write's op takes it
+    again: two reallocations per effect)."""
+    if _COMPILED:
+        _c_clear(out)  # noqa: F821 (see _COMPILED)
+    else:
+        del out[:]
+
+
+def encode_record(origin: int, seq: int, ts: int, clock: bytes, nops: int, section: bytes | bytearray) -> bytes:
+    """One compact record (``clock`` as :func:`encode_clock` made it) of ``nops`` ops whose
+    encoding ``section`` holds (:func:`put_op`'s)."""
+    if _COMPILED:
+        wire = _c_encode_record(origin, seq, ts, clock, nops, section)  # noqa: F821 (see _COMPILED)
+        if wire is not None:
+            return wire
+    return b"".join((_HEADER.pack(RECORD_VERSION, origin, seq, ts, len(clock) // 9), clock, _small(nops),
+                     section))
+
+
 def encode_effect_compact(e: Effect) -> bytes:
     return encode_compact(e.origin, e.seq, e.ts, encode_clock(e.vc, e.origin), e.ops)
 

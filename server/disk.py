@@ -1227,7 +1227,7 @@ class Persistence:
             if engine is not None:
                 engine.replaying = was_replaying
                 ActiveStream.id_mode = id_mode
-                engine.unit = []
+                engine.drop_unit()
         return "ok" if total else "empty"
 
     def _load_aof_file_steps(self, path: str, name: str, last: bool) -> LoadSteps[int]:

@@ -857,7 +857,7 @@ class Server(ServerCore):
             # and propagate() is skipped (what it would do comes to this). A sixth of
             # the feed's cost per write.
             feed = self.propagation.active_active
-            if feed is not None and self._active_active.unit:
+            if feed is not None and self._active_active.has_unit():
                 feed(ops, False)
             self._rewritten = None
             self._prevent_propagation = False
@@ -866,7 +866,7 @@ class Server(ServerCore):
             if changed and not self._prevent_propagation and cmd.flags & WRITE:
                 ops.append((client.db.id, self._rewritten or argv))
             engine = self._active_active
-            if ops or (engine is not None and engine.unit):
+            if ops or (engine is not None and engine.has_unit()):
                 # Lazy expiry during SCAN/RANDOMKEY deletes unrelated keys: Redis sends
                 # those DELs on their own, not wrapped as one transaction.
                 self.propagate(ops, wrap=cmd.fullname not in _TOUCHES_ARBITRARY_KEYS)

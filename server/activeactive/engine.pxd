@@ -10,6 +10,7 @@
 # the links and INFO).
 cimport cython
 
+from rill.protocol.effects cimport clear_section, encode_record, put_op
 from rill.server.activeactive.backlog cimport Backlog
 from rill.server.activeactive.keyed cimport Keyed, now_ms
 from rill.server.commands.table cimport Command
@@ -26,6 +27,10 @@ cdef class ActiveActive:
     # ``keys`` a C read.
     cdef public Keyed keyed
     cdef public bint fast_writes, quiet_seals
+    # The effect's ops its writers encoded (put_op), and how many.
+    cdef public bytearray pre
+    cdef public Py_ssize_t pre_n
+    cdef public object _xadd
 
     # A keyed write's steps (run -> _run_fast -> _collect_fast -> _collect_ttl,
     # _sealed_now): private, called only from this class, so C calls instead of a
@@ -39,6 +44,10 @@ cdef class ActiveActive:
     # its Database typed so data, expires and id are C reads.
     @cython.locals(db=Database, expires=dict)
     cdef object _run_one(self, object client, object cmd, object argv, object key)
+    # An own XADD's op written from its argv and reply (_run_one's usual case).
+    @cython.locals(db=Database, expires=dict)
+    cdef object _xadd_own(self, object client, object cmd, list argv, object key, object s, object ttl_before)
+    cdef object _put_xadd(self, object db_id, object key, object s, object sid, list argv)
     cdef object _collect_fast(self, Database db, object key, object before, object ttl_before,
                               object name, object argv, object kind)
     cdef object _collect_ttl(self, list ops, Database db, object key, object before,

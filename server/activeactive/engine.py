@@ -26,11 +26,14 @@ from typing import TYPE_CHECKING, Any
 from rill.protocol.effects import (
     APPLY_PREFIX,
     Effect,
+    clear_section,
     decode_vc,
     encode_clock,
     encode_compact,
     encode_effect_compact,
+    encode_record,
     encode_vc,
+    put_op,
 )
 from rill.protocol.reply import ReplyError
 from rill.storage.list import ListValue
@@ -70,6 +73,9 @@ _UNSUPPORTED = frozenset({"copy", "move", "swapdb", "restore", "restore-asking",
 _KEYED_CATEGORIES = frozenset({
     "@string", "@bitmap", "@hash", "@set", "@sortedset", "@geo", "@hyperloglog", "@list",
 })
+
+# _xadd_own's answer when it ran nothing (the generic _run_one then does).
+_NOT_TAKEN = object()
 
 # How run() treats a write command (see ActiveActive._kind).
 _STREAM, _KEYS, _FLUSH, _SORT, _KEYED = "stream", "keys", "flush", "sort", "keyed"
@@ -139,6 +145,14 @@ class ActiveActive:
         # (db, key) -> [(at_ms or PERSIST, origin, seq)]: concurrent TTLs not yet superseded.
         self.ttl: dict[tuple[int, bytes], list[tuple[int, int, int]]] = {}
         self.unit: Unit = []  # ops of the unit being made
+        # Ops of the unit being made that their writer encoded itself (protocol/effects.py's
+        # put_op: an XADD's from its argv and reply), ``pre_n`` of them, all made while
+        # ``unit`` was empty, so they come first in the effect. None is bookkept (a DEL,
+        # EXPIRE, group op goes through ``unit``).
+        self.pre = bytearray()
+        self.pre_n = 0
+        # XADD's command (the table's), once _kind met it: _run_one's own-entry case.
+        self._xadd: Any = None
         self.on_sealed: list[Callable[[int], None]] = []
         # While True, seal() does not call on_sealed: a listener that has arranged to
         # handle every effect sealed from now on (the links: one flush per event-loop
@@ -177,6 +191,8 @@ class ActiveActive:
         if name in _FAST:
             return _Fast(_FAST[name])
         cats = cmd.categories
+        if name == "xadd":
+            self._xadd = cmd
         if "@stream" in cats:
             # Most stream commands name one key at a fixed place: run() takes it from
             # there (the index, an int) rather than walking the key specs.
@@ -247,6 +263,11 @@ class ActiveActive:
                 ttl_before = expires.get(key)
                 if ttl_before is not None and db.is_expired(key):
                     before = None  # gone already: its lookup's expiry makes the DEL
+            if (cmd is self._xadd and type(before) is ActiveStream and not self.unit
+                    and not self.replaying and type(argv) is list and len(argv) & 1 and argv[2] == b"*"):
+                reply = self._xadd_own(client, cmd, argv, key, before, ttl_before)
+                if reply is not _NOT_TAKEN:
+                    return reply
         try:
             return cmd.handler(client, argv)
         finally:
@@ -276,6 +297,50 @@ class ActiveActive:
                         ops.append((db_id, [b"EXPIRE", key, b"%d" % at]))
             if ops and not self.replaying:
                 self.unit.extend(ops)
+
+    def _xadd_own(self, client: Client, cmd: Command, argv: list[bytes], key: bytes, s: ActiveStream,
+                  ttl_before: int | None) -> Any:
+        """_run_one for the most common write, ``XADD key * f v ...`` to a stream that is
+        here, while the effect being made has no list ops: its op is written straight into
+        the effect's section (``pre``) from what the command already has, its argv and the
+        ID it replies, and seal only adds the header. The stream journals nothing meanwhile
+        (``journal`` None: ActiveStream.add makes no op list). Returns ``_NOT_TAKEN``, having
+        run nothing, when the stream's journal holds ops already (they must go first)."""
+        journal = s.journal
+        if journal:
+            return _NOT_TAKEN
+        last = s.last_id
+        db = client.db
+        s.journal = None
+        try:
+            reply = cmd.handler(client, argv)
+        except BaseException:
+            s.journal = journal
+            if s.last_id != last:
+                # Added, then failed (a keyspace event's subscriber, say): the entry is
+                # here, so its op goes with the effect, as a journaled one would.
+                self._put_xadd(db.id, key, s, format_sid(s.last_id), argv)
+            raise
+        s.journal = journal
+        self._put_xadd(db.id, key, s, reply if type(reply) is bytes else format_sid(s.last_id), argv)
+        expires = db.expires
+        if expires:
+            ttl_now = expires.get(key)
+            if ttl_now != ttl_before:
+                self.unit.append((db.id, [b"EXPIRE", key, b"%d" % (PERSIST if ttl_now is None else ttl_now)]))
+        if s._cgroups:
+            # An added entry moves no group's acknowledged prefix; the stream is drained
+            # all the same, so that whatever it reports goes with this effect.
+            for op in s.drain():
+                op.insert(1, key)
+                self.unit.append((db.id, op))
+        return reply
+
+    def _put_xadd(self, db_id: int, key: bytes, s: ActiveStream, sid: bytes, argv: list[bytes]) -> None:
+        """The op of an own XADD, ``XADD key region id f v ...``, into the effect's section
+        (the fields and values from argv[3:], as they came)."""
+        put_op(self.pre, db_id, (b"XADD", key, s._rb, sid), argv, 3)
+        self.pre_n += 1
 
     def _run_fast(self, client: Client, cmd: Command, argv: list[bytes], kind: bytes | None) -> Any:
         """run() for the common writes of one key (``_FAST``) while that key holds nothing
@@ -604,9 +669,11 @@ class ActiveActive:
         argv (the AOF keeps it; the propagation path asks for it only while the AOF is
         on, ``record``), or None when the unit made no ops."""
         unit = self.unit
-        if not unit:
+        pre_n = self.pre_n
+        if not unit and not pre_n:
             return None
-        self.unit = []
+        if unit:
+            self.unit = []
         self._moves = 0
         region = self.region
         seq = self.seq = self.seq + 1
@@ -620,13 +687,32 @@ class ActiveActive:
                 break
         self.vc[region] = seq
         # The compact record, made once: what the backlog holds, the links send (many
-        # to an APPLY) and the AOF keeps.
-        wire = encode_compact(region, seq, ts, clock, unit)
+        # to an APPLY) and the AOF keeps. Ops their writers encoded (``pre``) come first,
+        # then the unit's, in one section.
+        if pre_n:
+            pre = self.pre
+            for db_id, op in unit:
+                put_op(pre, db_id, (), op, 0)
+            wire = encode_record(region, seq, ts, clock, pre_n + len(unit), pre)
+            clear_section(pre)
+            self.pre_n = 0
+        else:
+            wire = encode_compact(region, seq, ts, clock, unit)
         self.backlog.append(seq, wire, ts)
         if not self.quiet_seals:
             for callback in self.on_sealed:
                 callback(seq)
         return [*APPLY_PREFIX, wire] if record else None
+
+    def has_unit(self) -> bool:
+        """Whether the effect being made has ops (seal makes one of them)."""
+        return bool(self.unit) or self.pre_n > 0
+
+    def drop_unit(self) -> None:
+        """Forget the effect being made (an AOF load's end: its handlers' ops were recorded)."""
+        self.unit = []
+        clear_section(self.pre)
+        self.pre_n = 0
 
     def _bookkeep(self, e: Effect) -> None:
         """What an own effect leaves besides data: tombstones, TTL registers, group clocks."""

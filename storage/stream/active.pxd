@@ -21,7 +21,7 @@ cpdef object _pid(object b)
 # A local XADD (ActiveStream.add's body): the stream's and the sub-stream's cores typed
 # (C fields, a C call to the sub-stream's add), the last ID's sequence half a C integer.
 @cython.locals(core=_StreamCore, sub=_StreamCore, ls="unsigned long long", r="unsigned long long", op=list,
-               idb=bytes)
+               idb=bytes, journal=list)
 cdef object _add_own(object s, list fv, object sid, object now_ms)
 
 cdef unsigned long long _SEQ_ROOM

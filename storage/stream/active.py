@@ -143,13 +143,16 @@ def _add_own(s: ActiveStream, fv: list[bytes], sid: int | None, now_ms: int) -> 
     core.last_id = sid
     if core.length == 1:
         core.first_id = sid
+    journal = s.journal
+    if journal is None:
+        return sid  # the caller records the op itself (the engine's XADD from its argv)
     if _COMPILED:
         idb = _c_id_bytes(sid >> 64, sid & MASK64)  # noqa: F821 (see _COMPILED)
     else:
         idb = b"%d-%d" % (sid >> 64, sid & MASK64)
     op = [b"XADD", s._rb, idb]
     op += fv
-    s.journal.append(op)
+    journal.append(op)
     return sid
 
 
@@ -254,7 +257,9 @@ class ActiveStream(Stream):
         self.subs: dict[int, Stream] = {}
         # (region, sub) in region order: the merge's tie order.
         self._order: list[tuple[int, Stream]] = []
-        self.journal: list[list[bytes]] = []
+        # None while the engine records an own XADD's op itself (engine.py's _xadd_own):
+        # add() then journals nothing.
+        self.journal: list[list[bytes]] | None = []
         self._gs: dict[bytes, _GroupState] = {}
         self.group_vc: dict[bytes, dict[int, int]] = {}
 

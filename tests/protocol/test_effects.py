@@ -6,14 +6,19 @@ from hypothesis import strategies as st
 from rill.persistence.aof import encode_command
 from rill.protocol.effects import (
     Effect,
+    clear_section,
     compact_from_wire,
     decode_apply,
     decode_effect,
     decode_records,
     decode_vc,
+    encode_clock,
+    encode_compact,
     encode_effect,
     encode_effect_compact,
+    encode_record,
     encode_vc,
+    put_op,
 )
 
 regions = st.integers(1, 255)
@@ -121,6 +126,38 @@ def test_compact_record_bytes_at_the_edges_of_the_one_byte_numbers(unit, seq, ts
 
     clock = encode_clock({1: 5, 3: 2**63, 200: 1}, 3)
     assert encode_compact(3, seq, ts, clock, unit) == _reference_record(3, seq, ts, clock, unit)
+
+
+@pytest.mark.parametrize("unit", [
+    [],
+    [(0, [b"XADD", b"k", b"1", b"1-1", b"f", b"v"])],
+    [(254, [b"a" * 254, b""])],
+    [(255, [b"DEL", b"k"])],
+    [(0, [b"a" * 255, b"k"])],
+    [(0, [b"x"] * 254)],
+    [(0, [b"x"] * 255)],
+    [(1, [b"DEL", b"k"])] * 254,
+    [(1, [b"DEL", b"k"])] * 255,
+])
+@pytest.mark.parametrize("split", [0, 1, 2])
+def test_a_record_made_op_by_op_is_the_unit_record(unit, split):
+    """What a writer builds as it goes (put_op per op, its head and its argv's tail apart,
+    then encode_record) is byte for byte the record encode_compact makes of the unit, on
+    both sides of every one-byte limit; the section, cleared, serves the next record."""
+    clock = encode_clock({1: 5, 3: 2**63, 200: 1}, 3)
+    section = bytearray(b"left over")
+    clear_section(section)
+    assert section == b""
+    for db, op in unit:
+        head = tuple(op[:split])
+        put_op(section, db, head, [b"argv0", *op[split:]], 1)
+    for seq, ts in ((1, 0), (2**64 - 1, 2**64 - 1)):
+        assert encode_record(3, seq, ts, clock, len(unit), section) == encode_compact(3, seq, ts, clock, unit)
+        assert encode_record(3, seq, ts, clock, len(unit), bytes(section)) == encode_compact(
+            3, seq, ts, clock, unit)
+    clear_section(section)
+    put_op(section, 0, (b"XADD", b"k"), [b"XADD", b"k", b"*", b"f", b"v"], 3)
+    assert decode_records(encode_record(1, 1, 1, b"", 1, section))[0].ops == [(0, [b"XADD", b"k", b"f", b"v"])]
 
 
 def test_damaged_compact_batches_refused_whole():

@@ -231,6 +231,64 @@ def test_a_transaction_travels_as_one_effect(two):
     assert xrange(b, "s") == xrange(a, "s") and xrange(b, "t") == xrange(a, "t")
 
 
+def test_an_xadd_to_a_stream_here_is_one_op_written_from_its_argv(two):
+    """The usual XADD (``*``, a stream that is here) is encoded as it runs, not journaled:
+    its record holds exactly the op the journal would have made, with the ID it replied."""
+    a, b = two
+    a("XADD", "s", "*", "f", "1")
+    reply = a("XADD", "s", "*", "f", "2", "g", "x" * 300)
+    sid = reply.split(b"\r\n")[1]
+    [e] = decode_records(a.wires(1)[0])
+    assert e.ops == [(0, [b"XADD", b"s", b"1", sid, b"f", b"2", b"g", b"x" * 300])]
+    assert a.server.keyspace[0].data[b"s"].journal == []
+    sync(a, b)
+    assert xrange(b) == xrange(a) and len(ids(b)) == 2
+
+
+def test_ops_keep_their_order_when_an_effect_mixes_encoded_and_listed_ops(two):
+    """In a transaction an XADD encoded as it ran comes first only while nothing came
+    before it: after a DEL the next XADD is listed behind it, in the order they ran."""
+    a, b = two
+    a("XADD", "s", "*", "f", "0")
+    a("XADD", "t", "*", "f", "0")
+    sync(a, b)
+    a("MULTI")
+    a("XADD", "s", "*", "f", "1")
+    a("DEL", "s")
+    a("XADD", "s", "*", "f", "2")
+    a("XADD", "t", "*", "f", "3")
+    a("EXEC")
+    [e] = decode_records(a.wires(2)[0])
+    assert [(op[0], op[1]) for _db, op in e.ops] == [(b"XADD", b"s"), (b"DEL", b"s"), (b"XADD", b"s"), (b"XADD", b"t")]
+    sync(a, b)
+    assert xrange(b) == xrange(a) and len(ids(b)) == 1
+    assert xrange(b, "t") == xrange(a, "t") and len(ids(b, "t")) == 2
+
+
+def test_an_xadd_that_fails_after_adding_still_ships_its_entry(two, monkeypatch):
+    """An entry added by an XADD that then raised (a keyspace event's subscriber failed)
+    is in the stream, so its op goes with the effect as a journaled one would."""
+    from rill.server import notify
+
+    a, b = two
+    a("XADD", "s", "*", "f", "1")
+    engine = a.engine
+    cmd = a.server.table.lookup([b"XADD"])
+
+    def failing(*_args):
+        raise RuntimeError("subscriber failed")
+
+    monkeypatch.setattr(notify, "notifier", failing)
+    with pytest.raises(RuntimeError):
+        engine.run(a.client, cmd, [b"XADD", b"s", b"*", b"f", b"2"])
+    monkeypatch.setattr(notify, "notifier", None)
+    engine.seal([], False)
+    [e] = decode_records(a.wires(1)[0])
+    assert [op[:3] + op[4:] for _db, op in e.ops] == [[b"XADD", b"s", b"1", b"f", b"2"]]
+    sync(a, b)
+    assert xrange(b) == xrange(a) and len(ids(b)) == 2
+
+
 def test_a_script_travels_as_one_effect(two):
     a, b = two
     a("EVAL", "redis.call('XADD', KEYS[1], '*', 'a', '1'); redis.call('XADD', KEYS[1], '*', 'b', '2')", "1", "s")
