@@ -69,8 +69,6 @@ class Client(ClientCore):
 
     __slots__ = (
         "id",
-        "server",
-        "db",
         "name",
         "lib_name",
         "lib_ver",

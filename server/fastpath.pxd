@@ -5,6 +5,7 @@ from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 from rill.server.commands.table cimport Command
 from rill.server.commandstats cimport CommandStats
+from rill.storage.keyspace cimport Database
 # The reply encoder called in C (its cpdef entry), not through its Python wrapper: a
 # generic call, argument parsing and a bool made per reply.
 from rill.protocol.reply cimport encode_into
@@ -19,6 +20,10 @@ cdef class ClientCore:
     cdef public object out, resp3, blocked, close_after_reply, kill_requested, last_cmd, cur_cmd, argv
     cdef public object reply_mode, multi, authenticated, subscriptions
     cdef public object last_interaction, querybuf_len, querybuf_peak, querybuf_room, pending, rbp, rbs
+    # Typed, so that a handler whose c is a ClientCore reads c.db's fields and bumps
+    # c.server.dirty in C: a Database, the Server (a ServerCore) or None.
+    cdef public Database db
+    cdef public ServerCore server
 
 cdef bint _plain(ServerCore server, ClientCore client)
 

@@ -82,6 +82,9 @@ class ClientCore:
 
     __slots__ = (
         "out", "resp3", "blocked", "close_after_reply", "kill_requested", "last_cmd", "cur_cmd", "argv",
+        # the selected database and the server: every handler reads c.db, and every write
+        # bumps c.server.dirty; typed handlers (strings.pxd, ...) read them in C
+        "db", "server",
         # what _plain() tests once per batch
         "reply_mode", "multi", "authenticated", "subscriptions",
         # the query and reply buffers' figures, kept by the connection on every read and write

@@ -61,24 +61,26 @@ cdef inline object _c_incremented(bytes s, long long by):
         return None
     return v + by
 
+from rill.server.fastpath cimport ClientCore
 from rill.storage.keyspace cimport Database
 
-# GET, SET, INCR and MSET with the database typed (keyspace.pxd): its dicts, flags and
-# lookups are C reads and calls. The handlers are registered after their definition (a .pxd
-# cannot type a decorated def).
+# GET, SET, INCR and MSET with the client and the database typed (fastpath.pxd's ClientCore,
+# keyspace.pxd's Database): c.db, the database's dicts and flags and c.server.dirty are C
+# reads and writes, its lookups C calls. The handlers are registered after their
+# definition (a .pxd cannot type a decorated def).
 @cython.locals(db=Database)
-cpdef get(c, argv)
+cpdef get(ClientCore c, argv)
 
 @cython.locals(db=Database)
-cpdef set_(c, argv)
+cpdef set_(ClientCore c, argv)
 
 @cython.locals(db=Database, expires=dict, n=Py_ssize_t, j=Py_ssize_t)
-cpdef mset(c, argv)
+cpdef mset(ClientCore c, argv)
 
 @cython.locals(db=Database)
-cpdef incr(c, argv)
+cpdef incr(ClientCore c, argv)
 
 @cython.locals(db=Database)
-cpdef _incr(c, key, incr)
+cpdef _incr(ClientCore c, key, incr)
 
 cpdef _expire_if_needed(Database db, key)
