@@ -141,6 +141,13 @@ def _add_own(s: ActiveStream, fv: list[bytes], sid: int | None, now_ms: int) -> 
     core.length += 1
     core.entries_added += 1
     core.last_id = sid
+    if _COMPILED and sub._l_id is sid:
+        # The ID's halves as the sub-stream's add kept them, kept for the merged view too
+        # (stream.pxd's _l_id): XADD's reply then formats them as C integers rather than
+        # shifting and masking the 128-bit ID again.
+        core._l_id = sid
+        core._l_ms = sub._l_ms
+        core._l_seq = sub._l_seq
     if core.length == 1:
         core.first_id = sid
     journal = s.journal
