@@ -72,8 +72,9 @@ def wrote(c: Client, key: bytes, event: bytes, cls: str = "$", changes: int = 1)
 def get(c: Client, argv: list[bytes]):
     db = c.db
     key = argv[1]
-    # db.lookup inlined: GET is the hottest read; a TTL or an LFU policy takes the full path
-    value = db.data.get(key)
+    # db.lookup inlined: GET is the hottest read; a TTL or an LFU policy takes the full path.
+    # Compiled, the dict is read in C (strings.pxd's _c_data_get; _COMPILED guards the name).
+    value = _c_data_get(db.data, key) if _COMPILED else db.data.get(key)  # noqa: F821
     if value is not None:
         if db.expires or db.lfu:
             value = db.lookup(key)
@@ -540,8 +541,8 @@ def incr(c: Client, argv: list[bytes]):
     db = c.db
     key = argv[1]
     data = db.data
-    value = data.get(key)
     if _COMPILED:
+        value = _c_data_get(data, key)  # noqa: F821 (see get)
         # strings.pxd reads the digits in C: cheaper than the cache below, which grows
         # by a new string at every increment and is emptied every 4096.
         result = _c_incremented(value, 1) if type(value) is bytes else None  # noqa: F821
@@ -551,6 +552,7 @@ def incr(c: Client, argv: list[bytes]):
     else:
         # Interpreted, parsing is the costliest step: the value of a string INCR wrote
         # is looked up instead.
+        value = data.get(key)
         current = _INTS.get(value) if type(value) is bytes else None
         if current is None or current == INT64_MAX or (db.expires and key in db.expires):
             return _incr(c, key, 1)
