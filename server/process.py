@@ -28,7 +28,7 @@ OOM_MASTER, OOM_REPLICA, OOM_BGCHILD = 0, 1, 2
 def hot_core() -> tuple[str, list[str], list[str]]:
     """(mode, modules running compiled, problems): the mode is ``compiled`` when every
     package's hot modules run compiled, ``pure`` when none do (RILL_PURE=1, no build,
-    or a stale one: see protocol/_native.py), and ``partial`` in between."""
+    or a stale one: see protocol/_native.py); ``partial``, were they ever to differ."""
     natives = [protocol.native, storage.native, persistence.native, server.native]
     modes = {n.mode for n in natives}
     mode = modes.pop() if len(modes) == 1 else "partial"

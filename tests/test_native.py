@@ -53,7 +53,8 @@ def test_imported_modules_are_what_the_mode_says():
             else:
                 assert module.__file__ == py, name
     mode, compiled, problems = hot_core()
-    assert mode in ("compiled", "pure", "partial")
+    # All hot packages run one way: compiled modules read each other's compiled types.
+    assert len({native.mode for native in NATIVES}) == 1 and mode in ("compiled", "pure")
     assert (mode == "pure") == (not compiled)
     if os.environ.get("RILL_PURE") == "1":
         assert mode == "pure"
@@ -153,6 +154,44 @@ def test_stale_extension_never_runs(tmp_path, monkeypatch, change):
     spec = native.find_spec("pkg.hot")
     assert isinstance(spec.loader, importlib.machinery.SourceFileLoader)
     assert spec.origin == str(pkg / "hot.py")
+
+
+def _fresh_package(tmp_path: Path, name: str) -> Path:
+    pkg = tmp_path / name
+    pkg.mkdir()
+    (pkg / "hot.py").write_text("X = 1\n")
+    (pkg / ("hot" + SO)).write_bytes(b"not a real extension")
+    (pkg / "_native.json").write_text(json.dumps({"hot.py": protocol._native.source_hash(str(pkg / "hot.py"))}))
+    return pkg
+
+
+def test_one_stale_package_sends_every_hot_package_to_its_sources(tmp_path, monkeypatch):
+    """A compiled module whose peer package ran as source refused to import (its cimported
+    type's size differs), and rill-server failed at start-up."""
+    monkeypatch.delenv("RILL_PURE", raising=False)
+    a, b = _fresh_package(tmp_path, "a"), _fresh_package(tmp_path, "b")
+    assert protocol._native.Native("a", str(a), (("b", str(b)),)).mode == "compiled"
+    (b / "hot.py").write_text("X = 2\n")
+    mine = protocol._native.Native("a", str(a), (("b", str(b)),))
+    theirs = protocol._native.Native("b", str(b), (("a", str(a)),))
+    assert mine.mode == theirs.mode == "pure"
+    assert isinstance(mine.find_spec("a.hot").loader, importlib.machinery.SourceFileLoader)
+    # Said once, by the stale package.
+    assert not mine.problem and "b.hot older than the source" in theirs.problem
+    assert "make native" in theirs.problem
+    # A peer never built (no manifest: no compiler, a failed build) counts the same.
+    (b / "_native.json").unlink()
+    mine = protocol._native.Native("a", str(a), (("b", str(b)),))
+    assert mine.mode == "pure" and "b not compiled" in mine.problem and "make native" in mine.problem
+
+
+def test_the_hot_packages_are_setups():
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    (hot,) = [n.value for n in tree.body if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "HOT"]
+    assert {k.value.rpartition(".")[2] for k in hot.keys} == set(protocol._native.HOT_PACKAGES)
+    peers = dict(protocol._native.peers_of("rill.server", server.native.directory))
+    assert peers == {n.package: n.directory for n in NATIVES if n is not server.native}
+    assert protocol._native.peers_of("pkg", str(ROOT)) == ()
 
 
 def test_unvouched_extension_never_runs(tmp_path, monkeypatch):
