@@ -12,9 +12,8 @@ from rill.storage.stream.stream cimport _StreamCore
 @cython.locals(argc=Py_ssize_t, s=_StreamCore, db=Database)
 cpdef xadd(c, argv)
 
-# The reply's ID, its digits written through a pointer into a new bytes.
-@cython.locals(n1=Py_ssize_t, n2=Py_ssize_t, a="unsigned long long", out=bytes, dst=cython.p_uchar,
-               p=Py_ssize_t, _k=Py_ssize_t)
-cdef bytes _id_bytes(unsigned long long ms, unsigned long long seq)
+# The reply's ID, its digits written through a pointer into a new bytes (fastread's, which
+# the stream reads use too).
+from rill.storage.stream.fastread cimport _id_bytes
 
 cdef bint _COMPILED

@@ -89,36 +89,6 @@ _COMPILED = type(_probe).__name__ != "function"
 # -- small helpers ---------------------------------------------------------------------------
 
 
-def _id_bytes(ms: int, seq: int) -> bytes:
-    """Compiled only: ``b"<ms>-<seq>"`` with the digits written into a new bytes from the
-    two C integers (an f-string and its encode() made two str objects and a copy)."""
-    n1 = 1
-    a = ms
-    while a >= 10:
-        a //= 10
-        n1 += 1
-    n2 = 1
-    a = seq
-    while a >= 10:
-        a //= 10
-        n2 += 1
-    out = bytes(n1 + 1 + n2)  # at least 3 bytes: a new object, never a shared one
-    dst = out
-    p = n1 + n2
-    a = seq
-    for _k in range(n2):
-        dst[p] = 48 + a % 10
-        a //= 10
-        p -= 1
-    dst[p] = 45  # "-"
-    a = ms
-    for _k in range(n1):
-        p -= 1
-        dst[p] = 48 + a % 10
-        a //= 10
-    return out
-
-
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -236,9 +206,9 @@ def xadd(c: Client, argv: list[bytes]):
             # halves add() kept are this ID's when it is the very object (stream.pxd's
             # _l_id; an Active-Active stream's add keeps none, and is shifted here).
             if s._l_id is sid:
-                idb = _id_bytes(s._l_ms, s._l_seq)
+                idb = _id_bytes(s._l_ms, s._l_seq)  # noqa: F821 (streams.pxd cimports it)
             else:
-                idb = _id_bytes(sid >> 64, sid & MASK64)
+                idb = _id_bytes(sid >> 64, sid & MASK64)  # noqa: F821 (streams.pxd cimports it)
         else:
             idb = b"%d-%d" % (sid >> 64, sid & MASK64)
         if db.watched and key in db.watched:

@@ -37,6 +37,23 @@ from .node import (
 )
 
 
+def _probe() -> None:
+    """Only its type matters: see _COMPILED."""
+
+
+# Whether this module runs compiled (what ``cython.compiled`` says, without importing
+# Cython): the forward walk then keeps IDs as two C halves (fastread.pxd's ``_c_sid`` and
+# ``_id_bytes`` exist only there), where the interpreter keeps Python ints.
+_COMPILED = type(_probe).__name__ != "function"
+
+# The flags and the uint64 mask the walk tests on every entry, as C constants when compiled
+# (fastread.pxd): node's names are Python globals, one lookup and an int object per test.
+_F_DELETED = FLAG_DELETED
+_F_SAME = FLAG_SAMEFIELDS
+_M64 = MASK64
+_HALF = 64
+
+
 class EntryEncoder(Protocol):
     """Where the one-pass readers get an entry's pieces; the pieces of one read join into
     its entries' encodings, each entry's starting with ``id_heads``.
@@ -141,13 +158,16 @@ def _fwd_node_enc(
     wrap = mms > MASK64 - 128 or mseq > MASK64 - 128
     # The table-driven path: SAMEFIELDS entries whose lp-count (nf + 3) is one byte.
     fast = 0 < nf < 125 and not wrap
-    app = out.append
     rshdr = enc.str_heads
     rint = enc.ints
     rent = enc.id_heads
     value_head = enc.value_head
-    sapp = sids.append if sids is not None else None
+    compiled = _COMPILED
     n = 0
+    # Compiled, ms and seq are C uint64s: their sums wrap as the masks below say, so
+    # every mask is free; the interpreter's Python ints are masked where they are read.
+    # (The interpreter's forms shift by _HALF or mask with MASK64, Python ints, so that
+    # the compiled build never shifts a C integer by 64 in the branches it does not take.)
     while p < endp:
         flags = lp[p]
         if flags < 128:
@@ -160,27 +180,27 @@ def _fwd_node_enc(
             p += 2
         elif 0xC0 <= b < 0xE0:
             u = ((b & 31) << 8) | lp[p + 1]
-            ms = (mms + (u - 8192 if u >= 4096 else u)) & MASK64
+            ms = (mms + (u - 8192 if u >= 4096 else u)) & _M64
             p += 3
         else:
             d, p = _get_int(lp, p)
-            ms = (mms + d) & MASK64
+            ms = (mms + d) & _M64
         b = lp[p]
         if b < 128:
             seq = mseq + b
             p += 2
         elif 0xC0 <= b < 0xE0:  # 13-bit: sequence deltas of busy milliseconds
             u = ((b & 31) << 8) | lp[p + 1]
-            seq = (mseq + (u - 8192 if u >= 4096 else u)) & MASK64
+            seq = (mseq + (u - 8192 if u >= 4096 else u)) & _M64
             p += 3
         else:
             d, p = _get_int(lp, p)
-            seq = (mseq + d) & MASK64
-        if flags & FLAG_DELETED:
+            seq = (mseq + d) & _M64
+        if flags & _F_DELETED:
             p = _skip_entry_data(lp, p, flags, nf)
             continue
         if check_start or check_end or wrap:
-            sid = ((ms & MASK64) << 64) | (seq & MASK64)
+            sid = _c_sid(ms, seq) if compiled else ((ms & MASK64) << 64) | (seq & MASK64)  # noqa: F821 (see _COMPILED)
             if sid < start:
                 p = _skip_entry_data(lp, p, flags, nf)
                 continue
@@ -189,38 +209,42 @@ def _fwd_node_enc(
                 return n, True, end
         if marks is not None:
             marks.append(len(out))
-        if sapp is not None:
-            # Without wrap, 7-bit deltas cannot leave the range (the others are masked).
-            sapp(((ms & MASK64) << 64) | (seq & MASK64) if wrap else (ms << 64) | seq)
-        if flags != FLAG_SAMEFIELDS or not fast:
-            p = _entry_at(lp, p, flags, ms, seq, nf, pre, app, enc)
+        if sids is not None:
+            if compiled:
+                sids.append(_c_sid(ms, seq))  # noqa: F821 (see _COMPILED)
+            else:  # without wrap, 7-bit deltas cannot leave the range (the others are masked)
+                sids.append(((ms & MASK64) << 64) | (seq & MASK64) if wrap else (ms << _HALF) | seq)
+        if flags != _F_SAME or not fast:
+            p = _entry_at(lp, p, flags, ms, seq, nf, pre, out.append, enc)
         else:
-            idb = b"%d-%d" % (ms, seq)
-            app(rent[len(idb)])
-            app(idb)
+            idb = _id_bytes(ms, seq) if compiled else b"%d-%d" % (ms, seq)  # noqa: F821 (see _COMPILED)
+            out.append(rent[len(idb)])
+            out.append(idb)
             for f in pre:
-                app(f)
+                out.append(f)
                 b = lp[p]
                 if b < 128:
-                    app(rint[b])
+                    out.append(rint[b])
                     p += 2
                 elif b < 192:
                     q = p + 1 + (b & 63)
-                    app(rshdr[b & 63])
-                    app(lp[p + 1 : q])
+                    out.append(rshdr[b & 63])
+                    # Compiled: fastread.pxd's _c_take, the bytes without a slice object;
+                    # past the node's end (a corrupt length) the slice's own bounds apply.
+                    out.append(_c_take(lp, p + 1, q) if compiled and q <= endp else lp[p + 1 : q])  # noqa: F821 (see _COMPILED)
                     p = q + 1
                 elif b < 224:
-                    app(rint[((b & 31) << 8) | lp[p + 1]])
+                    out.append(rint[((b & 31) << 8) | lp[p + 1]])
                     p += 3
                 else:
                     v, p = _get_bytes(lp, p)
                     k = len(v)
-                    app(rshdr[k] if k < 64 else value_head(k))
-                    app(v)
+                    out.append(rshdr[k] if k < 64 else value_head(k))
+                    out.append(v)
             p += 2  # lp-count
         n += 1
         if n == limit:
-            served = ((ms & MASK64) << 64) | (seq & MASK64)
+            served = _c_sid(ms, seq) if compiled else ((ms & MASK64) << 64) | (seq & MASK64)  # noqa: F821 (see _COMPILED)
             _note_resume(node, key, served + 1, p - p0, layout)
             return n, True, served
     if end >= last:
