@@ -99,6 +99,11 @@ _FAST = {
     "rpush": _LIST, "del": None,
 }
 
+# The integer counters whose new key _string_made writes the op of (INCRBYFLOAT's sum
+# is rendered and rewritten: collect_known's).
+_INT_COUNTERS = frozenset({"incr", "decr", "incrby", "decrby"})
+_NO_TAIL: list[bytes] = []  # put_op's tail for an op that is all head (never written to)
+
 # The aa-state document's version (export_state): 2 added "cell_removals" (keyed.py
 # ``Keyed.removed``); a version 1 document loads with none.
 AA_STATE_VERSION = 2
@@ -380,15 +385,85 @@ class ActiveActive:
         try:
             reply = cmd.handler(client, argv)
         finally:
-            ops = self._collect_fast(db, key, before, ttl_before, cmd.fullname, argv, kind)
-            if ops is None:
-                ops = self._collect([(db, key, before, ttl_before)], cmd.fullname, argv)
-            if ops:
-                self.unit.extend(ops)
+            if kind is STRING and ttl_before is None and self._string_made(db, key, before, cmd.fullname, argv):
                 self._sealed_now(dirty)
+            else:
+                ops = self._collect_fast(db, key, before, ttl_before, cmd.fullname, argv, kind)
+                if ops is None:
+                    ops = self._collect([(db, key, before, ttl_before)], cmd.fullname, argv)
+                if ops:
+                    self.unit.extend(ops)
+                    self._sealed_now(dirty)
         if self.reply_override is not None:
             reply, self.reply_override = self.reply_override, None
         return reply
+
+    def _string_made(self, db: Any, key: bytes, before: Any, name: str, argv: list[bytes]) -> bool:
+        """The op of the commonest string writes, made and written straight into the
+        unit's op section (``pre``): a plain ``SET key value`` (no options) over nothing
+        or over a string whose state is one assign this instance had seen, and an
+        integer INCR, DECR, INCRBY or DECRBY that created its key or incremented a
+        counter (keyed.counted). The same op and state keyed.collect_known makes (a
+        ``CSET`` of element ``b""``; a ``CINC``), with
+        none of its lists, the ``(db, op)`` pair, or seal's walk and second encoding. The
+        key has no TTL before or after, and none registered while it was away (that is
+        _collect_ttl's). False, with nothing done, for anything else: _collect_fast
+        decides then."""
+        if name == "set":
+            if len(argv) != 3:
+                return False
+            counter = False
+        elif name in _INT_COUNTERS:
+            counter = True
+        else:
+            return False
+        now = db.data.get(key)
+        if type(now) is not bytes or now is before or kind_of(now) is not STRING:
+            return False  # a refused INCR leaves the key as it was
+        expires = db.expires
+        if expires and key in expires:
+            return False
+        db_id = db.id
+        where = (db_id, key)
+        if self.ttl and where in self.ttl:
+            return False
+        keyed = self.keyed
+        keys = keyed.keys
+        held = keys.get(where)
+        origin = self.region
+        seq = self.seq + 1
+        if counter:
+            if before is not None:
+                # An existing counter's increment: keyed.counted makes its op, or None.
+                if held is None or now == before:
+                    return False  # INCRBY 0 changed nothing: collect_known makes no op
+                op = keyed.counted(db, key, held, now, before, origin, seq)
+                if op is None:
+                    return False
+            else:
+                if held is not None:
+                    return False
+                # Created by this increment: its value is the increment (the op's delta,
+                # as num_bytes writes it), and the origin's total before it is 0.
+                keyed.created_counter(where, int(now), now_ms(), origin, seq)
+                op = (b"CINC", key, STRING, b"", now, b"0")
+        else:
+            if held is not None:
+                if type(held) is not Packed or len(held) != 6 or held[0] != STRING:
+                    return False
+                o = held[2]
+                if o != origin and self.vc.get(o, 0) < held[3]:
+                    return False  # an assign this effect has not seen: both stay (collect)
+            ts = now_ms()
+            stamp = keyed._stamp_of(ts)
+            keys[where] = Packed((STRING, ts, origin, seq, b"", now))
+            op = (b"CSET", key, STRING, b"", stamp, now)
+        if self.unit:
+            self.unit.append((db_id, list(op)))  # ops in unit already: this one follows them
+        else:
+            put_op(self.pre, db_id, op, _NO_TAIL, 0)
+            self.pre_n += 1
+        return True
 
     def _sealed_now(self, dirty: int) -> None:
         """A write made ops but changed no value (``server.dirty`` still ``dirty``): SADD

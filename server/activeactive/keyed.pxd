@@ -30,6 +30,11 @@ cdef class Keyed:
     cpdef bytes _stamp_of(self, object ts)
     cpdef object collect_known(self, object db, object key, object name, object argv, object kind,
                                object now)
+    @cython.locals(cell=Cell)
+    cpdef object created_counter(self, tuple where, object delta, object ts, object origin, object seq)
+    @cython.locals(cell=Cell, cells=dict)
+    cpdef object counted(self, Database db, object key, object held, object now, object before,
+                         object origin, object seq)
     cpdef object _reassign_packed(self, object key, object where, object packed, object kind,
                                   object name, object argv, object now)
     @cython.locals(cell=Cell)  # a counter its increment created: Cell.incr a C call

@@ -551,6 +551,43 @@ class Keyed:
                 del self.keys[where]
         return ops
 
+    def created_counter(self, where: tuple[int, bytes], delta: int, ts: int, origin: int, seq: int) -> None:
+        """The state of a string counter that an increment by ``delta`` just created (the
+        engine's _string_made made its op): one cell, the origin's first increment, as
+        _create makes it."""
+        cell = Cell()
+        cell.incr(delta, ts, origin, seq)
+        self.keys[where] = {STRING: {b"": cell}}
+
+    def counted(self, db: Any, key: bytes, held: Any, now: bytes, before: Any, origin: int,
+                seq: int) -> tuple[bytes, ...] | None:
+        """The op of an integer increment (INCR, DECR, INCRBY, DECRBY) that changed a
+        string counter whose state is that one cell, applied to it: what _compare makes
+        for it (the engine's _string_made writes the op). The delta is what the value
+        moved by (the command succeeded, so both are integers). None, with nothing
+        done, when the state is anything else (collect_known decides)."""
+        if type(held) is not dict or len(held) != 1:
+            return None
+        cells = held.get(STRING)
+        if cells is None or len(cells) != 1:
+            return None
+        got = cells.get(b"")  # a Reg (no increments yet) is collect_known's
+        if type(got) is not Cell:
+            return None
+        cell = got
+        if not cell.live():
+            return None
+        delta = int(now) - int(before)
+        base = cell.incr(delta, now_ms(), origin, seq)
+        canonical = render_bytes(cell)
+        if canonical != now:
+            # What _compare does when the merged sum reads otherwise: every instance
+            # shows that text, and replicas and the AOF get it.
+            db.data[key] = canonical
+            self.engine.server.rewrite_propagation(_canonical_write(STRING, key, b"", canonical))
+            self.engine.reply_override = canonical
+        return (b"CINC", key, STRING, b"", b"%d" % delta, num_bytes(base))
+
     def _reassign_packed(self, key: bytes, where: tuple[int, bytes], packed: Packed, kind: bytes,
                          name: str, argv: list[bytes], now: Any) -> list[Op] | None:
         """collect_known() for an assign to the one element of a key held as a
