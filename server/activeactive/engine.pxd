@@ -41,7 +41,8 @@ cdef class ActiveActive:
     cdef object _run_fast(self, object client, Command cmd, object argv, object kind)
     cdef object _sealed_now(self, object dirty)
     @cython.locals(held=object, keys=dict, keyed=Keyed, counter=bint)
-    cdef bint _string_made(self, Database db, object key, object before, object name, object argv) except -1
+    cdef bint _keyed_made(self, Database db, object key, object before, object kind, object name,
+                          object argv) except -1
     # A stream write's one-key path (run -> _run_one, every XADD at a writer): a C call,
     # its Database typed so data, expires and id are C reads.
     @cython.locals(db=Database, expires=dict)

@@ -99,10 +99,14 @@ _FAST = {
     "rpush": _LIST, "del": None,
 }
 
-# The integer counters whose new key _string_made writes the op of (INCRBYFLOAT's sum
+# The integer counters whose op _keyed_made writes (INCRBYFLOAT's sum
 # is rendered and rewritten: collect_known's).
 _INT_COUNTERS = frozenset({"incr", "decr", "incrby", "decrby"})
 _NO_TAIL: list[bytes] = []  # put_op's tail for an op that is all head (never written to)
+# The one-element assigns whose op _keyed_made writes (keyed.assigned_one): where the element is
+# in the argv, which is that long (HSET key field value, SADD key member, ZADD key score
+# member: no options, one element).
+_ONE_ELEMENT = {"hset": 2, "sadd": 2, "zadd": 3}
 
 # The aa-state document's version (export_state): 2 added "cell_removals" (keyed.py
 # ``Keyed.removed``); a version 1 document loads with none.
@@ -385,7 +389,8 @@ class ActiveActive:
         try:
             reply = cmd.handler(client, argv)
         finally:
-            if kind is STRING and ttl_before is None and self._string_made(db, key, before, cmd.fullname, argv):
+            if (ttl_before is None and kind is not None and kind is not _LIST
+                    and self._keyed_made(db, key, before, kind, cmd.fullname, argv)):
                 self._sealed_now(dirty)
             else:
                 ops = self._collect_fast(db, key, before, ttl_before, cmd.fullname, argv, kind)
@@ -398,28 +403,39 @@ class ActiveActive:
             reply, self.reply_override = self.reply_override, None
         return reply
 
-    def _string_made(self, db: Any, key: bytes, before: Any, name: str, argv: list[bytes]) -> bool:
+    def _keyed_made(self, db: Any, key: bytes, before: Any, kind: bytes, name: str, argv: list[bytes]) -> bool:
         """The op of the commonest string writes, made and written straight into the
         unit's op section (``pre``): a plain ``SET key value`` (no options) over nothing
         or over a string whose state is one assign this instance had seen, and an
         integer INCR, DECR, INCRBY or DECRBY that created its key or incremented a
-        counter (keyed.counted). The same op and state keyed.collect_known makes (a
-        ``CSET`` of element ``b""``; a ``CINC``), with
+        counter (keyed.counted); an HSET of one field, SADD or ZADD of one member
+        (keyed.assigned_one). The same op and state keyed.collect_known makes (a
+        ``CSET``; a ``CINC``), with
         none of its lists, the ``(db, op)`` pair, or seal's walk and second encoding. The
         key has no TTL before or after, and none registered while it was away (that is
         _collect_ttl's). False, with nothing done, for anything else: _collect_fast
         decides then."""
-        if name == "set":
-            if len(argv) != 3:
+        elem = None
+        counter = False
+        if kind is STRING:
+            if name == "set":
+                if len(argv) != 3:
+                    return False
+            elif name in _INT_COUNTERS:
+                counter = True
+            else:
                 return False
-            counter = False
-        elif name in _INT_COUNTERS:
-            counter = True
+            now = db.data.get(key)
+            if type(now) is not bytes or now is before or kind_of(now) is not STRING:
+                return False  # a refused INCR leaves the key as it was
         else:
-            return False
-        now = db.data.get(key)
-        if type(now) is not bytes or now is before or kind_of(now) is not STRING:
-            return False  # a refused INCR leaves the key as it was
+            at = _ONE_ELEMENT.get(name, 0)
+            if not at or len(argv) != at + 1:
+                return False
+            elem = argv[at]
+            now = db.data.get(key)
+            if now is None or kind_of(now) is not kind:
+                return False
         expires = db.expires
         if expires and key in expires:
             return False
@@ -432,7 +448,11 @@ class ActiveActive:
         held = keys.get(where)
         origin = self.region
         seq = self.seq + 1
-        if counter:
+        if elem is not None:
+            op = keyed.assigned_one(where, key, kind, elem, now, before, origin, seq)
+            if op is None:
+                return False
+        elif counter:
             if before is not None:
                 # An existing counter's increment: keyed.counted makes its op, or None.
                 if held is None or now == before:

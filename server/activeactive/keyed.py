@@ -553,17 +553,55 @@ class Keyed:
 
     def created_counter(self, where: tuple[int, bytes], delta: int, ts: int, origin: int, seq: int) -> None:
         """The state of a string counter that an increment by ``delta`` just created (the
-        engine's _string_made made its op): one cell, the origin's first increment, as
+        engine's _keyed_made made its op): one cell, the origin's first increment, as
         _create makes it."""
         cell = Cell()
         cell.incr(delta, ts, origin, seq)
         self.keys[where] = {STRING: {b"": cell}}
 
+    def assigned_one(self, where: tuple[int, bytes], key: bytes, kind: bytes, elem: bytes, now: Any,
+                     before: Any, origin: int, seq: int) -> tuple[bytes, ...] | None:
+        """The op of a write that assigned one element of a hash, set or sorted set (HSET
+        of one field, SADD or ZADD of one member, no options), applied to the state:
+        what collect_known makes when the key was created by it (a Packed of that one
+        element), held that one element alone as a Packed of one assign this effect had
+        seen, or held state of that kind alone where the element is new (a Reg). None,
+        with nothing done, for anything else (collect_known decides)."""
+        after = _element_now(now, kind, elem)
+        if after is None:
+            return None
+        held = self.keys.get(where)
+        stored = _stored(kind, after)
+        ts = now_ms()
+        if held is None:
+            if before is not None:
+                return None
+            elems = _elements(now, kind)
+            if len(elems) != 1:
+                return None
+        elif type(held) is Packed:
+            if len(held) != (5 if kind is SET else 6) or held[0] != kind or held[4] != elem:
+                return None
+            o = held[2]
+            if o != origin and self.engine.vc.get(o, 0) < held[3]:
+                return None  # an assign this effect has not seen: both stay (collect)
+        elif type(held) is dict and len(held) == 1:
+            cells = held.get(kind)
+            if not cells or elem in cells:
+                return None  # assigned over an element that was there: _assign_op's
+            cells[elem] = reg(ts, origin, seq, stored)
+            return (b"CSET", key, kind, elem, self._stamp_of(ts), _value_arg(kind, after))
+        else:
+            return None
+        self.keys[where] = Packed((kind, ts, origin, seq, elem) if stored is None
+                                  else (kind, ts, origin, seq, elem, stored))
+        return (b"CSET", key, kind, elem, self._stamp_of(ts), _value_arg(kind, after))
+
     def counted(self, db: Any, key: bytes, held: Any, now: bytes, before: Any, origin: int,
                 seq: int) -> tuple[bytes, ...] | None:
         """The op of an integer increment (INCR, DECR, INCRBY, DECRBY) that changed a
         string counter whose state is that one cell, applied to it: what _compare makes
-        for it (the engine's _string_made writes the op). The delta is what the value
+        for it (the engine's _keyed_made writes the op). The delta is what the value
         moved by (the command succeeded, so both are integers). None, with nothing
         done, when the state is anything else (collect_known decides)."""
         if type(held) is not dict or len(held) != 1:
