@@ -12,7 +12,15 @@ import time
 import pytest
 
 from tests.server.activeactive.cluster import Cluster
-from tests.server.activeactive.convergence import Run, TypesRun, check_converged, run, type_snapshot
+from tests.server.activeactive.convergence import (
+    Run,
+    TypesRun,
+    check_converged,
+    run,
+    type_snapshot,
+    well_formed_hll,
+)
+from tests.support import RawClient, require_tool, start_redis
 
 
 @pytest.mark.parametrize("seed", [1, 2])
@@ -70,3 +78,38 @@ def test_every_other_type_converges_through_links_that_are_cut_and_delayed():
             proxy.calm()
         check_converged(c, r.acked, type_snapshot, r.acked_members)
         assert sum(p.cuts for p in c.proxies.values()) > 0, c.describe()
+
+
+def test_the_runs_hll_check_is_redis_own():
+    """The generator accepts a PF* command's "Corrupted HLL" only for a key its check
+    finds malformed: that check must find what redis-server does (PFCOUNT's verdict),
+    for sparse and dense HLLs that string writes did or did not break."""
+    require_tool("redis-server")
+    oracle = start_redis()
+    try:
+        c = RawClient(oracle.port)
+        rng = random.Random(7)
+        seen = set()
+        for case in range(40):
+            key = f"h{case}"
+            c.call("PFADD", key, *[f"e{rng.randrange(10**6)}" for _ in range(rng.choice([1, 5, 50, 3000]))])
+            write = rng.choice(["none", "append", "setrange", "setbit", "setbit-tail"])
+            if write == "append":
+                c.call("APPEND", key, rng.choice(["v468", "x", "\x00", "\x80\x80"]))
+            elif write == "setrange":
+                c.call("SETRANGE", key, rng.randrange(16, 40), rng.choice(["\x7f", "\x00\x00", "z"]))
+            elif write == "setbit":
+                c.call("SETBIT", key, rng.randrange(16 * 8, 40 * 8), rng.randrange(2))
+            elif write == "setbit-tail":
+                c.call("SETBIT", key, 8 * 12400, 1)
+            value = c.call("GET", key)
+            body = value.partition(b"\r\n")[2][:-2]
+            # A dense body of the wrong size is WRONGTYPE, broken sparse runs INVALIDOBJ.
+            refused = c.call("PFCOUNT", key).startswith((b"-INVALIDOBJ", b"-WRONGTYPE"))
+            assert well_formed_hll(body) != refused, (case, write, body[:24])
+            seen.add((write, refused))
+        # Both verdicts met, the sparse walk's breakage among them.
+        assert ("none", False) in seen and ("append", True) in seen and ("setbit-tail", True) in seen
+        c.close()
+    finally:
+        oracle.stop()
