@@ -2,7 +2,6 @@
 # build; the .py stays the reference and runs unchanged without them. See docs/hot-core.md.
 # Only the numbers of a peer's ops are typed; the classes stay ordinary (untyped) ones.
 cimport cython
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize
 
 from rill.storage.stream.stream cimport _StreamCore
 
@@ -30,24 +29,6 @@ cdef unsigned long long _SEQ_ROOM
 @cython.locals(core=_StreamCore, sub=_StreamCore, fv=list)
 cdef object _insert_op(object s, list op)
 
-# The journal's ID, ``<ms>-<seq>``, its digits written into one new bytes from the two
-# 64-bit halves (bytes' %d makes a str per number). The same digit loop as XADD's reply ID
-# (server/commands/streams.pxd's _id_bytes), which storage/ cannot import from server/.
-cdef inline bytes _c_id_bytes(unsigned long long ms, unsigned long long seq):
-    cdef char buf[41]
-    cdef Py_ssize_t pos = 41
-    while True:
-        pos -= 1
-        buf[pos] = <char>(48 + seq % 10)
-        seq = seq // 10
-        if seq == 0:
-            break
-    pos -= 1
-    buf[pos] = 45
-    while True:
-        pos -= 1
-        buf[pos] = <char>(48 + ms % 10)
-        ms = ms // 10
-        if ms == 0:
-            break
-    return PyBytes_FromStringAndSize(buf + pos, 41 - pos)
+# The journal's ID, ``<ms>-<seq>``: fastread's digit writer (XADD's reply uses the same
+# one through server/commands/streams.pxd), inlined here by the cimport.
+from rill.storage.stream.fastread cimport _id_bytes

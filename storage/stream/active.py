@@ -111,7 +111,7 @@ def _add_own(s: ActiveStream, fv: list[bytes], sid: int | None, now_ms: int) -> 
     so that active.pxd can type it while the class stays an ordinary one. Compiled, the
     stream's core fields are C reads and writes (``core``), the sub-stream's append is a
     C call, next_id's usual cases run on the last ID's halves as C integers, and the
-    journal's ID is written from them as digits (``_c_id_bytes``); next_id, bytes' ``%d``
+    journal's ID is written from them as digits (fastread's ``_id_bytes``); next_id, bytes' ``%d``
     and the attribute protocol were ~8k of the ~17k this cost."""
     core = s
     last = core.last_id
@@ -154,7 +154,7 @@ def _add_own(s: ActiveStream, fv: list[bytes], sid: int | None, now_ms: int) -> 
     if journal is None:
         return sid  # the caller records the op itself (the engine's XADD from its argv)
     if _COMPILED:
-        idb = _c_id_bytes(sid >> 64, sid & MASK64)  # noqa: F821 (see _COMPILED)
+        idb = _id_bytes(sid >> 64, sid & MASK64)  # noqa: F821 (see _COMPILED)
     else:
         idb = b"%d-%d" % (sid >> 64, sid & MASK64)
     op = [b"XADD", s._rb, idb]
