@@ -6,6 +6,17 @@
 # Python class costs a generic attribute lookup per read. The lookups every command makes
 # are cpdef: a typed caller calls them in C, anyone else as before.
 
+# A key's value in a database's data dict: PyDict_GetItem when it is exactly a dict (always,
+# but for tests that swap in a subclass that refuses walks), its get() otherwise. As a
+# method call on an untyped object, data.get(key) costs ~580 instructions a lookup. Shared
+# by Database's lookups and the string handlers that read the dict themselves (strings.pxd).
+cdef inline object _c_data_get(object data, object key):
+    if type(data) is dict:
+        return (<dict>data).get(key)
+    return data.get(key)
+
+cdef bint _COMPILED
+
 cdef class Database:
     cdef public object id, watched, scan_log, keyspace, clock, access_base, avg_ttl
     # data stays an object: a dict subclass may stand in for it (tests/server/test_evict.py

@@ -65,6 +65,15 @@ def release_expiry_clock(held: int | None) -> None:
 
 # LFU, as Redis's evict.c keeps it: (minutes << 8) | counter, the counter starting
 # at 5, growing logarithmically and losing one per decay period without access.
+def _probe() -> None:
+    """Only its type matters: see _COMPILED."""
+
+
+# Whether this module runs compiled (what ``cython.compiled`` says, without importing
+# Cython). Compiled, the lookups read the data dict through keyspace.pxd's ``_c_data_get``,
+# a name that exists only in the compiled module; ``_COMPILED`` guards it.
+_COMPILED = type(_probe).__name__ != "function"
+
 LFU_INIT_VAL = 5
 
 
@@ -360,7 +369,7 @@ class Database:
     def lookup(self, key: bytes) -> Any:
         """The live value of ``key`` or None, deleting it first if it has expired; an
         access, so the key's stamp is renewed."""
-        value = self.data.get(key)
+        value = _c_data_get(self.data, key) if _COMPILED else self.data.get(key)  # noqa: F821
         if value is not None:
             if self.expires:
                 when = self.expires.get(key)
@@ -376,7 +385,7 @@ class Database:
 
     def peek(self, key: bytes) -> Any:
         """``lookup`` without renewing the access stamp (Redis's LOOKUP_NOTOUCH)."""
-        value = self.data.get(key)
+        value = _c_data_get(self.data, key) if _COMPILED else self.data.get(key)  # noqa: F821
         if value is not None and self.expires:
             when = self.expires.get(key)
             if when is not None and when < expiry_now() and self.keyspace.expire_allowed:

@@ -63,14 +63,7 @@ cdef inline object _c_incremented(bytes s, long long by):
 
 from rill.server.fastpath cimport ClientCore
 
-# A key's value in a database's data dict: PyDict_GetItem when it is exactly a dict (always,
-# but for tests that swap in a subclass that refuses walks), its get() otherwise. As a
-# method call on an untyped object, data.get(key) cost ~580 instructions a lookup.
-cdef inline object _c_data_get(object data, object key):
-    if type(data) is dict:
-        return (<dict>data).get(key)
-    return data.get(key)
-from rill.storage.keyspace cimport Database
+from rill.storage.keyspace cimport Database, _c_data_get
 
 # GET, SET, INCR and MSET with the client and the database typed (fastpath.pxd's ClientCore,
 # keyspace.pxd's Database): c.db, the database's dicts and flags and c.server.dirty are C
