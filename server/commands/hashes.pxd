@@ -2,9 +2,11 @@
 # the .py stays the reference and runs unchanged without them. See docs/hot-core.md.
 cimport cython
 
+from rill.server.fastpath cimport ClientCore
 from rill.storage.keyspace cimport Database
 
-# HSET with the database typed (keyspace.pxd): its lookup, set and watched dict are C
-# calls and reads. Registered after its definition (a .pxd cannot type a decorated def).
+# HSET with the client and the database typed (fastpath.pxd's ClientCore, keyspace.pxd):
+# c.db, c.server.dirty, the database's lookup, set and watched dict are C reads, writes
+# and calls. Registered after its definition (a .pxd cannot type a decorated def).
 @cython.locals(db=Database)
-cpdef hset(c, argv)
+cpdef hset(ClientCore c, argv)

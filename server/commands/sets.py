@@ -68,7 +68,6 @@ def _delete_emptied(c: Client, key: bytes, s: SetValue) -> None:
 
 
 # -- SADD / SREM / SMOVE -----------------------------------------------------------
-@command("sadd")
 def sadd(c: Client, argv: list[bytes]):
     key = argv[1]
     db = c.db
@@ -92,6 +91,10 @@ def sadd(c: Client, argv: list[bytes]):
             _notify(c, b"sadd", key)
         c.server.dirty += added
     return added
+
+
+# Registered after its definition: sets.pxd types it (a .pxd cannot type a decorated def).
+command("sadd")(sadd)
 
 
 @command("srem")

@@ -1,0 +1,13 @@
+# Cython declarations for sets.py (its "augmenting" .pxd): types for the compiled build;
+# the .py stays the reference and runs unchanged without them. See docs/hot-core.md.
+cimport cython
+
+from rill.server.fastpath cimport ClientCore
+from rill.storage.keyspace cimport Database
+
+# SADD, the hot path of every set producer, with the client and the database typed
+# (fastpath.pxd's ClientCore, keyspace.pxd): c.db, c.server.dirty, the database's lookup,
+# set and watched dict are C reads, writes and calls. Registered after its definition (a
+# .pxd cannot type a decorated def).
+@cython.locals(db=Database)
+cpdef sadd(ClientCore c, argv)
