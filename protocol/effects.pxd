@@ -22,6 +22,23 @@ cdef unsigned long long _uint(const unsigned char* p, Py_ssize_t i, Py_ssize_t w
                op=list, ops=list, vc=dict, e=Effect)
 cpdef list decode_records(bytes blob, bint keep_raw=*)
 
+# A record's header and clock, written at dst: version, origin, seq and ts (8 bytes each,
+# little-endian), the clock's entry count, then the clock itself (19 + clen bytes). The
+# callers have checked every range.
+cdef inline void _c_put_header(unsigned char* dst, object origin, unsigned long long s,
+                               unsigned long long t, bytes clock, Py_ssize_t clen) noexcept:
+    cdef int k
+    dst[0] = 2  # RECORD_VERSION
+    dst[1] = <unsigned char>(<int>origin)
+    for k in range(8):
+        dst[2 + k] = <unsigned char>(s & 0xFF)
+        s >>= 8
+        dst[10 + k] = <unsigned char>(t & 0xFF)
+        t >>= 8
+    dst[18] = <unsigned char>(clen // 9)
+    memcpy(dst + 19, PyBytes_AS_STRING(clock), clen)
+
+
 # encode_compact's usual record, compiled: the size worked out first, then the header, the
 # clock and every op written into one new bytes (no parts list, no join). None when anything
 # is unusual (a count or length of 255 or more, a number out of the header's range, an op
@@ -30,10 +47,8 @@ cpdef list decode_records(bytes blob, bint keep_raw=*)
 cdef inline object _c_encode_compact(object origin, object seq, object ts, object clock, object ops):
     cdef Py_ssize_t size, nops, argc, n, clen
     cdef object pair, op, a, db
-    cdef unsigned long long s, t
     cdef unsigned char* dst
     cdef bytes out
-    cdef int k
     if (type(clock) is not bytes or type(ops) is not list or type(origin) is not int
             or type(seq) is not int or type(ts) is not int):
         return None
@@ -62,19 +77,9 @@ cdef inline object _c_encode_compact(object origin, object seq, object ts, objec
             if n >= 255:
                 return None
             size += 1 + n
-    s = seq
-    t = ts
     out = PyBytes_FromStringAndSize(NULL, size)
     dst = <unsigned char*>PyBytes_AS_STRING(out)
-    dst[0] = 2  # RECORD_VERSION
-    dst[1] = <unsigned char>(<int>origin)
-    for k in range(8):
-        dst[2 + k] = <unsigned char>(s & 0xFF)
-        s >>= 8
-        dst[10 + k] = <unsigned char>(t & 0xFF)
-        t >>= 8
-    dst[18] = <unsigned char>(clen // 9)
-    memcpy(dst + 19, PyBytes_AS_STRING(clock), clen)
+    _c_put_header(dst, origin, seq, ts, <bytes>clock, clen)
     dst += 19 + clen
     dst[0] = <unsigned char>nops
     dst += 1
@@ -162,11 +167,9 @@ cdef inline void _c_clear(bytearray out) noexcept:
 # _c_encode_compact).
 cdef inline object _c_encode_record(object origin, object seq, object ts, object clock, object nops, object section):
     cdef Py_ssize_t clen, slen, size
-    cdef unsigned long long s, t
     cdef unsigned char* dst
     cdef const char* src
     cdef bytes out
-    cdef int k
     if (type(clock) is not bytes or type(origin) is not int or type(seq) is not int
             or type(ts) is not int or type(nops) is not int):
         return None
@@ -185,19 +188,9 @@ cdef inline object _c_encode_record(object origin, object seq, object ts, object
     if clen // 9 >= 256:
         return None
     size = 19 + clen + 1 + slen
-    s = seq
-    t = ts
     out = PyBytes_FromStringAndSize(NULL, size)
     dst = <unsigned char*>PyBytes_AS_STRING(out)
-    dst[0] = 2  # RECORD_VERSION
-    dst[1] = <unsigned char>(<int>origin)
-    for k in range(8):
-        dst[2 + k] = <unsigned char>(s & 0xFF)
-        s >>= 8
-        dst[10 + k] = <unsigned char>(t & 0xFF)
-        t >>= 8
-    dst[18] = <unsigned char>(clen // 9)
-    memcpy(dst + 19, PyBytes_AS_STRING(clock), clen)
+    _c_put_header(dst, origin, seq, ts, <bytes>clock, clen)
     dst[19 + clen] = <unsigned char>(<int>nops)
     memcpy(dst + 20 + clen, src, slen)
     return out
