@@ -63,8 +63,6 @@ def release_expiry_clock(held: int | None) -> None:
     _frozen_ms = held
 
 
-# LFU, as Redis's evict.c keeps it: (minutes << 8) | counter, the counter starting
-# at 5, growing logarithmically and losing one per decay period without access.
 def _probe() -> None:
     """Only its type matters: see _COMPILED."""
 
@@ -74,6 +72,8 @@ def _probe() -> None:
 # a name that exists only in the compiled module; ``_COMPILED`` guards it.
 _COMPILED = type(_probe).__name__ != "function"
 
+# LFU, as Redis's evict.c keeps it: (minutes << 8) | counter, the counter starting
+# at 5, growing logarithmically and losing one per decay period without access.
 LFU_INIT_VAL = 5
 
 
