@@ -291,7 +291,7 @@ class MemoryFigure:
         limit = self.clients_limit
         if not limit or self.clients_normal < limit:
             return
-        self._buffers()  # weigh everyone afresh: a transport may have drained since
+        self.buffers()  # weigh everyone afresh: a transport may have drained since
         if self.clients_normal < limit:
             return
         candidates = [c for c in self.server.clients.values()
@@ -363,7 +363,7 @@ class MemoryFigure:
             active.append(db)
             if now - self.samples[db.id].at >= max(REFRESH_MIN, n * REFRESH_PER_KEY):
                 self._refresh_db(db, now, forked)
-        self._buffers()
+        self.buffers()
         self.active[:] = active  # in place: the evictor holds this list
         self.evict_base = self.startup + self.backlog + idle_tables
         self.used()
@@ -421,7 +421,10 @@ class MemoryFigure:
         self.walks[i] = (data, it)
         return list(islice(it, skip, skip + SAMPLES))
 
-    def _buffers(self) -> None:
+    def buffers(self) -> None:
+        """Weigh every client's buffers now. The cron does it each tick; INFO memory and
+        MEMORY STATS/DOCTOR do it too, as Redis sums them when asked: a pipeline served
+        between two ticks would otherwise leave its replicas' stream out of the figure."""
         normal = replicas = 0
         for client in self.server.clients.values():
             if client.repl is not None or client.kind == "replica":

@@ -346,6 +346,7 @@ def doctor_report(s) -> str:
     resident size beyond the interpreter's at start-up (STARTUP_RSS, tens of MB that
     Redis does not have and the figure does not count)."""
     fig = memory_of(s)
+    fig.buffers()
     used = fig.used()
     if used < 5 << 20:
         return _DOCTOR_EMPTY
@@ -383,6 +384,7 @@ def memory_malloc_stats(c: Client, argv: list[bytes]):
 def memory_stats(c: Client, argv: list[bytes]):
     s = c.server
     fig = memory_of(s)
+    fig.buffers()
     used = fig.used()
     resident = rss()
     overhead = fig.overhead()

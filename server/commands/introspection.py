@@ -116,6 +116,7 @@ def _scripting_memory(s) -> list[tuple[str, object]]:
 def _memory(c: Client) -> list[tuple[str, object]]:
     s = c.server
     fig = memory_of(s)
+    fig.buffers()
     used = fig.used()
     rss_now = rss()
     overhead = fig.overhead()

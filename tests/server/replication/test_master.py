@@ -740,6 +740,34 @@ def test_a_stopped_replica_stalls_no_pipelining_client(kind):
             replica.stop()
 
 
+@pytest.mark.parametrize("kind", ["redis", "rill"])
+def test_info_memory_weighs_a_replica_stream_when_asked(kind):
+    """INFO memory and MEMORY STATS sum the clients' buffers when called, not at the last
+    cron: with the cron paused, the stream a stopped replica has not taken is already in
+    mem_clients_slaves (a pipeline served between two ticks once read 0 there)."""
+    start = start_redis if kind == "redis" else start_rill
+    with start("--repl-diskless-sync-delay", "0") as master:
+        m = redis.Redis(port=master.port)
+        m.config_set("client-output-buffer-limit", "replica 100000000 100000000 300")
+        replica = _replica_of("rill", master.port)
+        try:
+            wait_until(lambda: m.info("replication")["slave0"]["state"] == "online")
+            os.kill(replica.proc.pid, signal.SIGSTOP)
+            m.execute_command("DEBUG", "PAUSE-CRON", "1")
+            payload = b"A" * 100_000
+            with m.pipeline(transaction=False) as p:
+                for _ in range(100):
+                    p.set("k", payload)
+                p.execute()
+            assert m.info("memory")["mem_clients_slaves"] > 2 * 1024 * 1024
+            assert m.memory_stats()["clients.slaves"] > 2 * 1024 * 1024
+        finally:
+            m.execute_command("DEBUG", "PAUSE-CRON", "0")
+            os.kill(replica.proc.pid, signal.SIGCONT)
+            m.close()
+            replica.stop()
+
+
 @pytest.mark.parametrize("limit", ["replica 1mb 0 0", "replica 0 1mb 1"])
 @pytest.mark.parametrize("kind", ["redis", "rill"])
 def test_a_replica_past_its_output_buffer_limit_is_disconnected(kind, limit):
