@@ -65,7 +65,7 @@ UNITS = BOTH_MODES + COMPILED_ONLY
 # may differ.
 NOT_RUN_ON_RILL = {
     # tagged "if jemalloc" (string.tcl): it asserts jemalloc's size classes, and the suite
-    # runs it only when INFO says mem_allocator:jemalloc. rill says libc, which is true.
+    # runs it only when INFO says mem_allocator:jemalloc. rill says pymalloc, which is true.
     "trim on SET with big value",
 }
 
