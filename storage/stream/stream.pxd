@@ -28,7 +28,8 @@ cdef class _StreamCore:
     @cython.locals(fv=list, lp=bytearray, ms="unsigned long long", seq="unsigned long long",
                    d="long long", tot=Py_ssize_t, nfv=Py_ssize_t, nf=Py_ssize_t, i=Py_ssize_t,
                    n=Py_ssize_t, count=Py_ssize_t, nele=Py_ssize_t, mb="long long",
-                   me="long long", same=bint, tf=list, nm="unsigned long long", cached=tuple)
+                   me="long long", same=bint, tf=list, nm="unsigned long long", cached=tuple,
+                   e=bytearray)
     cpdef add(self, fields_values, sid=*, now_ms=*)
 
 cdef extern from "Python.h":
@@ -42,9 +43,47 @@ cdef inline bint _fits_u64(object x) except -1:
 
 from cpython.bytearray cimport PyByteArray_Resize
 
-# _append_same's growth of the tail node to n bytes, the new ones its to write.
+from libc.string cimport memcpy
+
+cdef extern from "Python.h":
+    ctypedef struct PyByteArrayObject:
+        Py_ssize_t ob_alloc
+        char *ob_bytes
+        char *ob_start
+    void Py_SET_SIZE(object, Py_ssize_t)
+
+# The tail node's growth to n bytes, the new ones the caller's to write. Within the room
+# the buffer has, only its size changes: PyByteArray_Resize would give a buffer less than
+# half full back to the allocator (shrunk to fit), and a new tail is given its whole node's
+# room at once (_c_room), which the appends must keep so that the tail never moves.
 cdef inline int _c_grow(bytearray lp, Py_ssize_t n) except -1:
+    cdef PyByteArrayObject *o = <PyByteArrayObject *>lp
+    if o.ob_bytes != NULL and n >= len(lp) and n + (o.ob_start - o.ob_bytes) < o.ob_alloc:
+        Py_SET_SIZE(lp, n)
+        o.ob_start[n] = 0  # the trailing NUL every bytearray keeps
+        return 0
     return PyByteArray_Resize(lp, n)
+
+# Room for cap bytes in the tail's buffer, its length unchanged (stream.py's _reserve,
+# without the half-full rule: _c_grow keeps the room).
+cdef inline int _c_room(bytearray lp, Py_ssize_t cap) except -1:
+    cdef PyByteArrayObject *o = <PyByteArrayObject *>lp
+    cdef Py_ssize_t n = len(lp)
+    if o.ob_bytes != NULL and cap > o.ob_alloc - (o.ob_start - o.ob_bytes):
+        PyByteArray_Resize(lp, cap - 1)
+        Py_SET_SIZE(lp, n)
+        (<PyByteArrayObject *>lp).ob_start[n] = 0
+    return 0
+
+# add()'s general entry, written apart as e, copied over the tail's EOF byte, EOF after it.
+cdef inline int _c_put_entry(bytearray lp, bytearray e) except -1:
+    cdef Py_ssize_t n = len(lp) - 1
+    cdef Py_ssize_t k = len(e)
+    _c_grow(lp, n + k + 1)
+    cdef char *dst = (<PyByteArrayObject *>lp).ob_start
+    memcpy(dst + n, (<PyByteArrayObject *>e).ob_start, k)
+    dst[n + k] = <char>0xFF
+    return 0
 
 # The common appended entry in one pre-sized write: C offsets, the bytes read and written
 # through pointers.

@@ -159,7 +159,9 @@ def _reserve(lp: bytearray, cap: int) -> None:
     after node, so the block a seal frees is the one the next tail takes. The buffer is
     grown to ``cap`` (a resize past 1.125x its room allocates exactly that) and cut back,
     which keeps the room as long as the length is at least half of it (CPython's
-    bytearray resize), hence the call at half the expected size."""
+    bytearray resize), hence the call at half the expected size. That is pure mode's
+    way; compiled, add() gives a new tail its room as soon as it is made (stream.pxd's
+    _c_room) and appends keep it (_c_grow), so the tail does not move at all."""
     n = len(lp)
     if cap > n:
         k = cap - n
@@ -520,6 +522,7 @@ class _StreamCore:
             nele = nf + 4
             self._rax.insert(sid, lp)
             self._t_lp = lp
+            e = lp
         else:
             if len(lp) >= self._t_res:
                 _reserve(lp, (self._t_res << 1) - 1)
@@ -564,52 +567,63 @@ class _StreamCore:
                         if self.length == 1:  # the stream was emptied by XDEL
                             self.first_id = sid
                         return sid
-                lp[-1:] = _E_FLAGS_SAME if same else _E_FLAGS_NONE  # over the EOF byte
+                # The entry is written apart and copied over the EOF byte in one piece
+                # (_c_put_entry): the tail's room, given when it was made, is kept (see
+                # _reserve), where ``lp +=`` would shrink a half-empty buffer to fit.
+                e = bytearray(_E_FLAGS_SAME if same else _E_FLAGS_NONE)
             else:
                 del lp[-1]  # EOF
                 same = nf == self._t_nf and fv[0::2] == self._t_fields
                 lp += _E_FLAGS_SAME if same else _E_FLAGS_NONE
+                e = lp
             nele = self._t_nele
             # The deltas from the master ID, as the int64 Redis stores (_to_int64): typed,
             # the halves' difference wraps to exactly that. -4096..4095 is _SMALL_MIN..MAX.
             d = ms - self._t_ms
             if -4096 <= d <= 4095:
-                lp += _SMALL_INT_ELEM[d + 4096]
+                e += _SMALL_INT_ELEM[d + 4096]
             else:
-                lp += int_element(_to_int64(d))
+                e += int_element(_to_int64(d))
             d = seq - self._t_seq
             if -4096 <= d <= 4095:
-                lp += _SMALL_INT_ELEM[d + 4096]
+                e += _SMALL_INT_ELEM[d + 4096]
             else:
-                lp += int_element(_to_int64(d))
+                e += int_element(_to_int64(d))
         if same:
             # SAMEFIELDS entry: values only.
             for i in range(1, nfv, 2):
                 v = fv[i]
                 n = len(v)
                 if 0 < n < 64 and not _NUMSTART[v[0]]:
-                    lp += _STR6_HDR[n]
-                    lp += v
-                    lp += _STR6_BL[n]
+                    e += _STR6_HDR[n]
+                    e += v
+                    e += _STR6_BL[n]
                 else:
-                    lp += element(v)
-            lp += _SMALL_INT_ELEM[nf + 4099] if nf < 4000 else int_element(nf + 3)
+                    e += element(v)
+            e += _SMALL_INT_ELEM[nf + 4099] if nf < 4000 else int_element(nf + 3)
             nele += nf + 4
         else:
-            lp += int_element(nf)
+            e += int_element(nf)
             for i in range(0, nfv, 2):
-                lp += element(fv[i])
+                e += element(fv[i])
                 v = fv[i + 1]
                 n = len(v)
                 if 0 < n < 64 and not _NUMSTART[v[0]]:
-                    lp += _STR6_HDR[n]
-                    lp += v
-                    lp += _STR6_BL[n]
+                    e += _STR6_HDR[n]
+                    e += v
+                    e += _STR6_BL[n]
                 else:
-                    lp += element(v)
-            lp += int_element(nf + nf + 4)
+                    e += element(v)
+            e += int_element(nf + nf + 4)
             nele += nf + nf + 5
-        lp.append(0xFF)
+        if e is lp:
+            lp.append(0xFF)
+        else:
+            _c_put_entry(lp, e)  # noqa: F821 (stream.pxd: e is apart only when compiled)
+        if _COMPILED and self._t_res != _NO_RESERVE:
+            # A new tail, given its whole node's room at once (see _reserve).
+            _c_room(lp, (self._t_res << 1) - 1)  # noqa: F821 (stream.pxd)
+            self._t_res = _NO_RESERVE
         self._t_nele = nele
         if _COMPILED:
             # Six typed byte stores cost a tenth of the call below, which is cheaper in
