@@ -9,6 +9,7 @@
 # state are C fields too, and the calls between these methods and into the parser and the
 # dispatcher's loop are C calls.
 cimport cython
+from posix.time cimport CLOCK_REALTIME, clock_gettime, timespec
 
 from rill.protocol.parser cimport RequestParser
 from rill.server.fastpath cimport ClientCore, ServerCore, execute_all
@@ -44,3 +45,12 @@ cdef class Connection:
 
     @cython.locals(client=ClientCore, server=ServerCore, out=list, n=Py_ssize_t, stats=IOStats)
     cpdef write_out(self)
+
+cdef bint _COMPILED
+
+# The wall clock time.time() reads (CLOCK_REALTIME), read in C: a client's last interaction,
+# set on every read.
+cdef inline double _c_wall() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return <double>ts.tv_sec + <double>ts.tv_nsec * 1e-9
