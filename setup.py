@@ -37,7 +37,7 @@ HOT = {
     "rill.server": ["fastpath.py", "connection.py", "iostats.py", "commandstats.py", "commands/table.py", "evict.py", "commands/strings.py",
                     "commands/lists.py", "commands/hashes.py", "commands/sets.py", "commands/zsets.py", "commands/keys.py", "commands/streams.py", "commands/stream_groups.py",
                     "commands/stream_args.py", "commands/stream_replies.py", "activeactive/keyed.py",
-                    "activeactive/engine.py", "activeactive/backlog.py"],
+                    "activeactive/engine.py", "activeactive/backlog.py", "activeactive/links.py"],
 }
 
 # Compiled at -O1, not -O2: untyped modules (no .pxd) whose C is calls into the CPython API,

@@ -620,42 +620,60 @@ class PeerLinks:
         loop.call_soon(self._flush)
 
     def _flush(self) -> None:
-        """Send every peer what it lacks."""
+        """Send every peer what it lacks. Peers level with one another (all links up and
+        keeping up: the usual case) are sent the same APPLYs, read from the backlog and
+        framed once for all of them."""
         self._flush_pending = False
-        self.engine.quiet_seals = False
-        seq = self.engine.seq
+        engine = self.engine
+        engine.quiet_seals = False
+        seq = engine.seq
+        shared: dict[int, tuple[int, bytes]] = {}
         for p in self.peers:
             if p.sent < seq:
-                self._send(p)
+                self._send(p, shared)
 
-    def _send(self, p: Peer) -> None:
+    def _send(self, p: Peer, shared: dict[int, tuple[int, bytes]] | None = None) -> None:
         """Write what the peer has not been sent, unless paused or it is behind. A chunk
         of the backlog at a time, until the socket's buffer passes its high-water mark:
         the rest waits in the backlog (resume_writing comes back here), not copied into
-        the transport's buffer as well."""
+        the transport's buffer as well. ``shared`` holds the APPLY already framed in this
+        flush, by the sequence it starts from, for the next peer that starts there."""
         conn = p.conn
         if p.state != UP or p.paused or conn is None or conn.writing_paused or p.sent >= self.engine.seq:
             return
-        # The backlog holds the records as they go out: a run of them is one APPLY's argument.
-        pieces = self.engine.backlog.wires_from(p.sent + 1, APPLY_BATCH)
-        if pieces is None:
-            self._drop(p, f"the backlog no longer holds effect {p.sent + 1}; a full sync follows")
-            return
-        if not pieces:
-            return
+        start = p.sent + 1
+        framed = shared.get(start) if shared is not None else None
+        if framed is not None:
+            applies: list[tuple[int, bytes]] = [framed]
+        else:
+            # The backlog holds the records as they go out: a run of them is one APPLY's argument.
+            pieces = self.engine.backlog.wires_from(start, APPLY_BATCH)
+            if pieces is None:
+                self._drop(p, f"the backlog no longer holds effect {start}; a full sync follows")
+                return
+            if not pieces:
+                return
+            applies = pieces
         expect = p.expect
+        now = time.monotonic()
         if not expect:
-            p.last_read = time.monotonic()
-        for last, piece in pieces:
+            p.last_read = now
+        for last, piece in applies:
             if expect and expect[-1][0] == R_APPLY:
                 expect[-1][2] += 1
             else:
                 expect.append([R_APPLY, 0, 1])
-            conn.write(b"".join((_APPLY_HEAD, b"$%d\r\n" % len(piece), piece, b"\r\n")))
+            if framed is None:
+                piece = b"".join((_APPLY_HEAD, b"$%d\r\n" % len(piece), piece, b"\r\n"))
+                if shared is not None and len(applies) == 1:
+                    # One APPLY (a loop turn's effects, the usual case): a peer level with
+                    # this one is sent it as it is.
+                    shared[start] = (last, piece)
+            conn.write(piece)
             p.sent = last
             if conn.writing_paused or conn.closed:
                 break
-        p.last_write = time.monotonic()
+        p.last_write = now
 
     def _writable(self, conn: PeerConnection) -> None:
         p = conn.peer
