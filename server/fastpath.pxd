@@ -38,6 +38,15 @@ cdef bint _plain(ServerCore server, ClientCore client)
                hist=list, idx=Py_ssize_t, table_ns="long long", write="long long", noscript="long long")
 cpdef tuple execute_all(ServerCore server, ClientCore client, list commands, Py_ssize_t i=*)
 
+# The handler called in C when its module gave the command a C entry for it (table.pxd's
+# Command.centry, a typed handler: strings.pxd, ...) and the handler is still that one;
+# otherwise the Python call it always was. The client is a ClientCore (execute_all's type),
+# which the entries cast to without a check.
+cdef inline object _c_call(Command cmd, object client, object argv):
+    if cmd.centry is not NULL and cmd.centry_of is cmd.handler:
+        return cmd.centry(client, argv)
+    return cmd.handler(client, argv)
+
 # Whether this module runs compiled, and the clock the loop reads when it does: CLOCK_MONOTONIC
 # (what perf_counter_ns reads on Linux) read in C, with no int object made and unboxed per reading.
 cdef bint _COMPILED

@@ -212,7 +212,9 @@ def execute_all(server: Server, client: Client, commands: list[list[bytes]], i: 
                     # sixth of an XADD's cost there).
                     reply = server._active_active.run(client, cmd, argv)
                 else:
-                    reply = cmd.handler(client, argv)
+                    # Compiled, a typed handler is called through its C entry (fastpath.pxd's
+                    # _c_call), not as a Python object with its arguments checked and unpacked.
+                    reply = _c_call(cmd, client, argv) if _COMPILED else cmd.handler(client, argv)  # noqa: F821
             except ReplyError as err:
                 reply = err
             t = type(reply)

@@ -2,6 +2,8 @@
 # the .py stays the reference and runs unchanged without them. See docs/hot-core.md.
 cimport cython
 
+cdef bint _COMPILED
+
 from rill.server.fastpath cimport ClientCore
 from rill.storage.keyspace cimport Database
 
@@ -10,3 +12,10 @@ from rill.storage.keyspace cimport Database
 # and calls. Registered after its definition (a .pxd cannot type a decorated def).
 @cython.locals(db=Database)
 cpdef hset(ClientCore c, argv)
+
+# The handlers' C entries for the dispatcher (table.pxd's Command.centry): a C call in
+# place of a Python one, bound by the module after registering them, when compiled.
+from rill.server.commands.table cimport Command, _c_set_entry
+
+cdef inline object _e_hset(object c, object argv):
+    return hset(<ClientCore>c, argv)

@@ -19,7 +19,7 @@ from ..client import Client, reply_cap
 from . import keys as _keys
 from .args import NOT_FLOAT, NOT_INT, OVERFLOW, SYNTAX_ERR, WRONGTYPE, string2ll
 from .strings import format_long_double_human, parse_long_double, round_long_double
-from .table import command
+from .table import TABLE, command
 
 NOT_INT_HASH = ReplyError("ERR hash value is not an integer")
 NOT_FLOAT_HASH = ReplyError("ERR hash value is not a float")
@@ -133,6 +133,18 @@ def hset(c: Client, argv: list[bytes]):
 
 
 command("hset")(hset)
+
+
+def _probe() -> None:
+    """Only its type matters: see _COMPILED."""
+
+
+# Whether this module runs compiled (what ``cython.compiled`` says, without importing Cython).
+_COMPILED = type(_probe).__name__ != "function"
+
+if _COMPILED:
+    # The dispatcher's C entries for the typed handlers (hashes.pxd): a C call, not a Python one.
+    _c_set_entry(TABLE.commands[b"hset"], hset, _e_hset)  # noqa: F821
 
 
 @command("hmset")

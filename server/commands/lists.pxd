@@ -14,3 +14,28 @@ cpdef _push(ClientCore c, argv, bint left, bint xx)
 
 @cython.locals(db=Database)
 cpdef _pop_one(ClientCore c, key, bint left)
+
+cdef bint _COMPILED
+
+# The push and count-less pop commands typed too, so that their calls of _push and _pop_one
+# are C calls; registered after their definition (a .pxd cannot type a decorated def).
+cpdef lpush(ClientCore c, argv)
+cpdef rpush(ClientCore c, argv)
+cpdef lpop(ClientCore c, argv)
+cpdef rpop(ClientCore c, argv)
+
+# The handlers' C entries for the dispatcher (table.pxd's Command.centry): a C call in
+# place of a Python one, bound by the module after registering them, when compiled.
+from rill.server.commands.table cimport Command, _c_set_entry
+
+cdef inline object _e_lpush(object c, object argv):
+    return lpush(<ClientCore>c, argv)
+
+cdef inline object _e_rpush(object c, object argv):
+    return rpush(<ClientCore>c, argv)
+
+cdef inline object _e_lpop(object c, object argv):
+    return lpop(<ClientCore>c, argv)
+
+cdef inline object _e_rpop(object c, object argv):
+    return rpop(<ClientCore>c, argv)

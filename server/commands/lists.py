@@ -23,7 +23,7 @@ from ..blocking import parse_timeout
 from ..client import Client
 from ..outcomes import Block
 from .args import NO_SUCH_KEY, NOT_INT, SYNTAX_ERR, WRONGTYPE, get_positive, parse_mpop, string2ll
-from .table import command
+from .table import TABLE, command
 
 OUT_OF_RANGE = ReplyError("ERR index out of range")
 RANK_ZERO = ReplyError(
@@ -163,14 +163,17 @@ def _push(c: Client, argv: list[bytes], left: bool, xx: bool) -> int:
     return len(lst)
 
 
-@command("lpush")
 def lpush(c: Client, argv: list[bytes]):
     return _push(c, argv, True, False)
 
 
-@command("rpush")
 def rpush(c: Client, argv: list[bytes]):
     return _push(c, argv, False, False)
+
+
+# Registered after their definition: lists.pxd types them (a .pxd cannot type a decorated def).
+command("lpush")(lpush)
+command("rpush")(rpush)
 
 
 @command("lpushx")
@@ -354,18 +357,35 @@ def _pop_one(c: Client, key: bytes, left: bool) -> bytes | None:
     return value
 
 
-@command("lpop")
 def lpop(c: Client, argv: list[bytes]):
     if len(argv) == 2:
         return _pop_one(c, argv[1], True)
     return _pop(c, argv, True)
 
 
-@command("rpop")
 def rpop(c: Client, argv: list[bytes]):
     if len(argv) == 2:
         return _pop_one(c, argv[1], False)
     return _pop(c, argv, False)
+
+
+command("lpop")(lpop)
+command("rpop")(rpop)
+
+
+def _probe() -> None:
+    """Only its type matters: see _COMPILED."""
+
+
+# Whether this module runs compiled (what ``cython.compiled`` says, without importing Cython).
+_COMPILED = type(_probe).__name__ != "function"
+
+if _COMPILED:
+    # The dispatcher's C entries for the typed handlers (lists.pxd): a C call, not a Python one.
+    _c_set_entry(TABLE.commands[b"lpush"], lpush, _e_lpush)  # noqa: F821
+    _c_set_entry(TABLE.commands[b"rpush"], rpush, _e_rpush)  # noqa: F821
+    _c_set_entry(TABLE.commands[b"lpop"], lpop, _e_lpop)  # noqa: F821
+    _c_set_entry(TABLE.commands[b"rpop"], rpop, _e_rpop)  # noqa: F821
 
 
 def _pop_range_with_key(c: Client, key: bytes, lst: ListValue, left: bool, count: int) -> list:

@@ -2,6 +2,8 @@
 # the .py stays the reference and runs unchanged without them. See docs/hot-core.md.
 cimport cython
 
+cdef bint _COMPILED
+
 from rill.server.fastpath cimport ClientCore
 from rill.storage.keyspace cimport Database
 
@@ -11,3 +13,10 @@ from rill.storage.keyspace cimport Database
 # .pxd cannot type a decorated def).
 @cython.locals(db=Database)
 cpdef sadd(ClientCore c, argv)
+
+# The handlers' C entries for the dispatcher (table.pxd's Command.centry): a C call in
+# place of a Python one, bound by the module after registering them, when compiled.
+from rill.server.commands.table cimport Command, _c_set_entry
+
+cdef inline object _e_sadd(object c, object argv):
+    return sadd(<ClientCore>c, argv)

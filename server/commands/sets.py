@@ -24,7 +24,7 @@ from ..client import Client, reply_cap
 from . import keys as _keys
 from .args import NOT_INT, NUMKEYS_ERR, SYNTAX_ERR, WRONGTYPE, get_positive, string2ll
 from .hashes import COUNT_RANGE, EMPTY_SCAN, LONG_MAX, parse_scan_options
-from .table import command
+from .table import TABLE, command
 
 TOO_MANY_KEYS = ReplyError("ERR Number of keys can't be greater than number of args")
 LIMIT_NEGATIVE = ReplyError("ERR LIMIT can't be negative")
@@ -95,6 +95,18 @@ def sadd(c: Client, argv: list[bytes]):
 
 # Registered after its definition: sets.pxd types it (a .pxd cannot type a decorated def).
 command("sadd")(sadd)
+
+
+def _probe() -> None:
+    """Only its type matters: see _COMPILED."""
+
+
+# Whether this module runs compiled (what ``cython.compiled`` says, without importing Cython).
+_COMPILED = type(_probe).__name__ != "function"
+
+if _COMPILED:
+    # The dispatcher's C entries for the typed handlers (sets.pxd): a C call, not a Python one.
+    _c_set_entry(TABLE.commands[b"sadd"], sadd, _e_sadd)  # noqa: F821
 
 
 @command("srem")

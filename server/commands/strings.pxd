@@ -85,3 +85,19 @@ cpdef incr(ClientCore c, argv)
 cpdef _incr(ClientCore c, key, incr)
 
 cpdef _expire_if_needed(Database db, key)
+
+# The handlers' C entries for the dispatcher (table.pxd's Command.centry): a C call in
+# place of a Python one, bound by the module after registering them, when compiled.
+from rill.server.commands.table cimport Command, _c_set_entry
+
+cdef inline object _e_get(object c, object argv):
+    return get(<ClientCore>c, argv)
+
+cdef inline object _e_set(object c, object argv):
+    return set_(<ClientCore>c, argv)
+
+cdef inline object _e_mset(object c, object argv):
+    return mset(<ClientCore>c, argv)
+
+cdef inline object _e_incr(object c, object argv):
+    return incr(<ClientCore>c, argv)

@@ -33,7 +33,7 @@ from .args import (
     string2ll,
 )
 from .keys import already_expired, delete_expired_now
-from .table import command
+from .table import TABLE, command
 from .values import string_encoding
 
 TOO_BIG = ReplyError("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
@@ -576,6 +576,13 @@ def incr(c: Client, argv: list[bytes]):
 
 
 command("incr")(incr)
+
+if _COMPILED:
+    # The dispatcher's C entries for the typed handlers (strings.pxd): a C call, not a Python one.
+    _c_set_entry(TABLE.commands[b"get"], get, _e_get)  # noqa: F821
+    _c_set_entry(TABLE.commands[b"set"], set_, _e_set)  # noqa: F821
+    _c_set_entry(TABLE.commands[b"mset"], mset, _e_mset)  # noqa: F821
+    _c_set_entry(TABLE.commands[b"incr"], incr, _e_incr)  # noqa: F821
 
 
 @command("decr")

@@ -36,7 +36,7 @@ from ..outcomes import Block
 from .args import NOT_FLOAT, NOT_INT, SYNTAX_ERR, WRONGTYPE, get_positive, parse_mpop, string2ll
 from .hashes import parse_scan_options
 from .keys import parse_cursor
-from .table import command
+from .table import TABLE, command
 
 NOT_FLOAT_RANGE = ReplyError("ERR min or max is not a float")
 NOT_LEX_RANGE = ReplyError("ERR min or max not valid string range item")
@@ -772,11 +772,26 @@ def _zpop_one(c: Client, key: bytes, from_max: bool):
     return Raw(b"*2\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n" % (len(member), member, len(f), f))
 
 
-@command("zpopmin")
 def zpopmin(c: Client, argv: list[bytes]):
     if len(argv) == 2:
         return _zpop_one(c, argv[1], False)
     return _zpop(c, argv, False)
+
+
+# Registered after its definition: zsets.pxd types it (a .pxd cannot type a decorated def).
+command("zpopmin")(zpopmin)
+
+
+def _probe() -> None:
+    """Only its type matters: see _COMPILED."""
+
+
+# Whether this module runs compiled (what ``cython.compiled`` says, without importing Cython).
+_COMPILED = type(_probe).__name__ != "function"
+
+if _COMPILED:
+    # The dispatcher's C entry for ZPOPMIN (zsets.pxd): a C call, not a Python one.
+    _c_set_entry(TABLE.commands[b"zpopmin"], zpopmin, _e_zpopmin)  # noqa: F821
 
 
 @command("zpopmax")

@@ -118,3 +118,41 @@ def test_command_counters_belong_to_their_server(clocked):
     assert other.stats.total_commands_processed == 1
     run(other, other_client, (b"CONFIG", b"RESETSTAT"), pipelined=False)
     assert server.cmdstats.of(get).calls == 2 and other.cmdstats.of(get).calls == 0
+
+
+
+_TYPED = {b"get": [b"GET", b"k"], b"set": [b"SET", b"k", b"v"], b"mset": [b"MSET", b"k", b"v"],
+          b"incr": [b"INCR", b"n"], b"hset": [b"HSET", b"h", b"f", b"v"], b"sadd": [b"SADD", b"s", b"m"],
+          b"lpush": [b"LPUSH", b"l", b"a"], b"rpush": [b"RPUSH", b"l", b"a"], b"lpop": [b"LPOP", b"l"],
+          b"rpop": [b"RPOP", b"l"], b"zpopmin": [b"ZPOPMIN", b"z"]}
+
+
+@pytest.mark.parametrize("name", list(_TYPED))
+def test_a_replaced_handler_is_the_one_the_loop_calls(clocked, monkeypatch, name):
+    """Compiled, these typed handlers are called through a C entry (fastpath.pxd's
+    _c_call); the entry stands only for the handler it was made for, so a command whose
+    handler is replaced runs the new one, and one put back runs as before."""
+    server, client, _ = clocked
+    fill = ([b"RPUSH", b"l", b"x", b"y", b"z"], [b"ZADD", b"z", b"1", b"a", b"2", b"b", b"3", b"c"])
+    run(server, client, *fill)
+    cmd = server.table.lookup_name(name)
+    original = cmd.handler
+    seen = []
+
+    def spy(c, argv):
+        seen.append(argv)
+        return original(c, argv)
+
+    argv = _TYPED[name]
+    monkeypatch.setattr(cmd, "handler", spy)
+    run(server, client, tuple(argv), tuple(argv))
+    assert seen == [argv, argv]
+    monkeypatch.setattr(cmd, "handler", original)
+    run(server, client, tuple(argv))
+    assert len(seen) == 2
+    # The replies are the handler's, through the spy or the entry: as a server never patched gives.
+    other = Server()
+    other_client = other.new_client("127.0.0.1:5001", "127.0.0.1:6379")
+    run(other, other_client, *fill, tuple(argv), tuple(argv), tuple(argv))
+    assert [bytes(r) for r in client.out] == [bytes(r) for r in other_client.out]
+    assert len(client.out) == len(fill) + 3
