@@ -17,7 +17,7 @@ cdef class Evictor:
     cdef public Py_ssize_t next_db, samples
     cdef public long long evicted_keys
     cdef public bint running, volatile, lru, timed, lazy, replica_ignores, pooled, suspended, tracking
-    cdef public double exceeded_since, exceeded_total, limit_s, maxmemory_f
+    cdef public double exceeded_since, exceeded_total, limit_s, maxmemory_f, under_f
 
     # perform: before every command while maxmemory is set. cpdef, so that _time_proc's
     # call is a C call; the memory figure it adds up is C doubles (the Python floats'
@@ -35,7 +35,7 @@ cdef class Evictor:
                    dead=Py_ssize_t, db_id=Py_ssize_t, k=Py_ssize_t, j=Py_ssize_t, end=Py_ssize_t,
                    lru=bint, populated=bint,
                    db=Database, idle="long long", now="long long", st="long long", worst=double,
-                   score=double)
+                   score=double, per_key=double)
     # used and maxmemory as C doubles: the figure is the Python float perform summed
     # (its int() exact in a double), and maxmemory is below it here, so under 2**53
     # and exact too; used's decrements are the same float operations.
@@ -47,6 +47,12 @@ cdef class Evictor:
     cpdef _dead_slots(self, Database db, Py_ssize_t dead, bint all_dead)
 
 cdef bint _COMPILED
+
+# The figure's per-key constants as C doubles (see evict.py): read by perform before every
+# command and by _evict_pooled per eviction, each was a module-dict lookup and a conversion.
+cdef double _EMPTY_TABLES, _KEY_TABLES, _LRU_STAMP, _LFU_STAMP, _EXACT_BELOW, _UNBOUNDED
+cdef int _OK, _RUNNING, _FAIL
+cdef Py_ssize_t _POOL_MAX
 
 # A sample's keys requested from memory together, before its loop reads them one by one:
 # on a cache of 300k keys each key object is a cache miss, and taken in turn (the reference

@@ -58,6 +58,10 @@ EVICT_RUNNING = 1
 EVICT_FAIL = 2
 
 POOL_SIZE = 16
+# perform's and _evict_pooled's copies of these: compiled, C integers (evict.pxd), where
+# each return and each pool test was a module-dict lookup and a conversion
+_OK, _RUNNING, _FAIL = EVICT_OK, EVICT_RUNNING, EVICT_FAIL
+_POOL_MAX = POOL_SIZE
 # Evictions between two looks at whether a fork child has gone, while one keeps a
 # snapshot due for renewal (see Evictor._snapshot)
 RENEW_RECHECK = 1024
@@ -72,6 +76,16 @@ _UNBOUNDED = float("-inf")  # the worst score while the pool has room
 # The empty tables' figure as a float: perform reads it into a C double per call, which
 # from an int is a conversion call (the sum is the same: the float it was added as)
 _EMPTY_TABLES = float(_3_EMPTY_DICTS)
+# An access stamp's table share by kind (LFU's counter is an int object of its own).
+# Compiled, these, _KEY_TABLES and _EMPTY_TABLES are C doubles (evict.pxd), so perform's
+# per-command sum and an eviction's decrement read no module global and convert nothing:
+# the same values (floats already), the same float operations in the same order.
+_LRU_STAMP = TABLE_PER_KEY
+_LFU_STAMP = _LFU_PER_KEY
+# perform's "used < maxmemory + 1" as one C double comparison: maxmemory + 1 as a float,
+# exact below 2**53 (gates_changed). Above that it is infinite: a figure of 9 PB or more,
+# the only one that comparison could then refuse, is not one a process reaches.
+_EXACT_BELOW = float(2**53)
 
 
 def time_limit_us(tenacity: int) -> float:
@@ -158,6 +172,8 @@ class Evictor:
         self.maxmemory = s._maxmemory
         # as _evict_pooled takes it (a float: below the figure there, so under 2**53, exact)
         self.maxmemory_f = float(s._maxmemory)
+        # perform's bound: int(used) <= maxmemory while used < this (see _EXACT_BELOW)
+        self.under_f = float(s._maxmemory + 1) if s._maxmemory + 1 <= _EXACT_BELOW else float("inf")
         self.tracking = bool(s._tracking_active)
         # the Active-Active engine (setting it refreshes the gates, and so this copy)
         self.engine = s._active_active
@@ -185,7 +201,7 @@ class Evictor:
         # loading, a client pause, or following a master (with replica-ignore-maxmemory),
         # as gates_changed keeps it: this runs before every command while maxmemory is set
         if self.suspended:
-            return EVICT_OK
+            return _OK
         s = self.server
         maxmemory = self.maxmemory
         figure = self.figure
@@ -203,19 +219,19 @@ class Evictor:
         for d in self.active:
             expires = d.expires
             per_key = coef[d.id]
-            per_stamp = _LFU_PER_KEY if d.lfu else TABLE_PER_KEY
+            per_stamp = _LFU_STAMP if d.lfu else _LRU_STAMP
             used += len(d.data) * per_key + empty + len(d.access) * per_stamp
             if expires:
                 used += len(expires) * _EXPIRE_PER_KEY + _sizeof(d.volatile_log)
-        if used < maxmemory + 1:  # int(used) <= maxmemory, as for_eviction() compares
+        if used < self.under_f:  # int(used) <= maxmemory, as for_eviction() compares
             if self.exceeded_since:
                 self.exceeded_total += time.monotonic() - self.exceeded_since
                 self.exceeded_since = 0.0
-            return EVICT_OK
+            return _OK
         if not self.exceeded_since:
             self.exceeded_since = time.monotonic()
         if not self.kind:
-            return EVICT_FAIL
+            return _FAIL
         if not self.tracking:
             if self.pooled and not self.timed:  # a full cache's usual call: no bound method made
                 return self._evict_pooled(int(used), self.maxmemory_f)
@@ -441,7 +457,7 @@ class Evictor:
                     now = db.clock
                     ident = db.id  # the pool's entries hold it as an object, made once
                     dead = 0
-                    worst = pool[0][0] if len(pool) >= POOL_SIZE else _UNBOUNDED
+                    worst = pool[0][0] if len(pool) >= _POOL_MAX else _UNBOUNDED
                     for j in range(i, end):
                         if stamps is not None:
                             # The key's stamp when the snapshot was taken: a stamp only
@@ -469,14 +485,14 @@ class Evictor:
                             continue  # no better than the pool's worst: Redis skips it too
                         score = idle
                         k = _bisect_score(pool, score) if _COMPILED else bisect_left(pool, (score,))
-                        if len(pool) >= POOL_SIZE:
+                        if len(pool) >= _POOL_MAX:
                             del pool[0]
                             k -= 1
                             pool.insert(k, (score, ident, key))
                             worst = pool[0][0]
                         else:
                             pool.insert(k, (score, ident, key))
-                            if len(pool) >= POOL_SIZE:
+                            if len(pool) >= _POOL_MAX:
                                 worst = pool[0][0]
                 else:
                     dead = self._score_into_pool(db, slots[i:end], lru)
@@ -484,7 +500,7 @@ class Evictor:
                     self._dead_slots(db, dead, dead == end - i)
             if not populated:
                 if candidates is dbs:
-                    return EVICT_FAIL
+                    return _FAIL
                 candidates = dbs
                 continue
             # the best candidate that still exists (every one gone: sample again)
@@ -495,7 +511,8 @@ class Evictor:
                     break
             else:
                 continue
-            used -= self.per_key[db_id] + _KEY_TABLES
+            per_key = self.per_key[db_id]  # compiled, a C double: no float made
+            used -= per_key + _KEY_TABLES
             # deleteEvictedKeyAndPropagate (_evict), inline: a change there belongs here
             if self.lazy:
                 value = db.data.get(key)
@@ -535,7 +552,7 @@ class Evictor:
                 notifier(db_id, "e", b"evicted", key)
             self.evicted_keys += 1
             if used <= maxmemory:
-                return EVICT_OK
+                return _OK
             freed += 1
             if freed == 1:
                 # more than one key to go: the time limit counts from here (the first
@@ -543,7 +560,7 @@ class Evictor:
                 start = perf_counter()
             elif not freed & 15 and perf_counter() - start > self.limit_s:
                 self._continue_later()
-                return EVICT_RUNNING
+                return _RUNNING
 
     def _dead_slots(self, db: Database, dead: int, all_dead: bool) -> None:
         """A sample ran into ``dead`` deleted keys' slots of the snapshot: take a new one
