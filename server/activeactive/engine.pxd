@@ -10,11 +10,12 @@
 # the links and INFO).
 cimport cython
 
-from rill.protocol.effects cimport clear_section, encode_record, put_op
+from rill.protocol.effects cimport Effect, clear_section, encode_record, put_op
 from rill.server.activeactive.backlog cimport Backlog
 from rill.server.activeactive.keyed cimport Keyed, now_ms
 from rill.server.commands.table cimport Command
 from rill.storage.keyspace cimport Database
+from rill.storage.stream.active cimport _insert_op
 
 cdef class ActiveActive:
     cdef dict __dict__
@@ -55,6 +56,19 @@ cdef class ActiveActive:
                               object name, object argv, object kind)
     cdef object _collect_ttl(self, list ops, Database db, object key, object before,
                              object ttl_before)
+    # A peer's effect applied (receive/receive_all/_drain_pending -> _apply -> _apply_op,
+    # then _settle): private, so C calls where each was a Python call through the
+    # instance (once per effect and per op), with the effect, its ops and the Database
+    # typed so ``e.ops``/``e.origin``/``e.seq``/``e.vc`` and ``db.data``/``db.id`` are C
+    # reads. Every caller passes an Effect (decode_records makes them).
+    @cython.locals(ops=list, keyspace=list, db=Database, feeds=object, mirror=bint, plain=list)
+    cdef object _apply(self, Effect e, dict touched=*)
+    # The batch's loop: each effect's fields read in C (public: the APPLY command calls it).
+    @cython.locals(e=Effect, vc=dict, touched=dict, last=dict)
+    cpdef object receive_all(self, list effects)
+    @cython.locals(e=Effect, known=dict, mine=dict, keyspace=list)
+    cdef object _settle(self, dict last, dict touched, object nops, object count)
+    cdef object _apply_op(self, Database db, Effect e, list op)
 
 # A received effect's causal check (receive, _ready): dict iteration and lookups in C.
 cdef bint _causes_here(dict vc, dict seen, object origin) except -1

@@ -38,7 +38,7 @@ from rill.protocol.effects import (
 from rill.protocol.reply import ReplyError
 from rill.storage.list import ListValue
 from rill.storage.stream import Stream, format_sid
-from rill.storage.stream.active import ActiveStream
+from rill.storage.stream.active import ActiveStream, _insert_op
 
 from .. import notify as events
 from ..commands.table import WRITE
@@ -1007,8 +1007,9 @@ class ActiveActive:
             s = db.data.get(key)
             if type(s) is ActiveStream:
                 # The usual op, an entry for a stream that is here: what the general path
-                # below comes to, without its dispatch.
-                s.insert_op(op)
+                # below comes to, without its dispatch (ActiveStream.insert_op's body,
+                # called directly: compiled, a C call; engine.pxd cimports it).
+                _insert_op(s, op)
                 if events.notifier is not None:
                     events.notifier(db.id, "t", b"xadd", key)
                 return
@@ -1020,8 +1021,12 @@ class ActiveActive:
                 _notify(self.server, db.id, event, key, cls)
             return
         if name in _LIST_OPS:
-            seen = dict(e.vc)
-            seen[e.origin] = e.seq
+            # The effect's clock with its own dot: only a delete reads it (what it saw), so a
+            # push, the usual op, does not copy the clock.
+            seen = None
+            if name == b"LDEL":
+                seen = dict(e.vc)
+                seen[e.origin] = e.seq
             event = self.lists.apply(db, seen, e.origin, op)
             if name == b"LDEL":
                 self._ttl_deleted(db, key, e)

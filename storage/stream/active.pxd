@@ -26,8 +26,9 @@ cdef object _add_own(object s, list fv, object sid, object now_ms)
 cdef unsigned long long _SEQ_ROOM
 
 # A peer's XADD op appended to its sub-stream (ActiveStream.insert_op's body): the cores typed.
+# cpdef so that the engine's _apply_op cimports it: a C call, not insert_op's method call.
 @cython.locals(core=_StreamCore, sub=_StreamCore, fv=list)
-cdef object _insert_op(object s, list op)
+cpdef object _insert_op(object s, list op)
 
 # The journal's ID, ``<ms>-<seq>``: fastread's digit writer (XADD's reply uses the same
 # one through server/commands/streams.pxd), inlined here by the cimport.
