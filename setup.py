@@ -32,12 +32,12 @@ PACKAGES = {"rill.protocol": "protocol", "rill.storage": "storage", "rill.persis
 HOT = {
     "rill.protocol": ["parser.py", "reply.py", "effects.py"],
     "rill.storage": ["listpack.py", "rax.py", "stream/stream.py", "stream/fastread.py", "stream/cache.py", "stream/groups.py",
-                     "stream/active.py", "cells.py", "keyspace.py"],
+                     "stream/active.py", "cells.py", "keyspace.py", "activelist.py"],
     "rill.persistence": ["nodes.py"],
     "rill.server": ["fastpath.py", "connection.py", "iostats.py", "commandstats.py", "commands/table.py", "evict.py", "commands/strings.py",
                     "commands/lists.py", "commands/hashes.py", "commands/sets.py", "commands/zsets.py", "commands/keys.py", "commands/streams.py", "commands/stream_groups.py",
                     "commands/stream_args.py", "commands/stream_replies.py", "activeactive/keyed.py",
-                    "activeactive/engine.py", "activeactive/backlog.py", "activeactive/links.py"],
+                    "activeactive/engine.py", "activeactive/backlog.py", "activeactive/links.py", "activeactive/lists.py"],
 }
 
 # Compiled at -O1, not -O2: untyped modules (no .pxd) whose C is calls into the CPython API,

@@ -171,8 +171,10 @@ class Lists:
 
     # -- peers' ops ------------------------------------------------------------------
 
-    def apply(self, db: Any, seen: dict[int, int], origin: int, op: Op) -> bytes | None:
-        """Apply a peer's list op; returns the keyspace event (None: nothing changed)."""
+    def apply(self, db: Any, seen: dict[int, int] | None, origin: int, op: Op) -> bytes | None:
+        """Apply a peer's list op; returns the keyspace event (None: nothing changed).
+        ``seen``, the effect's clock with its own dot, is read by LDEL only (the engine
+        passes None with the other ops)."""
         name, key = op[0], op[1]
         where = (db.id, key)
         st = self.keys.get(where)
