@@ -33,6 +33,7 @@ from .acl import Acl
 from .activeactive import ActiveActive
 from .blocking import Blocking
 from .client import REPLY_PEAK_RESET_MS, Client, resize_reply_buffer
+from .commands import streams as _streams
 from .commands.table import (
     ADMIN,
     ALLOW_BUSY,
@@ -404,6 +405,9 @@ class Server(ServerCore):
         self.query_buffer_limit = c.int("client-query-buffer-limit")
         self.stream_node_max_bytes = c.int("stream-node-max-bytes")
         self.stream_node_max_entries = c.int("stream-node-max-entries")
+        # XADD syncs Stream's class-wide node limits from these only when its server is
+        # not the one they were last synced from (per call it compares no config).
+        _streams.node_limits_changed(self)
         self.obuf_limits = _parse_obuf(c["client-output-buffer-limit"])
         # The least size a normal or pub/sub limit names: output that big is checked
         # before it is written, as Redis counts a reply against the limits when it is

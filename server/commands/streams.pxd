@@ -1,19 +1,33 @@
 # Cython declarations for streams.py (its "augmenting" .pxd): types for the compiled
 # build; the .py stays the reference and runs unchanged without them. See docs/hot-core.md.
 cimport cython
+from posix.time cimport CLOCK_REALTIME, clock_gettime, timespec
 
+from rill.server.fastpath cimport ClientCore, ServerCore
 from rill.storage.keyspace cimport Database
 from rill.storage.stream.stream cimport _StreamCore
 
 # XADD's common form: the stream as its typed core (last_id, add() and the halves add()
 # keeps of the ID it made are C-level), the database typed (its lookup a C call, its
 # watched keys a C read). The new ID's halves are C integers, formatted without a str per
-# number.
-@cython.locals(argc=Py_ssize_t, s=_StreamCore, db=Database)
-cpdef xadd(c, argv)
+# number. The client and server typed (fastpath.pxd's ClientCore, ServerCore, as HSET's):
+# c.db, c.server, server.blocking and server.dirty are C reads, not attribute lookups.
+@cython.locals(argc=Py_ssize_t, s=_StreamCore, db=Database, server=ServerCore)
+cpdef xadd(ClientCore c, argv)
 
 # The reply's ID, its digits written through a pointer into a new bytes (fastread's, which
 # the stream reads use too).
 from rill.storage.stream.fastread cimport _id_bytes
 
 cdef bint _COMPILED
+
+# The server whose stream-node-max-* Stream's class attributes hold (None: none, or its
+# limits changed since): a C global, so XADD's check is one pointer compare.
+cdef object _limits_of
+
+# The wall clock in milliseconds as Redis's mstime() has it (CLOCK_REALTIME, whole ms),
+# read in C: time.time() was a module lookup, a Python call and a float to int.
+cdef inline long long _c_wall_ms() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return <long long>ts.tv_sec * 1000 + ts.tv_nsec // 1000000

@@ -89,7 +89,20 @@ _COMPILED = type(_probe).__name__ != "function"
 # -- small helpers ---------------------------------------------------------------------------
 
 
+# The stream commands' one clock hook: None reads the wall clock; a test that needs the
+# clock to go back sets a function returning milliseconds here (``now_ms`` and XADD's
+# common form both honour it), since the compiled build reads the wall clock in C, where
+# patching time.time reaches nothing.
+clock = None
+
+
 def now_ms() -> int:
+    """The wall clock in milliseconds (Redis's mstime()): XADD's ``*`` IDs, IDMP's expiry,
+    consumers' seen and active times. Read in C when compiled (streams.pxd's _c_wall_ms)."""
+    if clock is not None:
+        return clock()
+    if _COMPILED:
+        return _c_wall_ms()  # noqa: F821 (streams.pxd declares it)
     return int(time.time() * 1000)
 
 
@@ -120,13 +133,30 @@ def stream_write(c: Client, key: bytes) -> Stream | None:
     raise WRONGTYPE
 
 
+# The server whose node limits Stream's class attributes hold; None when none does or
+# when its stream-node-max-* changed since (node_limits_changed, the server's config
+# listener). XADD re-syncs only when this is not its server: one compare a call, where
+# comparing the class's and the server's two limits read four attributes (~0.6k Ir).
+_limits_of = None
+
+
 def sync_node_limits(c: Client) -> None:
-    """Node limits are server-wide CONFIG values; the storage keeps them on the class."""
+    """Node limits are server-wide CONFIG values; the storage keeps them on the class, so
+    they are the calling server's before a write that can start a node."""
+    global _limits_of
     server = c.server
-    if Stream.node_max_bytes != server.stream_node_max_bytes:
+    if server is not _limits_of:
         Stream.node_max_bytes = server.stream_node_max_bytes
-    if Stream.node_max_entries != server.stream_node_max_entries:
         Stream.node_max_entries = server.stream_node_max_entries
+        _limits_of = server
+
+
+def node_limits_changed(server: Any) -> None:
+    """The server's config changed (its listener calls this): its node limits, if Stream
+    holds them, are synced again by the next write."""
+    global _limits_of
+    if _limits_of is server:
+        _limits_of = None
 
 
 # -- trimming, the node GC setting, IDMPAUTO ---------------------------------------------------
@@ -189,14 +219,18 @@ def xadd(c: Client, argv: list[bytes]):
             raise WRONGTYPE
         s = v  # typed (the stream's core) when compiled: its fields are C reads
         server = c.server
-        if Stream.node_max_bytes != server.stream_node_max_bytes or (
-            Stream.node_max_entries != server.stream_node_max_entries
-        ):
+        if server is not _limits_of:
             sync_node_limits(c)
         if s.last_id >= ID_MAX:
             raise EXHAUSTED
+        if clock is not None:
+            ms = clock()
+        elif _COMPILED:
+            ms = _c_wall_ms()  # noqa: F821 (streams.pxd declares it)
+        else:
+            ms = int(time.time() * 1000)
         try:
-            sid = s.add(argv[3:], None, int(time.time() * 1000))
+            sid = s.add(argv[3:], None, ms)
         except StreamIDError:
             raise ID_TOO_SMALL from None
         except StreamSizeError:

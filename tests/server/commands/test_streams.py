@@ -731,19 +731,33 @@ def test_xread_is_never_propagated(inproc):
 
 
 def test_xadd_without_a_clock_going_back(inproc, monkeypatch):
-    """``*`` never goes backwards when the clock does: last ID + 1 instead."""
-    import time as _time
+    """``*`` never goes backwards when the clock does: last ID + 1 instead. The stream
+    commands' clock hook (streams.clock) is what both XADD forms read, in either build."""
+    from rill.server.commands import streams
 
     server, c, _ = inproc
-    base = 1_700_000_000.0
-    monkeypatch.setattr(_time, "time", lambda: base)
+    base = 1_700_000_000_000
+    monkeypatch.setattr(streams, "clock", lambda: base)
     first = run(server, c, "XADD", "s", "*", "f", "v").split(b"\r\n")[1]
-    monkeypatch.setattr(_time, "time", lambda: base - 60)
+    monkeypatch.setattr(streams, "clock", lambda: base - 60_000)
     second = run(server, c, "XADD", "s", "*", "f", "v").split(b"\r\n")[1]
     third = run(server, c, "XADD", "s", "MAXLEN", "5", "*", "f", "v").split(b"\r\n")[1]
     assert first == b"1700000000000-0" and second == b"1700000000000-1" and third == b"1700000000000-2"
-    monkeypatch.setattr(_time, "time", lambda: base + 1)
+    monkeypatch.setattr(streams, "clock", lambda: base + 1000)
     assert run(server, c, "XADD", "s", "*", "f", "v").split(b"\r\n")[1] == b"1700000001000-0"
+
+
+def test_xadd_star_reads_the_wall_clock(inproc):
+    """Without the hook, ``*`` takes the wall clock's milliseconds (read in C when
+    compiled): between time.time() before and after, as Redis's mstime()."""
+    import time as _time
+
+    server, c, _ = inproc
+    for form in (("*",), ("MAXLEN", "100", "*")):
+        before = int(_time.time() * 1000)
+        reply = run(server, c, "XADD", "w", *form, "f", "v").split(b"\r\n")[1]
+        after = int(_time.time() * 1000)
+        assert before <= int(reply.split(b"-")[0]) <= after
 
 
 # -- keyspace events ---------------------------------------------------------------------------------
