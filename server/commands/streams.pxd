@@ -31,3 +31,6 @@ cdef inline long long _c_wall_ms() noexcept nogil:
     cdef timespec ts
     clock_gettime(CLOCK_REALTIME, &ts)
     return <long long>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
+
+# cpdef, so that XADD's call of it is a C call (the clock hook, then _c_wall_ms).
+cpdef object now_ms()

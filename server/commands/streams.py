@@ -223,14 +223,8 @@ def xadd(c: Client, argv: list[bytes]):
             sync_node_limits(c)
         if s.last_id >= ID_MAX:
             raise EXHAUSTED
-        if clock is not None:
-            ms = clock()
-        elif _COMPILED:
-            ms = _c_wall_ms()  # noqa: F821 (streams.pxd declares it)
-        else:
-            ms = int(time.time() * 1000)
         try:
-            sid = s.add(argv[3:], None, ms)
+            sid = s.add(argv[3:], None, now_ms())
         except StreamIDError:
             raise ID_TOO_SMALL from None
         except StreamSizeError:
