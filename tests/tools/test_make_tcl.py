@@ -75,7 +75,7 @@ def _make(*args: str) -> str:
     return done.stdout
 
 
-ROW = "| unit/stand-in | 2/0 | 2/0 |  |"
+ROW = "| unit/stand-in | 2/0 | 2/0 |  |  |"
 
 
 def test_make_tcl_runs_each_unit_against_a_fresh_redis_and_rill(tmp_path):
