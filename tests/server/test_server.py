@@ -120,7 +120,6 @@ def test_command_counters_belong_to_their_server(clocked):
     assert server.cmdstats.of(get).calls == 2 and other.cmdstats.of(get).calls == 0
 
 
-
 _TYPED = {b"get": [b"GET", b"k"], b"set": [b"SET", b"k", b"v"], b"mset": [b"MSET", b"k", b"v"],
           b"incr": [b"INCR", b"n"], b"hset": [b"HSET", b"h", b"f", b"v"], b"sadd": [b"SADD", b"s", b"m"],
           b"lpush": [b"LPUSH", b"l", b"a"], b"rpush": [b"RPUSH", b"l", b"a"], b"lpop": [b"LPOP", b"l"],
