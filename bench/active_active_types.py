@@ -3,7 +3,9 @@ lists. As in bench/active_active.py, the "redis" column holds the baseline the i
 rill without Active-Active, and the label says so:
 
 - SET, INCR, HSET, SADD, ZADD and LPUSH unpipelined at a region with two peers attached,
-  against the same command on rill without Active-Active: each at least 0.8x.
+  against the same command on rill without Active-Active: each at least 0.8x. The peers
+  stand for regions on other hosts and run at the lowest CPU priority, as in
+  bench/active_active.py's XADD row (which says why).
 - Memory per key (resident memory growth over 100k small keys of 10 elements) of hashes,
   sets and sorted sets with Active-Active metadata, against rill without it: at most 1.5x.
 
@@ -33,7 +35,7 @@ def _label(name: str) -> str:
 
 
 def _commands_measure(ctx: Ctx, server: Server) -> dict[str, float]:
-    servers = [_plain_rill()] if server.is_redis else regions(3)
+    servers = [_plain_rill()] if server.is_redis else regions(3, remote_peers=True)
     out = {}
     try:
         for name, command in COMMANDS.items():
