@@ -35,7 +35,7 @@ HOT = {
                      "stream/active.py", "cells.py", "keyspace.py", "activelist.py"],
     "rill.persistence": ["nodes.py"],
     "rill.server": ["fastpath.py", "connection.py", "iostats.py", "commandstats.py", "commands/table.py", "evict.py", "commands/strings.py",
-                    "commands/lists.py", "commands/hashes.py", "commands/sets.py", "commands/zsets.py", "commands/keys.py", "commands/streams.py", "commands/stream_groups.py",
+                    "commands/lists.py", "commands/hashes.py", "commands/sets.py", "commands/zsets.py", "commands/keys.py", "commands/connection.py", "commands/streams.py", "commands/stream_groups.py",
                     "commands/stream_args.py", "commands/stream_replies.py", "activeactive/keyed.py",
                     "activeactive/engine.py", "activeactive/backlog.py", "activeactive/links.py", "activeactive/lists.py"],
 }
@@ -50,6 +50,7 @@ HOT = {
 FAST_COMPILE = {"rill.storage.listpack", "rill.storage.rax", "rill.server.evict", "rill.server.commands.strings",
                 "rill.server.commands.lists", "rill.server.commands.stream_args", "rill.server.commands.hashes",
                 "rill.server.commands.sets", "rill.server.commands.zsets", "rill.server.commands.keys",
+                "rill.server.commands.connection",
                 "rill.server.connection"}
 
 
