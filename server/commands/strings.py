@@ -374,7 +374,12 @@ def mset(c: Client, argv: list[bytes]):
         key = argv[j]
         if key in data and not (expires and key in expires):
             data[key] = argv[j + 1]
-            db.touch(key)
+            # db.touch(key), its LRU case written out (as SET's): compiled, the stamp is one
+            # C dict store where touch was a method call per key.
+            if db.lfu:
+                db.touch(key)
+            else:
+                db.access[key] = db.clock
             if db.unshared:
                 db.unshared.pop(key, None)
         else:
