@@ -766,6 +766,11 @@ def _zpop_one(c: Client, key: bytes, from_max: bool):
     if not zs.dict:
         db.delete(key)
         _notify(c, b"del", key, "g")
+    if _COMPILED and not c.resp3:
+        # zsets.pxd writes the usual reply (an integral score) in C.
+        r = _c_pair_reply(Raw, member, score)  # noqa: F821 (see _COMPILED)
+        if r is not None:
+            return r
     f = _format(score)
     if c.resp3:
         return Raw(b"*2\r\n$%d\r\n%b\r\n,%b\r\n" % (len(member), member, f))

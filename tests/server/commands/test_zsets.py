@@ -240,6 +240,19 @@ def test_pops(oracle):
     ])
 
 
+def test_single_pops_of_every_score_form(oracle):
+    """ZPOPMIN/ZPOPMAX key, one pop each: compiled, an integral score's reply is written in C
+    (zsets.pxd's _c_pair_reply) and any other takes the formatter; both as Redis."""
+    oracle.run([
+        ("ZADD", "z", "-9007199254740993", "a", "-9007199254740992", "b", "-9007199254740991", "c",
+         "-12", "d", "-1.5", "e", "-0", "f", "0", "g", "0.1", "h", "7", "i", "1e15", "j",
+         "9007199254740991", "k", "9007199254740992", "l", "1e300", "m", "+inf", "n", "-inf", "o"),
+        ("ZADD", "z", "3", "a" * 300),
+        *[("ZPOPMIN", "z") for _ in range(9)], *[("ZPOPMAX", "z") for _ in range(8)], ("EXISTS", "z"),
+        ("ZADD", "y", "5", ""), ("ZPOPMAX", "y"), ("ZPOPMIN", "nokey"),
+    ])
+
+
 def test_set_operations(oracle):
     oracle.run([
         ("ZADD", "a", "1", "x", "2", "y", "3", "z", "-inf", "n"),
