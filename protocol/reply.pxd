@@ -41,6 +41,17 @@ cdef inline bytes _c_integer_line(value):
     buf[pos] = 58
     return PyBytes_FromStringAndSize(buf + pos, 24 - pos)
 
+# An integer reply: the ready-made line of SMALL_INTS (passed in as small_ints: a module that
+# cimports this file cannot read reply's C globals) for 0 <= v < its length, else the digits
+# written by _c_integer_line. The int is read once in C, where the range test in the .py
+# made SMALL a Python int each time and compared twice.
+cdef inline object _c_int_reply(object value, tuple small_ints):
+    cdef int overflow = 0
+    cdef long long v = PyLong_AsLongLongAndOverflow(value, &overflow)
+    if overflow == 0 and 0 <= v < len(small_ints):
+        return small_ints[v]
+    return _c_integer_line(value)
+
 # The array writers (bulk_array, ranged_array): the reply's size is summed first, a Raw of that
 # size is made (bytes(n): no copy) and every header and value written through a char*. The
 # Raw is new and not yet seen by anyone, so writing into it is safe. Declared here under _c_

@@ -198,10 +198,10 @@ def encode_into(value: Any, out: list[bytes], resp3: bool) -> None:
     elif t is Raw:
         out.append(value)
     elif t is int:
-        if 0 <= value < SMALL:
+        if _COMPILED:
+            out.append(_c_int_reply(value, SMALL_INTS))  # noqa: F821 (see _COMPILED)
+        elif 0 <= value < SMALL:
             out.append(SMALL_INTS[value])
-        elif _COMPILED:
-            out.append(_c_integer_line(value))  # noqa: F821 (see _COMPILED)
         else:
             out.append(b":%d\r\n" % value)
     elif value is None:
