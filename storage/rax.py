@@ -365,8 +365,15 @@ class Rax:
         return self.seek(">=", key)
 
     def seek_gt(self, key: Any) -> tuple[Any, Any] | None:
-        """Smallest entry with key > ``key``."""
-        return self.seek(">", key)
+        """Smallest entry with key > ``key``: the next node of a stream's forward read,
+        so one bisect here rather than seek's dispatch (three calls)."""
+        mx = self._mx
+        bi = bisect_right(mx, key)
+        if bi == len(mx):
+            return None
+        kb = self._kb[bi]
+        i = bisect_right(kb, key)
+        return kb[i], self._vb[bi][i]
 
     def seek_le(self, key: Any) -> tuple[Any, Any] | None:
         """Largest entry with key <= ``key``."""
