@@ -62,7 +62,7 @@ from .stream_args import (
     parse_read_args,
     parse_trim_args,
 )
-from .stream_replies import budget_range, fmt_id, range_bytes, read_reply
+from .stream_replies import budget_range, fmt_id, one_stream_head, range_bytes, read_reply
 from .table import arg, command, command_spec, key_at_index
 
 ID_TOO_SMALL = ReplyError(
@@ -367,7 +367,7 @@ def _xrange(c: Client, argv: list[bytes], rev: bool):
         return Raw(b"*0\r\n")
     if count == 0:
         return NULL_ARRAY
-    return Raw(range_bytes(s, start, end, count if count > 0 else 0, rev) + b"\r\n")
+    return Raw(range_bytes(s, start, end, count if count > 0 else 0, rev, None, b"", True))
 
 
 @command("xrange")
@@ -521,6 +521,11 @@ def xread(c: Client, argv: list[bytes]):
         gt = ids[k]
         if v.length and v.last_valid_id() > gt:
             if budget is None:
+                if n == 1:
+                    # The whole reply in one join (range_bytes' head).
+                    return Raw(range_bytes(
+                        v, gt + 1, ID_MAX, count, False, None, one_stream_head(c, key), True
+                    ))
                 served.append((key, range_bytes(v, gt + 1, ID_MAX, count)))
                 continue
             if budget.spent():
