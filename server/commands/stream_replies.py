@@ -49,7 +49,8 @@ def range_bytes(
 
     ``head`` and ``crlf`` let a whole reply (XRANGE's; XREAD's of one stream, after its
     top level) be this one join, where adding them after copied the entries once more:
-    whole server, XRANGE - + COUNT 100, see docs/hot-core.md (stream_replies' row)."""
+    whole server, XREAD COUNT 100, 54.5k -> 46.0k instructions a call of the handler
+    (docs/hot-core.md, stream_replies' row)."""
     # Uncached nodes come back as RESP pieces (each entry preceded by CRLF, see
     # protocol/stream_entries.py); cached ones as decoded entries whose encodings are kept
     # in _NODE_ENC.
