@@ -4,6 +4,10 @@
 cimport cython
 
 from rill.storage.keyspace cimport Database
+# The Server's per-command fields (its base class's): the write counter perform compares,
+# propagating and blocking the eviction reads, as C reads rather than generic lookups
+# (fastpath.py takes EVICT_FAIL as a constant of its own, so that this is no import cycle).
+from rill.server.fastpath cimport ServerCore
 
 cdef class Evictor:
     # The evictor's state as C fields: perform runs before every command while maxmemory
@@ -11,19 +15,23 @@ cdef class Evictor:
     # read is then a struct read, not the generic attribute lookup (~100 instructions).
     # suspended, maxmemory and tracking are perform's copies of Server states
     # (gates_changed keeps them), and engine the Active-Active engine (None while off).
-    cdef public object server, figure, dirty, policy, kind, untimed_down, evict_down, maxmemory, engine
+    # base_f is the figure's evict_base + clients_normal as a double, kept by the figure
+    # (MemoryFigure._base_changed) where either changes: perform read both, two generic
+    # lookups, an int addition and a conversion per command.
+    cdef public ServerCore server
+    cdef public object figure, dirty, policy, kind, untimed_down, evict_down, maxmemory, engine
     cdef public list pool, snaps, snap_stamps, snap_access, snap_renew, snap_limit, snap_empty, dbs, per_key, per_key_table, active
     cdef public dict waiters
     cdef public Py_ssize_t next_db, samples
     cdef public long long evicted_keys
     cdef public bint running, volatile, lru, timed, lazy, replica_ignores, pooled, suspended, tracking
-    cdef public double exceeded_since, exceeded_total, limit_s, maxmemory_f, under_f
+    cdef public double exceeded_since, exceeded_total, limit_s, maxmemory_f, under_f, base_f
 
     # perform: before every command while maxmemory is set. cpdef, so that _time_proc's
     # call is a C call; the memory figure it adds up is C doubles (the Python floats'
     # operations, in the same order; maxmemory stays a Python int: it goes up to 2**64 - 1).
     # The databases are typed (keyspace.pxd): their fields are C reads here.
-    @cython.locals(used=double, coef=list, per_key=double, per_stamp=double, empty=double, d=Database)
+    @cython.locals(used=double, coef=list, per_key=double, per_stamp=double, empty=double, d=Database, s=ServerCore)
     cpdef int perform(self, Database db=*) except? -1
 
     # _evict_pooled: cpdef, so that perform calls it in C. Its containers typed, so that
@@ -33,7 +41,7 @@ cdef class Evictor:
     @cython.locals(pool=list, dbs=list, candidates=list, snaps=list, snap=list, slots=list,
                    access=dict, stamps=list, n=Py_ssize_t, i=Py_ssize_t, freed=Py_ssize_t,
                    dead=Py_ssize_t, db_id=Py_ssize_t, k=Py_ssize_t, j=Py_ssize_t, end=Py_ssize_t,
-                   lru=bint, populated=bint,
+                   lru=bint, populated=bint, s=ServerCore, plain=dict,
                    db=Database, idle="long long", now="long long", st="long long", worst=double,
                    score=double, per_key=double)
     # used and maxmemory as C doubles: the figure is the Python float perform summed
@@ -52,7 +60,7 @@ cdef bint _COMPILED
 # command and by _evict_pooled per eviction, each was a module-dict lookup and a conversion.
 cdef double _EMPTY_TABLES, _KEY_TABLES, _LRU_STAMP, _LFU_STAMP, _EXACT_BELOW, _UNBOUNDED
 cdef int _OK, _RUNNING, _FAIL
-cdef Py_ssize_t _POOL_MAX
+cdef Py_ssize_t _POOL_MAX, _SAMPLES
 
 # A sample's keys requested from memory together, before its loop reads them one by one:
 # on a cache of 300k keys each key object is a cache miss, and taken in turn (the reference

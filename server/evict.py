@@ -62,6 +62,7 @@ POOL_SIZE = 16
 # each return and each pool test was a module-dict lookup and a conversion
 _OK, _RUNNING, _FAIL = EVICT_OK, EVICT_RUNNING, EVICT_FAIL
 _POOL_MAX = POOL_SIZE
+_SAMPLES = SAMPLES  # perform's "few keys" bound, a C integer compiled
 # Evictions between two looks at whether a fork child has gone, while one keeps a
 # snapshot due for renewal (see Evictor._snapshot)
 RENEW_RECHECK = 1024
@@ -103,6 +104,10 @@ class Evictor:
     def __init__(self, server: Server, figure: MemoryFigure) -> None:
         self.server = server
         self.figure = figure
+        # evict_base + clients_normal, which the figure keeps here (see _base_changed)
+        self.base_f = 0.0
+        figure.evictor = self
+        figure._base_changed()
         self.pool: list[tuple[float, int, bytes]] = []  # ascending: the best candidate last
         # Containers read per eviction, held here (C fields when compiled) rather than
         # reached through the server and the figure each time: none is ever replaced
@@ -208,12 +213,14 @@ class Evictor:
         dirty = s.dirty
         if dirty != self.dirty and db is not None:  # written to since the last call
             self.dirty = dirty
-            if len(db.data) <= SAMPLES or db not in self.active:
+            if len(db.data) <= _SAMPLES or db not in self.active:
                 figure.after_write(db)
         # figure.for_eviction(), inline (its float left as it is: int() of a float costs
         # as much as a line); a change there belongs here too. Compiled, ``used`` is a C
         # double: the same additions in the same order as the Python float they make.
-        used = figure.evict_base + figure.clients_normal
+        # Its first term, evict_base + clients_normal, is the figure's copy here (the
+        # int sum as a float, which is what the first float addition made of it).
+        used = self.base_f
         coef = self.per_key_table
         empty = _EMPTY_TABLES
         for d in self.active:
@@ -532,7 +539,12 @@ class Evictor:
                 # the deletion; compiled, the fields read here are C reads just as there);
                 # a change there belongs here
                 data = db.data
-                if data.pop(key, None) is not None:
+                if type(data) is dict:
+                    plain = data  # compiled, a C dict pop, not a method looked up and called
+                    popped = plain.pop(key, None)
+                else:  # a dict subclass (see evict.pxd)
+                    popped = data.pop(key, None)
+                if popped is not None:
                     scan = db.scan_log
                     if scan is not None and scan.removed(key, data):
                         db.scan_log = None

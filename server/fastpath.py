@@ -16,9 +16,14 @@ from typing import TYPE_CHECKING
 from rill.protocol.reply import Raw, ReplyError, encode_into
 
 from .commands.table import NOSCRIPT, WRITE
-from .evict import EVICT_FAIL
 from .latency import HDR_OF, TABLE_NS, record_long
 from .outcomes import NO_REPLY, Block
+
+# evict.EVICT_FAIL, perform's refusal. Not imported from evict: evict.pxd cimports this
+# module's ServerCore (perform and the eviction read the write counter, propagating and
+# blocking as C fields), so evict's module init imports this one, and an import of evict
+# here would be a cycle. tests/server/test_evict.py checks the two agree.
+EVICT_FAIL = 2
 
 if TYPE_CHECKING:
     from .client import Client

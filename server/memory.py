@@ -192,6 +192,9 @@ class MemoryFigure:
         # for_eviction's parts, summed by refresh(): what is not per key, and the
         # databases that hold keys.
         self.evict_base = self.startup
+        # The Evictor, once there is one: it keeps evict_base + clients_normal as a C
+        # double, which _base_changed updates (perform read the two per command).
+        self.evictor: Any = None
         self.active: list[Database] = []
         # The evictor's per-database snapshots of the keys (Evictor.snaps), once there is
         # one: _refresh_db samples them rather than walking a dict to a random place.
@@ -259,6 +262,15 @@ class MemoryFigure:
             self.peak = used
         return used
 
+    def _base_changed(self) -> None:
+        """evict_base or clients_normal changed (every place that sets either calls this):
+        the evictor's copy of their sum, what Evictor.perform starts its figure from before
+        every command. The int sum as a float: the value the figure's first float
+        addition made of it when perform read the two itself."""
+        evictor = self.evictor
+        if evictor is not None:
+            evictor.base_f = float(self.evict_base + self.clients_normal)
+
     def not_counted_for_evict(self) -> int:
         """What eviction leaves out: replica output buffers and the AOF buffer."""
         return self.clients_replicas + self.aof_buffer
@@ -272,6 +284,7 @@ class MemoryFigure:
         mem = client.memory_usage()
         self.clients_normal += mem - client.mem
         client.mem = mem
+        self._base_changed()
         if self.clients_limit and self.clients_normal >= self.clients_limit:
             self.evict_clients()
 
@@ -281,6 +294,7 @@ class MemoryFigure:
             self.clients_replicas -= client.mem
         else:
             self.clients_normal -= client.mem
+            self._base_changed()
         client.mem = 0
 
     def evict_clients(self) -> None:
@@ -366,6 +380,7 @@ class MemoryFigure:
         self.buffers()
         self.active[:] = active  # in place: the evictor holds this list
         self.evict_base = self.startup + self.backlog + idle_tables
+        self._base_changed()
         self.used()
         if self.clients_limit and self.clients_normal >= self.clients_limit:
             self.evict_clients()
@@ -436,6 +451,7 @@ class MemoryFigure:
                 client.mem = size = client.memory_usage()
                 normal += size
         self.clients_normal, self.clients_replicas = normal, replicas
+        self._base_changed()
         p = self.server.__dict__.get("persistence")
         master = getattr(p, "master", None) if p is not None else None  # replication's master side
         backlog = getattr(master, "backlog", None) if master is not None else None

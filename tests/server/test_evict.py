@@ -567,3 +567,42 @@ def test_the_evictors_copies_of_the_gating_states_follow_every_change():
     server.loading = True
     seen = copies()
     assert seen == fresh() and seen[0]
+
+
+def test_the_evictors_copy_of_the_figures_base_follows_every_change():
+    """perform starts its figure from the evictor's copy of evict_base + clients_normal
+    (MemoryFigure._base_changed keeps it): a client's buffers weighed, a client gone, the
+    cron's refresh and the buffers' sum each change one of the two, and the copy must
+    follow, or the figure eviction compares with maxmemory would be off."""
+    server, c = _server("allkeys-lru")
+    run_inproc(server, c, "CONFIG", "SET", "maxmemory", "100mb")
+    evictor = evictor_of(server)
+    fig = memory_of(server)
+
+    def check(what: str) -> None:
+        assert evictor.base_f == float(fig.evict_base + fig.clients_normal), what
+
+    check("made")
+    other = server.new_client()
+    other.querybuf_len = 50_000  # a big command coming in: weighed at once
+    fig.track(other)
+    assert fig.clients_normal >= 50_000
+    check("track")
+    fig.forget(other)
+    check("forget")
+    _fill(server, c, 100)
+    fig.refresh()
+    check("refresh")
+    other.querybuf_len = 70_000
+    fig.buffers()
+    check("buffers")
+    assert fig.for_eviction() < server.maxmemory
+    assert evictor.perform(server.keyspace.dbs[0]) == EVICT_OK
+
+
+def test_the_dispatchers_copy_of_the_refusal_is_evicts():
+    """fastpath takes EVICT_FAIL as a constant of its own (importing evict there would be
+    an import cycle: evict.pxd cimports fastpath's ServerCore)."""
+    from rill.server import fastpath
+
+    assert fastpath.EVICT_FAIL == evict.EVICT_FAIL
