@@ -61,6 +61,9 @@ cdef bint _COMPILED
 cdef double _EMPTY_TABLES, _KEY_TABLES, _LRU_STAMP, _LFU_STAMP, _EXACT_BELOW, _UNBOUNDED
 cdef int _OK, _RUNNING, _FAIL
 cdef Py_ssize_t _POOL_MAX, _SAMPLES
+# read once per eviction: the sample's random start, and keyspace events' notifier
+cdef object _getrandbits
+cdef dict _NOTIFY_NS
 
 # A sample's keys requested from memory together, before its loop reads them one by one:
 # on a cache of 300k keys each key object is a cache miss, and taken in turn (the reference

@@ -67,7 +67,12 @@ _SAMPLES = SAMPLES  # perform's "few keys" bound, a C integer compiled
 # snapshot due for renewal (see Evictor._snapshot)
 RENEW_RECHECK = 1024
 _random = random.random
-_getrandbits = random.getrandbits
+_getrandbits = random.getrandbits  # compiled, a C global (evict.pxd): no module-dict lookup
+# notify's namespace, where its ``notifier`` lives: compiled, a typed dict (evict.pxd), so
+# that an eviction reads ``notifier`` with one dict lookup rather than a module global and
+# a module attribute (the same object: a module's attributes are its dict's entries, and
+# CONFIG SET notify-keyspace-events, or a test, sets it there)
+_NOTIFY_NS = vars(events)
 # The pool (score, db id, key), ascending, is bisected with (score,): a 1-tuple sorts
 # ahead of every entry of the same score, and no key function is called per probe.
 
@@ -559,7 +564,7 @@ class Evictor:
                 db.keyspace.on_modified(db, key)
             if self.waiters:
                 s.blocking.signal(db_id, key)
-            notifier = events.notifier
+            notifier = _NOTIFY_NS["notifier"]  # events.notifier
             if notifier is not None:
                 notifier(db_id, "e", b"evicted", key)
             self.evicted_keys += 1
