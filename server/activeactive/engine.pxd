@@ -12,9 +12,11 @@ cimport cython
 
 from rill.protocol.effects cimport Effect, clear_section, encode_record, put_op
 from rill.server.activeactive.backlog cimport Backlog
-from rill.server.activeactive.keyed cimport Keyed, now_ms
+# kind_of too: _run_fast and _keyed_made ask it of the value before and after every
+# keyed write, a C call where it was a Python call through the module's globals.
+from rill.server.activeactive.keyed cimport Keyed, kind_of, now_ms
 from rill.server.commands.table cimport Command
-from rill.storage.keyspace cimport Database
+from rill.storage.keyspace cimport Database, _c_data_get
 from rill.storage.stream.active cimport _insert_op
 
 cdef class ActiveActive:
@@ -69,6 +71,14 @@ cdef class ActiveActive:
     @cython.locals(e=Effect, known=dict, mine=dict, keyspace=list)
     cdef object _settle(self, dict last, dict touched, object nops, object count)
     cdef object _apply_op(self, Database db, Effect e, list op)
+
+# The keyed fast path's tables (_keyed_made): typed, so ``name in _INT_COUNTERS`` and
+# ``_ONE_ELEMENT.get`` are C set and dict lookups, not a generic ``in`` and a bound
+# method made and called per write.
+cdef frozenset _INT_COUNTERS
+cdef dict _ONE_ELEMENT
+# Whether the module runs compiled (see engine.py): guards _c_data_get.
+cdef bint _COMPILED
 
 # A received effect's causal check (receive, _ready): dict iteration and lookups in C.
 cdef bint _causes_here(dict vc, dict seen, object origin) except -1

@@ -74,6 +74,16 @@ _KEYED_CATEGORIES = frozenset({
     "@string", "@bitmap", "@hash", "@set", "@sortedset", "@geo", "@hyperloglog", "@list",
 })
 
+def _probe() -> None:
+    """Only its type matters: see _COMPILED."""
+
+
+# Whether this module runs compiled. Compiled, the keyed fast path (_run_fast,
+# _keyed_made) reads a key's value through keyspace.pxd's ``_c_data_get``, a name that
+# exists only in the compiled module; ``_COMPILED`` guards it. It is a dict lookup in C
+# where ``db.data.get(key)`` on the untyped dict made and called a bound method.
+_COMPILED = type(_probe).__name__ != "function"
+
 # _xadd_own's answer when it ran nothing (the generic _run_one then does).
 _NOT_TAKEN = object()
 
@@ -362,7 +372,7 @@ class ActiveActive:
         db = client.db
         key = argv[1]
         where = (db.id, key)
-        before = db.data.get(key)
+        before = _c_data_get(db.data, key) if _COMPILED else db.data.get(key)  # noqa: F821
         if (self.replaying or (kind is None and len(argv) != 2) or where in self.hlls.values
                 or (kind is not _LIST and where in self.lists.keys)):
             return self._run_generic(client, cmd, argv, _KEYS)
@@ -425,7 +435,7 @@ class ActiveActive:
                 counter = True
             else:
                 return False
-            now = db.data.get(key)
+            now = _c_data_get(db.data, key) if _COMPILED else db.data.get(key)  # noqa: F821
             if type(now) is not bytes or now is before or kind_of(now) is not STRING:
                 return False  # a refused INCR leaves the key as it was
         else:
@@ -433,7 +443,7 @@ class ActiveActive:
             if not at or len(argv) != at + 1:
                 return False
             elem = argv[at]
-            now = db.data.get(key)
+            now = _c_data_get(db.data, key) if _COMPILED else db.data.get(key)  # noqa: F821
             if now is None or kind_of(now) is not kind:
                 return False
         expires = db.expires
