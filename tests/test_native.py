@@ -218,6 +218,30 @@ def test_mode_in_info_and_start_up_log():
     assert f"Hot core: {mode}" in server.log()
 
 
+def test_incr_bumps_an_unshared_counter_in_place():
+    """Compiled, INCR rewrites the stored bytes when the database holds the only reference
+    (strings.pxd's _c_bump_in_place); a second holder, or a longer number, gets a new
+    object. Pure, every INCR stores a new object. tests/server/commands/test_strings.py
+    checks that the holders never see a change."""
+    from rill.server.commands import load_all
+    from rill.server.server import Server as RillServer
+    load_all()
+    rill = RillServer()
+    client = rill.new_client()
+    rill.execute(client, [b"SET", b"k", b"%d" % 10])
+    first = id(client.db.data[b"k"])
+    rill.execute(client, [b"INCR", b"k"])
+    assert (id(client.db.data[b"k"]) == first) == server.native.compiled
+    held = client.db.data[b"k"]
+    rill.execute(client, [b"INCR", b"k"])
+    assert client.db.data[b"k"] is not held and held == b"11"
+    del held
+    rill.execute(client, [b"SET", b"k", b"%d" % 99])
+    before = client.db.data[b"k"]
+    rill.execute(client, [b"INCR", b"k"])
+    assert client.db.data[b"k"] is not before and before == b"99"
+
+
 def _other_mode_env() -> dict[str, str]:
     env = dict(os.environ)
     if hot_core()[0] == "pure" and os.environ.get("RILL_PURE") != "1":

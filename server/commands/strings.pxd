@@ -2,7 +2,9 @@
 # a few helpers; the .py stays the reference and runs unchanged without them. See
 # docs/hot-core.md. The handlers themselves stay untyped (a .pxd cannot type a decorated def).
 cimport cython
-from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.ref cimport Py_REFCNT
+from libc.string cimport memcpy
 
 cdef bint _COMPILED
 
@@ -24,6 +26,47 @@ cdef inline bytes _c_counter_bytes(long long v):
         pos -= 1
         buf[pos] = 45
     return PyBytes_FromStringAndSize(buf + pos, 20 - pos)
+
+# PyBytesObject's cached hash (deprecated for readers since 3.11, still in the struct):
+# a bytes object changed in place must forget the hash of its old contents.
+cdef extern from "Python.h":
+    ctypedef struct PyBytesObject:
+        Py_hash_t ob_shash
+
+# INCR's in-place bump (Redis also increments a counter's own object in place when nothing
+# else shares it): overwrite the stored bytes ``s`` with the digits of ``v`` when that is
+# invisible. Only when ``s`` has exactly ``refs`` references (the database dict's and the
+# caller's local), so nothing else can ever observe the change: every holder of a value
+# (a reply not yet written, AOF/replication buffers, MULTI's queue, a COPY under another
+# key, a memoryview, the interned one-byte singletons) owns a reference. And only when the
+# new number has the same length, since a bytes object cannot be resized where it stands.
+# False means nothing was touched: the caller stores a new object as before. ``s`` must be
+# an exact bytes (the caller checked) and is typed object so that Cython passes the
+# caller's own reference, not a cast temporary holding one more.
+@cython.cdivision(True)
+cdef inline bint _c_bump_in_place(object s, long long v, Py_ssize_t refs):
+    cdef unsigned long long u
+    cdef char buf[20]
+    cdef Py_ssize_t pos = 20
+    cdef char* p
+    if Py_REFCNT(s) != refs:
+        return False
+    u = (<unsigned long long>(-(v + 1))) + 1 if v < 0 else <unsigned long long>v
+    while True:
+        pos -= 1
+        buf[pos] = <char>(48 + u % 10)
+        u = u // 10
+        if u == 0:
+            break
+    if v < 0:
+        pos -= 1
+        buf[pos] = 45
+    if 20 - pos != PyBytes_GET_SIZE(s):
+        return False
+    p = PyBytes_AS_STRING(s)
+    memcpy(p, buf + pos, 20 - pos)
+    (<PyBytesObject*>s).ob_shash = -1
+    return True
 
 # A counter's stored value plus ``by``, when the value is the common canonical integer
 # string: an optional '-', then "0" alone or up to 18 digits without a leading zero (so no

@@ -553,7 +553,10 @@ def incr(c: Client, argv: list[bytes]):
         result = _c_incremented(value, 1) if type(value) is bytes else None  # noqa: F821
         if result is None or (db.expires and key in db.expires):
             return _incr(c, key, 1)
-        data[key] = _c_counter_bytes(result)  # noqa: F821
+        # Bumped in place when nothing but the dict and ``value`` refers to it (strings.pxd):
+        # no new object, no dealloc of the old one, no dict store.
+        if not _c_bump_in_place(value, result, 2):  # noqa: F821
+            data[key] = _c_counter_bytes(result)  # noqa: F821
     else:
         # Interpreted, parsing is the costliest step: the value of a string INCR wrote
         # is looked up instead.

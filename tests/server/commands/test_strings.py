@@ -427,6 +427,54 @@ def test_incr_digit_reading_bounds(sbs):
     run(sbs, *script)
 
 
+def test_incr_in_place_is_invisible_to_every_holder(local):
+    """Compiled, INCR overwrites its counter's bytes in place when only the database holds
+    them (strings.pxd's _c_bump_in_place). Whatever else holds the old value must keep it:
+    a reference taken before, a GET's reply not yet written, MULTI's results, a COPY, the
+    propagated stream. And the bumped object must hash as its new contents."""
+    db = local.client.db
+    local("SET", "k", b"%d" % 10)
+    held = db.data[b"k"]
+    assert local("INCR", "k") == b":11\r\n"
+    assert held == b"10" and hash(held) == hash(b"10") and db.data[b"k"] == b"11"
+    del held
+    # A GET's reply and an INCR in one batch, the reply joined only afterwards.
+    local.client.out.clear()
+    local.server.execute_all(local.client, [[b"GET", b"k"], [b"INCR", b"k"], [b"GET", b"k"]])
+    assert b"".join(local.client.out) == b"$2\r\n11\r\n:12\r\n$2\r\n12\r\n"
+    # The cached hash of the old contents is dropped: a hash taken at 12 must not stay.
+    hash(db.data[b"k"])
+    assert local("INCR", "k") == b":13\r\n"
+    assert hash(db.data[b"k"]) == hash(b"13") and db.data[b"k"] in {b"13"}
+    assert local("MULTI") == b"+OK\r\n"
+    for cmd in (("GET", "k"), ("INCR", "k"), ("GET", "k"), ("INCR", "k")):
+        assert local(*cmd) == b"+QUEUED\r\n"
+    assert local("EXEC") == b"*4\r\n$2\r\n13\r\n:14\r\n$2\r\n14\r\n:15\r\n"
+    assert local("COPY", "k", "k2") == b":1\r\n"
+    assert local("INCR", "k") == b":16\r\n" and local("GET", "k2") == b"$2\r\n15\r\n"
+    assert local("INCR", "k2") == b":16\r\n" and local("GET", "k") == b"$2\r\n16\r\n"
+    assert local.effects("INCR", "k") == [[b"INCR", b"k"]]
+    dump = local("DUMP", "k")
+    assert local("RESTORE", "k3", 0, dump[dump.index(b"\r\n") + 2:-2]) == b"+OK\r\n"
+    assert local("INCR", "k") == b":18\r\n" and local("GET", "k3") == b"$2\r\n17\r\n"
+    assert local("OBJECT", "ENCODING", "k") == b"$3\r\nint\r\n"
+    # Across a length change (99 -> 100 cannot be bumped in place) and negatives.
+    local("SET", "n", b"%d" % -101)
+    assert [local("INCR", "n") for _ in range(3)] == [b":-100\r\n", b":-99\r\n", b":-98\r\n"]
+    local("SET", "n", b"%d" % 98)
+    assert [local("INCR", "n") for _ in range(3)] == [b":99\r\n", b":100\r\n", b":101\r\n"]
+    assert local("GET", "n") == b"$3\r\n101\r\n"
+
+
+def test_incr_in_place_matches_redis(sbs):
+    """The in-place bump beside Redis: a value read back between increments, WATCH seeing
+    the change, a COPY that must not move, a pipeline of INCRs and GETs."""
+    run(sbs, ("SET", "c", "5"), ("INCR", "c"), ("GET", "c"), ("COPY", "c", "d"),
+        *[("INCR", "c") for _ in range(6)], ("GET", "c"), ("GET", "d"), ("INCR", "d"),
+        ("GET", "d"), ("OBJECT", "ENCODING", "c"), ("STRLEN", "c"), ("APPEND", "c", "7"),
+        ("INCR", "c"), ("GET", "c"))
+
+
 def test_incrbyfloat_cases(sbs):
     run(
         sbs,
