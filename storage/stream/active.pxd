@@ -3,7 +3,7 @@
 # Only the numbers of a peer's ops are typed; the classes stay ordinary (untyped) ones.
 cimport cython
 
-from rill.storage.stream.stream cimport _StreamCore
+from rill.storage.stream.stream cimport _StreamCore, _fits_u64
 
 cdef bint _COMPILED
 
@@ -18,8 +18,11 @@ cdef object _num(object b)
 cpdef object _pid(object b)
 
 # A local XADD (ActiveStream.add's body): the stream's and the sub-stream's cores typed
-# (C fields, a C call to the sub-stream's add), the last ID's sequence half a C integer.
-@cython.locals(core=_StreamCore, sub=_StreamCore, ls="unsigned long long", r="unsigned long long", op=list,
+# (C fields, a C call to the sub-stream's add), XADD *'s next ID worked out on the last
+# ID's halves as C integers (lms, ls, nm; hi is the Python int the 128-bit ID is made
+# from), the sub-streams a dict (a C lookup).
+@cython.locals(core=_StreamCore, sub=_StreamCore, ls="unsigned long long", r="unsigned long long",
+               lms="unsigned long long", nm="unsigned long long", hi=object, subs=dict, op=list,
                idb=bytes, journal=list)
 cdef object _add_own(object s, list fv, object sid, object now_ms)
 

@@ -110,41 +110,66 @@ def _add_own(s: ActiveStream, fv: list[bytes], sid: int | None, now_ms: int) -> 
     """ActiveStream.add, once per local XADD at an Active-Active writer: a module function
     so that active.pxd can type it while the class stays an ordinary one. Compiled, the
     stream's core fields are C reads and writes (``core``), the sub-stream's append is a
-    C call, next_id's usual cases run on the last ID's halves as C integers, and the
-    journal's ID is written from them as digits (fastread's ``_id_bytes``); next_id, bytes' ``%d``
-    and the attribute protocol were ~8k of the ~17k this cost."""
+    C call, and ``XADD *``'s next ID is worked out on the halves of the last ID that the
+    previous add kept with it (stream.pxd's ``_l_id``, ``_l_ms``, ``_l_seq``) as C
+    integers, as Stream.add does: no 128-bit shift, mask or compare. The journal's ID is
+    written from the halves as digits (fastread's ``_id_bytes``). In-process callgrind,
+    ActiveStream.add alone: see docs/hot-core.md (active.py's row)."""
     core = s
     last = core.last_id
-    if sid is None:
-        # next_id(now_ms), inlined (its rare overflow cases left to it).
-        lm = last >> 64
-        r = s.region
-        if now_ms > lm:
-            sid = now_ms << 64 | r
+    region = s.region
+    if _COMPILED and sid is None and last is core._l_id and _fits_u64(now_ms):  # noqa: F821 (active.pxd)
+        # next_id(now_ms) on the halves: the region's sequence form (n * 256 + region) in
+        # the last ID's ms, or ms_now-region once the clock passed it. Above _SEQ_ROOM the
+        # rare overflow cases are next_id's (below). Either way the ID is above the last.
+        lms = core._l_ms
+        ls = core._l_seq
+        r = region
+        nm = now_ms
+        if nm > lms:
+            hi = now_ms
+            sid = hi << 64 | region
+        elif ls < r:
+            sid = last + (r - ls)  # the same ms: the last ID plus the sequence's step
+        elif ls <= _SEQ_ROOM:
+            sid = last + ((((ls - r) // 256 + 1) * 256 + r) - ls)
         else:
-            ls = last & MASK64
-            if ls < r:
-                sid = lm << 64 | r
-            elif ls <= _SEQ_ROOM:
-                sid = lm << 64 | (((ls - r) // 256 + 1) * 256 + r)
+            sid = s.next_id(now_ms)
+            if sid <= last:
+                raise StreamIDError(
+                    "The ID specified in XADD is equal or smaller than the target stream top item"
+                )
+    else:
+        if sid is None:
+            # next_id(now_ms), inlined (its rare overflow cases left to it).
+            lm = last >> 64
+            r = region
+            if now_ms > lm:
+                sid = now_ms << 64 | r
             else:
-                sid = s.next_id(now_ms)
-    if sid <= last:
-        raise StreamIDError(
-            "The ID specified in XADD is equal or smaller than the target stream top item"
-        )
-    r = s.region
-    sub = s.subs.get(r)
+                ls = last & MASK64
+                if ls < r:
+                    sid = lm << 64 | r
+                elif ls <= _SEQ_ROOM:
+                    sid = lm << 64 | (((ls - r) // 256 + 1) * 256 + r)
+                else:
+                    sid = s.next_id(now_ms)
+        if sid <= last:
+            raise StreamIDError(
+                "The ID specified in XADD is equal or smaller than the target stream top item"
+            )
+    subs = s.subs
+    sub = subs.get(region)
     if sub is None:
-        sub = s._sub(r)
+        sub = s._sub(region)
     sub.add(fv, sid)
     core.length += 1
     core.entries_added += 1
     core.last_id = sid
     if _COMPILED and sub._l_id is sid:
         # The ID's halves as the sub-stream's add kept them, kept for the merged view too
-        # (stream.pxd's _l_id): XADD's reply then formats them as C integers rather than
-        # shifting and masking the 128-bit ID again.
+        # (stream.pxd's _l_id): XADD's reply then formats them as C integers, and the next
+        # add starts from them.
         core._l_id = sid
         core._l_ms = sub._l_ms
         core._l_seq = sub._l_seq
