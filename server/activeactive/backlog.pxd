@@ -29,9 +29,13 @@ cdef inline void _c_put(_Chunk c, Py_ssize_t used, object wire, Py_ssize_t n, Py
     c.meta[at] = end
     c.meta[at - 1] = ts
 
+# The byte counts and the sequence numbers are C integers (sequences and sizes stay far
+# below 2**63): append, once per effect made, was Python int arithmetic on each of them
+# (in-process callgrind of a writer's XADD: see docs/hot-core.md, backlog.py's row).
 cdef class Backlog:
-    cdef public object limit, nbytes, first_seq, _count, _chunks, _deletions
+    cdef public long long limit, nbytes, first_seq, _count
+    cdef public object _chunks, _deletions
 
     @cython.locals(c=_Chunk, n=Py_ssize_t, count=Py_ssize_t, used=Py_ssize_t, end=Py_ssize_t,
                    at=Py_ssize_t, need=Py_ssize_t)
-    cpdef append(self, seq, wire, ts_ms)
+    cpdef append(self, long long seq, wire, long long ts_ms)
