@@ -16,8 +16,10 @@ from rill.server.activeactive.backlog cimport Backlog
 # keyed write, a C call where it was a Python call through the module's globals.
 from rill.server.activeactive.keyed cimport Keyed, kind_of, now_ms
 from rill.server.commands.table cimport Command
+from rill.server.fastpath cimport ClientCore
 from rill.storage.keyspace cimport Database, _c_data_get
 from rill.storage.stream.active cimport _insert_op
+from rill.storage.stream.stream cimport _StreamCore
 
 cdef class ActiveActive:
     cdef dict __dict__
@@ -50,9 +52,10 @@ cdef class ActiveActive:
     # its Database typed so data, expires and id are C reads.
     @cython.locals(db=Database, expires=dict)
     cdef object _run_one(self, object client, object cmd, object argv, object key)
-    # An own XADD's op written from its argv and reply (_run_one's usual case).
+    # An own XADD's op written from its argv and reply (_run_one's usual case): the stream
+    # typed as its core, so last_id and _cgroups are C reads.
     @cython.locals(db=Database, expires=dict)
-    cdef object _xadd_own(self, object client, object cmd, list argv, object key, object s, object ttl_before)
+    cdef object _xadd_own(self, object client, Command cmd, list argv, object key, _StreamCore s, object ttl_before)
     cdef object _put_xadd(self, object db_id, object key, object s, object sid, list argv)
     cdef object _collect_fast(self, Database db, object key, object before, object ttl_before,
                               object name, object argv, object kind)
@@ -82,3 +85,15 @@ cdef bint _COMPILED
 
 # A received effect's causal check (receive, _ready): dict iteration and lookups in C.
 cdef bint _causes_here(dict vc, dict seen, object origin) except -1
+
+cdef bint _COMPILED
+
+# A handler called through its C entry while its module gave it one and it is still the
+# command's handler (table.pxd's Command.centry; fastpath.pxd's _c_call for the
+# dispatcher), else as the Python object it is. The entry casts the client to a
+# ClientCore unchecked, so anything else (a test's stand-in) takes the Python call, whose
+# wrapper checks it.
+cdef inline object _c_handler(Command cmd, object client, object argv):
+    if cmd.centry is not NULL and cmd.centry_of is cmd.handler and isinstance(client, ClientCore):
+        return cmd.centry(client, argv)
+    return cmd.handler(client, argv)

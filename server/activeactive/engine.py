@@ -87,6 +87,15 @@ _COMPILED = type(_probe).__name__ != "function"
 # _xadd_own's answer when it ran nothing (the generic _run_one then does).
 _NOT_TAKEN = object()
 
+
+def _probe() -> None:
+    """Only its type matters: see _COMPILED."""
+
+
+# Whether this module runs compiled (as protocol/parser.py tells it): an own XADD's handler
+# is then called through its C entry (engine.pxd's _c_handler).
+_COMPILED = type(_probe).__name__ != "function"
+
 # How run() treats a write command (see ActiveActive._kind).
 _STREAM, _KEYS, _FLUSH, _SORT, _KEYED = "stream", "keys", "flush", "sort", "keyed"
 
@@ -332,7 +341,9 @@ class ActiveActive:
         db = client.db
         s.journal = None
         try:
-            reply = cmd.handler(client, argv)
+            # Compiled, through the handler's C entry while it has one (engine.pxd's
+            # _c_handler, as fastpath's loop calls it), not as a Python object.
+            reply = _c_handler(cmd, client, argv) if _COMPILED else cmd.handler(client, argv)  # noqa: F821
         except BaseException:
             s.journal = journal
             if s.last_id != last:

@@ -15,6 +15,13 @@ from rill.storage.stream.stream cimport _StreamCore
 @cython.locals(argc=Py_ssize_t, s=_StreamCore, db=Database, server=ServerCore)
 cpdef xadd(ClientCore c, argv)
 
+# XADD's C entry for the dispatcher (table.pxd's Command.centry), bound by the module
+# after registering it: a C call in place of a Python one.
+from rill.server.commands.table cimport Command, _c_set_entry
+
+cdef inline object _e_xadd(object c, object argv):
+    return xadd(<ClientCore>c, argv)
+
 # The reply's ID, its digits written through a pointer into a new bytes (fastread's, which
 # the stream reads use too).
 from rill.storage.stream.fastread cimport _id_bytes

@@ -63,7 +63,7 @@ from .stream_args import (
     parse_trim_args,
 )
 from .stream_replies import budget_range, fmt_id, one_stream_head, range_bytes, read_reply
-from .table import arg, command, command_spec, key_at_index
+from .table import TABLE, arg, command, command_spec, key_at_index
 
 ID_TOO_SMALL = ReplyError(
     "ERR The ID specified in XADD is equal or smaller than the target stream top item"
@@ -255,6 +255,11 @@ def xadd(c: Client, argv: list[bytes]):
 
 
 command("xadd")(xadd)
+
+if _COMPILED:
+    # The dispatcher's C entry for the typed handler (streams.pxd's _e_xadd): a C call from
+    # fastpath's loop and from the Active-Active engine's XADD, not a Python one.
+    _c_set_entry(TABLE.commands[b"xadd"], xadd, _e_xadd)  # noqa: F821
 
 
 def _xadd_general(c: Client, argv: list[bytes]):
