@@ -86,8 +86,6 @@ cdef bint _COMPILED
 # A received effect's causal check (receive, _ready): dict iteration and lookups in C.
 cdef bint _causes_here(dict vc, dict seen, object origin) except -1
 
-cdef bint _COMPILED
-
 # A handler called through its C entry while its module gave it one and it is still the
 # command's handler (table.pxd's Command.centry; fastpath.pxd's _c_call for the
 # dispatcher), else as the Python object it is. The entry casts the client to a

@@ -81,20 +81,13 @@ def _probe() -> None:
 # Whether this module runs compiled. Compiled, the keyed fast path (_run_fast,
 # _keyed_made) reads a key's value through keyspace.pxd's ``_c_data_get``, a name that
 # exists only in the compiled module; ``_COMPILED`` guards it. It is a dict lookup in C
-# where ``db.data.get(key)`` on the untyped dict made and called a bound method.
+# where ``db.data.get(key)`` on the untyped dict made and called a bound method; and an
+# own XADD's handler is called through its C entry (engine.pxd's _c_handler).
 _COMPILED = type(_probe).__name__ != "function"
 
 # _xadd_own's answer when it ran nothing (the generic _run_one then does).
 _NOT_TAKEN = object()
 
-
-def _probe() -> None:
-    """Only its type matters: see _COMPILED."""
-
-
-# Whether this module runs compiled (as protocol/parser.py tells it): an own XADD's handler
-# is then called through its C entry (engine.pxd's _c_handler).
-_COMPILED = type(_probe).__name__ != "function"
 
 # How run() treats a write command (see ActiveActive._kind).
 _STREAM, _KEYS, _FLUSH, _SORT, _KEYED = "stream", "keys", "flush", "sort", "keyed"
