@@ -3,6 +3,8 @@
 # docs/hot-core.md. The handlers themselves stay untyped (a .pxd cannot type a decorated def).
 cimport cython
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.dict cimport PyDict_GetItem
+from cpython.object cimport PyObject
 from cpython.ref cimport Py_REFCNT
 from libc.string cimport memcpy
 
@@ -67,6 +69,12 @@ cdef inline bint _c_bump_in_place(object s, long long v, Py_ssize_t refs):
     memcpy(p, buf + pos, 20 - pos)
     (<PyBytesObject*>s).ob_shash = -1
     return True
+
+# INCR's LRU stamp, skipped when the key already holds this very clock object (the clock
+# changes about once a second, so a busy counter mostly does): a dict read instead of a store.
+cdef inline void _c_stamp(dict access, object key, object clock) except *:
+    if PyDict_GetItem(access, key) != <PyObject*>clock:
+        access[key] = clock
 
 # A counter's stored value plus ``by``, when the value is the common canonical integer
 # string: an optional '-', then "0" alone or up to 18 digits without a leading zero (so no
