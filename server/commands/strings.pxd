@@ -8,26 +8,16 @@ from cpython.object cimport PyObject
 from cpython.ref cimport Py_REFCNT
 from libc.string cimport memcpy
 
+from rill.protocol.reply cimport _c_digits
+
 cdef bint _COMPILED
 
 # A counter's value (INCR/DECR/INCRBY/DECRBY check it is within int64 first) written as its
 # decimal digits into a C buffer: one bytes object, no str.
-@cython.cdivision(True)
 cdef inline bytes _c_counter_bytes(long long v):
-    cdef unsigned long long u
     cdef char buf[20]
-    cdef Py_ssize_t pos = 20
-    u = (<unsigned long long>(-(v + 1))) + 1 if v < 0 else <unsigned long long>v
-    while True:
-        pos -= 1
-        buf[pos] = <char>(48 + u % 10)
-        u = u // 10
-        if u == 0:
-            break
-    if v < 0:
-        pos -= 1
-        buf[pos] = 45
-    return PyBytes_FromStringAndSize(buf + pos, 20 - pos)
+    cdef char* start = _c_digits(v, buf + 20)
+    return PyBytes_FromStringAndSize(start, buf + 20 - start)
 
 # PyBytesObject's cached hash (deprecated for readers since 3.11, still in the struct):
 # a bytes object changed in place must forget the hash of its old contents.
@@ -45,28 +35,15 @@ cdef extern from "Python.h":
 # False means nothing was touched: the caller stores a new object as before. ``s`` must be
 # an exact bytes (the caller checked) and is typed object so that Cython passes the
 # caller's own reference, not a cast temporary holding one more.
-@cython.cdivision(True)
 cdef inline bint _c_bump_in_place(object s, long long v, Py_ssize_t refs):
-    cdef unsigned long long u
     cdef char buf[20]
-    cdef Py_ssize_t pos = 20
-    cdef char* p
+    cdef char* start
     if Py_REFCNT(s) != refs:
         return False
-    u = (<unsigned long long>(-(v + 1))) + 1 if v < 0 else <unsigned long long>v
-    while True:
-        pos -= 1
-        buf[pos] = <char>(48 + u % 10)
-        u = u // 10
-        if u == 0:
-            break
-    if v < 0:
-        pos -= 1
-        buf[pos] = 45
-    if 20 - pos != PyBytes_GET_SIZE(s):
+    start = _c_digits(v, buf + 20)
+    if buf + 20 - start != PyBytes_GET_SIZE(s):
         return False
-    p = PyBytes_AS_STRING(s)
-    memcpy(p, buf + pos, 20 - pos)
+    memcpy(PyBytes_AS_STRING(s), start, buf + 20 - start)
     (<PyBytesObject*>s).ob_shash = -1
     return True
 
