@@ -14,18 +14,42 @@ cpdef encode_into(value, out, bint resp3)
 
 cdef bint _COMPILED
 
-# ``v``'s decimal digits (with a '-' when negative) written backwards so that they end just
-# before ``end``; returns where they start. At most 20 bytes (INT64_MIN). The one digit
-# writer of the integer lines here and of the counters strings.pxd stores.
+# The array writers (bulk_array, ranged_array): the reply's size is summed first, a Raw of that
+# size is made (bytes(n): no copy) and every header and value written through a char*. The
+# Raw is new and not yet seen by anyone, so writing into it is safe. Declared here under _c_
+# names, reached from the .py only behind _COMPILED.
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.float cimport PyFloat_AS_DOUBLE
+from libc.string cimport memcpy
+
 @cython.cdivision(True)
-cdef inline char* _c_digits(long long v, char* end) noexcept:
-    cdef unsigned long long u = (<unsigned long long>(-(v + 1))) + 1 if v < 0 else <unsigned long long>v
+cdef inline Py_ssize_t _c_ndigits(unsigned long long u) noexcept nogil:
+    cdef Py_ssize_t d = 1
+    while u >= 10:
+        u = u // 10
+        d += 1
+    return d
+
+# Writes the nd digits of u at p; returns p + nd.
+@cython.cdivision(True)
+cdef inline char* _c_put_digits(char* p, unsigned long long u, Py_ssize_t nd) noexcept nogil:
+    cdef char* q = p + nd
     while True:
-        end -= 1
-        end[0] = <char>(48 + u % 10)
+        q -= 1
+        q[0] = <char>(48 + u % 10)
         u = u // 10
         if u == 0:
             break
+    return p + nd
+
+# ``v``'s decimal digits (with a '-' when negative) written so that they end just before
+# ``end``; returns where they start. At most 20 bytes (INT64_MIN). What the integer lines
+# here and the counters strings.pxd stores are written with.
+cdef inline char* _c_digits(long long v, char* end) noexcept nogil:
+    cdef unsigned long long u = (<unsigned long long>(-(v + 1))) + 1 if v < 0 else <unsigned long long>v
+    cdef Py_ssize_t nd = _c_ndigits(u)
+    end -= nd
+    _c_put_digits(end, u, nd)
     if v < 0:
         end -= 1
         end[0] = 45
@@ -56,34 +80,6 @@ cdef inline object _c_int_reply(object value, tuple small_ints):
     if overflow == 0 and 0 <= v < len(small_ints):
         return small_ints[v]
     return _c_integer_line(value)
-
-# The array writers (bulk_array, ranged_array): the reply's size is summed first, a Raw of that
-# size is made (bytes(n): no copy) and every header and value written through a char*. The
-# Raw is new and not yet seen by anyone, so writing into it is safe. Declared here under _c_
-# names, reached from the .py only behind _COMPILED.
-from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from cpython.float cimport PyFloat_AS_DOUBLE
-from libc.string cimport memcpy
-
-@cython.cdivision(True)
-cdef inline Py_ssize_t _c_ndigits(unsigned long long u) noexcept nogil:
-    cdef Py_ssize_t d = 1
-    while u >= 10:
-        u = u // 10
-        d += 1
-    return d
-
-# Writes the nd digits of u at p; returns p + nd.
-@cython.cdivision(True)
-cdef inline char* _c_put_digits(char* p, unsigned long long u, Py_ssize_t nd) noexcept nogil:
-    cdef char* q = p + nd
-    while True:
-        q -= 1
-        q[0] = <char>(48 + u % 10)
-        u = u // 10
-        if u == 0:
-            break
-    return p + nd
 
 # "<lead><n>\r\n" at p ('*' for an array, '$' for a bulk header); returns the end.
 cdef inline char* _c_put_line(char* p, char lead, Py_ssize_t n) noexcept nogil:
