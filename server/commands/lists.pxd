@@ -39,3 +39,102 @@ cdef inline object _e_lpop(object c, object argv):
 
 cdef inline object _e_rpop(object c, object argv):
     return rpop(<ClientCore>c, argv)
+
+# LRANGE (the LRANGE_100 row: a 100-element reply from a list), typed so that the dispatcher
+# calls it through its C entry and its common case runs in C (_c_lrange below); registered
+# after its definition like the pushes.
+cpdef lrange(ClientCore c, argv)
+
+cdef inline object _e_lrange(object c, object argv):
+    return lrange(<ClientCore>c, argv)
+
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.ref cimport Py_INCREF
+from rill.protocol.reply cimport _c_bulk_array
+
+# An index argument in string2ll's plain form, read in C: "0", or an optional '-' and 1 to
+# 18 digits without a leading zero (always within int64). False for anything else ("-0",
+# "+1", "01", 19 or 20 digits, not bytes): the caller then reads it with _long, which
+# accepts or refuses it exactly as Redis does.
+cdef inline bint _c_index(object arg, long long* out) noexcept:
+    cdef const char* s
+    cdef Py_ssize_t n, i = 0
+    cdef bint neg = False
+    cdef long long v = 0
+    if type(arg) is not bytes:
+        return False
+    n = PyBytes_GET_SIZE(arg)
+    s = PyBytes_AS_STRING(arg)
+    if n == 1 and s[0] == 48:
+        out[0] = 0
+        return True
+    if n > 0 and s[0] == 45:
+        neg = True
+        i = 1
+    if i == n or n - i > 18 or s[i] == 48:
+        return False
+    while i < n:
+        if s[i] < 48 or s[i] > 57:
+            return False
+        v = v * 10 + (s[i] - 48)
+        i += 1
+    out[0] = -v if neg else v
+    return True
+
+# LRANGE's common case: both indices plain (_c_index), else None before anything is looked
+# up, and the .py's general path reads them (and replies their error, which Redis gives
+# before it looks the key up). Then the key's lookup through the typed database, the span
+# clamped as storage/ranges.py's index_span does, the elements taken from the deque by its
+# iterator from the nearer end (what ListValue.range does, without islice and reverse: a
+# span read from the tail is stored from the last slot down) and the reply written into one
+# Raw by reply.pxd's _c_bulk_array. Its arguments are lists.py's own objects (a .pxd's inline
+# code does not read the module's globals): the list type, Raw, EMPTY_ARRAY and WRONGTYPE.
+cdef inline object _c_lrange(ClientCore c, object argv, object list_type, object raw, object empty,
+                             object wrongtype):
+    cdef long long start = 0, end = 0
+    cdef Py_ssize_t n, k, count
+    cdef Database db
+    cdef list items
+    cdef object lst, it, v, r
+    if not _c_index(argv[2], &start) or not _c_index(argv[3], &end):
+        return None
+    db = c.db
+    lst = db.lookup_read(argv[1])
+    if lst is None:
+        return empty
+    if type(lst) is not list_type:
+        raise wrongtype
+    n = len(lst)
+    if start < 0:
+        start += n
+    if end < 0:
+        end += n
+    if start < 0:
+        start = 0
+    if start > end or start >= n:
+        return empty
+    if end >= n:
+        end = n - 1
+    count = <Py_ssize_t>(end - start + 1)
+    items = PyList_New(count)
+    if start <= n - 1 - end:
+        it = iter(lst)
+        for k in range(<Py_ssize_t>start):
+            next(it)
+        for k in range(count):
+            v = next(it)
+            Py_INCREF(v)
+            PyList_SET_ITEM(items, k, v)
+    else:
+        it = reversed(lst)
+        for k in range(<Py_ssize_t>(n - 1 - end)):
+            next(it)
+        for k in range(count - 1, -1, -1):
+            v = next(it)
+            Py_INCREF(v)
+            PyList_SET_ITEM(items, k, v)
+    r = _c_bulk_array(raw, items)
+    if r is None:  # an element not bytes: written as lists.py's _bulk_array writes it
+        r = raw(b"*%d\r\n" % count + b"".join([b"$%d\r\n%b\r\n" % (len(e), e) for e in items]))
+    return r

@@ -221,14 +221,23 @@ def lindex(c: Client, argv: list[bytes]):
     return lst.get(_long(argv[2]))
 
 
-@command("lrange")
 def lrange(c: Client, argv: list[bytes]):
+    if _COMPILED:
+        # lists.pxd's _c_lrange: both indices read in C, the key looked up through the typed
+        # database and the reply written from the list into one buffer; None, before any
+        # lookup, when an index is not in string2ll's plain form (the path below says why).
+        reply = _c_lrange(c, argv, ListValue, Raw, EMPTY_ARRAY, WRONGTYPE)  # noqa: F821 (see _COMPILED)
+        if reply is not None:
+            return reply
     start = _long(argv[2])
     end = _long(argv[3])
     lst = _list_read(c, argv[1])
     if lst is None:
         return EMPTY_ARRAY
     return _bulk_array(lst.range(start, end))
+
+
+command("lrange")(lrange)
 
 
 @command("lpos")
@@ -386,6 +395,7 @@ if _COMPILED:
     _c_set_entry(TABLE.commands[b"rpush"], rpush, _e_rpush)  # noqa: F821
     _c_set_entry(TABLE.commands[b"lpop"], lpop, _e_lpop)  # noqa: F821
     _c_set_entry(TABLE.commands[b"rpop"], rpop, _e_rpop)  # noqa: F821
+    _c_set_entry(TABLE.commands[b"lrange"], lrange, _e_lrange)  # noqa: F821
 
 
 def _pop_range_with_key(c: Client, key: bytes, lst: ListValue, left: bool, count: int) -> list:
