@@ -123,7 +123,7 @@ def test_command_counters_belong_to_their_server(clocked):
 _TYPED = {b"get": [b"GET", b"k"], b"set": [b"SET", b"k", b"v"], b"mset": [b"MSET", b"k", b"v"],
           b"incr": [b"INCR", b"n"], b"hset": [b"HSET", b"h", b"f", b"v"], b"sadd": [b"SADD", b"s", b"m"],
           b"lpush": [b"LPUSH", b"l", b"a"], b"rpush": [b"RPUSH", b"l", b"a"], b"lpop": [b"LPOP", b"l"],
-          b"rpop": [b"RPOP", b"l"], b"zpopmin": [b"ZPOPMIN", b"z"], b"ping": [b"PING"]}
+          b"rpop": [b"RPOP", b"l"], b"lrange": [b"LRANGE", b"l", b"0", b"-1"], b"zpopmin": [b"ZPOPMIN", b"z"], b"ping": [b"PING"]}
 
 
 @pytest.mark.parametrize("name", list(_TYPED))

@@ -21,6 +21,24 @@ def oracle(request):
     return request.getfixturevalue("sbs" if request.param == "resp2" else "sbs3")
 
 
+# Index spellings at the edges of LRANGE's C reading (lists.pxd's _c_index: "0" or an optional
+# '-' and up to 18 digits without a leading zero) and past it, which the general path reads.
+_INDEXES = ["0", "1", "-1", "-0", "+1", "01", "-01", "7", "-7", "149", "-150", "-151", "150", "299",
+            "123456789012345678", "-123456789012345678", "1234567890123456789", "9223372036854775807",
+            "-9223372036854775808", "9223372036854775808", "", "-", "1.5", " 1", "1 "]
+
+
+def test_lrange_index_forms_and_both_ends(oracle):
+    """Every pair of index spellings on a 300-element list (spans read from the head and
+    from the tail), on a missing key and on a string (the index error comes first)."""
+    cmds = [("RPUSH", "l", *[f"e{i}" for i in range(300)]), ("SET", "str", "x"),
+            ("RPUSH", "odd", "x" * 5000, "", "12", "y" * 70)]
+    for key in ("l", "nokey", "str", "odd"):
+        cmds += [("LRANGE", key, a, b) for a in _INDEXES for b in _INDEXES]
+    cmds.append(("LRANGE", "l"))
+    oracle.run(cmds)
+
+
 def test_push_len_range(oracle):
     oracle.run([
         ("RPUSH", "l", "a", "b", "c"),
