@@ -41,3 +41,18 @@ cdef inline long long _c_wall_ms() noexcept nogil:
 
 # cpdef, so that XADD's call of it is a C call (the clock hook, then _c_wall_ms).
 cpdef object now_ms()
+
+# XRANGE and XREVRANGE (the bench's XRANGE COUNT 10 and COUNT 100 rows) with the client and
+# its database typed and C entries: the dispatcher's call of the handler, the handler's of
+# _xrange and the key's lookup are C calls (stream_read's check written in _xrange), where
+# each was a Python call.
+@cython.locals(argc=Py_ssize_t, j=Py_ssize_t, db=Database)
+cpdef _xrange(ClientCore c, argv, bint rev)
+cpdef xrange_(ClientCore c, argv)
+cpdef xrevrange(ClientCore c, argv)
+
+cdef inline object _e_xrange(object c, object argv):
+    return xrange_(<ClientCore>c, argv)
+
+cdef inline object _e_xrevrange(object c, object argv):
+    return xrevrange(<ClientCore>c, argv)

@@ -367,22 +367,35 @@ def _xrange(c: Client, argv: list[bytes], rev: bool):
             else:
                 raise SYNTAX_ERR
             j += 1
-    s = stream_read(c, argv[1])
+    # stream_read's lookup and check, here so that compiled (streams.pxd) the database is a
+    # C read and its lookup a C call, not a Python call through stream_read.
+    db = c.db
+    s = db.lookup_read(argv[1])
     if s is None:
         return Raw(b"*0\r\n")
+    if type(s) is not Stream and not isinstance(s, Stream):
+        raise WRONGTYPE
     if count == 0:
         return NULL_ARRAY
     return Raw(range_bytes(s, start, end, count if count > 0 else 0, rev, None, b"", True))
 
 
-@command("xrange")
 def xrange_(c: Client, argv: list[bytes]):
     return _xrange(c, argv, False)
 
 
-@command("xrevrange")
 def xrevrange(c: Client, argv: list[bytes]):
     return _xrange(c, argv, True)
+
+
+# Registered after their definition: streams.pxd types them (a .pxd cannot type a decorated def).
+command("xrange")(xrange_)
+command("xrevrange")(xrevrange)
+
+if _COMPILED:
+    # Their C entries (streams.pxd's _e_xrange, _e_xrevrange), as XADD's.
+    _c_set_entry(TABLE.commands[b"xrange"], xrange_, _e_xrange)  # noqa: F821
+    _c_set_entry(TABLE.commands[b"xrevrange"], xrevrange, _e_xrevrange)  # noqa: F821
 
 
 @command("xlen")

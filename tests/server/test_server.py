@@ -123,7 +123,9 @@ def test_command_counters_belong_to_their_server(clocked):
 _TYPED = {b"get": [b"GET", b"k"], b"set": [b"SET", b"k", b"v"], b"mset": [b"MSET", b"k", b"v"],
           b"incr": [b"INCR", b"n"], b"hset": [b"HSET", b"h", b"f", b"v"], b"sadd": [b"SADD", b"s", b"m"],
           b"lpush": [b"LPUSH", b"l", b"a"], b"rpush": [b"RPUSH", b"l", b"a"], b"lpop": [b"LPOP", b"l"],
-          b"rpop": [b"RPOP", b"l"], b"lrange": [b"LRANGE", b"l", b"0", b"-1"], b"zpopmin": [b"ZPOPMIN", b"z"], b"ping": [b"PING"]}
+          b"rpop": [b"RPOP", b"l"], b"lrange": [b"LRANGE", b"l", b"0", b"-1"],
+          b"xrange": [b"XRANGE", b"x", b"-", b"+"], b"xrevrange": [b"XREVRANGE", b"x", b"+", b"-", b"COUNT", b"1"],
+          b"zpopmin": [b"ZPOPMIN", b"z"], b"ping": [b"PING"]}
 
 
 @pytest.mark.parametrize("name", list(_TYPED))
@@ -132,7 +134,8 @@ def test_a_replaced_handler_is_the_one_the_loop_calls(clocked, monkeypatch, name
     _c_call); the entry stands only for the handler it was made for, so a command whose
     handler is replaced runs the new one, and one put back runs as before."""
     server, client, _ = clocked
-    fill = ([b"RPUSH", b"l", b"x", b"y", b"z"], [b"ZADD", b"z", b"1", b"a", b"2", b"b", b"3", b"c"])
+    fill = ([b"RPUSH", b"l", b"x", b"y", b"z"], [b"ZADD", b"z", b"1", b"a", b"2", b"b", b"3", b"c"],
+            [b"XADD", b"x", b"1-1", b"f", b"v"], [b"XADD", b"x", b"2-1", b"g", b"w"])
     run(server, client, *fill)
     cmd = server.table.lookup_name(name)
     original = cmd.handler
