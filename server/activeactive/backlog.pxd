@@ -15,7 +15,7 @@ cdef class _Chunk:
     cdef public object buf
     cdef long long[::1] meta
     cdef unsigned char[::1] view
-    cdef public Py_ssize_t size, top, seq, count, used, head
+    cdef public Py_ssize_t size, top, seq, count, used, head, dels
 
 # Record wire (n bytes) into chunk c at offset used, its end and time at meta[at] and
 # meta[at - 1] (append checked that it fits). Bytes are memcpy'd; any other buffer goes
@@ -38,4 +38,4 @@ cdef class Backlog:
 
     @cython.locals(c=_Chunk, n=Py_ssize_t, count=Py_ssize_t, used=Py_ssize_t, end=Py_ssize_t,
                    at=Py_ssize_t, need=Py_ssize_t)
-    cpdef append(self, long long seq, wire, long long ts_ms)
+    cpdef append(self, long long seq, wire, long long ts_ms, bint may_delete=*)

@@ -129,6 +129,9 @@ PERSIST = -1
 
 # Ops that leave bookkeeping behind at their origin (see ActiveActive._bookkeep).
 _BOOKKEPT = frozenset({b"DEL", b"GDESTROY", b"EXPIRE", b"GCREATE", b"CDEL", b"HLLDEL", b"LDEL"})
+# The ops a released backlog record is kept aside for (state.py's _DELETIONS: a full sync
+# re-applies them).
+_DELETIONS = frozenset({b"XDEL", b"XTRIM", b"DEL"})
 # The ops of strings, hashes, sets and sorted sets (keyed.py).
 _CELL_OPS = frozenset({b"CSET", b"CINC", b"CREM", b"CDEL"})
 
@@ -790,10 +793,18 @@ class ActiveActive:
         clock = self._clock_parts
         if clock is None:
             clock = self._clock_parts = encode_clock(self.vc, region)
+        # Whether the record may delete (the backlog keeps those aside when released):
+        # only the unit's ops can, ``pre`` holds none (XADD, CSET, CINC).
+        deleting = False
+        bookkept = False
         for _db, op in unit:
-            if op[0] in _BOOKKEPT:
-                self._bookkeep(Effect(region, seq, ts, dict(self.vc), unit))
-                break
+            name = op[0]
+            if name in _BOOKKEPT:
+                bookkept = True
+            if name in _DELETIONS:
+                deleting = True
+        if bookkept:
+            self._bookkeep(Effect(region, seq, ts, dict(self.vc), unit))
         self.vc[region] = seq
         # The compact record, made once: what the backlog holds, the links send (many
         # to an APPLY) and the AOF keeps. Ops their writers encoded (``pre``) come first,
@@ -807,7 +818,7 @@ class ActiveActive:
             self.pre_n = 0
         else:
             wire = encode_compact(region, seq, ts, clock, unit)
-        self.backlog.append(seq, wire, ts)
+        self.backlog.append(seq, wire, ts, deleting)
         if not self.quiet_seals:
             for callback in self.on_sealed:
                 callback(seq)

@@ -87,6 +87,28 @@ def test_release_drops_what_every_peer_has_but_keeps_deletions_aside():
     assert [s for s, _ in b.records_from(7)] == [7]
 
 
+def test_records_said_not_to_delete_are_not_kept_aside():
+    """append's may_delete=False (the engine's word for an effect with no XDEL, XTRIM or
+    DEL op) is taken: such records go at release without their bytes being read, while a
+    record appended as usual (may delete) in the same run is still kept aside."""
+    b = Backlog(1 << 20)
+    b.append(1, deleting(1), 1, False)  # bytes that look like a deletion, said not to be one
+    b.append(2, rec(2), 2, False)
+    assert b.release(2) == 2
+    assert b.deletion_records() == [] and b.nbytes == 0
+    b.append(3, deleting(3), 3, False)
+    b.append(4, deleting(4), 4)
+    b.append(5, rec(5), 5, False)
+    assert b.release(5) == 3
+    # (The run holding a record that may delete is read whole: record 3 may go aside too.)
+    kept = b.deletion_records()
+    assert (4, deleting(4)) in kept and (5, rec(5)) not in kept
+    # The emptied chunk starts over: records said not to delete are again not read.
+    b.append(6, deleting(6), 6, False)
+    assert b.release(6) == 1
+    assert b.deletion_records() == kept
+
+
 def test_past_the_limit_the_deletions_kept_aside_go_first():
     size = record_size(rec(1))
     b = Backlog(2 * size + len(deleting(1)))
