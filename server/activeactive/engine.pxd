@@ -18,7 +18,7 @@ from rill.server.activeactive.keyed cimport Keyed, kind_of, now_ms
 from rill.server.commands.table cimport Command
 from rill.server.fastpath cimport ClientCore
 from rill.storage.keyspace cimport Database, _c_data_get
-from rill.storage.stream.active cimport _insert_op
+from rill.storage.stream.active cimport _insert_op, own_add
 from rill.storage.stream.stream cimport _StreamCore
 
 cdef class ActiveActive:

@@ -38,7 +38,7 @@ from rill.protocol.effects import (
 from rill.protocol.reply import ReplyError
 from rill.storage.list import ListValue
 from rill.storage.stream import Stream, format_sid
-from rill.storage.stream.active import ActiveStream, _insert_op
+from rill.storage.stream.active import ActiveStream, _insert_op, own_add
 
 from .. import notify as events
 from ..commands.table import WRITE
@@ -328,26 +328,25 @@ class ActiveActive:
         here, while the effect being made has no list ops: its op is written straight into
         the effect's section (``pre``) from what the command already has, its argv and the
         ID it replies, and seal only adds the header. The stream journals nothing meanwhile
-        (``journal`` None: ActiveStream.add makes no op list). Returns ``_NOT_TAKEN``, having
+        (active.py's ``own_add``: ActiveStream.add makes no op list). Returns ``_NOT_TAKEN``, having
         run nothing, when the stream's journal holds ops already (they must go first)."""
-        journal = s.journal
-        if journal:
+        if s.journal:
             return _NOT_TAKEN
         last = s.last_id
         db = client.db
-        s.journal = None
+        own_add(s)
         try:
             # Compiled, through the handler's C entry while it has one (engine.pxd's
             # _c_handler, as fastpath's loop calls it), not as a Python object.
             reply = _c_handler(cmd, client, argv) if _COMPILED else cmd.handler(client, argv)  # noqa: F821
         except BaseException:
-            s.journal = journal
+            own_add(None)
             if s.last_id != last:
                 # Added, then failed (a keyspace event's subscriber, say): the entry is
                 # here, so its op goes with the effect, as a journaled one would.
                 self._put_xadd(db.id, key, s, format_sid(s.last_id), argv)
             raise
-        s.journal = journal
+        own_add(None)
         self._put_xadd(db.id, key, s, reply if type(reply) is bytes else format_sid(s.last_id), argv)
         expires = db.expires
         if expires:

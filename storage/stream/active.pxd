@@ -28,6 +28,11 @@ cdef object _add_own(object s, list fv, object sid, object now_ms)
 
 cdef unsigned long long _SEQ_ROOM
 
+# The stream whose adds the engine records itself (own_add): a C global, and its setter a
+# C call from the engine (cpdef: the .py engine calls it by name).
+cdef object _own_add
+cpdef object own_add(object s)
+
 # A peer's XADD op appended to its sub-stream (ActiveStream.insert_op's body): the cores typed.
 # cpdef so that the engine's _apply_op cimports it: a C call, not insert_op's method call.
 @cython.locals(core=_StreamCore, sub=_StreamCore, fv=list)

@@ -106,6 +106,22 @@ def _pid(b: bytes) -> int:
     return int(ms) << 64 | int(seq)
 
 
+# The stream whose adds the engine records itself while it runs an own XADD (engine.py's
+# _xadd_own writes the op from the command's argv and reply): _add_own journals nothing
+# for it. A module variable, set and cleared around the handler by ``own_add``, where the
+# stream's ``journal`` slot was set to None and back: compiled, a C store and a pointer
+# test in place of two slot writes and two slot reads (each a generic attribute lookup
+# through the class's bases). Whole-writer callgrind, XADD with two peers: see
+# docs/hot-core.md (active.py's row).
+_own_add = None
+
+
+def own_add(s: object) -> None:
+    """Make ``s`` the stream whose adds journal nothing (None: no stream)."""
+    global _own_add
+    _own_add = s
+
+
 def _add_own(s: ActiveStream, fv: list[bytes], sid: int | None, now_ms: int) -> int:
     """ActiveStream.add, once per local XADD at an Active-Active writer: a module function
     so that active.pxd can type it while the class stays an ordinary one. Compiled, the
@@ -175,9 +191,9 @@ def _add_own(s: ActiveStream, fv: list[bytes], sid: int | None, now_ms: int) -> 
         core._l_seq = sub._l_seq
     if core.length == 1:
         core.first_id = sid
-    journal = s.journal
-    if journal is None:
+    if s is _own_add:
         return sid  # the caller records the op itself (the engine's XADD from its argv)
+    journal = s.journal
     if _COMPILED:
         idb = _id_bytes(sid >> 64, sid & MASK64)  # noqa: F821 (see _COMPILED)
     else:
@@ -289,9 +305,9 @@ class ActiveStream(Stream):
         self.subs: dict[int, Stream] = {}
         # (region, sub) in region order: the merge's tie order.
         self._order: list[tuple[int, Stream]] = []
-        # None while the engine records an own XADD's op itself (engine.py's _xadd_own):
-        # add() then journals nothing.
-        self.journal: list[list[bytes]] | None = []
+        # The ops of local mutations (add() journals none while the engine records an
+        # own XADD's op itself: see own_add).
+        self.journal: list[list[bytes]] = []
         self._gs: dict[bytes, _GroupState] = {}
         self.group_vc: dict[bytes, dict[int, int]] = {}
 
