@@ -87,9 +87,10 @@ def test_the_pxd_files_reach_the_compiled_build():
 
     assert bool(effects.Effect.__flags__ & (1 << 9)) != protocol.native.compiled
     # The Active-Active engine (server/activeactive/engine.pxd cimports backlog.pxd).
-    from rill.server.activeactive import backlog, engine
+    # The links (server/activeactive/links.pxd): a peer's fields and the flush's calls.
+    from rill.server.activeactive import backlog, engine, links
 
-    for cls in (engine.ActiveActive, backlog.Backlog):
+    for cls in (engine.ActiveActive, backlog.Backlog, links.PeerLinks, links.Peer):
         assert bool(cls.__flags__ & (1 << 9)) != server.native.compiled, cls
     # The dispatcher's typed classes (server/fastpath.pxd cimports the other two).
     from rill.server import commandstats, connection, evict, fastpath, iostats

@@ -391,8 +391,14 @@ class PeerLinks:
         peers = self.peers
         if not peers:
             return
-        floor = min(p.acked for p in peers)
-        if floor and all(p.id for p in peers):
+        # A loop, not min() and all() over generators: this runs at every acknowledgement.
+        floor = None
+        for p in peers:
+            if not p.id:
+                return
+            if floor is None or p.acked < floor:
+                floor = p.acked
+        if floor:
             self.engine.backlog.release(floor)
 
     # -- the links' lives ----------------------------------------------------------------------
