@@ -43,6 +43,11 @@ class ReplyReader:
         self.buf += data
 
     def gets(self) -> Any:
+        if self.pos >= len(self.buf):
+            # Nothing buffered (a link's read, its acknowledgements taken by integers(),
+            # usually ends here): answered without _parse's _Short raised and caught,
+            # which cost an interpreted exception per read.
+            return INCOMPLETE
         try:
             value, end = self._parse(self.pos, 0)
         except _Short:
