@@ -38,6 +38,17 @@ _BLOCK = 1024  # max keys per block; a middle insert splits a full block in halv
 _MISSING = object()
 
 
+def _probe() -> None:
+    """Only its type matters: see _COMPILED."""
+
+
+# Whether this module runs compiled (what ``cython.compiled`` says, without importing
+# Cython). Compiled, the hot bisects are rax.pxd's ``_c_bisect_left``, the bisect module's
+# loop without a Python call around it; the name exists only in the compiled module, and
+# ``_COMPILED`` guards it.
+_COMPILED = type(_probe).__name__ != "function"
+
+
 class Rax:
     """An ordered map from comparable keys (ints for streams) to values."""
 
@@ -233,11 +244,18 @@ class Rax:
             # (~540 instructions, callgrind). Both give bisect_left's index.
             if mx and key <= mx[0]:
                 bi = 0
+            elif _COMPILED:
+                bi = _c_bisect_left(mx, key)  # noqa: F821 (see _COMPILED)
             else:
                 bi = bisect_left(mx, key)
             if bi < len(mx):
                 kb = kbs[bi]
-                i = 0 if kb[0] == key else bisect_left(kb, key)
+                if kb[0] == key:
+                    i = 0
+                elif _COMPILED:
+                    i = _c_bisect_left(kb, key)  # noqa: F821 (see _COMPILED)
+                else:
+                    i = bisect_left(kb, key)
                 if kb[i] == key:
                     nb = len(kb)
                     m = min(n - j, nb - i)

@@ -7,15 +7,18 @@
 # objects: IDs are 128-bit ints, times are read back by interpreted code (XPENDING, XINFO,
 # persistence), and a typed field would make a new int at every such read.
 cimport cython
+from rill.storage.rax cimport Rax
 
 cdef class NACK:
     cdef public object delivery_time, delivery_count, consumer
 
 cdef class Consumer:
-    cdef public object name, seen_time, active_time, pel
+    cdef public object name, seen_time, active_time
+    cdef public Rax pel
 
 cdef class ConsumerGroup:
-    cdef public object name, last_id, entries_read, pel, consumers, nacked
+    cdef public object name, last_id, entries_read, consumers, nacked
+    cdef public Rax pel
 
     @cython.locals(c=Consumer)
     cpdef tuple get_or_create_consumer(self, name, now_ms)
