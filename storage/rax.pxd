@@ -7,7 +7,7 @@
 # extend, XACK's pop_many, last_key) are cpdef, so groups.pxd, which types the PELs as
 # Rax, calls them in C. Keys and values stay Python objects (128-bit ints, NACKs, nodes).
 cimport cython
-from cpython.object cimport PyObject_RichCompareBool, Py_LT
+from cpython.object cimport PyObject_RichCompareBool, Py_EQ, Py_LT
 
 cdef bint _COMPILED
 
@@ -52,3 +52,18 @@ cdef inline Py_ssize_t _c_bisect_left(list a, object x) except -1:
         else:
             hi = mid
     return lo
+
+
+# pop_many's run: how many of keys[j:j+m] equal kb[i:i+m] pair by pair from the start (the
+# first pair is known equal), compared in place where the .py compares two slices.
+cdef inline Py_ssize_t _c_run(list keys, Py_ssize_t j, list kb, Py_ssize_t i, Py_ssize_t m) except -1:
+    cdef Py_ssize_t k = 1
+    cdef int r
+    while k < m:
+        r = PyObject_RichCompareBool(keys[j + k], kb[i + k], Py_EQ)
+        if r < 0:
+            return -1
+        if not r:
+            break
+        k += 1
+    return k

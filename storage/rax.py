@@ -260,23 +260,35 @@ class Rax:
                     nb = len(kb)
                     m = min(n - j, nb - i)
                     if m > 1:
-                        # The run compared without copying a list that it spans whole.
-                        ks = keys if j == 0 and m == n else keys[j : j + m]
-                        bs = kb if i == 0 and m == nb else kb[i : i + m]
-                        if ks != bs:
-                            k = 1
-                            while k < m and keys[j + k] == kb[i + k]:
-                                k += 1
-                            m = k
+                        if _COMPILED:
+                            # Pair by pair in C: no slice to build, compare and free.
+                            m = _c_run(keys, j, kb, i, m)  # noqa: F821 (see _COMPILED)
+                        else:
+                            # The run compared in C (list ==), without copying a list
+                            # that it spans whole.
+                            ks = keys if j == 0 and m == n else keys[j : j + m]
+                            bs = kb if i == 0 and m == nb else kb[i : i + m]
+                            if ks != bs:
+                                k = 1
+                                while k < m and keys[j + k] == kb[i + k]:
+                                    k += 1
+                                m = k
                     vb = vbs[bi]
                     if m == nb:
-                        # The whole block (m == nb implies i == 0): dropped, not emptied.
-                        out += vb
+                        # The whole block (m == nb implies i == 0): dropped, not emptied,
+                        # and, as the first run, itself the result.
+                        if out:
+                            out += vb
+                        else:
+                            out = vb
                         del kbs[bi]
                         del vbs[bi]
                         del mx[bi]
                     else:
-                        out += vb[i : i + m]
+                        if out:
+                            out += vb[i : i + m]
+                        else:
+                            out = vb[i : i + m]
                         del kb[i : i + m]
                         del vb[i : i + m]
                         if i == len(kb):
