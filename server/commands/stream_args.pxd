@@ -25,7 +25,9 @@ cdef inline object _c_parse_id(bytes arg, unsigned long long missing):
         return None
     while i < n and 48 <= s[i] <= 57:
         d = s[i] - 48
-        if ms > (18446744073709551615ULL - d) // 10:
+        # 19 digits always fit in 64 bits: only a 20th can overflow, so only from there is
+        # the check made (a multiply-high, a subtraction and a compare a digit).
+        if i >= 19 and ms > (18446744073709551615ULL - d) // 10:
             return None
         ms = ms * 10 + d
         i += 1
@@ -40,7 +42,7 @@ cdef inline object _c_parse_id(bytes arg, unsigned long long missing):
         j = i
         while i < n and 48 <= s[i] <= 57:
             d = s[i] - 48
-            if seq > (18446744073709551615ULL - d) // 10:
+            if i - j >= 19 and seq > (18446744073709551615ULL - d) // 10:
                 return None
             seq = seq * 10 + d
             i += 1
@@ -50,3 +52,18 @@ cdef inline object _c_parse_id(bytes arg, unsigned long long missing):
         buf[j] = <unsigned char>(seq >> (8 * j))
         buf[8 + j] = <unsigned char>(ms >> (8 * j))
     return _PyLong_FromByteArray(buf, 16, 1, 0)
+
+
+# XREAD / XREADGROUP's options, parsed once a call (every XREADGROUP of the consumer loop):
+# an extension type, so the parser's ten default stores and its option stores are C slot
+# writes, not generic attribute sets; the fields stay Python objects, as the handlers
+# (interpreted or untyped) read them.
+cdef class ReadArgs:
+    cdef public object timeout, count, streams_arg, nstreams, group, consumer, noack
+    cdef public object claim, maxcount, maxsize
+
+# A C call from parse_read_args (and XADD's/XTRIM's option loops) where it was a Python one.
+cpdef count_arg(a)
+
+@cython.locals(r=ReadArgs, argc=Py_ssize_t, i=Py_ssize_t, more=Py_ssize_t, n=Py_ssize_t)
+cpdef ReadArgs parse_read_args(argv, bint xreadgroup, bint serving, bint script=*)
