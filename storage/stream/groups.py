@@ -195,7 +195,15 @@ class ConsumerGroup:
             for sid in sids:
                 self.deliver(sid, consumer, now_ms)
             return
-        nacks = [NACK(now_ms, 1, consumer) for _ in sids]
+        nacks = []
+        for _ in sids:
+            # Made by the type's allocator, its fields set here: no __init__ call (in the
+            # compiled build a C allocation and three slot stores, not a Python call).
+            nack = NACK.__new__(NACK)
+            nack.delivery_time = now_ms
+            nack.delivery_count = 1
+            nack.consumer = consumer
+            nacks.append(nack)
         self.pel.extend(sids, nacks)
         # The consumer's PEL is a subset of the group's: these IDs are beyond it too.
         consumer.pel.extend(sids, nacks)
