@@ -61,6 +61,7 @@ cdef inline object _c_parse_id(bytes arg, unsigned long long missing):
 cdef class ReadArgs:
     cdef public object timeout, count, streams_arg, nstreams, group, consumer, noack
     cdef public object claim, maxcount, maxsize
+    cpdef budget(self)
 
 # A C call from parse_read_args (and XADD's/XTRIM's option loops) where it was a Python one.
 cpdef count_arg(a)

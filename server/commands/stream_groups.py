@@ -61,7 +61,17 @@ from .streams import (
     stream_read,
     stream_write,
 )
-from .table import arg, command
+from .table import TABLE, arg, command
+
+
+def _probe() -> None:
+    """Only its type matters: see _COMPILED."""
+
+
+# Whether this module runs compiled (what ``cython.compiled`` says, without importing
+# Cython): then XREADGROUP and XACK get C entries (stream_groups.pxd), names that exist only
+# in the compiled module; ``_COMPILED`` guards them.
+_COMPILED = type(_probe).__name__ != "function"
 
 UNBLOCKED_GONE = ReplyError("UNBLOCKED the stream key no longer exists")
 NOGROUP_BLOCKED = ReplyError("NOGROUP the consumer group this client was blocked on no longer exists")
@@ -189,7 +199,6 @@ def _history_bytes(items: list, resp3: bool) -> bytes:
     return b"\r\n".join(parts)
 
 
-@command("xreadgroup")
 def xreadgroup(c: Client, argv: list[bytes]):
     server = c.server
     serving = server.blocking.serving
@@ -296,7 +305,6 @@ def _has_idle(g: ConsumerGroup, min_idle: int, now: int) -> bool:
 # -- XACK / XPENDING -----------------------------------------------------------------------------
 
 
-@command("xack")
 def xack(c: Client, argv: list[bytes]):
     s = stream_read(c, argv[1])
     g = s.get_group(argv[2]) if s is not None else None
@@ -306,6 +314,16 @@ def xack(c: Client, argv: list[bytes]):
     if acked:
         c.server.dirty += acked
     return acked
+
+
+command("xreadgroup")(xreadgroup)
+command("xack")(xack)
+
+if _COMPILED:
+    # The dispatcher's C entries for the typed handlers (stream_groups.pxd's _e_xreadgroup,
+    # _e_xack): C calls from fastpath's loop, not Python ones.
+    _c_set_entry(TABLE.commands[b"xreadgroup"], xreadgroup, _e_xreadgroup)  # noqa: F821
+    _c_set_entry(TABLE.commands[b"xack"], xack, _e_xack)  # noqa: F821
 
 
 @command("xpending")
