@@ -82,6 +82,13 @@ def test_the_pxd_files_reach_the_compiled_build():
     from rill.storage import cells
 
     assert bool(cells.Cell.__flags__ & (1 << 9)) != storage.native.compiled
+    # Every PEL and stream node index (storage/rax.pxd) and the group state whose fields
+    # groups.pxd types as one (storage/stream/groups.pxd).
+    from rill.storage import rax
+    from rill.storage.stream import groups
+
+    for cls in (rax.Rax, groups.NACK, groups.Consumer, groups.ConsumerGroup):
+        assert bool(cls.__flags__ & (1 << 9)) != storage.native.compiled, cls
     # The effect records' decoder fills an extension type (protocol/effects.pxd).
     from rill.protocol import effects
 
@@ -95,10 +102,11 @@ def test_the_pxd_files_reach_the_compiled_build():
     # The dispatcher's typed classes (server/fastpath.pxd cimports the other two).
     from rill.server import commandstats, connection, evict, fastpath, iostats
     from rill.server.activeactive import keyed
-    from rill.server.commands import table
+    from rill.server.commands import stream_args, table
 
     for cls in (fastpath.ServerCore, fastpath.ClientCore, table.Command, commandstats.CommandStats,
-                evict.Evictor, keyed.Keyed, connection.Connection, connection.ReplyBatch, iostats.IOStats):
+                evict.Evictor, keyed.Keyed, connection.Connection, connection.ReplyBatch, iostats.IOStats,
+                stream_args.ReadArgs):
         assert bool(cls.__flags__ & (1 << 9)) != server.native.compiled, cls
     # A class attribute in a subclass would shadow a compiled field: instances would set
     # the attribute, and the compiled loop would go on reading the field.

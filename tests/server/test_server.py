@@ -125,6 +125,8 @@ _TYPED = {b"get": [b"GET", b"k"], b"set": [b"SET", b"k", b"v"], b"mset": [b"MSET
           b"lpush": [b"LPUSH", b"l", b"a"], b"rpush": [b"RPUSH", b"l", b"a"], b"lpop": [b"LPOP", b"l"],
           b"rpop": [b"RPOP", b"l"], b"lrange": [b"LRANGE", b"l", b"0", b"-1"],
           b"xrange": [b"XRANGE", b"x", b"-", b"+"], b"xrevrange": [b"XREVRANGE", b"x", b"+", b"-", b"COUNT", b"1"],
+          b"xreadgroup": [b"XREADGROUP", b"GROUP", b"g", b"c", b"COUNT", b"1", b"STREAMS", b"x", b">"],
+          b"xack": [b"XACK", b"x", b"g", b"1-1", b"2-1"],
           b"zpopmin": [b"ZPOPMIN", b"z"], b"ping": [b"PING"]}
 
 
@@ -135,7 +137,10 @@ def test_a_replaced_handler_is_the_one_the_loop_calls(clocked, monkeypatch, name
     handler is replaced runs the new one, and one put back runs as before."""
     server, client, _ = clocked
     fill = ([b"RPUSH", b"l", b"x", b"y", b"z"], [b"ZADD", b"z", b"1", b"a", b"2", b"b", b"3", b"c"],
-            [b"XADD", b"x", b"1-1", b"f", b"v"], [b"XADD", b"x", b"2-1", b"g", b"w"])
+            [b"XADD", b"x", b"1-1", b"f", b"v"], [b"XADD", b"x", b"2-1", b"g", b"w"],
+            [b"XADD", b"x", b"3-1", b"f", b"v"], [b"XADD", b"x", b"4-1", b"f", b"v"],
+            [b"XGROUP", b"CREATE", b"x", b"g", b"0"],
+            [b"XREADGROUP", b"GROUP", b"g", b"c", b"COUNT", b"2", b"STREAMS", b"x", b">"])
     run(server, client, *fill)
     cmd = server.table.lookup_name(name)
     original = cmd.handler
