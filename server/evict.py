@@ -679,17 +679,22 @@ class Evictor:
             # since (RENAME or MOVE onto a name the snapshot holds, RESTORE ... IDLETIME
             # over it) is scored by its former, newer stamp until the next snapshot,
             # as a key written since is not sampled until then.
-            snap = list(access)
-            stamps = list(access.values())
-            stamps += stamps[:self.samples]
+            n = len(access)
+            if _COMPILED:  # the same two lists, taken in one C walk (evict.pxd)
+                snap, stamps = _keys_and_values(access, self.samples)  # noqa: F821 (evict.pxd)
+            else:
+                snap = list(access)
+                stamps = list(access.values())
+                snap += snap[:self.samples]
+                stamps += stamps[:self.samples]
             self.snap_access[db_id] = access
         else:
             snap = list(data)
+            n = len(snap)
+            snap += snap[:self.samples]
             stamps = None
             self.snap_access[db_id] = None
         self.snap_stamps[db_id] = stamps
-        n = len(snap)
-        snap += snap[:self.samples]
         if _COMPILED:
             # Out of the cyclic collector's sight: it would otherwise visit every slot of
             # them (a cache miss per key object on a large cache) in each collection of the
