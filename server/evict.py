@@ -74,7 +74,8 @@ _getrandbits = random.getrandbits  # compiled, a C global (evict.pxd): no module
 # CONFIG SET notify-keyspace-events, or a test, sets it there)
 _NOTIFY_NS = vars(events)
 # The pool (score, db id, key), ascending, is bisected with (score,): a 1-tuple sorts
-# ahead of every entry of the same score, and no key function is called per probe.
+# ahead of every entry of the same score, and no key function is called per probe
+# (compiled, evict.pxd's _pool_put bisects the scores as doubles).
 
 # What an evicted key's slots in its database's dicts (keys, access stamps) count for
 _KEY_TABLES = 2 * TABLE_PER_KEY
@@ -489,14 +490,19 @@ class Evictor:
                                 continue
                             stamp = db.access_base
                         # compiled, the stamp as a C integer and the score a C double:
-                        # the pool holds it as a float, which _bisect_score reads in place
+                        # the pool holds it as a float, which _pool_put reads in place
                         # (an int took a conversion call per probe)
                         st = stamp
                         idle = now - st
                         if idle <= worst:
                             continue  # no better than the pool's worst: Redis skips it too
                         score = idle
-                        k = _bisect_score(pool, score) if _COMPILED else bisect_left(pool, (score,))
+                        if _COMPILED:  # the same insertion, in C (evict.pxd)
+                            _pool_put(pool, score, (score, ident, key), _POOL_MAX)  # noqa: F821
+                            if len(pool) >= _POOL_MAX:
+                                worst = _pool_head(pool)  # noqa: F821 (evict.pxd)
+                            continue
+                        k = bisect_left(pool, (score,))
                         if len(pool) >= _POOL_MAX:
                             del pool[0]
                             k -= 1
@@ -754,37 +760,21 @@ def _probe() -> None:
 _COMPILED = type(_probe).__name__ != "function"
 
 
-def _bisect_score(pool: list[tuple[float, int, bytes]], score: float) -> int:
-    """``bisect_left(pool, (score,))``: where a candidate scoring ``score`` goes, ahead of
-    the entries scoring the same. Compiled (evict.pxd), a C loop over the scores as
-    doubles: bisect_left's call and its tuple comparisons were ~1.2k instructions an
-    insertion, several per eviction. Compiled, every score in the pool is a float
-    (_evict_pooled and _pool_insert make them so), read in place; an int took a
-    conversion call per probe. Interpreted, bisect_left is the faster (_COMPILED
-    picks it at the call sites)."""
-    lo, hi = 0, len(pool)
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        entry = pool[mid]  # compiled, a tuple: its score read without a generic index
-        at = entry[0]
-        if at < score:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
 def _pool_insert(pool: list[tuple[float, int, bytes]], score: float, db_id: int, key: bytes) -> None:
     """Put a sample in the pool as evictionPoolPopulate does: ahead of the entries
     scoring the same, and, when the pool is full, only if it beats the worst (which
-    then goes)."""
-    if len(pool) >= POOL_SIZE:
-        if score <= pool[0][0]:
-            return
-        k = (_bisect_score(pool, score) if _COMPILED else bisect_left(pool, (score,))) - 1
+    then goes). The pool (score, db id, key), ascending, is bisected with (score,): a
+    1-tuple sorts ahead of every entry of the same score."""
+    full = len(pool) >= POOL_SIZE
+    if full and score <= pool[0][0]:
+        return
+    if _COMPILED:  # the same insertion, in C (evict.pxd's _pool_put)
+        _pool_put(pool, score, (score, db_id, key), _POOL_MAX)  # noqa: F821
+        return
+    k = bisect_left(pool, (score,))
+    if full:
         del pool[0]
-    else:
-        k = _bisect_score(pool, score) if _COMPILED else bisect_left(pool, (score,))
+        k -= 1
     pool.insert(k, (score, db_id, key))
 
 
