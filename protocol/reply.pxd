@@ -101,6 +101,15 @@ cdef inline char* _c_put_bulk(char* p, const char* data, Py_ssize_t n) noexcept 
 cdef inline Py_ssize_t _c_bulk_size(Py_ssize_t n) noexcept nogil:
     return 5 + _c_ndigits(<unsigned long long>n) + n
 
+# One bytes value as a bulk string reply: a single new bytes object sized up front, the header,
+# value and CRLF written through a char*. The .py's BULK_HEADERS[n] + value + b"\r\n" made two
+# objects (the first one thrown away) through two generic concatenations.
+cdef inline bytes _c_bulk_reply(bytes value):
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(value)
+    cdef bytes r = PyBytes_FromStringAndSize(NULL, _c_bulk_size(n))
+    _c_put_bulk(PyBytes_AS_STRING(r), PyBytes_AS_STRING(value), n)
+    return r
+
 @cython.boundscheck(False)
 @cython.wraparound(False)
 cdef inline object _c_bulk_array(object raw, list values):

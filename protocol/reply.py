@@ -190,6 +190,11 @@ def encode_into(value: Any, out: list[bytes], resp3: bool) -> None:
     """Append the encoding of ``value`` to ``out`` (the client's output chunks)."""
     t = type(value)
     if t is bytes:
+        if _COMPILED:
+            # reply.pxd's _c_bulk_reply: one object written in C. In-process callgrind, GET
+            # -P16 (a 3-byte hit), execute_all + feed: 3202 -> 2732 Ir a command.
+            out.append(_c_bulk_reply(value))  # noqa: F821 (see _COMPILED)
+            return
         n = len(value)
         if n < SMALL:
             out.append(BULK_HEADERS[n] + value + b"\r\n")
