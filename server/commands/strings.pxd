@@ -6,11 +6,14 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.dict cimport PyDict_GetItem
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_REFCNT
+from libc.limits cimport LLONG_MAX, LLONG_MIN
 from libc.string cimport memcpy
 
 from rill.protocol.reply cimport _c_digits
 
 cdef bint _COMPILED
+# notify.py's namespace (strings.py's _NOTIFY_NS): the notifier read as one dict lookup.
+cdef dict _NOTIFY_NS
 
 # A counter's value (INCR/DECR/INCRBY/DECRBY check it is within int64 first) written as its
 # decimal digits into a C buffer: one bytes object, no str.
@@ -85,7 +88,11 @@ cdef inline object _c_incremented(bytes s, long long by):
         i += 1
     if neg:
         v = -v
-    if (by > 0 and v > 9223372036854775807 - by) or (by < 0 and v < (-9223372036854775807 - 1) - by):
+    # LLONG_MAX/LLONG_MIN, C constants: the literals 9223372036854775807 and -9223372036854775807 - 1
+    # made Cython box v and by and compare Python ints (two PyLongs, a subtraction, a rich
+    # compare and three deallocs a call). In-process callgrind, INCR -P16, execute_all + feed:
+    # 3404 -> 3033 Ir a command.
+    if (by > 0 and v > LLONG_MAX - by) or (by < 0 and v < LLONG_MIN - by):
         return None
     return v + by
 

@@ -51,8 +51,16 @@ def _expire_if_needed(db: Database, key: bytes) -> None:
         db.lookup(key)
 
 
+# notify's namespace, where its ``notifier`` lives (as evict.py's): compiled, a typed dict
+# (strings.pxd), so that SET, MSET and INCR read ``notifier`` with one dict lookup rather
+# than a module global and then a module attribute lookup (the same object: a module's
+# attributes are its dict's entries, where CONFIG SET notify-keyspace-events or a test sets
+# it). In-process callgrind, INCR -P16, execute_all + feed: 3511 -> 3404 Ir a command.
+_NOTIFY_NS = vars(events)
+
+
 def _notify(db: Database, cls: str, event: bytes, key: bytes) -> None:
-    notifier = events.notifier
+    notifier = _NOTIFY_NS["notifier"]
     if notifier is not None:
         notifier(db.id, cls, event, key)
 
@@ -308,8 +316,9 @@ def set_(c: Client, argv: list[bytes]):
             db.set(key, argv[2])
         if db.watched:
             db.modified(key)
-        if events.notifier is not None:
-            events.notifier(db.id, "$", b"set", key)
+        notifier = _NOTIFY_NS["notifier"]
+        if notifier is not None:
+            notifier(db.id, "$", b"set", key)
         c.server.dirty += 1
         return OK
     flags, expire = _parse_string_options(argv, 3, True)
@@ -369,7 +378,7 @@ def mset(c: Client, argv: list[bytes]):
     data = db.data
     expires = db.expires
     watched = db.watched
-    notifier = events.notifier
+    notifier = _NOTIFY_NS["notifier"]
     for j in range(1, n, 2):
         key = argv[j]
         if key in data and not (expires and key in expires):
@@ -535,8 +544,9 @@ def _incr(c: Client, key: bytes, incr: int) -> int:
         _INTS[new] = result
     if db.watched:
         db.modified(key)
-    if events.notifier is not None:
-        events.notifier(db.id, "$", b"incrby", key)
+    notifier = _NOTIFY_NS["notifier"]
+    if notifier is not None:
+        notifier(db.id, "$", b"incrby", key)
     c.server.dirty += 1
     return result
 
@@ -579,8 +589,9 @@ def incr(c: Client, argv: list[bytes]):
         db.access[key] = db.clock
     if db.watched:
         db.modified(key)
-    if events.notifier is not None:
-        events.notifier(db.id, "$", b"incrby", key)
+    notifier = _NOTIFY_NS["notifier"]
+    if notifier is not None:
+        notifier(db.id, "$", b"incrby", key)
     c.server.dirty += 1
     return result
 
