@@ -657,10 +657,24 @@ class Database:
 
 
 class Keyspace:
-    """All databases plus the counters INFO reports about them."""
+    """All databases plus the counters INFO reports about them.
+
+    Compiled, an extension type (keyspace.pxd): its attributes are C fields, so every
+    attribute is set here, before the databases (which read lru_clock, lfu and
+    signal_all) are made."""
 
     def __init__(self, databases: int = 16) -> None:
+        # The LRU clock (seconds) every access is stamped with, advanced by ``tick``;
+        # an LFU maxmemory-policy switches the stamps to LFU counters.
         self.lru_clock = int(time.monotonic())
+        self.lfu = False
+        self.lfu_log_factor = 10
+        self.lfu_decay_time = 1
+        # Whether a small integer value is one shared object (OBJECT REFCOUNT); the server
+        # turns it off under an LRU or LFU maxmemory-policy, as Redis does.
+        self.shared_integers = True
+        # Whether every modified key is signalled (set_signal_all), not only WATCHed ones.
+        self.signal_all = False
         self.dbs = [Database(i, self) for i in range(databases)]
         self.hits = 0
         self.misses = 0
@@ -686,16 +700,6 @@ class Keyspace:
         # clients give a TTL, which it must expire itself). None costs one test.
         self.on_set_expire: Callable[[Database, bytes], None] | None = None
         self.on_miss: Callable[[Database, bytes], None] | None = None
-
-    # The LRU clock (seconds) every access is stamped with, advanced by ``tick``;
-    # an LFU maxmemory-policy switches the stamps to LFU counters.
-    lru_clock = int(time.monotonic())
-    lfu = False
-    # Whether a small integer value is one shared object (OBJECT REFCOUNT); the server
-    # turns it off under an LRU or LFU maxmemory-policy, as Redis does.
-    shared_integers = True
-    lfu_log_factor = 10
-    lfu_decay_time = 1
 
     def tick(self) -> None:
         """Advance the LRU clock (the server's cron, as Redis's serverCron does)."""
@@ -728,8 +732,6 @@ class Keyspace:
         da.access_base, db.access_base = db.access_base, da.access_base
         da.avg_ttl, db.avg_ttl = db.avg_ttl, da.avg_ttl
         da.unshared, db.unshared = db.unshared, da.unshared
-
-    signal_all = False
 
     def set_signal_all(self, on: bool) -> None:
         """Signal every modified key to ``on_modified`` (on), or only WATCHed ones (off)."""

@@ -89,6 +89,15 @@ def test_the_pxd_files_reach_the_compiled_build():
 
     for cls in (rax.Rax, groups.NACK, groups.Consumer, groups.ConsumerGroup):
         assert bool(cls.__flags__ & (1 << 9)) != storage.native.compiled, cls
+    # The databases and the keyspace whose counters every read bumps (storage/keyspace.pxd).
+    from rill.storage import keyspace
+
+    for cls in (keyspace.Database, keyspace.Keyspace):
+        assert bool(cls.__flags__ & (1 << 9)) != storage.native.compiled, cls
+    ks = keyspace.Keyspace(2)
+    ks.hits += 1
+    ks.signal_all = True
+    assert (ks.hits, ks.signal_all, ks.lfu, ks.shared_integers, ks.lfu_log_factor) == (1, True, False, True, 10)
     # The effect records' decoder fills an extension type (protocol/effects.pxd).
     from rill.protocol import effects
 

@@ -98,13 +98,13 @@ cdef inline object _c_incremented(bytes s, long long by):
 
 from rill.server.fastpath cimport ClientCore
 
-from rill.storage.keyspace cimport Database, _c_data_get
+from rill.storage.keyspace cimport Database, Keyspace, _c_data_get
 
 # GET, SET, INCR and MSET with the client and the database typed (fastpath.pxd's ClientCore,
 # keyspace.pxd's Database): c.db, the database's dicts and flags and c.server.dirty are C
 # reads and writes, its lookups C calls. The handlers are registered after their
 # definition (a .pxd cannot type a decorated def).
-@cython.locals(db=Database)
+@cython.locals(db=Database, ks=Keyspace)
 cpdef get(ClientCore c, argv)
 
 @cython.locals(db=Database)
