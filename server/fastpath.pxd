@@ -10,11 +10,18 @@ from rill.storage.keyspace cimport Database
 # generic call, argument parsing and a bool made per reply.
 from rill.protocol.reply cimport encode_into
 
+# The engine a write is handed to (the Active-Active engine subclasses it): run_write is
+# a C method, so the loop's call goes through the vtable, not a bound method looked up
+# and called with a tuple of arguments.
+cdef class WriteEngine:
+    cdef object run_write(self, object client, Command cmd, object argv)
+
 cdef class ServerCore:
     cdef public object _special, propagating, _also, _rewritten, _prevent_propagation
     cdef public bint _gated, _gated_beyond_memory
     cdef public object dirty, dispatch, blocking, cmdstats, slow_ns, latency_tracking, monitors
     cdef public object stats, client_mem, obuf_floor, query_buffer_limit, aa_seal
+    cdef public WriteEngine _active_active
 
 cdef class ClientCore:
     cdef public object out, resp3, blocked, close_after_reply, kill_requested, last_cmd, cur_cmd, argv

@@ -27,6 +27,7 @@ EVICT_FAIL = 2
 
 if TYPE_CHECKING:
     from .client import Client
+    from .commands.table import Command
     from .server import Server
 
 
@@ -42,6 +43,21 @@ _SYSTEM_CLOCK = perf_counter_ns
 # (what perf_counter_ns reads on Linux) read in C, with no int object made and unboxed again
 # per reading, two per command. The name exists only in the compiled module, so the
 # interpreter never reaches it (``_COMPILED`` guards it).
+
+
+class WriteEngine:
+    """What the loop below hands a write to instead of its handler while one is set
+    (``ServerCore._active_active``: the Active-Active engine, engine.py's ActiveActive,
+    which subclasses this). A base class here so that the loop, compiled, calls
+    ``run_write`` as a C method through fastpath.pxd's type: the engine's module
+    cimports this one, so this one cannot cimport it. Before, the call was a Python
+    method call on an attribute found through the Server's instance dict."""
+
+    __slots__ = ()
+
+    def run_write(self, client: ClientCore, cmd: Command, argv: list[bytes]) -> object:
+        """Run the write command's handler, recording what it changed; its reply."""
+        raise NotImplementedError
 
 
 class ServerCore:
@@ -67,6 +83,9 @@ class ServerCore:
         # Active-Active's feed while it is the only one (server/propagation.py): what a
         # write leaves to propagate is then its seal alone, called from the loop below
         "aa_seal",
+        # the Active-Active engine while the mode is on (a WriteEngine, else None): read
+        # per write, and its run_write called in C (Server.active_active sets it)
+        "_active_active",
     )
 
     def prevent_propagation(self) -> None:
@@ -215,7 +234,8 @@ def execute_all(server: Server, client: Client, commands: list[list[bytes]], i: 
                     # What call() does for an Active-Active write: the engine runs the
                     # handler and collects its ops (the interpreted call() frame was a
                     # sixth of an XADD's cost there).
-                    reply = server._active_active.run(client, cmd, argv)
+                    # Compiled, a C method call (fastpath.pxd's WriteEngine).
+                    reply = server._active_active.run_write(client, cmd, argv)
                 else:
                     # Compiled, a typed handler is called through its C entry (fastpath.pxd's
                     # _c_call), not as a Python object with its arguments checked and unpacked.

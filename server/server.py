@@ -181,6 +181,7 @@ class Server(ServerCore):
 
     def __init__(self, config: Config | None = None) -> None:
         self._special = self._gated = self._gated_beyond_memory = False
+        self._active_active: ActiveActive | None = None
         self.config = config or Config()
         self.keyspace = Keyspace(self.config.int("databases"))
         self.keyspace.on_modified = self._key_modified
@@ -322,7 +323,8 @@ class Server(ServerCore):
     _tracking_active = False
     _replica_of: tuple[str, int] | None = None
     _min_replicas: tuple[int, int] | None = None
-    _active_active: ActiveActive | None = None
+    # _active_active (the engine, or None) is a ServerCore field (fastpath.py): a class
+    # attribute here would shadow it.
 
     def _update_special(self) -> None:
         self._gated_beyond_memory = bool(

@@ -110,12 +110,14 @@ def test_the_pxd_files_reach_the_compiled_build():
         assert bool(cls.__flags__ & (1 << 9)) != server.native.compiled, cls
     # The dispatcher's typed classes (server/fastpath.pxd cimports the other two).
     from rill.server import commandstats, connection, evict, fastpath, iostats
-    from rill.server.activeactive import keyed
+    from rill.server.activeactive import keyed, lists
     from rill.server.commands import stream_args, table
 
-    for cls in (fastpath.ServerCore, fastpath.ClientCore, table.Command, commandstats.CommandStats,
-                evict.Evictor, keyed.Keyed, connection.Connection, connection.ReplyBatch, iostats.IOStats,
-                stream_args.ReadArgs):
+    # WriteEngine: the loop calls the engine's run_write in C (the engine subclasses it);
+    # Lists: the engine reads its keys in C.
+    for cls in (fastpath.ServerCore, fastpath.ClientCore, fastpath.WriteEngine, lists.Lists, table.Command,
+                commandstats.CommandStats, evict.Evictor, keyed.Keyed, connection.Connection,
+                connection.ReplyBatch, iostats.IOStats, stream_args.ReadArgs):
         assert bool(cls.__flags__ & (1 << 9)) != server.native.compiled, cls
     # A class attribute in a subclass would shadow a compiled field: instances would set
     # the attribute, and the compiled loop would go on reading the field.

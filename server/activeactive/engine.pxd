@@ -16,15 +16,20 @@ from rill.server.activeactive.backlog cimport Backlog
 # keyed write, a C call where it was a Python call through the module's globals.
 from rill.server.activeactive.keyed cimport Keyed, kind_of, now_ms
 from rill.server.commands.table cimport Command
-from rill.server.fastpath cimport ClientCore
+from rill.server.fastpath cimport ClientCore, ServerCore, WriteEngine
+from rill.server.activeactive.lists cimport Lists
 from rill.storage.keyspace cimport Database, _c_data_get
 from rill.storage.stream.active cimport _insert_op, own_add
 from rill.storage.stream.stream cimport _StreamCore
 
-cdef class ActiveActive:
+cdef class ActiveActive(WriteEngine):
     cdef dict __dict__
-    cdef public object server, region, seq, links, recovering, replaying, applied_effects
-    cdef public object hlls, lists, reply_override, _moves, _clock_parts, want_full_sync
+    cdef public object region, seq, links, recovering, replaying, applied_effects
+    # Typed, so a keyed write's ``server.dirty`` (_run_fast, _sealed_now) and ``lists.keys``
+    # (_run_fast) are C reads: the Server is a ServerCore, Lists an extension type.
+    cdef public ServerCore server
+    cdef public Lists lists
+    cdef public object hlls, reply_override, _moves, _clock_parts, want_full_sync
     cdef public dict vc, known, pending, _deferred_known, tombstones, ttl, _kinds
     cdef public list unit, on_sealed
     cdef public Backlog backlog
@@ -37,6 +42,8 @@ cdef class ActiveActive:
     cdef public Py_ssize_t pre_n
     cdef public object _xadd
 
+    # The dispatcher's entry for every write (fastpath.pxd's WriteEngine), a C method.
+    cdef object run_write(self, object client, Command cmd, object argv)
     # A keyed write's steps (run -> _run_fast -> _collect_fast -> _collect_ttl,
     # _sealed_now): private, called only from this class, so C calls instead of a
     # bound-method lookup through the instance dict and a Python call each, with the
@@ -44,6 +51,7 @@ cdef class ActiveActive:
     # _run_fast against the generic path turns ``fast_writes`` off rather than replace it.)
     @cython.locals(db=Database, keyed=dict, where=tuple)
     cdef object _run_fast(self, object client, Command cmd, object argv, object kind)
+    @cython.locals(server=ServerCore)
     cdef object _sealed_now(self, object dirty)
     @cython.locals(held=object, keys=dict, keyed=Keyed, counter=bint)
     cdef bint _keyed_made(self, Database db, object key, object before, object kind, object name,

@@ -43,6 +43,7 @@ from rill.storage.stream.active import ActiveStream, _insert_op, own_add
 from .. import notify as events
 from ..commands.table import WRITE
 from ..commands.values import type_name
+from ..fastpath import WriteEngine
 from ..outcomes import ReplicasOnly
 from .backlog import Backlog
 from .hll import OPS as _HLL_OPS
@@ -150,8 +151,10 @@ def type_refusal(type_name: str) -> ReplyError:
     return ReplyError(f"ERR Active-Active: writes to {type_name} keys are not supported yet")
 
 
-class ActiveActive:
-    """One instance's Active-Active state; ``server.active_active`` while the mode is on."""
+class ActiveActive(WriteEngine):
+    """One instance's Active-Active state; ``server.active_active`` while the mode is on.
+    A WriteEngine (fastpath.py), so the dispatcher's loop hands it each write through a
+    C method call (``run_write``)."""
 
     def __init__(self, server: Server, region: int, backlog_size: int) -> None:
         self.server = server
@@ -237,6 +240,11 @@ class ActiveActive:
     def run(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
         """Run a write command's handler, collecting the ops it makes into the unit.
         Writes the merge rules do not cover are refused before they run."""
+        return self.run_write(client, cmd, argv)
+
+    def run_write(self, client: Client, cmd: Command, argv: list[bytes]) -> Any:
+        """run(), as the dispatcher's loop calls it (fastpath.py's WriteEngine): compiled,
+        a C method, so that call and the one from run() are C calls."""
         kind = self._kinds.get(cmd)
         if kind is None:
             kind = self._kinds[cmd] = self._kind(cmd)
@@ -404,7 +412,9 @@ class ActiveActive:
                 return self._run_generic(client, cmd, argv, _KEYS)
         dirty = self.server.dirty
         try:
-            reply = cmd.handler(client, argv)
+            # Compiled, through the handler's C entry while it has one (engine.pxd's
+            # _c_handler), not as a Python object with its arguments checked and unpacked.
+            reply = _c_handler(cmd, client, argv) if _COMPILED else cmd.handler(client, argv)  # noqa: F821
         finally:
             if (ttl_before is None and kind is not None and kind is not _LIST
                     and self._keyed_made(db, key, before, kind, cmd.fullname, argv)):
