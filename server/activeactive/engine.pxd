@@ -16,6 +16,8 @@ from rill.server.activeactive.backlog cimport Backlog
 # keyed write, a C call where it was a Python call through the module's globals.
 from rill.server.activeactive.keyed cimport Keyed, kind_of, now_ms
 from rill.server.commands.table cimport Command
+# A created counter's digits read in C (_keyed_made).
+from rill.server.commands.strings cimport _c_incremented
 from rill.server.fastpath cimport ClientCore, ServerCore, WriteEngine
 from rill.server.activeactive.lists cimport Lists
 from rill.storage.keyspace cimport Database, _c_data_get
@@ -54,8 +56,8 @@ cdef class ActiveActive(WriteEngine):
     @cython.locals(server=ServerCore)
     cdef object _sealed_now(self, object dirty)
     @cython.locals(held=object, keys=dict, keyed=Keyed, counter=bint)
-    cdef bint _keyed_made(self, Database db, object key, object before, object kind, object name,
-                          object argv) except -1
+    cdef bint _keyed_made(self, Database db, object key, tuple where, object before, object kind,
+                          object name, object argv) except -1
     # A stream write's one-key path (run -> _run_one, every XADD at a writer): a C call,
     # its Database typed so data, expires and id are C reads.
     @cython.locals(db=Database, expires=dict)

@@ -394,7 +394,8 @@ class ActiveActive(WriteEngine):
         keyed = self.keyed.keys
         ttl_before = None
         if before is None:
-            if where in keyed or where in self.lists.keys:
+            # (A list's key sent any other kind to the generic path above already.)
+            if where in keyed or (kind is _LIST and where in self.lists.keys):
                 return self._run_generic(client, cmd, argv, _KEYS)
         else:
             if kind is _LIST:
@@ -417,7 +418,7 @@ class ActiveActive(WriteEngine):
             reply = _c_handler(cmd, client, argv) if _COMPILED else cmd.handler(client, argv)  # noqa: F821
         finally:
             if (ttl_before is None and kind is not None and kind is not _LIST
-                    and self._keyed_made(db, key, before, kind, cmd.fullname, argv)):
+                    and self._keyed_made(db, key, where, before, kind, cmd.fullname, argv)):
                 self._sealed_now(dirty)
             else:
                 ops = self._collect_fast(db, key, before, ttl_before, cmd.fullname, argv, kind)
@@ -430,7 +431,8 @@ class ActiveActive(WriteEngine):
             reply, self.reply_override = self.reply_override, None
         return reply
 
-    def _keyed_made(self, db: Any, key: bytes, before: Any, kind: bytes, name: str, argv: list[bytes]) -> bool:
+    def _keyed_made(self, db: Any, key: bytes, where: tuple[int, bytes], before: Any, kind: bytes, name: str,
+                    argv: list[bytes]) -> bool:
         """The op of the commonest string writes, made and written straight into the
         unit's op section (``pre``): a plain ``SET key value`` (no options) over nothing
         or over a string whose state is one assign this instance had seen, and an
@@ -467,7 +469,6 @@ class ActiveActive(WriteEngine):
         if expires and key in expires:
             return False
         db_id = db.id
-        where = (db_id, key)
         if self.ttl and where in self.ttl:
             return False
         keyed = self.keyed
@@ -492,7 +493,10 @@ class ActiveActive(WriteEngine):
                     return False
                 # Created by this increment: its value is the increment (the op's delta,
                 # as num_bytes writes it), and the origin's total before it is 0.
-                keyed.created_counter(where, int(now), now_ms(), origin, seq)
+                # Compiled, its digits are read in C (strings.pxd's _c_incremented by 0:
+                # INCR wrote them, so they are canonical) where int() parsed them.
+                delta = _c_incremented(now, 0) if _COMPILED else None  # noqa: F821
+                keyed.created_counter(where, int(now) if delta is None else delta, now_ms(), origin, seq)
                 op = (b"CINC", key, STRING, b"", now, b"0")
         else:
             if held is not None:
