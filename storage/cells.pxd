@@ -6,6 +6,8 @@
 # descriptor found by a generic attribute lookup before; now C reads. Its methods on
 # those paths are cpdef: a C call from one another, a method call from anyone else.
 
+cimport cython
+
 cdef class Cell:
     cdef public list assigns
     cdef public dict counters
@@ -23,6 +25,11 @@ cdef class Cell:
 cpdef Cell inflate(object cell)
 cpdef object settle(Cell cell)
 cpdef tuple shared_dot(object ts, object origin, object seq)
+@cython.locals(d=tuple)  # a dot, always a tuple: its fields read in C
 cpdef object reg(object ts, object origin, object seq, object value)
 cpdef object num_in(object raw)
 cpdef bytes num_bytes(object n)
+
+# A new Cell's shared, never-changed empty assigns (cells.py): typed, so assign()'s
+# identity test reads it in C.
+cdef list _NO_ASSIGNS

@@ -32,7 +32,7 @@ cdef class Keyed:
                                object now)
     @cython.locals(cell=Cell)
     cpdef object created_counter(self, tuple where, object delta, object ts, object origin, object seq)
-    @cython.locals(cells=dict, elems=list)
+    @cython.locals(cells=dict, elems=list, kinds=dict)
     cpdef object assigned_one(self, tuple where, object key, object kind, object elem, object now,
                               object before, object origin, object seq)
     @cython.locals(cell=Cell, cells=dict)

@@ -586,7 +586,8 @@ class Keyed:
             if o != origin and self.engine.vc.get(o, 0) < held[3]:
                 return None  # an assign this effect has not seen: both stay (collect)
         elif type(held) is dict and len(held) == 1:
-            cells = held.get(kind)
+            kinds = held  # typed (keyed.pxd): a C dict lookup, not a .get method call
+            cells = kinds.get(kind)
             if not cells or elem in cells:
                 return None  # assigned over an element that was there: _assign_op's
             cells[elem] = reg(ts, origin, seq, stored)
