@@ -105,3 +105,10 @@ cdef inline object _c_handler(Command cmd, object client, object argv):
     if cmd.centry is not NULL and cmd.centry_of is cmd.handler and isinstance(client, ClientCore):
         return cmd.centry(client, argv)
     return cmd.handler(client, argv)
+
+# The client's database: a C field read when the client is a ClientCore (every real
+# client: _run_fast's per write), the attribute otherwise (a test's stand-in).
+cdef inline object _c_db_of(object client):
+    if isinstance(client, ClientCore):
+        return (<ClientCore>client).db
+    return client.db

@@ -384,7 +384,7 @@ class ActiveActive(WriteEngine):
         collector applies. Anything else takes the generic path, which is also the judge
         (tests/server/activeactive/test_fast_path.py compares the two, turning
         ``fast_writes`` off on one instance)."""
-        db = client.db
+        db = _c_db_of(client) if _COMPILED else client.db  # noqa: F821 (engine.pxd)
         key = argv[1]
         where = (db.id, key)
         before = _c_data_get(db.data, key) if _COMPILED else db.data.get(key)  # noqa: F821
