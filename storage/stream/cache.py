@@ -18,9 +18,9 @@ from .node import _fwd_node, node_counts
 # records where the next entry begins, keyed by the node object (held, so its id cannot be
 # reused); a read starting at exactly X + 1 jumps there. The offset is kept relative to the
 # first entry: appends and in-place flag changes never move entries relative to it, while
-# the master entry before it can grow with its counters. An immutable (bytes) node also
-# keeps its parsed layout -- fields (as the encoder's field heads, with that encoder), first
-# and last entry -- which a slice would otherwise re-parse for every few entries it reads. Holding a node keeps it alive after it leaves
+# the master entry before it can grow with its counters. A node also keeps its parsed
+# layout -- fields (as the encoder's field heads, with that encoder), first and last entry,
+# and the node's length, which an append to an open tail node changes -- which a slice would otherwise re-parse for every few entries it reads. Holding a node keeps it alive after it leaves
 # its stream, so the notes are bounded as the decoded-node cache is: as many nodes, none
 # larger than it admits.
 _RESUME: dict[int, tuple[object, int, int, tuple | None, int]] = {}

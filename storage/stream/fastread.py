@@ -125,7 +125,10 @@ def _fwd_node_enc(
     if hint is not None and (hint[0] is not node or hint[4] != key):
         hint = None
     layout = hint[3] if hint is not None else None
-    if layout is not None and layout[4] is not enc:
+    # A layout holds while the node keeps its length: appends to an open tail node grow it
+    # (and may grow its master entry, moving the first entry), and every other in-place
+    # change drops the node's notes (cache._nc_drop); a closed node is immutable bytes.
+    if layout is not None and (layout[4] is not enc or layout[5] != len(node)):
         layout = None
     lp = node if type(node) is bytes else bytes(node)
     mms = key >> 64
@@ -135,10 +138,9 @@ def _fwd_node_enc(
         pl = _last_entry(lp)
         last = _entry_head(lp, pl, mms, mseq)[1] if pl is not None else 0
         pre = enc.field_heads(fields)
-        if lp is node:  # immutable bytes: the layout holds for every later read
-            layout = (nf, p0, last, pre, enc)
+        layout = (nf, p0, last, pre, enc, len(lp))
     else:
-        nf, p0, last, pre, _enc = layout
+        nf, p0, last, pre, _enc, _size = layout
     p = p0
     if start > key:
         if hint is not None and hint[1] == start:
