@@ -336,6 +336,37 @@ def test_consecutive_pages_never_walk_the_node(monkeypatch):
     assert got + sids == [make_id(i, 0) for i in range(1, 62)]
 
 
+def test_pages_of_an_open_tail_node_reuse_its_layout_until_it_grows(monkeypatch):
+    """The tail node (a bytearray) keeps its parsed layout between pages as a closed node
+    does; an append, which grows it, makes the next page parse it again."""
+    from rill.storage.stream import fastread as st_mod
+
+    Stream.node_max_entries = 0
+    s = Stream()
+    for i in range(1, 61):
+        s.add([b"f", b"%d" % i], make_id(i, 0))
+    got, _ = page_read(s, 0, 10)
+    master_fast = st_mod._master_fast
+    parsed = []
+
+    def counted(lp):
+        parsed.append(len(lp))
+        return master_fast(lp)
+
+    monkeypatch.setattr(st_mod, "_master_fast", counted)
+    while len(got) < 30:
+        sids, _ = page_read(s, got[-1] + 1, 10)
+        got += sids
+    s.add([b"f", b"61"], make_id(61, 0))  # the tail grows in place
+    while len(got) < 61:
+        sids, _ = page_read(s, got[-1] + 1, 10)
+        got += sids
+    assert got == [make_id(i, 0) for i in range(1, 62)]
+    if not st_mod.__file__.endswith(".py"):
+        return  # compiled, _master_fast is a C call the patch does not reach
+    assert len(parsed) == 1  # once, after the append
+
+
 def test_resume_notes_hold_no_node_larger_than_the_cache_admits():
     """A note keeps its node alive after the node leaves its stream: big nodes get none."""
     from rill.storage.stream import cache as st_mod
