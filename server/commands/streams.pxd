@@ -26,6 +26,9 @@ cdef inline object _e_xadd(object c, object argv):
 # the stream reads use too).
 from rill.storage.stream.fastread cimport _id_bytes
 
+# An Active-Active stream's own XADD (active.pxd), a C call from xadd.
+from rill.storage.stream.active cimport _add_own
+
 cdef bint _COMPILED
 
 # The server whose stream-node-max-* Stream's class attributes hold (None: none, or its

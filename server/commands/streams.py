@@ -42,6 +42,7 @@ from rill.storage.stream import (
     StreamIDError,
     StreamSizeError,
 )
+from rill.storage.stream.active import ActiveStream
 
 from .. import notify as events
 from ..client import Client
@@ -224,7 +225,15 @@ def xadd(c: Client, argv: list[bytes]):
         if s.last_id >= ID_MAX:
             raise EXHAUSTED
         try:
-            sid = s.add(argv[3:], None, now_ms())
+            if _COMPILED and type(v) is ActiveStream:
+                # An Active-Active stream's own XADD: its add's body (active.py's _add_own)
+                # as a C call, where s.add would look up and call ActiveStream.add, a
+                # Python method overriding the core's (Cython's override check, then a
+                # Python call). Whole-writer callgrind, XADD with two peers: see
+                # docs/hot-core.md (active.py's row).
+                sid = _add_own(v, argv[3:], None, now_ms())  # noqa: F821 (streams.pxd cimports it)
+            else:
+                sid = s.add(argv[3:], None, now_ms())
         except StreamIDError:
             raise ID_TOO_SMALL from None
         except StreamSizeError:

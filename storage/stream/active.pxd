@@ -23,7 +23,8 @@ cpdef object _pid(object b)
 # from), the sub-streams a dict (a C lookup).
 @cython.locals(core=_StreamCore, sub=_StreamCore, ls="unsigned long long", r="unsigned long long",
                lms="unsigned long long", nm="unsigned long long", hi=object, subs=dict, op=list,
-               idb=bytes, journal=list)
+               idb=bytes, journal=list, nms="unsigned long long", ns="unsigned long long",
+               halves=bint)
 cdef object _add_own(object s, list fv, object sid, object now_ms)
 
 cdef unsigned long long _SEQ_ROOM

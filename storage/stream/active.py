@@ -134,6 +134,8 @@ def _add_own(s: ActiveStream, fv: list[bytes], sid: int | None, now_ms: int) -> 
     core = s
     last = core.last_id
     region = s.region
+    halves = False  # the new ID's halves are in nms and ns (compiled, XADD *)
+    nms = ns = 0
     if _COMPILED and sid is None and last is core._l_id and _fits_u64(now_ms):  # noqa: F821 (active.pxd)
         # next_id(now_ms) on the halves: the region's sequence form (n * 256 + region) in
         # the last ID's ms, or ms_now-region once the clock passed it. Above _SEQ_ROOM the
@@ -142,14 +144,22 @@ def _add_own(s: ActiveStream, fv: list[bytes], sid: int | None, now_ms: int) -> 
         ls = core._l_seq
         r = region
         nm = now_ms
+        halves = True
         if nm > lms:
             hi = now_ms
             sid = hi << 64 | region
+            nms = nm
+            ns = r
         elif ls < r:
             sid = last + (r - ls)  # the same ms: the last ID plus the sequence's step
+            nms = lms
+            ns = r
         elif ls <= _SEQ_ROOM:
-            sid = last + ((((ls - r) // 256 + 1) * 256 + r) - ls)
+            ns = ((ls - r) // 256 + 1) * 256 + r
+            sid = last + (ns - ls)
+            nms = lms
         else:
+            halves = False
             sid = s.next_id(now_ms)
             if sid <= last:
                 raise StreamIDError(
@@ -178,7 +188,13 @@ def _add_own(s: ActiveStream, fv: list[bytes], sid: int | None, now_ms: int) -> 
     sub = subs.get(region)
     if sub is None:
         sub = s._sub(region)
-    sub.add(fv, sid)
+    if halves and sub._l_id is sub.last_id and (nms > sub._l_ms or (nms == sub._l_ms and ns > sub._l_seq)):
+        # Above the sub-stream's last ID (its halves, as its last add kept them): appended
+        # with the halves as they are (stream.py's _append), not split from the 128-bit ID
+        # again and compared as one by add().
+        sub._append(fv, sid, nms, ns)
+    else:
+        sub.add(fv, sid)
     core.length += 1
     core.entries_added += 1
     core.last_id = sid

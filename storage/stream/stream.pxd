@@ -25,12 +25,15 @@ cdef class _StreamCore:
     cdef readonly object _l_id
     cdef readonly unsigned long long _l_ms, _l_seq
 
-    @cython.locals(fv=list, lp=bytearray, ms="unsigned long long", seq="unsigned long long",
-                   d="long long", tot=Py_ssize_t, nfv=Py_ssize_t, nf=Py_ssize_t, i=Py_ssize_t,
-                   n=Py_ssize_t, count=Py_ssize_t, nele=Py_ssize_t, mb="long long",
-                   me="long long", same=bint, tf=list, nm="unsigned long long", cached=tuple,
-                   e=bytearray)
+    @cython.locals(fv=list, ms="unsigned long long", seq="unsigned long long",
+                   nm="unsigned long long")
     cpdef add(self, fields_values, sid=*, now_ms=*)
+    # add()'s append, the ID's halves given (an Active-Active stream's own add calls it on
+    # its sub-stream: no 128-bit compare or split of the ID again).
+    @cython.locals(lp=bytearray, d="long long", tot=Py_ssize_t, nfv=Py_ssize_t, nf=Py_ssize_t,
+                   i=Py_ssize_t, n=Py_ssize_t, count=Py_ssize_t, nele=Py_ssize_t, mb="long long",
+                   me="long long", same=bint, tf=list, cached=tuple, e=bytearray)
+    cdef object _append(self, list fv, object sid, unsigned long long ms, unsigned long long seq)
 
 cdef extern from "Python.h":
     int _PyLong_Sign(object)

@@ -452,6 +452,16 @@ class _StreamCore:
         else:
             ms = sid >> 64
             seq = sid & MASK64
+        return self._append(fv, sid, ms, seq)
+
+    def _append(self, fv: list[bytes], sid: int, ms: int, seq: int) -> int:
+        """add()'s append of the entry ``sid``, above ``last_id``, whose halves are ``ms``
+        and ``seq`` (``sid >> 64`` and ``sid & MASK64``); ``fv`` a list. Compiled, a C
+        method (stream.pxd): an Active-Active stream's own add (active.py's ``_add_own``)
+        works out the ID on its halves and calls this on its sub-stream, where add() with
+        an explicit ID would compare it with the last ID and split it again as 128-bit
+        Python ints. Whole-writer callgrind, XADD with two peers: see docs/hot-core.md
+        (active.py's row)."""
         if _COMPILED:
             tot = 0  # a C loop: sum(map(len, ...)) costs two builtin lookups and a map object
             for x in fv:
