@@ -231,7 +231,8 @@ def xadd(c: Client, argv: list[bytes]):
                 # Python method overriding the core's (Cython's override check, then a
                 # Python call). Whole-writer callgrind, XADD with two peers: see
                 # docs/hot-core.md (active.py's row).
-                sid = _add_own(v, argv[3:], None, now_ms())  # noqa: F821 (streams.pxd cimports it)
+                fv = argv[3:] if type(argv) is list else list(argv[3:])  # _add_own takes a list
+                sid = _add_own(v, fv, None, now_ms())  # noqa: F821 (streams.pxd cimports it)
             else:
                 sid = s.add(argv[3:], None, now_ms())
         except StreamIDError:
