@@ -55,6 +55,30 @@ cdef inline char* _c_digits(long long v, char* end) noexcept nogil:
         end[0] = 45
     return end
 
+# The reverse of _c_digits for the common case: the n bytes at p in string2ll's plain
+# form, "0" or an optional '-' and 1 to 18 digits without a leading zero (always within
+# int64, so no overflow check while reading), stored at out. False for anything else ("",
+# "-", "-0", "+1", "01", 19 or 20 digits, a non-digit): the caller then takes its general
+# path, which accepts or refuses the text exactly as Redis does. LRANGE's indices and
+# INCR's stored counters are read with it (lists.pxd, strings.pxd).
+cdef inline bint _c_read_plain(const unsigned char* p, Py_ssize_t n, long long* out) noexcept nogil:
+    cdef Py_ssize_t i = 0
+    cdef long long v = 0
+    if n == 1 and p[0] == 48:
+        out[0] = 0
+        return True
+    if n > 0 and p[0] == 45:
+        i = 1
+    if i == n or n - i > 18 or p[i] == 48:
+        return False
+    while i < n:
+        if p[i] < 48 or p[i] > 57:
+            return False
+        v = v * 10 + (p[i] - 48)
+        i += 1
+    out[0] = -v if p[0] == 45 else v
+    return True
+
 # An integer reply's line, its digits written into a C buffer (one bytes object, no str);
 # an int beyond 64 bits (no command replies one) takes bytes' %d as before.
 cdef inline bytes _c_integer_line(value):

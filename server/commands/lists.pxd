@@ -51,36 +51,15 @@ cdef inline object _e_lrange(object c, object argv):
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.ref cimport Py_INCREF
-from rill.protocol.reply cimport _c_bulk_array
+from rill.protocol.reply cimport _c_bulk_array, _c_read_plain
 
-# An index argument in string2ll's plain form, read in C: "0", or an optional '-' and 1 to
-# 18 digits without a leading zero (always within int64). False for anything else ("-0",
-# "+1", "01", 19 or 20 digits, not bytes): the caller then reads it with _long, which
-# accepts or refuses it exactly as Redis does.
+# An index argument in string2ll's plain form (reply.pxd's _c_read_plain). False for
+# anything else, or not bytes: the caller then reads it with _long, which accepts or refuses
+# it exactly as Redis does.
 cdef inline bint _c_index(object arg, long long* out) noexcept:
-    cdef const char* s
-    cdef Py_ssize_t n, i = 0
-    cdef bint neg = False
-    cdef long long v = 0
     if type(arg) is not bytes:
         return False
-    n = PyBytes_GET_SIZE(arg)
-    s = PyBytes_AS_STRING(arg)
-    if n == 1 and s[0] == 48:
-        out[0] = 0
-        return True
-    if n > 0 and s[0] == 45:
-        neg = True
-        i = 1
-    if i == n or n - i > 18 or s[i] == 48:
-        return False
-    while i < n:
-        if s[i] < 48 or s[i] > 57:
-            return False
-        v = v * 10 + (s[i] - 48)
-        i += 1
-    out[0] = -v if neg else v
-    return True
+    return _c_read_plain(<const unsigned char*>PyBytes_AS_STRING(arg), PyBytes_GET_SIZE(arg), out)
 
 # LRANGE's common case: both indices plain (_c_index), else None before anything is looked
 # up, and the .py's general path reads them (and replies their error, which Redis gives
