@@ -68,9 +68,10 @@ cdef inline bint _c_index(object arg, long long* out) noexcept:
 # iterator from the nearer end (what ListValue.range does, without islice and reverse: a
 # span read from the tail is stored from the last slot down) and the reply written into one
 # Raw by reply.pxd's _c_bulk_array. Its arguments are lists.py's own objects (a .pxd's inline
-# code does not read the module's globals): the list type, Raw, EMPTY_ARRAY and WRONGTYPE.
+# code does not read the module's globals): the list type, Raw, EMPTY_ARRAY, WRONGTYPE and
+# _bulk_array (the general reply writer, for what the C writer leaves).
 cdef inline object _c_lrange(ClientCore c, object argv, object list_type, object raw, object empty,
-                             object wrongtype):
+                             object wrongtype, object bulk_array):
     cdef long long start = 0, end = 0
     cdef Py_ssize_t n, k, count
     cdef Database db
@@ -114,6 +115,6 @@ cdef inline object _c_lrange(ClientCore c, object argv, object list_type, object
             Py_INCREF(v)
             PyList_SET_ITEM(items, k, v)
     r = _c_bulk_array(raw, items)
-    if r is None:  # an element not bytes: written as lists.py's _bulk_array writes it
-        r = raw(b"*%d\r\n" % count + b"".join([b"$%d\r\n%b\r\n" % (len(e), e) for e in items]))
+    if r is None:  # an element not bytes: lists.py's _bulk_array writes it
+        r = bulk_array(items)
     return r

@@ -226,7 +226,7 @@ def lrange(c: Client, argv: list[bytes]):
         # lists.pxd's _c_lrange: both indices read in C, the key looked up through the typed
         # database and the reply written from the list into one buffer; None, before any
         # lookup, when an index is not in string2ll's plain form (the path below says why).
-        reply = _c_lrange(c, argv, ListValue, Raw, EMPTY_ARRAY, WRONGTYPE)  # noqa: F821 (see _COMPILED)
+        reply = _c_lrange(c, argv, ListValue, Raw, EMPTY_ARRAY, WRONGTYPE, _bulk_array)  # noqa: F821
         if reply is not None:
             return reply
     start = _long(argv[2])
