@@ -27,11 +27,14 @@ from collections import deque
 
 CHUNK = 1 << 18  # bytes of records per chunk (a larger record gets a chunk of its own)
 
-# A record deletes when one of these op names is among its arguments (as state.py reads
-# them): length-prefixed in a compact record, a bulk in one of the argv format.
-_DELETION_NAMES = (b"XDEL", b"XTRIM", b"DEL")
-_DELETION_BULKS = tuple(bytes((len(n),)) + n for n in _DELETION_NAMES) + tuple(
-    b"$%d\r\n%s\r\n" % (len(n), n) for n in _DELETION_NAMES)
+# The ops a released record is kept aside for, because a full sync re-applies them
+# (state.py): the one list of them, which the engine's seal also reads to tell append
+# whether a record may delete.
+DELETION_OPS = frozenset({b"XDEL", b"XTRIM", b"DEL"})
+# A record deletes when one of those names is among its arguments: length-prefixed in a
+# compact record, a bulk in one of the argv format.
+_DELETION_BULKS = tuple(bytes((len(n),)) + n for n in sorted(DELETION_OPS)) + tuple(
+    b"$%d\r\n%s\r\n" % (len(n), n) for n in sorted(DELETION_OPS))
 
 
 def _probe() -> None:

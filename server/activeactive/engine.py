@@ -45,7 +45,7 @@ from ..commands.table import WRITE
 from ..commands.values import type_name
 from ..fastpath import WriteEngine
 from ..outcomes import ReplicasOnly
-from .backlog import Backlog
+from .backlog import DELETION_OPS, Backlog
 from .hll import OPS as _HLL_OPS
 from .hll import Hlls, is_hll_value
 from .hll import plain_ops as hll_plain_ops
@@ -130,9 +130,6 @@ PERSIST = -1
 
 # Ops that leave bookkeeping behind at their origin (see ActiveActive._bookkeep).
 _BOOKKEPT = frozenset({b"DEL", b"GDESTROY", b"EXPIRE", b"GCREATE", b"CDEL", b"HLLDEL", b"LDEL"})
-# The ops a released backlog record is kept aside for (state.py's _DELETIONS: a full sync
-# re-applies them).
-_DELETIONS = frozenset({b"XDEL", b"XTRIM", b"DEL"})
 # The ops of strings, hashes, sets and sorted sets (keyed.py).
 _CELL_OPS = frozenset({b"CSET", b"CINC", b"CREM", b"CDEL"})
 
@@ -815,7 +812,7 @@ class ActiveActive(WriteEngine):
             name = op[0]
             if name in _BOOKKEPT:
                 bookkept = True
-            if name in _DELETIONS:
+            if name in DELETION_OPS:
                 deleting = True
         if bookkept:
             self._bookkeep(Effect(region, seq, ts, dict(self.vc), unit))

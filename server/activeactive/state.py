@@ -54,6 +54,7 @@ from rill.storage.list import ListValue
 from rill.storage.stream import ID_MAX, MASK64, Stream
 from rill.storage.stream.active import ActiveStream
 
+from .backlog import DELETION_OPS
 from .keyed import kind_of
 from .plain import rewrite
 
@@ -62,7 +63,6 @@ if TYPE_CHECKING:
 
 ORIGIN_AUX = b"aa-origin"
 DELETIONS_AUX = b"aa-deletions"  # the sender's deletions its backlog holds (see merge_state)
-_DELETIONS = frozenset({b"XDEL", b"XTRIM", b"DEL"})
 PERSIST = -1  # the TTL register's PERSIST value (engine.PERSIST)
 
 Op = list[bytes]
@@ -236,7 +236,7 @@ def _backlog_deletions(engine: Any) -> list[tuple[int, int, Op]]:
             effects = decode_records(wire)
         except ValueError:
             continue
-        out.extend((seq, db, op) for e in effects for db, op in e.ops if op[0] in _DELETIONS)
+        out.extend((seq, db, op) for e in effects for db, op in e.ops if op[0] in DELETION_OPS)
     return out
 
 
@@ -256,7 +256,7 @@ def _read_deletions(blob: bytes) -> list[tuple[int, int, Op]]:
     while r.pos < r.end:
         seq, db, argc = r.length(), r.length(), r.length()
         op = [r.string() for _ in range(argc)]
-        if len(op) < 2 or op[0] not in _DELETIONS:
+        if len(op) < 2 or op[0] not in DELETION_OPS:
             raise rdb.RdbError("malformed Active-Active deletion", r.pos)
         out.append((seq, db, op))
     return out
